@@ -1,0 +1,120 @@
+//! CreateTopics: each topic is created (or, with validate_only, checked) by the
+//! topic-admin actor and answered on its own.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use uuid::Uuid;
+
+use crate::gateway::Gateway;
+use crate::topic_admin::CreateTopic;
+
+/// Partitions, replication factor and configurations are answered from v5; the topic id from v7.
+const DETAILS_FROM: i16 = 5;
+const TOPIC_ID_FROM: i16 = 7;
+/// `DYNAMIC_TOPIC_CONFIG` in DescribeConfigs' `ConfigSource`.
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+
+pub fn handle(gw: &Gateway, version: i16, req: CreateTopicsRequest) -> impl Future<Output = CreateTopicsResponse> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for t in &req.topics {
+        *seen.entry(t.name.to_string()).or_default() += 1;
+    }
+    // Sent now, in request order; answered below in the same order.
+    let pending: Vec<_> = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.clone();
+            let sent = match creation(&t, seen[t.name.as_str()] > 1) {
+                Err(message) => Err(message),
+                Ok((partitions, replication_factor)) => Ok(gw.topic_admin.send(CreateTopic {
+                    name: t.name.to_string(),
+                    partitions,
+                    replication_factor,
+                    configs: t
+                        .configs
+                        .into_iter()
+                        .map(|c| (c.name.to_string(), c.value.map(|v| v.to_string())))
+                        .collect(),
+                    validate_only: req.validate_only,
+                })),
+            };
+            (name, sent)
+        })
+        .collect();
+
+    async move {
+        let mut topics = Vec::with_capacity(pending.len());
+        for (name, sent) in pending {
+            let result = CreatableTopicResult::default().with_name(name.clone());
+            topics.push(match sent {
+                Err(message) => failed(version, result, ResponseError::InvalidRequest, message),
+                Ok(request) => match request.await {
+                    Ok(Ok(_)) if version < DETAILS_FROM => result,
+                    Ok(Ok(topic)) => result
+                        .with_topic_id(if version >= TOPIC_ID_FROM { topic.id } else { Uuid::nil() })
+                        .with_num_partitions(topic.partitions)
+                        .with_replication_factor(topic.replication_factor)
+                        .with_configs(Some(
+                            topic
+                                .configs
+                                .iter()
+                                .map(|(k, v)| {
+                                    CreatableTopicConfigs::default()
+                                        .with_name(StrBytes::from_string(k.clone()))
+                                        .with_value(Some(StrBytes::from_string(v.clone())))
+                                        .with_config_source(DYNAMIC_TOPIC_CONFIG)
+                                })
+                                .collect(),
+                        )),
+                    Ok(Err(e)) => {
+                        tracing::info!(topic = %name.as_str(), error = %e, "topic not created");
+                        failed(version, result, e.code(), e.to_string())
+                    }
+                    Err(_) => failed(
+                        version,
+                        result,
+                        ResponseError::UnknownServerError,
+                        "topic admin unavailable".into(),
+                    ),
+                },
+            });
+        }
+        CreateTopicsResponse::default().with_topics(topics)
+    }
+}
+
+/// Partitions and replication factor asked for, taking a manual assignment into
+/// account as Kafka does; an error message for a request Kafka refuses outright.
+fn creation(t: &CreatableTopic, repeated: bool) -> Result<(i32, i16), String> {
+    if repeated {
+        return Err(format!("topic '{}' appears more than once in the request", t.name.as_str()));
+    }
+    if t.assignments.is_empty() {
+        return Ok((t.num_partitions, t.replication_factor));
+    }
+    if t.num_partitions != -1 || t.replication_factor != -1 {
+        return Err("with a replica assignment, partitions and replication factor must be -1".into());
+    }
+    let replicas = t.assignments[0].broker_ids.len() as i16;
+    Ok((t.assignments.len() as i32, replicas.max(1)))
+}
+
+fn failed(version: i16, result: CreatableTopicResult, code: ResponseError, message: String) -> CreatableTopicResult {
+    let result = result
+        .with_error_code(code.code())
+        .with_error_message(Some(StrBytes::from_string(message)));
+    if version >= DETAILS_FROM && code == ResponseError::InvalidConfig {
+        result.with_topic_config_error_code(code.code())
+    } else {
+        result
+    }
+}

@@ -1,0 +1,188 @@
+//! Fetch: batches straight from the backend, as stored, with the partition's
+//! watermarks. A fetch that finds less than `min_bytes` sleeps until an append to one
+//! of its partitions or `max_wait_ms`, whichever comes first.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::select_all;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_request::FetchRequest;
+use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{BrokerId, TopicName};
+use tokio::time::{timeout_at, Instant};
+use uuid::Uuid;
+
+use crate::backend::{BackendError, BackendResult, TopicPartition};
+use crate::gateway::Gateway;
+
+/// Fetch v13 names topics by id (KIP-516).
+const TOPIC_IDS_FROM: i16 = 13;
+const READ_COMMITTED: i8 = 1;
+/// The log start offset is answered from v5.
+const LOG_START_FROM: i16 = 5;
+
+/// One requested partition, resolved against the topic table.
+struct Wanted {
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+    /// The partition, or why it cannot be read.
+    target: Result<TopicPartition, ResponseError>,
+}
+
+pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchResponse {
+    let table = gw.topic_table();
+    let topics: Vec<(TopicName, Uuid, Vec<Wanted>)> = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let meta = if version >= TOPIC_IDS_FROM {
+                table.by_id(&t.topic_id).cloned()
+            } else {
+                table.get(&t.topic).cloned()
+            };
+            let wanted = t
+                .partitions
+                .into_iter()
+                .map(|p| Wanted {
+                    partition: p.partition,
+                    offset: p.fetch_offset,
+                    max_bytes: p.partition_max_bytes.max(0) as usize,
+                    target: match &meta {
+                        Some(m) if (0..m.partitions).contains(&p.partition) => Ok(TopicPartition {
+                            topic: m.name.clone(),
+                            partition: p.partition,
+                        }),
+                        None if version >= TOPIC_IDS_FROM => Err(ResponseError::UnknownTopicId),
+                        _ => Err(ResponseError::UnknownTopicOrPartition),
+                    },
+                })
+                .collect();
+            (t.topic, t.topic_id, wanted)
+        })
+        .collect();
+
+    let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    let min_bytes = req.min_bytes.max(0) as usize;
+    let max_bytes = req.max_bytes.max(0) as usize;
+    let read_committed = req.isolation_level == READ_COMMITTED;
+    loop {
+        // Subscribe before reading, so an append landing in between still wakes us.
+        let mut signals: Vec<_> = topics
+            .iter()
+            .flat_map(|(_, _, ps)| ps.iter().filter_map(|w| w.target.as_ref().ok()))
+            .map(|tp| gw.signals.subscribe(tp))
+            .collect();
+        let (responses, bytes, failed) = read_all(&gw, version, &topics, max_bytes, read_committed).await;
+        if bytes >= min_bytes || failed || signals.is_empty() || Instant::now() >= deadline {
+            return FetchResponse::default().with_responses(responses);
+        }
+        let any_append = select_all(signals.iter_mut().map(|rx| Box::pin(rx.changed())));
+        if timeout_at(deadline, any_append).await.is_err() {
+            // One last read: the answer carries the latest watermarks.
+            let (responses, _, _) = read_all(&gw, version, &topics, max_bytes, read_committed).await;
+            return FetchResponse::default().with_responses(responses);
+        }
+    }
+}
+
+/// Reads every wanted partition within the request's byte budget. Returns the
+/// answer, the bytes in it, and whether any partition had an error.
+async fn read_all(
+    gw: &Gateway,
+    version: i16,
+    topics: &[(TopicName, Uuid, Vec<Wanted>)],
+    max_bytes: usize,
+    read_committed: bool,
+) -> (Vec<FetchableTopicResponse>, usize, bool) {
+    let mut budget = max_bytes;
+    let mut total = 0;
+    let mut failed = false;
+    let mut out = Vec::with_capacity(topics.len());
+    for (name, id, wanted) in topics {
+        let mut partitions = Vec::with_capacity(wanted.len());
+        for w in wanted {
+            let data = match &w.target {
+                Err(code) => Err(*code),
+                Ok(tp) => read_partition(gw, tp, w.offset, w.max_bytes.min(budget), total == 0).await,
+            };
+            partitions.push(match data {
+                Ok((records, log_start, high)) => {
+                    let size = records.len();
+                    total += size;
+                    budget = budget.saturating_sub(size);
+                    PartitionData::default()
+                        .with_partition_index(w.partition)
+                        .with_high_watermark(high)
+                        .with_last_stable_offset(high)
+                        .with_log_start_offset(if version >= LOG_START_FROM { log_start } else { -1 })
+                        .with_aborted_transactions(read_committed.then(Vec::new))
+                        .with_preferred_read_replica(BrokerId(-1))
+                        .with_records(Some(records))
+                }
+                Err(code) => {
+                    failed = true;
+                    PartitionData::default()
+                        .with_partition_index(w.partition)
+                        .with_error_code(code.code())
+                        .with_high_watermark(-1)
+                        .with_last_stable_offset(-1)
+                        .with_log_start_offset(-1)
+                        .with_preferred_read_replica(BrokerId(-1))
+                        .with_records(Some(Bytes::new()))
+                }
+            });
+        }
+        out.push(
+            FetchableTopicResponse::default()
+                .with_topic(name.clone())
+                .with_topic_id(*id)
+                .with_partitions(partitions),
+        );
+    }
+    (out, total, failed)
+}
+
+/// One partition's records from `offset`: `(records, log start, high watermark)`.
+/// Only the first partition with data may go over the budget (KIP-74), so a batch
+/// larger than every limit still reaches the consumer.
+async fn read_partition(
+    gw: &Gateway,
+    tp: &TopicPartition,
+    offset: i64,
+    budget: usize,
+    nothing_yet: bool,
+) -> Result<(Bytes, i64, i64), ResponseError> {
+    let read: BackendResult<_> = if budget == 0 && !nothing_yet {
+        gw.backend.watermarks(tp).await.map(|w| (Vec::new(), w))
+    } else {
+        gw.backend
+            .read(tp, offset, budget.max(1))
+            .await
+            .map(|r| (r.batches, r.watermarks))
+    };
+    let (batches, w) = read.map_err(|e| {
+        // A topic deleted while a fetch waits on it is routine; anything else is not.
+        match e {
+            BackendError::UnknownTopic(_) => tracing::debug!(partition = %tp, "fetched topic was deleted"),
+            _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),
+        }
+        super::backend_error_code(&e)
+    })?;
+    if offset < w.log_start || offset > w.high {
+        tracing::debug!(partition = %tp, offset, log_start = w.log_start, high = w.high, "fetch offset out of range");
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    // Clients read an absent record set as an error: empty is sent as empty.
+    let records = match batches.len() {
+        0 => Bytes::new(),
+        1 => batches.into_iter().next().unwrap_or_default(),
+        _ => {
+            let mut all = BytesMut::with_capacity(batches.iter().map(Bytes::len).sum());
+            batches.iter().for_each(|b| all.extend_from_slice(b));
+            all.freeze()
+        }
+    };
+    Ok((records, w.log_start, w.high))
+}

@@ -1,0 +1,31 @@
+//! InitProducerId: a fresh producer id for every idempotent producer, as Kafka
+//! hands out; transactional ids are refused, since transactions are not served.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
+use kafka_protocol::messages::ProducerId;
+
+use crate::gateway::Gateway;
+
+pub async fn handle(gw: Gateway, req: InitProducerIdRequest) -> InitProducerIdResponse {
+    let refused = |code: ResponseError| {
+        InitProducerIdResponse::default()
+            .with_error_code(code.code())
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+    };
+    if req.transactional_id.is_some() {
+        tracing::info!("InitProducerId with a transactional id refused: transactions are not served");
+        return refused(ResponseError::TransactionalIdAuthorizationFailed);
+    }
+    match gw.backend.allocate_producer_id().await {
+        Ok(id) => InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(0),
+        Err(e) => {
+            tracing::warn!(error = %e, "producer id allocation failed");
+            refused(super::backend_error_code(&e))
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! ListOffsets: earliest, latest, max timestamp, or the first record at or after a time.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_request::ListOffsetsRequest;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
+};
+
+use crate::backend::{BackendResult, TimestampedOffset, TopicPartition};
+use crate::gateway::Gateway;
+
+/// Special timestamps: Kafka's `ListOffsetsRequest` constants.
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+/// Earliest kept locally (tiered storage): the same as earliest here.
+const EARLIEST_LOCAL: i64 = -4;
+
+pub async fn handle(gw: Gateway, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
+    // Leader epochs exist from v4.
+    let epoch = if version >= 4 { 0 } else { -1 };
+    let table = gw.topic_table();
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let meta = table.get(&t.name).cloned();
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in t.partitions {
+            let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+            let tp = meta
+                .as_ref()
+                .filter(|m| (0..m.partitions).contains(&p.partition_index))
+                .map(|m| TopicPartition {
+                    topic: m.name.clone(),
+                    partition: p.partition_index,
+                });
+            partitions.push(match tp {
+                None => answer
+                    .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                    .with_timestamp(-1)
+                    .with_offset(-1)
+                    .with_leader_epoch(-1),
+                Some(tp) => match lookup(&gw, &tp, p.timestamp).await {
+                    Ok(found) => {
+                        let found = found.unwrap_or(TimestampedOffset { offset: -1, timestamp: -1 });
+                        answer
+                            .with_timestamp(found.timestamp)
+                            .with_offset(found.offset)
+                            .with_leader_epoch(epoch)
+                    }
+                    Err(e) => {
+                        tracing::warn!(partition = %tp, error = %e, "list offsets failed");
+                        answer
+                            .with_error_code(super::backend_error_code(&e).code())
+                            .with_timestamp(-1)
+                            .with_offset(-1)
+                            .with_leader_epoch(-1)
+                    }
+                },
+            });
+        }
+        topics.push(
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions),
+        );
+    }
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// The offset a special or real timestamp stands for; `None` when no record matches.
+async fn lookup(gw: &Gateway, tp: &TopicPartition, timestamp: i64) -> BackendResult<Option<TimestampedOffset>> {
+    let at = |offset| Some(TimestampedOffset { offset, timestamp: -1 });
+    Ok(match timestamp {
+        LATEST => at(gw.backend.watermarks(tp).await?.high),
+        EARLIEST | EARLIEST_LOCAL => at(gw.backend.watermarks(tp).await?.log_start),
+        MAX_TIMESTAMP => gw.backend.max_timestamp(tp).await?,
+        t if t >= 0 => gw.backend.offset_for_timestamp(tp, t).await?,
+        // Anything else, such as -5 (latest tiered offset): nothing is tiered here.
+        _ => None,
+    })
+}

@@ -1,0 +1,147 @@
+//! Metadata: this gateway is the only broker and leads every partition.
+//!
+//! A missing topic is created when both the request (v4+) and the broker allow it
+//! (KIP-361), and answered LEADER_NOT_AVAILABLE that time, as Kafka does.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use crate::backend::TopicMeta;
+use crate::gateway::Gateway;
+use crate::topic_admin::{validate_topic_name, CreateTopic};
+
+/// "Not requested" in authorized-operations fields.
+const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
+/// With no authorizer every operation is allowed. Bits are Kafka's `AclOperation`
+/// codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
+/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 (topics); cluster adds CLUSTER_ACTION 9,
+/// IDEMPOTENT_WRITE 12, ALTER 7, DESCRIBE 8, CREATE 5, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+const TOPIC_OPERATIONS: i32 = bits(&[3, 4, 5, 6, 7, 8, 10, 11]);
+const CLUSTER_OPERATIONS: i32 = bits(&[5, 7, 8, 9, 10, 11, 12]);
+
+const fn bits(ops: &[i32]) -> i32 {
+    let mut out = 0;
+    let mut i = 0;
+    while i < ops.len() {
+        out |= 1 << ops[i];
+        i += 1;
+    }
+    out
+}
+
+pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> MetadataResponse {
+    let node = gw.settings.node_id;
+    let table = gw.topic_table();
+    let topic_ops = if req.include_topic_authorized_operations {
+        TOPIC_OPERATIONS
+    } else {
+        OPERATIONS_NOT_REQUESTED
+    };
+    // v0 sends an empty list for "all topics"; later versions send null.
+    let wanted = match req.topics {
+        Some(t) if !(t.is_empty() && version == 0) => Some(t),
+        _ => None,
+    };
+    let topics = match wanted {
+        None => table.all().into_iter().map(|t| describe(t, version, node, topic_ops)).collect(),
+        Some(wanted) => {
+            // KIP-361: before v4 the broker setting alone decides.
+            let may_create = gw.settings.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+            let mut out = Vec::with_capacity(wanted.len());
+            for t in wanted {
+                let found = match &t.name {
+                    Some(name) => table.get(name).cloned(),
+                    None => table.by_id(&t.topic_id).cloned(),
+                };
+                out.push(match (found, t.name) {
+                    (Some(topic), _) => describe(&topic, version, node, topic_ops),
+                    (None, None) => missing(None, t.topic_id, ResponseError::UnknownTopicId),
+                    (None, Some(name)) => {
+                        let code = if let Err(e) = validate_topic_name(&name) {
+                            tracing::debug!(error = %e, "metadata for an invalid topic name");
+                            ResponseError::InvalidTopicException
+                        } else if may_create {
+                            auto_create(&gw, &name).await
+                        } else {
+                            ResponseError::UnknownTopicOrPartition
+                        };
+                        missing(Some(name), Uuid::nil(), code)
+                    }
+                });
+            }
+            out
+        }
+    };
+    MetadataResponse::default()
+        .with_brokers(vec![MetadataResponseBroker::default()
+            .with_node_id(BrokerId(node))
+            .with_host(StrBytes::from_string(gw.settings.advertised_host.clone()))
+            .with_port(gw.settings.advertised_port as i32)])
+        .with_cluster_id((version >= 2).then(|| StrBytes::from_string(gw.settings.cluster_id.clone())))
+        .with_controller_id(BrokerId(if version >= 1 { node } else { -1 }))
+        .with_topics(topics)
+        .with_cluster_authorized_operations(if req.include_cluster_authorized_operations {
+            CLUSTER_OPERATIONS
+        } else {
+            OPERATIONS_NOT_REQUESTED
+        })
+}
+
+/// Creates a topic with the broker defaults; the answer for it this time.
+async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
+    let created = gw
+        .topic_admin
+        .send(CreateTopic {
+            name: name.to_string(),
+            partitions: -1,
+            replication_factor: -1,
+            configs: Vec::new(),
+            validate_only: false,
+        })
+        .await;
+    match created {
+        Ok(Ok(_)) => ResponseError::LeaderNotAvailable,
+        Ok(Err(e)) if e.code() == ResponseError::TopicAlreadyExists => ResponseError::LeaderNotAvailable,
+        Ok(Err(e)) => {
+            tracing::warn!(topic = %name.as_str(), error = %e, "auto-creation failed");
+            e.code()
+        }
+        Err(_) => ResponseError::CoordinatorNotAvailable,
+    }
+}
+
+fn describe(t: &Arc<TopicMeta>, version: i16, node: i32, operations: i32) -> MetadataResponseTopic {
+    // Leader epochs are answered from v7.
+    let epoch = if version >= 7 { 0 } else { -1 };
+    let partitions = (0..t.partitions)
+        .map(|p| {
+            MetadataResponsePartition::default()
+                .with_partition_index(p)
+                .with_leader_id(BrokerId(node))
+                .with_leader_epoch(epoch)
+                .with_replica_nodes(vec![BrokerId(node)])
+                .with_isr_nodes(vec![BrokerId(node)])
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(t.name.to_string()))))
+        .with_topic_id(if version >= 10 { t.id } else { Uuid::nil() })
+        .with_partitions(partitions)
+        .with_topic_authorized_operations(operations)
+}
+
+fn missing(name: Option<TopicName>, id: Uuid, code: ResponseError) -> MetadataResponseTopic {
+    MetadataResponseTopic::default()
+        .with_error_code(code.code())
+        .with_name(name)
+        .with_topic_id(id)
+        .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
+}

@@ -1,0 +1,94 @@
+//! The route table: which handler serves each API key, and which versions.
+//!
+//! Handlers are plain functions over a typed request. Those that change state send a
+//! message to the actor owning it; they do that before returning their future, so
+//! pipelined requests reach the actors in the order they arrived.
+
+mod api_versions;
+mod create_topics;
+mod delete_topics;
+mod fetch;
+mod init_producer_id;
+mod list_offsets;
+mod metadata;
+mod produce;
+
+use std::future::{ready, Future};
+
+use futures_util::future::LocalBoxFuture;
+use futures_util::FutureExt;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::protocol::VersionRange;
+
+use crate::backend::BackendError;
+use crate::gateway::Gateway;
+use crate::wire::WireError;
+
+/// Every API served, with the versions served: from Kafka 4's minimum (KIP-896) to
+/// the newest `kafka-protocol` encodes. ApiVersions advertises exactly this list.
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 13),
+    (ApiKey::Fetch, 4, 18),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 0, 13),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::InitProducerId, 0, 5),
+];
+
+pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
+    SERVED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|&(_, min, max)| VersionRange { min, max })
+}
+
+/// A response still being worked out; `None` when the request gets no answer
+/// (Produce with acks=0).
+pub type Reply = LocalBoxFuture<'static, Option<ResponseKind>>;
+
+/// Starts serving one decoded request.
+pub fn route(gw: &Gateway, key: ApiKey, version: i16, body: RequestKind) -> Result<Reply, WireError> {
+    Ok(match body {
+        RequestKind::ApiVersions(_) => answered(ResponseKind::ApiVersions(api_versions::handle(version))),
+        RequestKind::Metadata(r) => answer(metadata::handle(gw.clone(), version, r), ResponseKind::Metadata),
+        RequestKind::Produce(r) => produce::handle(gw, version, r),
+        RequestKind::Fetch(r) => answer(fetch::handle(gw.clone(), version, r), ResponseKind::Fetch),
+        RequestKind::ListOffsets(r) => answer(list_offsets::handle(gw.clone(), version, r), ResponseKind::ListOffsets),
+        RequestKind::CreateTopics(r) => answer(create_topics::handle(gw, version, r), ResponseKind::CreateTopics),
+        RequestKind::DeleteTopics(r) => answer(delete_topics::handle(gw, version, r), ResponseKind::DeleteTopics),
+        RequestKind::InitProducerId(r) => answer(init_producer_id::handle(gw.clone(), r), ResponseKind::InitProducerId),
+        // The decoder refuses keys outside SERVED, so this is only reached if the two disagree.
+        _ => return Err(WireError::NotServed(key)),
+    })
+}
+
+/// The answer to an ApiVersions request newer than served (KIP-511), at v0.
+pub fn unsupported_api_versions() -> Reply {
+    answered(ResponseKind::ApiVersions(api_versions::unsupported()))
+}
+
+fn answered(response: ResponseKind) -> Reply {
+    Box::pin(ready(Some(response)))
+}
+
+fn answer<T: 'static, F>(fut: F, wrap: fn(T) -> ResponseKind) -> Reply
+where
+    F: Future<Output = T> + 'static,
+{
+    Box::pin(fut.map(move |r| Some(wrap(r))))
+}
+
+/// The Kafka error a client gets when the backend fails: retriable when retrying can help.
+pub fn backend_error_code(e: &BackendError) -> ResponseError {
+    match e {
+        BackendError::UnknownTopic(_) | BackendError::UnknownPartition { .. } => {
+            ResponseError::UnknownTopicOrPartition
+        }
+        BackendError::TopicExists(_) => ResponseError::TopicAlreadyExists,
+        BackendError::Unavailable(_) => ResponseError::RequestTimedOut,
+        BackendError::Fatal(_) => ResponseError::KafkaStorageError,
+    }
+}

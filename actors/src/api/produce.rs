@@ -1,0 +1,191 @@
+//! Produce: each partition's batch is checked here, then appended by the log slot
+//! that owns the partition. Every partition is answered on its own.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use actix::dev::Request;
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_request::ProduceRequest;
+use kafka_protocol::messages::produce_response::{
+    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::ResponseKind;
+use kafka_protocol::protocol::StrBytes;
+
+use super::Reply;
+use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
+use crate::gateway::Gateway;
+use crate::log_slot::{Append, LogSlot};
+use crate::records;
+
+/// Produce v13 names topics by id (KIP-516).
+const TOPIC_IDS_FROM: i16 = 13;
+/// Fields answered only from these versions on.
+const LOG_START_FROM: i16 = 5;
+const ERROR_MESSAGE_FROM: i16 = 8;
+
+/// A partition's outcome: known at once, or waiting on its log slot.
+enum Outcome {
+    Done(PartitionProduceResponse),
+    Appending {
+        index: i32,
+        log_append_time: i64,
+        append: Request<LogSlot, Append>,
+    },
+}
+
+pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
+    let table = gw.topic_table();
+    let acks = req.acks;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let refuse_all = if !matches!(acks, -1..=1) {
+        Some((ResponseError::InvalidRequiredAcks, "acks must be -1, 0 or 1".to_string()))
+    } else if req.transactional_id.is_some() {
+        Some((
+            ResponseError::TransactionalIdAuthorizationFailed,
+            "transactions are not supported by this gateway".to_string(),
+        ))
+    } else {
+        None
+    };
+
+    let mut topics = Vec::with_capacity(req.topic_data.len());
+    for topic in req.topic_data {
+        let meta = if version >= TOPIC_IDS_FROM {
+            table.by_id(&topic.topic_id)
+        } else {
+            table.get(&topic.name)
+        };
+        let outcomes: Vec<Outcome> = topic
+            .partition_data
+            .into_iter()
+            .map(|p| {
+                let refused = |code: ResponseError, message: String| {
+                    tracing::debug!(topic = %topic.name.as_str(), partition = p.index, ?code, %message, "produce refused");
+                    Outcome::Done(partition_error(version, p.index, code, message))
+                };
+                if let Some((code, message)) = &refuse_all {
+                    return refused(*code, message.clone());
+                }
+                let Some(meta) = meta.filter(|m| (0..m.partitions).contains(&p.index)) else {
+                    let code = if version >= TOPIC_IDS_FROM && meta.is_none() {
+                        ResponseError::UnknownTopicId
+                    } else {
+                        ResponseError::UnknownTopicOrPartition
+                    };
+                    return refused(code, "unknown topic or partition".into());
+                };
+                match check_batch(gw, meta, p.records.unwrap_or_default(), now) {
+                    Err((code, message)) => refused(code, message),
+                    Ok((batch, log_append_time)) => {
+                        let tp = TopicPartition {
+                            topic: meta.name.clone(),
+                            partition: p.index,
+                        };
+                        // Enqueued now, while requests are still in arrival order.
+                        let append = gw.log_slot(&tp).send(Append { tp, batch });
+                        Outcome::Appending {
+                            index: p.index,
+                            log_append_time,
+                            append,
+                        }
+                    }
+                }
+            })
+            .collect();
+        topics.push((topic.name, topic.topic_id, outcomes));
+    }
+
+    Box::pin(async move {
+        let mut responses = Vec::with_capacity(topics.len());
+        for (name, topic_id, outcomes) in topics {
+            let mut partitions = Vec::with_capacity(outcomes.len());
+            for outcome in outcomes {
+                partitions.push(match outcome {
+                    Outcome::Done(r) => r,
+                    Outcome::Appending {
+                        index,
+                        log_append_time,
+                        append,
+                    } => match append.await {
+                        Ok(Ok(appended)) => PartitionProduceResponse::default()
+                            .with_index(index)
+                            .with_base_offset(appended.base_offset)
+                            .with_log_append_time_ms(log_append_time)
+                            .with_log_start_offset(if version >= LOG_START_FROM {
+                                appended.watermarks.log_start
+                            } else {
+                                -1
+                            }),
+                        Ok(Err(e)) => {
+                            tracing::warn!(topic = %name.as_str(), partition = index, error = %e, "append failed");
+                            partition_error(version, index, e.code(), e.to_string())
+                        }
+                        Err(_) => partition_error(
+                            version,
+                            index,
+                            ResponseError::NotLeaderOrFollower,
+                            "log slot unavailable".into(),
+                        ),
+                    },
+                });
+            }
+            responses.push(
+                TopicProduceResponse::default()
+                    .with_name(name)
+                    .with_topic_id(topic_id)
+                    .with_partition_responses(partitions),
+            );
+        }
+        // acks=0: the producer expects no answer, only that the data was taken.
+        (acks != 0).then(|| ResponseKind::Produce(ProduceResponse::default().with_responses(responses)))
+    })
+}
+
+/// Checks one partition's records and prepares them for the log; the append time
+/// is set when the topic keeps LogAppendTime.
+fn check_batch(
+    gw: &Gateway,
+    meta: &TopicMeta,
+    records: Bytes,
+    now: i64,
+) -> Result<(AppendBatch, i64), (ResponseError, String)> {
+    let max = meta
+        .configs
+        .get("max.message.bytes")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(gw.settings.message_max_bytes);
+    if records.len() > max {
+        return Err((
+            ResponseError::MessageTooLarge,
+            format!("batch of {} bytes is over the topic's limit of {max} bytes", records.len()),
+        ));
+    }
+    let mut header = records::validate(&records).map_err(|e| (e.error_code(), e.to_string()))?;
+    if header.transactional {
+        return Err((
+            ResponseError::InvalidTxnState,
+            "transactional batches are not supported by this gateway".into(),
+        ));
+    }
+    let log_append = meta.configs.get("message.timestamp.type").map(String::as_str) == Some("LogAppendTime");
+    let (bytes, log_append_time) = if log_append {
+        (records::stamp_log_append_time(records, &mut header, now), now)
+    } else {
+        (records, -1)
+    };
+    Ok((AppendBatch { header, bytes }, log_append_time))
+}
+
+fn partition_error(version: i16, index: i32, code: ResponseError, message: String) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(code.code())
+        .with_base_offset(-1)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1)
+        .with_error_message((version >= ERROR_MESSAGE_FROM).then(|| StrBytes::from_string(message)))
+}

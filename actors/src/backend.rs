@@ -1,0 +1,139 @@
+//! The storage port: the small, Kafka-shaped interface every backend implements.
+//!
+//! Actors and handlers only ever talk to `dyn Backend`; the embedded store and the
+//! Iggy adapter live in the root package. Calls are async so a network backend fits,
+//! and boxed so the trait stays object-safe.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+use crate::records::BatchHeader;
+
+pub type BackendResult<T> = Result<T, BackendError>;
+pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = BackendResult<T>> + Send + 'a>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("topic '{0}' already exists")]
+    TopicExists(String),
+    #[error("topic '{0}' does not exist")]
+    UnknownTopic(String),
+    #[error("partition {partition} of topic '{topic}' does not exist")]
+    UnknownPartition { topic: String, partition: i32 },
+    /// A failure worth retrying: the store is busy, restarting or unreachable.
+    #[error("storage temporarily unavailable: {0}")]
+    Unavailable(String),
+    /// A failure retrying will not fix (disk error, corrupt data).
+    #[error("storage failure: {0}")]
+    Fatal(String),
+}
+
+/// One partition of one topic, by Kafka name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    pub topic: Arc<str>,
+    pub partition: i32,
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// What the gateway knows about a topic; stored by the backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicMeta {
+    pub name: Arc<str>,
+    pub id: Uuid,
+    pub partitions: i32,
+    /// Replication factor the client asked for. Backends report what they really keep.
+    pub replication_factor: i16,
+    /// Topic configurations set explicitly (name → value), as validated by the config catalog.
+    pub configs: BTreeMap<String, String>,
+}
+
+/// A validated record batch to append. `bytes` is the batch exactly as it will be
+/// served back, except its base offset, which the backend assigns.
+#[derive(Clone, Debug)]
+pub struct AppendBatch {
+    pub header: BatchHeader,
+    pub bytes: Bytes,
+}
+
+/// Offsets that bound a partition's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Watermarks {
+    /// First offset still stored.
+    pub log_start: i64,
+    /// Offset the next appended record gets; every record below it is committed.
+    pub high: i64,
+}
+
+/// Where an appended batch landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    pub base_offset: i64,
+    /// The log's bounds right after the append.
+    pub watermarks: Watermarks,
+}
+
+/// Record batches read from a partition, in Kafka wire format with offsets set.
+#[derive(Clone, Debug, Default)]
+pub struct ReadBatches {
+    pub batches: Vec<Bytes>,
+    pub watermarks: Watermarks,
+}
+
+/// One record located by timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimestampedOffset {
+    pub offset: i64,
+    pub timestamp: i64,
+}
+
+/// An idempotent producer's batch, as kept for duplicate and sequence checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerBatch {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub first_sequence: i32,
+    pub last_sequence: i32,
+    pub base_offset: i64,
+    pub last_offset: i64,
+}
+
+pub trait Backend: Send + Sync + 'static {
+    /// Every topic the backend holds.
+    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>>;
+    /// Creates a topic; `TopicExists` if the name is taken.
+    fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()>;
+    /// Deletes a topic with its records.
+    fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()>;
+
+    /// Appends one batch and says where it landed. Calls for one partition are
+    /// never concurrent (the log slots serialize them); when the future resolves the
+    /// batch survives a crash of the gateway process.
+    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended>;
+    /// Batches holding `offset` and after, up to about `max_bytes` (always at least one
+    /// batch when any exists, as Kafka does).
+    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> BackendFuture<'_, ReadBatches>;
+    fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks>;
+    /// The first record whose timestamp is at or after `timestamp`.
+    fn offset_for_timestamp(&self, tp: &TopicPartition, timestamp: i64) -> BackendFuture<'_, Option<TimestampedOffset>>;
+    /// The record with the largest timestamp (the first of them on ties).
+    fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>>;
+    /// The last few batches of each idempotent producer, oldest first, so sequence
+    /// checks survive a restart.
+    fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>>;
+    /// A producer id never handed out before, by this gateway or a previous run.
+    fn allocate_producer_id(&self) -> BackendFuture<'_, i64>;
+    /// Makes everything acknowledged so far durable (called on shutdown).
+    fn flush(&self) -> BackendFuture<'_, ()>;
+}

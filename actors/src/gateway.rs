@@ -1,0 +1,95 @@
+//! The registry every connection holds: where each kind of state lives.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr, ArbiterHandle};
+use tokio::sync::watch;
+
+use crate::append_signals::AppendSignals;
+use crate::backend::{Backend, BackendError, TopicPartition};
+use crate::config_catalog::ConfigCatalog;
+use crate::log_slot::LogSlot;
+use crate::topic_admin::{TopicAdmin, TopicTable};
+
+/// Broker-wide settings the actors act on. The root package fills them from its
+/// configuration; nothing here reads files or the environment.
+#[derive(Clone, Debug)]
+pub struct BrokerSettings {
+    pub node_id: i32,
+    pub cluster_id: String,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    /// Largest request frame accepted; larger ones close the connection (Kafka's `socket.request.max.bytes`).
+    pub max_request_bytes: usize,
+    /// Requests read from one connection before its answers are written; reading pauses beyond it.
+    pub max_inflight_per_connection: usize,
+    /// Connections closed after this long without a request (`connections.max.idle.ms`).
+    pub idle_timeout: Duration,
+    /// Largest record batch a topic accepts unless it sets `max.message.bytes`.
+    pub message_max_bytes: usize,
+    pub auto_create_topics: bool,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    /// Open connections allowed at once; more are closed on accept.
+    pub max_connections: usize,
+    /// Number of log-slot actors appends are spread over.
+    pub log_slots: usize,
+}
+
+/// Handles to the actors and shared parts of a running gateway. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    pub settings: Arc<BrokerSettings>,
+    pub backend: Arc<dyn Backend>,
+    pub topic_admin: Addr<TopicAdmin>,
+    /// The topic table as the topic-admin actor last published it.
+    pub topics: watch::Receiver<Arc<TopicTable>>,
+    pub log_slots: Arc<[Addr<LogSlot>]>,
+    pub signals: Arc<AppendSignals>,
+}
+
+impl Gateway {
+    /// Loads the topics and starts the state-owning actors, log slots spread over `arbiters`.
+    pub async fn start(
+        settings: BrokerSettings,
+        backend: Arc<dyn Backend>,
+        arbiters: &[ArbiterHandle],
+    ) -> Result<Gateway, BackendError> {
+        let settings = Arc::new(settings);
+        let topics = backend.topics().await?;
+        let catalog = ConfigCatalog.start();
+        let (topic_admin, table) =
+            TopicAdmin::start_with(topics, backend.clone(), catalog, settings.clone());
+        let signals = Arc::new(AppendSignals::default());
+        let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
+            .map(|i| {
+                let slot = LogSlot::new(backend.clone(), signals.clone());
+                let arbiter = &arbiters[i % arbiters.len()];
+                LogSlot::start_in_arbiter(arbiter, |_| slot)
+            })
+            .collect();
+        Ok(Gateway {
+            settings,
+            backend,
+            topic_admin,
+            topics: table,
+            log_slots,
+            signals,
+        })
+    }
+
+    /// The topic table as of now.
+    pub fn topic_table(&self) -> Arc<TopicTable> {
+        self.topics.borrow().clone()
+    }
+
+    /// The log slot that owns a partition; always the same one, so appends to a
+    /// partition keep the order they arrived in.
+    pub fn log_slot(&self, tp: &TopicPartition) -> &Addr<LogSlot> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        tp.hash(&mut h);
+        &self.log_slots[(h.finish() % self.log_slots.len() as u64) as usize]
+    }
+}

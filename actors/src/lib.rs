@@ -1,0 +1,24 @@
+//! The gateway's core: actors, Kafka request handling and the storage port.
+//!
+//! A request's path: [`server`] accepts a socket and starts a [`connection::Connection`]
+//! actor, which frames and decodes requests ([`wire`]) and hands each to [`api::route`].
+//! The route table sends it to the actor that owns the state it touches:
+//! [`topic_admin::TopicAdmin`] (topics), [`config_catalog::ConfigCatalog`] (topic
+//! configurations), [`log_slot::LogSlot`] (appends, ordered per partition). Reads go
+//! straight to the [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow.
+
+pub mod api;
+pub mod append_signals;
+pub mod backend;
+pub mod config_catalog;
+pub mod connection;
+pub mod gateway;
+pub mod log_slot;
+pub mod producer_state;
+pub mod records;
+pub mod server;
+pub mod topic_admin;
+pub mod wire;
+
+pub use backend::{Backend, BackendError};
+pub use gateway::{BrokerSettings, Gateway};

@@ -1,0 +1,153 @@
+//! Log slots: the actors that append to partitions.
+//!
+//! Every partition belongs to exactly one slot ([`crate::Gateway::log_slot`]), and a
+//! slot handles one append at a time, so batches reach a partition in the order the
+//! connections sent them and idempotent-producer checks see a settled state. Slots
+//! share nothing, so a slow append on one never holds up another.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use kafka_protocol::error::ResponseError;
+
+use crate::append_signals::AppendSignals;
+use crate::backend::{AppendBatch, Appended, Backend, BackendError, ProducerBatch, TopicPartition};
+use crate::producer_state::{ProducerStates, SequenceError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error(transparent)]
+    Sequence(#[from] SequenceError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("log slot stopped")]
+    SlotGone,
+}
+
+impl AppendError {
+    pub fn code(&self) -> ResponseError {
+        match self {
+            AppendError::Sequence(e) => e.code(),
+            AppendError::Backend(e) => crate::api::backend_error_code(e),
+            AppendError::SlotGone => ResponseError::NotLeaderOrFollower,
+        }
+    }
+}
+
+/// Append one validated batch to a partition.
+#[derive(Message)]
+#[rtype(result = "Result<Appended, AppendError>")]
+pub struct Append {
+    pub tp: TopicPartition,
+    pub batch: AppendBatch,
+}
+
+pub struct LogSlot {
+    backend: Arc<dyn Backend>,
+    signals: Arc<AppendSignals>,
+    /// Producer state of each idempotently written partition of this slot, loaded on first use.
+    producers: HashMap<TopicPartition, ProducerStates>,
+}
+
+impl LogSlot {
+    pub fn new(backend: Arc<dyn Backend>, signals: Arc<AppendSignals>) -> Self {
+        LogSlot {
+            backend,
+            signals,
+            producers: HashMap::new(),
+        }
+    }
+}
+
+impl Actor for LogSlot {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Connections enqueue appends synchronously, in request order; a bounded mailbox
+        // would defer some sends and could reorder them. Connections bound what they have
+        // in flight, which bounds this mailbox.
+        ctx.set_mailbox_capacity(usize::MAX);
+    }
+}
+
+impl Handler<Append> for LogSlot {
+    type Result = AtomicResponse<Self, Result<Appended, AppendError>>;
+
+    fn handle(&mut self, msg: Append, _: &mut Self::Context) -> Self::Result {
+        let Append { tp, batch } = msg;
+        let header = batch.header;
+        let backend = self.backend.clone();
+        let history = (header.is_idempotent() && !self.producers.contains_key(&tp)).then(|| {
+            let (backend, tp) = (backend.clone(), tp.clone());
+            async move { backend.producer_batches(&tp).await }
+        });
+        let load = async move {
+            match history {
+                Some(load) => load.await.map(Some),
+                None => Ok(None),
+            }
+        };
+        // Atomic: the next append on this slot starts only after this one is written.
+        AtomicResponse::new(Box::pin(
+            load.into_actor(self)
+                .then(move |history, act, _| {
+                    let checked = history.map_err(AppendError::from).and_then(|history| {
+                        if let Some(history) = history {
+                            act.producers
+                                .insert(tp.clone(), ProducerStates::from_history(history));
+                        }
+                        match act.producers.get(&tp) {
+                            Some(states) if header.is_idempotent() => Ok(states.check(&header)?),
+                            _ => Ok(None),
+                        }
+                    });
+                    let backend = act.backend.clone();
+                    async move {
+                        match checked? {
+                            Some(base_offset) => {
+                                // A retry of a batch already written: its offset, nothing written.
+                                let watermarks = backend.watermarks(&tp).await?;
+                                Ok((tp, base_offset, Appended { base_offset, watermarks }, false))
+                            }
+                            None => {
+                                let appended = backend.append(&tp, batch).await?;
+                                Ok((tp, appended.base_offset, appended, true))
+                            }
+                        }
+                    }
+                    .into_actor(act)
+                })
+                .map(move |result: Result<_, AppendError>, act, _| {
+                    let (tp, base_offset, appended, written) = result?;
+                    if written {
+                        if header.is_idempotent() {
+                            act.producers.entry(tp.clone()).or_default().record(ProducerBatch {
+                                producer_id: header.producer_id,
+                                producer_epoch: header.producer_epoch,
+                                first_sequence: header.base_sequence,
+                                last_sequence: header.last_sequence(),
+                                base_offset,
+                                last_offset: base_offset + header.last_offset_delta() as i64,
+                            });
+                        }
+                        act.signals.appended(&tp, appended.watermarks.high);
+                    }
+                    Ok(appended)
+                }),
+        ))
+    }
+}
+
+/// Forget a deleted topic's producer state.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ForgetTopic(pub Arc<str>);
+
+impl Handler<ForgetTopic> for LogSlot {
+    type Result = ();
+
+    fn handle(&mut self, msg: ForgetTopic, _: &mut Self::Context) {
+        self.producers.retain(|tp, _| tp.topic != msg.0);
+    }
+}

@@ -1,0 +1,191 @@
+//! Idempotent-producer checks for one partition, after Kafka's `ProducerStateManager`.
+//!
+//! Each producer id keeps its epoch and its last five batches. A retried batch that
+//! matches one of them is answered with the offset it already got and not written
+//! again; a gap in the sequence or an old epoch is refused.
+
+use std::collections::{HashMap, VecDeque};
+
+use kafka_protocol::error::ResponseError;
+
+use crate::backend::ProducerBatch;
+use crate::records::BatchHeader;
+
+/// Kafka keeps this many batches per producer for duplicate detection, and clients
+/// keep at most this many in flight per partition when idempotent.
+const KEPT_BATCHES: usize = 5;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SequenceError {
+    #[error("producer {producer_id}: epoch {epoch} is older than the current epoch {current}")]
+    FencedEpoch {
+        producer_id: i64,
+        epoch: i16,
+        current: i16,
+    },
+    #[error("producer {producer_id}: sequence {got} does not follow {last} (epoch {epoch})")]
+    OutOfOrder {
+        producer_id: i64,
+        epoch: i16,
+        last: i32,
+        got: i32,
+    },
+}
+
+impl SequenceError {
+    pub fn code(&self) -> ResponseError {
+        match self {
+            SequenceError::FencedEpoch { .. } => ResponseError::InvalidProducerEpoch,
+            SequenceError::OutOfOrder { .. } => ResponseError::OutOfOrderSequenceNumber,
+        }
+    }
+}
+
+struct Producer {
+    epoch: i16,
+    batches: VecDeque<ProducerBatch>,
+}
+
+/// Producer state of one partition.
+#[derive(Default)]
+pub struct ProducerStates {
+    producers: HashMap<i64, Producer>,
+}
+
+impl ProducerStates {
+    /// Rebuilds the state from the batches a backend kept (oldest first).
+    pub fn from_history(history: impl IntoIterator<Item = ProducerBatch>) -> Self {
+        let mut states = ProducerStates::default();
+        for batch in history {
+            states.record(batch);
+        }
+        states
+    }
+
+    /// `Ok(Some(offset))` for a duplicate of a kept batch, `Ok(None)` for a batch to write.
+    pub fn check(&self, h: &BatchHeader) -> Result<Option<i64>, SequenceError> {
+        let Some(p) = self.producers.get(&h.producer_id) else {
+            // Unknown producer (new, or its state is gone): any sequence starts it, as in Kafka.
+            return Ok(None);
+        };
+        if h.producer_epoch < p.epoch {
+            return Err(SequenceError::FencedEpoch {
+                producer_id: h.producer_id,
+                epoch: h.producer_epoch,
+                current: p.epoch,
+            });
+        }
+        let last = p.batches.back().map_or(-1, |b| b.last_sequence);
+        if h.producer_epoch > p.epoch {
+            // A bumped epoch restarts the sequence.
+            return if h.base_sequence == 0 {
+                Ok(None)
+            } else {
+                Err(self.out_of_order(h, last))
+            };
+        }
+        if let Some(dup) = p
+            .batches
+            .iter()
+            .find(|b| b.first_sequence == h.base_sequence && b.last_sequence == h.last_sequence())
+        {
+            return Ok(Some(dup.base_offset));
+        }
+        if follows(last, h.base_sequence) {
+            Ok(None)
+        } else {
+            Err(self.out_of_order(h, last))
+        }
+    }
+
+    fn out_of_order(&self, h: &BatchHeader, last: i32) -> SequenceError {
+        SequenceError::OutOfOrder {
+            producer_id: h.producer_id,
+            epoch: h.producer_epoch,
+            last,
+            got: h.base_sequence,
+        }
+    }
+
+    /// Notes a written batch.
+    pub fn record(&mut self, batch: ProducerBatch) {
+        let p = self.producers.entry(batch.producer_id).or_insert(Producer {
+            epoch: batch.producer_epoch,
+            batches: VecDeque::with_capacity(KEPT_BATCHES),
+        });
+        if batch.producer_epoch != p.epoch {
+            p.epoch = batch.producer_epoch;
+            p.batches.clear();
+        }
+        if p.batches.len() == KEPT_BATCHES {
+            p.batches.pop_front();
+        }
+        p.batches.push_back(batch);
+    }
+}
+
+/// Kafka's `inSequence`: the next sequence, wrapping from `i32::MAX` to 0.
+fn follows(last: i32, next: i32) -> bool {
+    next == last.wrapping_add(1) || (last == i32::MAX && next == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(epoch: i16, seq: i32, count: i32) -> BatchHeader {
+        BatchHeader {
+            record_count: count,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            log_append_time: false,
+            transactional: false,
+            producer_id: 9,
+            producer_epoch: epoch,
+            base_sequence: seq,
+        }
+    }
+
+    fn written(h: &BatchHeader, base_offset: i64) -> ProducerBatch {
+        ProducerBatch {
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            first_sequence: h.base_sequence,
+            last_sequence: h.last_sequence(),
+            base_offset,
+            last_offset: base_offset + h.last_offset_delta() as i64,
+        }
+    }
+
+    #[test]
+    fn duplicates_answer_the_first_offset_and_gaps_are_refused() {
+        let mut s = ProducerStates::default();
+        let first = header(0, 0, 5);
+        assert_eq!(s.check(&first), Ok(None));
+        s.record(written(&first, 100));
+        assert_eq!(s.check(&first), Ok(Some(100)));
+        assert_eq!(s.check(&header(0, 5, 1)), Ok(None));
+        let gap = s.check(&header(0, 7, 1)).unwrap_err();
+        assert_eq!(gap.code(), ResponseError::OutOfOrderSequenceNumber);
+    }
+
+    #[test]
+    fn older_epochs_are_fenced_and_new_epochs_restart_at_zero() {
+        let mut s = ProducerStates::default();
+        s.record(written(&header(3, 0, 2), 0));
+        assert_eq!(s.check(&header(2, 2, 1)).unwrap_err().code(), ResponseError::InvalidProducerEpoch);
+        assert!(s.check(&header(4, 2, 1)).is_err());
+        assert_eq!(s.check(&header(4, 0, 1)), Ok(None));
+    }
+
+    #[test]
+    fn history_restores_state_and_keeps_only_five_batches() {
+        let batches: Vec<_> = (0..7).map(|i| written(&header(0, i, 1), i as i64)).collect();
+        let s = ProducerStates::from_history(batches);
+        assert_eq!(s.check(&header(0, 6, 1)), Ok(Some(6)));
+        assert_eq!(s.check(&header(0, 2, 1)), Ok(Some(2)));
+        // Batch 1 fell out of the window: no longer recognised, and not next either.
+        assert!(s.check(&header(0, 1, 1)).is_err());
+        assert_eq!(s.check(&header(0, 7, 1)), Ok(None));
+    }
+}

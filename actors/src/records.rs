@@ -1,0 +1,269 @@
+//! Record batches (magic v2) as they arrive in Produce: the header is checked and
+//! read without decompressing the records, so a batch is stored exactly as the
+//! producer compressed it and served back without re-encoding.
+//!
+//! Layout of the 61-byte header (all big-endian):
+//! base offset i64 | length i32 | leader epoch i32 | magic i8 | crc u32 |
+//! attributes i16 | last offset delta i32 | base timestamp i64 | max timestamp i64 |
+//! producer id i64 | producer epoch i16 | base sequence i32 | record count i32
+//! The CRC (CRC-32C) covers everything from the attributes on, so the base offset
+//! and leader epoch can be rewritten without recomputing it.
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+
+pub const HEADER_LEN: usize = 61;
+const LENGTH_AT: usize = 8;
+const LEADER_EPOCH_AT: usize = 12;
+const MAGIC_AT: usize = 16;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const MAX_TIMESTAMP_AT: usize = 35;
+/// Bytes before the length field's end: base offset and the length itself.
+const LOG_OVERHEAD: usize = 12;
+
+const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+const TRANSACTIONAL_BIT: i16 = 0x10;
+const CONTROL_BIT: i16 = 0x20;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BatchError {
+    #[error("record data holds {0} bytes, shorter than a batch header")]
+    Truncated(usize),
+    #[error("batch length {declared} does not match the {actual} bytes sent")]
+    LengthMismatch { declared: i64, actual: usize },
+    #[error("record batch magic {0} is not supported; only v2 batches are accepted")]
+    Magic(i8),
+    #[error("record batch CRC mismatch: header says {expected:#010x}, data gives {actual:#010x}")]
+    Crc { expected: u32, actual: u32 },
+    #[error("record batch holds {count} records but its last offset delta is {last_offset_delta}")]
+    Count { count: i32, last_offset_delta: i32 },
+    #[error("control batches may only be written by a transaction coordinator")]
+    Control,
+}
+
+impl BatchError {
+    /// Kafka's answer: a bad checksum is CORRUPT_MESSAGE, anything else INVALID_RECORD.
+    pub fn error_code(&self) -> ResponseError {
+        match self {
+            BatchError::Crc { .. } => ResponseError::CorruptMessage,
+            _ => ResponseError::InvalidRecord,
+        }
+    }
+}
+
+/// The header fields the gateway acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub record_count: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub log_append_time: bool,
+    pub transactional: bool,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+}
+
+impl BatchHeader {
+    pub fn last_offset_delta(&self) -> i32 {
+        self.record_count - 1
+    }
+
+    pub fn is_idempotent(&self) -> bool {
+        self.producer_id >= 0
+    }
+
+    /// Sequence of the last record, wrapping like Kafka's `DefaultRecordBatch.incrementSequence`.
+    pub fn last_sequence(&self) -> i32 {
+        let last = self.base_sequence as i64 + self.last_offset_delta() as i64;
+        if last > i32::MAX as i64 {
+            (last - i32::MAX as i64 - 1) as i32
+        } else {
+            last as i32
+        }
+    }
+
+    /// Reads the header of a complete, already-validated batch.
+    pub fn parse(batch: &[u8]) -> Self {
+        let mut b = &batch[ATTRIBUTES_AT..HEADER_LEN];
+        let attributes = b.get_i16();
+        let _last_offset_delta = b.get_i32();
+        let base_timestamp = b.get_i64();
+        let max_timestamp = b.get_i64();
+        let producer_id = b.get_i64();
+        let producer_epoch = b.get_i16();
+        let base_sequence = b.get_i32();
+        let record_count = b.get_i32();
+        BatchHeader {
+            record_count,
+            base_timestamp,
+            max_timestamp,
+            log_append_time: attributes & TIMESTAMP_TYPE_BIT != 0,
+            transactional: attributes & TRANSACTIONAL_BIT != 0,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+        }
+    }
+}
+
+/// Checks the one batch a Produce (v3+) partition entry must hold: length, magic,
+/// CRC and record count, as Kafka's `ProduceRequest.validateRecords` and
+/// `LogValidator` do before anything is written.
+pub fn validate(data: &[u8]) -> Result<BatchHeader, BatchError> {
+    if data.len() < HEADER_LEN {
+        return Err(BatchError::Truncated(data.len()));
+    }
+    let declared = (&data[LENGTH_AT..]).get_i32() as i64;
+    if declared + LOG_OVERHEAD as i64 != data.len() as i64 {
+        return Err(BatchError::LengthMismatch {
+            declared,
+            actual: data.len() - LOG_OVERHEAD,
+        });
+    }
+    let magic = data[MAGIC_AT] as i8;
+    if magic != 2 {
+        return Err(BatchError::Magic(magic));
+    }
+    let expected = (&data[CRC_AT..]).get_u32();
+    let actual = crc32c::crc32c(&data[ATTRIBUTES_AT..]);
+    if expected != actual {
+        return Err(BatchError::Crc { expected, actual });
+    }
+    let attributes = (&data[ATTRIBUTES_AT..]).get_i16();
+    if attributes & CONTROL_BIT != 0 {
+        return Err(BatchError::Control);
+    }
+    let last_offset_delta = (&data[ATTRIBUTES_AT + 2..]).get_i32();
+    let header = BatchHeader::parse(data);
+    if header.record_count < 1 || last_offset_delta != header.record_count - 1 {
+        return Err(BatchError::Count {
+            count: header.record_count,
+            last_offset_delta,
+        });
+    }
+    Ok(header)
+}
+
+/// Stamps the append time into a batch of a `message.timestamp.type=LogAppendTime`
+/// topic. The CRC covers it, so it is recomputed, as Kafka does, without recompressing.
+pub fn stamp_log_append_time(batch: Bytes, header: &mut BatchHeader, now: i64) -> Bytes {
+    let mut out = BytesMut::from(batch);
+    let attributes = (&out[ATTRIBUTES_AT..]).get_i16() | TIMESTAMP_TYPE_BIT;
+    out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    out[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&now.to_be_bytes());
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    header.log_append_time = true;
+    header.max_timestamp = now;
+    out.freeze()
+}
+
+/// Gives a batch its place in the log: the base offset the log assigned and the
+/// leader epoch (always 0: this log never changes leader). Neither is under the CRC.
+pub fn place(batch: Bytes, base_offset: i64) -> Bytes {
+    let mut out = BytesMut::from(batch);
+    out[..8].copy_from_slice(&base_offset.to_be_bytes());
+    out[LEADER_EPOCH_AT..LEADER_EPOCH_AT + 4].copy_from_slice(&0i32.to_be_bytes());
+    out.freeze()
+}
+
+/// Base offset of a stored batch.
+pub fn base_offset(batch: &[u8]) -> i64 {
+    (&batch[..8]).get_i64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indexmap::IndexMap;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    fn batch(n: usize, compression: Compression) -> BytesMut {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: 7,
+                producer_epoch: 1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: 10 + i as i32,
+                timestamp: 1_000 + i as i64,
+                key: Some(Bytes::from(format!("k{i}"))),
+                value: Some(Bytes::from(vec![b'v'; i])),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf
+    }
+
+    #[test]
+    fn reads_the_header_of_a_valid_batch() {
+        for c in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let h = validate(&batch(3, c)).unwrap();
+            assert_eq!(h.record_count, 3);
+            assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (7, 1, 10));
+            assert_eq!(h.last_sequence(), 12);
+            assert_eq!(h.max_timestamp, 1_002);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_crc_length_and_magic() {
+        let mut b = batch(2, Compression::None);
+        let last = b.len() - 1;
+        b[last] ^= 0xff;
+        assert!(matches!(validate(&b), Err(BatchError::Crc { .. })));
+        assert_eq!(validate(&b).unwrap_err().error_code(), ResponseError::CorruptMessage);
+
+        let b = batch(2, Compression::None);
+        assert!(matches!(validate(&b[..b.len() - 1]), Err(BatchError::LengthMismatch { .. })));
+        assert!(matches!(validate(&b[..20]), Err(BatchError::Truncated(20))));
+
+        let mut b = batch(2, Compression::None);
+        b[MAGIC_AT] = 1;
+        assert_eq!(validate(&b), Err(BatchError::Magic(1)));
+    }
+
+    #[test]
+    fn placing_sets_offset_and_epoch_and_keeps_the_crc_valid() {
+        let placed = place(batch(2, Compression::None).freeze(), 4_242);
+        assert_eq!(base_offset(&placed), 4_242);
+        assert_eq!((&placed[LEADER_EPOCH_AT..]).get_i32(), 0);
+        assert!(validate(&placed).is_ok());
+    }
+
+    #[test]
+    fn sequence_wraps_like_kafka() {
+        let mut h = validate(&batch(3, Compression::None)).unwrap();
+        h.base_sequence = i32::MAX - 1;
+        assert_eq!(h.last_sequence(), 0);
+    }
+
+    #[test]
+    fn log_append_time_rewrites_timestamp_and_keeps_crc_valid() {
+        let raw = batch(2, Compression::Lz4).freeze();
+        let mut h = validate(&raw).unwrap();
+        let stamped = stamp_log_append_time(raw, &mut h, 99_000);
+        let again = validate(&stamped).unwrap();
+        assert!(again.log_append_time);
+        assert_eq!(again.max_timestamp, 99_000);
+        assert_eq!(h, again);
+    }
+}

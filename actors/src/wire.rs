@@ -1,0 +1,217 @@
+//! Kafka framing and the envelope around each message: a 4-byte big-endian size,
+//! then a request header and body. Bodies are decoded and encoded by `kafka-protocol`;
+//! this module decides which header version applies and what to do with input that
+//! cannot be served.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio_util::codec::Decoder;
+
+use crate::api;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("frame of {size} bytes is over the {max}-byte limit")]
+    FrameTooLarge { size: i64, max: usize },
+    #[error("negative frame size {0}")]
+    NegativeFrame(i32),
+    #[error("request of {0} bytes is too short for a request header")]
+    ShortHeader(usize),
+    #[error("unknown API key {0}")]
+    UnknownApiKey(i16),
+    #[error("{0:?} is not served")]
+    NotServed(ApiKey),
+    #[error("{key:?} v{version} is not served (supported: {min}..={max})")]
+    UnsupportedVersion {
+        key: ApiKey,
+        version: i16,
+        min: i16,
+        max: i16,
+    },
+    #[error("malformed {key:?} v{version} request: {reason}")]
+    Malformed {
+        key: ApiKey,
+        version: i16,
+        reason: String,
+    },
+    #[error("could not encode {key:?} v{version} response: {reason}")]
+    Encode {
+        key: ApiKey,
+        version: i16,
+        reason: String,
+    },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Splits a byte stream into request frames, refusing sizes over the limit before
+/// buffering them.
+pub struct FrameCodec {
+    pub max_frame: usize,
+}
+
+impl Decoder for FrameCodec {
+    type Item = Bytes;
+    type Error = WireError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, WireError> {
+        if src.len() < 4 {
+            return Ok(None);
+        }
+        let size = (&src[..4]).get_i32();
+        if size < 0 {
+            return Err(WireError::NegativeFrame(size));
+        }
+        let size = size as usize;
+        if size > self.max_frame {
+            return Err(WireError::FrameTooLarge {
+                size: size as i64,
+                max: self.max_frame,
+            });
+        }
+        if src.len() < 4 + size {
+            src.reserve(4 + size - src.len());
+            return Ok(None);
+        }
+        src.advance(4);
+        Ok(Some(src.split_to(size).freeze()))
+    }
+}
+
+/// A decoded request, or an ApiVersions request of a version newer than served,
+/// which KIP-511 says to answer at v0 so the client can retry.
+pub struct Request {
+    pub header: RequestHeader,
+    pub api_key: ApiKey,
+    pub body: Option<RequestKind>,
+}
+
+/// Reads the header and body of one frame.
+pub fn decode_request(mut frame: Bytes) -> Result<Request, WireError> {
+    if frame.len() < 8 {
+        return Err(WireError::ShortHeader(frame.len()));
+    }
+    let raw_key = (&frame[..2]).get_i16();
+    let version = (&frame[2..4]).get_i16();
+    let key = ApiKey::try_from(raw_key).map_err(|_| WireError::UnknownApiKey(raw_key))?;
+    let malformed = |e: anyhow::Error| WireError::Malformed {
+        key,
+        version,
+        reason: format!("{e:#}"),
+    };
+    let served = api::served_versions(key).ok_or(WireError::UnknownApiKey(raw_key))?;
+    if key == ApiKey::ApiVersions && version > served.max {
+        // KIP-511: the header is v1-compatible up to the client id; the body is unknown to us.
+        let header = RequestHeader::decode(&mut frame, 1).map_err(malformed)?;
+        return Ok(Request {
+            header,
+            api_key: key,
+            body: None,
+        });
+    }
+    if version < served.min || version > served.max {
+        return Err(WireError::UnsupportedVersion {
+            key,
+            version,
+            min: served.min,
+            max: served.max,
+        });
+    }
+    let header =
+        RequestHeader::decode(&mut frame, key.request_header_version(version)).map_err(malformed)?;
+    let body = RequestKind::decode(key, &mut frame, version).map_err(malformed)?;
+    Ok(Request {
+        header,
+        api_key: key,
+        body: Some(body),
+    })
+}
+
+/// Frames a response: size, header (v0 for ApiVersions whatever the version, as
+/// KIP-511 requires), body.
+pub fn encode_response(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &ResponseKind,
+) -> Result<Bytes, WireError> {
+    let fail = |e: anyhow::Error| WireError::Encode {
+        key,
+        version,
+        reason: format!("{e:#}"),
+    };
+    let header_version = if key == ApiKey::ApiVersions {
+        0
+    } else {
+        key.response_header_version(version)
+    };
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, header_version)
+        .map_err(fail)?;
+    body.encode(&mut buf, version).map_err(fail)?;
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(body: &[u8]) -> BytesMut {
+        let mut b = BytesMut::new();
+        b.put_i32(body.len() as i32);
+        b.put_slice(body);
+        b
+    }
+
+    #[test]
+    fn frames_wait_for_all_bytes_and_refuse_oversize() {
+        let mut codec = FrameCodec { max_frame: 16 };
+        let mut buf = frame(b"hello");
+        let mut partial = buf.split_to(6);
+        assert!(codec.decode(&mut partial).unwrap().is_none());
+        partial.unsplit(buf);
+        assert_eq!(codec.decode(&mut partial).unwrap().unwrap(), Bytes::from_static(b"hello"));
+
+        let mut big = frame(&[0; 17]);
+        assert!(matches!(codec.decode(&mut big), Err(WireError::FrameTooLarge { .. })));
+        let mut neg = BytesMut::from(&(-5i32).to_be_bytes()[..]);
+        assert!(matches!(codec.decode(&mut neg), Err(WireError::NegativeFrame(-5))));
+    }
+
+    #[test]
+    fn declared_array_lengths_never_size_allocations() {
+        // Metadata v1: header (key 3, version 1, correlation 7, no client id) then a
+        // topic array claiming 2^31-1 entries with nothing behind it.
+        let mut req = BytesMut::new();
+        req.put_i16(3);
+        req.put_i16(1);
+        req.put_i32(7);
+        req.put_i16(-1);
+        req.put_i32(i32::MAX);
+        let err = decode_request(req.freeze()).err().expect("must fail");
+        assert!(matches!(err, WireError::Malformed { .. }), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_and_versions_are_refused() {
+        let mut req = BytesMut::new();
+        req.put_i16(999);
+        req.put_i16(0);
+        req.put_i32(1);
+        assert!(matches!(decode_request(req.freeze()), Err(WireError::UnknownApiKey(999))));
+        let mut req = BytesMut::new();
+        req.put_i16(0); // Produce v2: below Kafka 4's minimum
+        req.put_i16(2);
+        req.put_i32(1);
+        assert!(matches!(
+            decode_request(req.freeze()),
+            Err(WireError::UnsupportedVersion { .. })
+        ));
+    }
+}

@@ -1,0 +1,420 @@
+//! The embedded store: the default backend, on disk under the data directory, built
+//! on fjall (an LSM-tree key-value store; `docs/STORAGE.md` says why).
+//!
+//! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON) and the
+//! producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
+//! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
+//! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
+//! written in one atomic fjall batch. At start the small index entries are read into
+//! memory; Fetch finds its batches there and reads them with one range scan.
+//!
+//! Blocking work (writes, reads, fsync) runs on tokio's blocking pool, never on an
+//! actor's thread.
+
+mod index;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use iggy_kafka_actors::backend::{
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ProducerBatch, ReadBatches,
+    TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
+};
+use iggy_kafka_actors::records;
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+use index::{IndexEntry, PartitionIndex};
+
+/// Producer ids are taken from disk in blocks, so handing one out rarely syncs.
+const PRODUCER_ID_BLOCK: i64 = 1_000;
+const PRODUCER_ID_KEY: &str = "producer-id-block-end";
+const TOPIC_PREFIX: &str = "topic/";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage engine: {0}")]
+    Engine(#[from] fjall::Error),
+    #[error("stored topic definition '{key}' is unreadable: {source}")]
+    BadTopic { key: String, source: serde_json::Error },
+    #[error("index of topic '{topic}' is damaged: {detail}")]
+    BadIndex { topic: String, detail: String },
+}
+
+impl From<StoreError> for BackendError {
+    fn from(e: StoreError) -> Self {
+        BackendError::Fatal(e.to_string())
+    }
+}
+
+/// A topic definition as stored in `meta`.
+#[derive(Serialize, Deserialize)]
+struct StoredTopic {
+    name: String,
+    id: uuid::Uuid,
+    partitions: i32,
+    replication_factor: i16,
+    configs: std::collections::BTreeMap<String, String>,
+}
+
+struct TopicLog {
+    records: Keyspace,
+    index: Keyspace,
+    partitions: Vec<Mutex<PartitionIndex>>,
+}
+
+struct ProducerIds {
+    next: i64,
+    block_end: i64,
+}
+
+/// When appended data is forced to disk. Every policy hands each batch to the OS
+/// before it is acknowledged, so a crash of the gateway process loses nothing;
+/// they differ in what a crash of the machine can lose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fdatasync before each acknowledgement: nothing acknowledged is lost.
+    EveryBatch,
+    /// fdatasync on a timer: a machine crash loses at most that interval.
+    Every(Duration),
+    /// Left to the OS's writeback.
+    Never,
+}
+
+pub struct EmbeddedStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    meta: Keyspace,
+    topics: RwLock<HashMap<Arc<str>, (TopicMeta, Arc<TopicLog>)>>,
+    append_persist: PersistMode,
+    producer_ids: Mutex<ProducerIds>,
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the store and loads every topic's index.
+    pub fn open(dir: &Path, sync: SyncPolicy) -> Result<Self, StoreError> {
+        let db = Database::builder(dir.join("fjall"))
+            // Batches usually arrive compressed by the producer already.
+            .journal_compression(fjall::CompressionType::None)
+            .open()?;
+        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let mut topics = HashMap::new();
+        for kv in meta.prefix(TOPIC_PREFIX) {
+            let (key, value) = kv.into_inner()?;
+            let stored: StoredTopic = serde_json::from_slice(&value).map_err(|source| StoreError::BadTopic {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                source,
+            })?;
+            let meta = TopicMeta {
+                name: stored.name.into(),
+                id: stored.id,
+                partitions: stored.partitions,
+                replication_factor: stored.replication_factor,
+                configs: stored.configs,
+            };
+            let log = open_log(&db, &meta, true)?;
+            topics.insert(meta.name.clone(), (meta, Arc::new(log)));
+        }
+        let block_end = match meta.get(PRODUCER_ID_KEY)? {
+            Some(v) => i64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])),
+            None => 0,
+        };
+        let inner = Arc::new(Inner {
+            db,
+            meta,
+            topics: RwLock::new(topics),
+            append_persist: match sync {
+                SyncPolicy::EveryBatch => PersistMode::SyncData,
+                SyncPolicy::Every(_) | SyncPolicy::Never => PersistMode::Buffer,
+            },
+            producer_ids: Mutex::new(ProducerIds {
+                next: block_end,
+                block_end,
+            }),
+        });
+        if let SyncPolicy::Every(interval) = sync {
+            spawn_syncer(Arc::downgrade(&inner), interval);
+        }
+        Ok(EmbeddedStore { inner })
+    }
+}
+
+/// Syncs the journal on an interval until the store is dropped.
+fn spawn_syncer(store: std::sync::Weak<Inner>, every: Duration) {
+    std::thread::Builder::new()
+        .name("embedded-fsync".into())
+        .spawn(move || loop {
+            std::thread::sleep(every);
+            let Some(store) = store.upgrade() else { return };
+            if let Err(e) = store.db.persist(PersistMode::SyncData) {
+                tracing::error!(error = %e, "periodic fsync failed");
+            }
+        })
+        .map(drop)
+        .unwrap_or_else(|e| tracing::error!(error = %e, "could not start the fsync thread"));
+}
+
+fn keyspace_names(meta: &TopicMeta) -> (String, String) {
+    let id = meta.id.simple();
+    (format!("r{id}"), format!("i{id}"))
+}
+
+/// Opens a topic's keyspaces; `load` reads the index back into memory.
+fn open_log(db: &Database, meta: &TopicMeta, load: bool) -> Result<TopicLog, StoreError> {
+    let (r, i) = keyspace_names(meta);
+    let records = db.keyspace(&r, KeyspaceCreateOptions::default)?;
+    let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
+    let mut partitions: Vec<PartitionIndex> = (0..meta.partitions).map(|_| PartitionIndex::default()).collect();
+    if load {
+        for kv in index.iter() {
+            let (key, value) = kv.into_inner()?;
+            let bad = |detail: String| StoreError::BadIndex {
+                topic: meta.name.to_string(),
+                detail,
+            };
+            let (partition, _) = index::decode_key(&key).ok_or_else(|| bad("short key".into()))?;
+            let entry = IndexEntry::decode(&value).ok_or_else(|| bad("short entry".into()))?;
+            partitions
+                .get_mut(partition as usize)
+                .ok_or_else(|| bad(format!("partition {partition} out of range")))?
+                .push(entry);
+        }
+    }
+    Ok(TopicLog {
+        records,
+        index,
+        partitions: partitions.into_iter().map(Mutex::new).collect(),
+    })
+}
+
+impl Inner {
+    fn log(&self, tp: &TopicPartition) -> BackendResult<Arc<TopicLog>> {
+        let topics = self.topics.read();
+        let (_, log) = topics
+            .get(&tp.topic)
+            .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
+        if tp.partition < 0 || tp.partition as usize >= log.partitions.len() {
+            return Err(BackendError::UnknownPartition {
+                topic: tp.topic.to_string(),
+                partition: tp.partition,
+            });
+        }
+        Ok(log.clone())
+    }
+
+    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendResult<Appended> {
+        let log = self.log(tp)?;
+        let slot = &log.partitions[tp.partition as usize];
+        // Appends to one partition never overlap (its log slot serializes them), so the
+        // offset read here is still the next one when the write lands.
+        let base_offset = slot.lock().watermarks().high;
+        let placed = records::place(batch.bytes, base_offset);
+        let entry = IndexEntry::new(base_offset, &batch.header, placed.len());
+        let key = index::encode_key(tp.partition, base_offset);
+        let mut write = self.db.batch().durability(Some(self.append_persist));
+        write.insert(&log.records, key, placed);
+        write.insert(&log.index, key, entry.encode());
+        write.commit().map_err(StoreError::from)?;
+        let mut index = slot.lock();
+        index.push(entry);
+        Ok(Appended {
+            base_offset,
+            watermarks: index.watermarks(),
+        })
+    }
+
+    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> BackendResult<ReadBatches> {
+        let log = self.log(tp)?;
+        let (range, watermarks) = {
+            let index = log.partitions[tp.partition as usize].lock();
+            (index.batches_from(offset, max_bytes), index.watermarks())
+        };
+        let Some((first, last)) = range else {
+            return Ok(ReadBatches {
+                batches: Vec::new(),
+                watermarks,
+            });
+        };
+        let from = index::encode_key(tp.partition, first);
+        let to = index::encode_key(tp.partition, last);
+        let mut batches = Vec::new();
+        for kv in log.records.range(from..=to) {
+            batches.push(Bytes::from(kv.value().map_err(StoreError::from)?));
+        }
+        Ok(ReadBatches { batches, watermarks })
+    }
+
+    /// The stored batch starting at `base_offset`, decoded.
+    fn records_of(&self, log: &TopicLog, partition: i32, base_offset: i64) -> BackendResult<Vec<kafka_protocol::records::Record>> {
+        let value = log
+            .records
+            .get(index::encode_key(partition, base_offset))
+            .map_err(StoreError::from)?
+            .ok_or_else(|| BackendError::Fatal(format!("batch at offset {base_offset} is missing")))?;
+        let mut bytes = Bytes::from(value);
+        kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes)
+            .map(|set| set.records)
+            .map_err(|e| BackendError::Fatal(format!("stored batch at offset {base_offset} is unreadable: {e}")))
+    }
+
+    /// The first record in the batch at `base_offset` matching `wanted`.
+    fn find_record(
+        &self,
+        tp: &TopicPartition,
+        base_offset: Option<i64>,
+        wanted: impl Fn(i64) -> bool,
+    ) -> BackendResult<Option<TimestampedOffset>> {
+        let Some(base_offset) = base_offset else { return Ok(None) };
+        let log = self.log(tp)?;
+        Ok(self
+            .records_of(&log, tp.partition, base_offset)?
+            .into_iter()
+            .find(|r| wanted(r.timestamp))
+            .map(|r| TimestampedOffset {
+                offset: r.offset,
+                timestamp: r.timestamp,
+            }))
+    }
+
+    fn create_topic(&self, topic: TopicMeta) -> BackendResult<()> {
+        let mut topics = self.topics.write();
+        if topics.contains_key(&topic.name) {
+            return Err(BackendError::TopicExists(topic.name.to_string()));
+        }
+        let stored = StoredTopic {
+            name: topic.name.to_string(),
+            id: topic.id,
+            partitions: topic.partitions,
+            replication_factor: topic.replication_factor,
+            configs: topic.configs.clone(),
+        };
+        let json = serde_json::to_vec(&stored).map_err(|e| BackendError::Fatal(e.to_string()))?;
+        let log = open_log(&self.db, &topic, false)?;
+        self.meta
+            .insert(format!("{TOPIC_PREFIX}{}", topic.name), json)
+            .map_err(StoreError::from)?;
+        self.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+        topics.insert(topic.name.clone(), (topic, Arc::new(log)));
+        Ok(())
+    }
+
+    fn delete_topic(&self, name: &str) -> BackendResult<()> {
+        let mut topics = self.topics.write();
+        let (_, log) = topics
+            .remove(name)
+            .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
+        self.meta.remove(format!("{TOPIC_PREFIX}{name}")).map_err(StoreError::from)?;
+        self.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+        self.db.delete_keyspace(log.records.clone()).map_err(StoreError::from)?;
+        self.db.delete_keyspace(log.index.clone()).map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    fn allocate_producer_id(&self) -> BackendResult<i64> {
+        let mut ids = self.producer_ids.lock();
+        if ids.next >= ids.block_end {
+            let end = ids.block_end + PRODUCER_ID_BLOCK;
+            self.meta
+                .insert(PRODUCER_ID_KEY, end.to_be_bytes().to_vec())
+                .map_err(StoreError::from)?;
+            self.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+            ids.block_end = end;
+        }
+        ids.next += 1;
+        Ok(ids.next - 1)
+    }
+}
+
+/// Runs blocking store work off the actor threads.
+fn blocking<T: Send + 'static>(
+    inner: &Arc<Inner>,
+    work: impl FnOnce(&Inner) -> BackendResult<T> + Send + 'static,
+) -> BackendFuture<'static, T> {
+    let inner = inner.clone();
+    Box::pin(async move {
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|e| BackendError::Fatal(format!("storage task failed: {e}")))?
+    })
+}
+
+impl Backend for EmbeddedStore {
+    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
+        let topics = self.inner.topics.read().values().map(|(m, _)| m.clone()).collect();
+        Box::pin(async move { Ok(topics) })
+    }
+
+    fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()> {
+        blocking(&self.inner, move |s| s.create_topic(topic))
+    }
+
+    fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
+        let name = name.to_string();
+        blocking(&self.inner, move |s| s.delete_topic(&name))
+    }
+
+    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {
+        let tp = tp.clone();
+        blocking(&self.inner, move |s| s.append(&tp, batch))
+    }
+
+    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> BackendFuture<'_, ReadBatches> {
+        let tp = tp.clone();
+        blocking(&self.inner, move |s| s.read(&tp, offset, max_bytes))
+    }
+
+    fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks> {
+        let w = self
+            .inner
+            .log(tp)
+            .map(|log| log.partitions[tp.partition as usize].lock().watermarks());
+        Box::pin(async move { w })
+    }
+
+    fn offset_for_timestamp(&self, tp: &TopicPartition, timestamp: i64) -> BackendFuture<'_, Option<TimestampedOffset>> {
+        let tp = tp.clone();
+        blocking(&self.inner, move |s| {
+            let batch = s.log(&tp)?.partitions[tp.partition as usize]
+                .lock()
+                .first_batch_reaching(timestamp);
+            s.find_record(&tp, batch, |ts| ts >= timestamp)
+        })
+    }
+
+    fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
+        let tp = tp.clone();
+        blocking(&self.inner, move |s| {
+            let max = s.log(&tp)?.partitions[tp.partition as usize].lock().max_timestamp();
+            match max {
+                Some((base_offset, max_ts)) => s.find_record(&tp, Some(base_offset), |ts| ts == max_ts),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
+        let batches = self
+            .inner
+            .log(tp)
+            .map(|log| log.partitions[tp.partition as usize].lock().producer_batches());
+        Box::pin(async move { batches })
+    }
+
+    fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
+        blocking(&self.inner, |s| s.allocate_producer_id())
+    }
+
+    fn flush(&self) -> BackendFuture<'_, ()> {
+        blocking(&self.inner, |s| {
+            s.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! The gateway program: settings, storage, actors, listener, and a graceful stop.
+
+mod embedded;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Arbiter;
+use iggy_kafka_actors::{server, Backend, Gateway};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use crate::embedded::EmbeddedStore;
+use crate::settings::{BackendKind, Settings};
+
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("cannot open the embedded store in {dir}: {source}")]
+    Store { dir: PathBuf, source: embedded::StoreError },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("cannot load topics: {0}")]
+    Topics(#[from] iggy_kafka_actors::BackendError),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            // The storage engine's own info lines (flushes, compactions) are noise here.
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,lsm_tree=warn,fjall=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config_file = match parse_args() {
+        Ok(f) => f,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let settings = match Settings::load(config_file.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match actix_rt::System::new().block_on(run(settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "gateway stopped");
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--config PATH` is the only argument.
+fn parse_args() -> Result<Option<PathBuf>, String> {
+    let mut args = std::env::args().skip(1);
+    match (args.next().as_deref(), args.next(), args.next()) {
+        (None, _, _) => Ok(None),
+        (Some("--config"), Some(path), None) => Ok(Some(PathBuf::from(path))),
+        _ => Err("usage: iggy-kafka-gateway [--config PATH]\nsettings also come from IGGY_KAFKA_* variables".into()),
+    }
+}
+
+async fn run(settings: Settings) -> Result<(), StartError> {
+    let backend: Arc<dyn Backend> = match settings.backend {
+        BackendKind::Embedded => {
+            let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy()).map_err(|source| {
+                StartError::Store {
+                    dir: settings.data_dir.clone(),
+                    source,
+                }
+            })?;
+            Arc::new(store)
+        }
+    };
+    let listener = TcpListener::bind(settings.bind_address)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: settings.bind_address,
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: settings.bind_address,
+        source,
+    })?;
+    let worker_count = match settings.workers {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
+    let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
+    let gateway = Gateway::start(settings.broker(bound), backend.clone(), &handles).await?;
+
+    let (stop, stopping) = watch::channel(false);
+    let connections = Arc::new(Semaphore::new(settings.max_connections));
+    let accept = actix_rt::spawn(server::serve(listener, gateway, handles, connections.clone(), stopping));
+    tracing::info!(%bound, data_dir = %settings.data_dir.display(), "gateway ready");
+    // Tests and scripts read the bound address from this line.
+    println!("iggy-kafka-gateway listening on {bound}");
+
+    wait_for_signal().await;
+    tracing::info!("shutting down: no new connections, finishing requests in flight");
+    let _ = stop.send(true);
+    let _ = accept.await;
+    let drained = tokio::time::timeout(Duration::from_millis(settings.shutdown_timeout_ms), async {
+        while connections.available_permits() < settings.max_connections {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("shutdown timeout reached with connections still open");
+    }
+    if let Err(e) = backend.flush().await {
+        tracing::error!(error = %e, "final flush failed");
+    }
+    for w in workers {
+        w.stop();
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "no SIGTERM handler; stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
