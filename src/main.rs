@@ -19,9 +19,15 @@ use crate::settings::{BackendKind, Settings};
 #[derive(Debug, thiserror::Error)]
 enum StartError {
     #[error("cannot open the embedded store in {dir}: {source}")]
-    Store { dir: PathBuf, source: embedded::StoreError },
+    Store {
+        dir: PathBuf,
+        source: embedded::StoreError,
+    },
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     #[error("cannot load topics: {0}")]
     Topics(#[from] iggy_kafka_actors::BackendError),
 }
@@ -72,12 +78,12 @@ fn parse_args() -> Result<Option<PathBuf>, String> {
 async fn run(settings: Settings) -> Result<(), StartError> {
     let backend: Arc<dyn Backend> = match settings.backend {
         BackendKind::Embedded => {
-            let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy()).map_err(|source| {
-                StartError::Store {
+            let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy()).map_err(
+                |source| StartError::Store {
                     dir: settings.data_dir.clone(),
                     source,
-                }
-            })?;
+                },
+            )?;
             Arc::new(store)
         }
     };
@@ -101,7 +107,13 @@ async fn run(settings: Settings) -> Result<(), StartError> {
 
     let (stop, stopping) = watch::channel(false);
     let connections = Arc::new(Semaphore::new(settings.max_connections));
-    let accept = actix_rt::spawn(server::serve(listener, gateway, handles, connections.clone(), stopping));
+    let accept = actix_rt::spawn(server::serve(
+        listener,
+        gateway,
+        handles,
+        connections.clone(),
+        stopping,
+    ));
     tracing::info!(%bound, data_dir = %settings.data_dir.display(), "gateway ready");
     // Tests and scripts read the bound address from this line.
     println!("iggy-kafka-gateway listening on {bound}");
@@ -110,12 +122,13 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     tracing::info!("shutting down: no new connections, finishing requests in flight");
     let _ = stop.send(true);
     let _ = accept.await;
-    let drained = tokio::time::timeout(Duration::from_millis(settings.shutdown_timeout_ms), async {
-        while connections.available_permits() < settings.max_connections {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    let drained =
+        tokio::time::timeout(Duration::from_millis(settings.shutdown_timeout_ms), async {
+            while connections.available_permits() < settings.max_connections {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
     if drained.is_err() {
         tracing::warn!("shutdown timeout reached with connections still open");
     }

@@ -117,11 +117,17 @@ impl Settings {
         let at_least_one = [
             ("max_request_bytes", self.max_request_bytes as i64),
             ("max_connections", self.max_connections as i64),
-            ("max_inflight_per_connection", self.max_inflight_per_connection as i64),
+            (
+                "max_inflight_per_connection",
+                self.max_inflight_per_connection as i64,
+            ),
             ("idle_timeout_ms", self.idle_timeout_ms as i64),
             ("message_max_bytes", self.message_max_bytes as i64),
             ("num_partitions", self.num_partitions as i64),
-            ("default_replication_factor", self.default_replication_factor as i64),
+            (
+                "default_replication_factor",
+                self.default_replication_factor as i64,
+            ),
             ("log_slots", self.log_slots as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
         ];
@@ -133,7 +139,11 @@ impl Settings {
                 });
             }
         }
-        if self.advertised_host.as_deref().is_some_and(|h| h.trim().is_empty()) {
+        if self
+            .advertised_host
+            .as_deref()
+            .is_some_and(|h| h.trim().is_empty())
+        {
             return Err(SettingsError::Invalid {
                 name: "advertised_host",
                 reason: "must not be empty".into(),
@@ -145,7 +155,9 @@ impl Settings {
     pub fn sync_policy(&self) -> SyncPolicy {
         match self.durability {
             Durability::Batch => SyncPolicy::EveryBatch,
-            Durability::Interval => SyncPolicy::Every(Duration::from_millis(self.fsync_interval_ms)),
+            Durability::Interval => {
+                SyncPolicy::Every(Duration::from_millis(self.fsync_interval_ms))
+            }
             Durability::Off => SyncPolicy::Never,
         }
     }
@@ -155,7 +167,10 @@ impl Settings {
         BrokerSettings {
             node_id: self.node_id,
             cluster_id: self.cluster_id.clone(),
-            advertised_host: self.advertised_host.clone().unwrap_or_else(|| bound.ip().to_string()),
+            advertised_host: self
+                .advertised_host
+                .clone()
+                .unwrap_or_else(|| bound.ip().to_string()),
             advertised_port: self.advertised_port.unwrap_or(bound.port()),
             max_request_bytes: self.max_request_bytes,
             max_inflight_per_connection: self.max_inflight_per_connection,

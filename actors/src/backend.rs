@@ -123,10 +123,19 @@ pub trait Backend: Send + Sync + 'static {
     fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended>;
     /// Batches holding `offset` and after, up to about `max_bytes` (always at least one
     /// batch when any exists, as Kafka does).
-    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> BackendFuture<'_, ReadBatches>;
+    fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendFuture<'_, ReadBatches>;
     fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks>;
     /// The first record whose timestamp is at or after `timestamp`.
-    fn offset_for_timestamp(&self, tp: &TopicPartition, timestamp: i64) -> BackendFuture<'_, Option<TimestampedOffset>>;
+    fn offset_for_timestamp(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+    ) -> BackendFuture<'_, Option<TimestampedOffset>>;
     /// The record with the largest timestamp (the first of them on ties).
     fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>>;
     /// The last few batches of each idempotent producer, oldest first, so sequence

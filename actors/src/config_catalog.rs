@@ -49,7 +49,10 @@ const TOPIC_CONFIGS: &[Definition] = &[
     d("max.message.bytes", Rule::AtLeast(0)),
     d("message.timestamp.after.max.ms", Rule::AtLeast(0)),
     d("message.timestamp.before.max.ms", Rule::AtLeast(0)),
-    d("message.timestamp.type", Rule::OneOf(&["CreateTime", "LogAppendTime"])),
+    d(
+        "message.timestamp.type",
+        Rule::OneOf(&["CreateTime", "LogAppendTime"]),
+    ),
     d("min.cleanable.dirty.ratio", Rule::Ratio),
     d("min.compaction.lag.ms", Rule::AtLeast(0)),
     d("min.insync.replicas", Rule::AtLeast(1)),
@@ -94,8 +97,10 @@ pub struct ValidateTopicConfigs(pub Vec<(String, Option<String>)>);
 pub struct ConfigCatalog;
 
 impl ConfigCatalog {
-
-    fn validate(&self, configs: Vec<(String, Option<String>)>) -> Result<BTreeMap<String, String>, ConfigError> {
+    fn validate(
+        &self,
+        configs: Vec<(String, Option<String>)>,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
         let mut out = BTreeMap::new();
         for (key, value) in configs {
             let def = TOPIC_CONFIGS
@@ -182,10 +187,18 @@ mod tests {
 
     #[test]
     fn names_the_key_and_the_rule_it_broke() {
-        assert_eq!(validate(&[("no.such", "1")]), Err(ConfigError::Unknown("no.such".into())));
+        assert_eq!(
+            validate(&[("no.such", "1")]),
+            Err(ConfigError::Unknown("no.such".into()))
+        );
         let e = validate(&[("retention.ms", "-7")]).unwrap_err().to_string();
-        assert!(e.contains("retention.ms") && e.contains("at least -1"), "{e}");
-        let e = validate(&[("cleanup.policy", "shred")]).unwrap_err().to_string();
+        assert!(
+            e.contains("retention.ms") && e.contains("at least -1"),
+            "{e}"
+        );
+        let e = validate(&[("cleanup.policy", "shred")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cleanup.policy"), "{e}");
     }
 }

@@ -66,7 +66,9 @@ impl Connection {
         let (read, write) = stream.into_split();
         let (stop_tx, stop_rx) = oneshot::channel();
         Connection::create(move |ctx| {
-            let inflight = Arc::new(Semaphore::new(gateway.settings.max_inflight_per_connection.max(1)));
+            let inflight = Arc::new(Semaphore::new(
+                gateway.settings.max_inflight_per_connection.max(1),
+            ));
             let codec = FrameCodec {
                 max_frame: gateway.settings.max_request_bytes,
             };
@@ -95,7 +97,13 @@ impl Connection {
     }
 
     /// Records a finished answer and writes every answer now in order.
-    fn finish(&mut self, seq: u64, answer: Option<Bytes>, permit: OwnedSemaphorePermit, ctx: &mut Context<Self>) {
+    fn finish(
+        &mut self,
+        seq: u64,
+        answer: Option<Bytes>,
+        permit: OwnedSemaphorePermit,
+        ctx: &mut Context<Self>,
+    ) {
         self.finished.insert(seq, (answer, permit));
         while let Some((answer, _permit)) = self.finished.remove(&self.next_answer) {
             if let Some(bytes) = answer {
@@ -107,7 +115,10 @@ impl Connection {
     }
 
     fn close_if_done(&mut self, ctx: &mut Context<Self>) {
-        if self.last_request.is_some_and(|last| self.next_answer >= last) {
+        if self
+            .last_request
+            .is_some_and(|last| self.next_answer >= last)
+        {
             self.writer.close();
             ctx.stop();
         }
@@ -159,14 +170,20 @@ impl Handler<Frame> for Connection {
             },
         };
         let peer = self.peer;
-        ctx.spawn(reply.into_actor(self).map(move |response: Option<ResponseKind>, act, ctx| {
-            let bytes = response.and_then(|r| {
-                wire::encode_response(key, answer_version, correlation_id, &r)
-                    .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
-                    .ok()
-            });
-            act.finish(seq, bytes, permit, ctx);
-        }));
+        ctx.spawn(
+            reply
+                .into_actor(self)
+                .map(move |response: Option<ResponseKind>, act, ctx| {
+                    let bytes = response.and_then(|r| {
+                        wire::encode_response(key, answer_version, correlation_id, &r)
+                            .inspect_err(
+                                |e| tracing::error!(%peer, error = %e, "dropping an answer"),
+                            )
+                            .ok()
+                    });
+                    act.finish(seq, bytes, permit, ctx);
+                }),
+        );
     }
 }
 
@@ -202,7 +219,11 @@ async fn read_frames(
 ) {
     let ended = loop {
         let next = async {
-            let permit = inflight.clone().acquire_owned().await.expect("never closed");
+            let permit = inflight
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("never closed");
             let frame = tokio::time::timeout(idle, frames.next()).await;
             (permit, frame)
         };

@@ -108,7 +108,15 @@ impl Handler<Append> for LogSlot {
                             Some(base_offset) => {
                                 // A retry of a batch already written: its offset, nothing written.
                                 let watermarks = backend.watermarks(&tp).await?;
-                                Ok((tp, base_offset, Appended { base_offset, watermarks }, false))
+                                Ok((
+                                    tp,
+                                    base_offset,
+                                    Appended {
+                                        base_offset,
+                                        watermarks,
+                                    },
+                                    false,
+                                ))
                             }
                             None => {
                                 let appended = backend.append(&tp, batch).await?;
@@ -122,14 +130,17 @@ impl Handler<Append> for LogSlot {
                     let (tp, base_offset, appended, written) = result?;
                     if written {
                         if header.is_idempotent() {
-                            act.producers.entry(tp.clone()).or_default().record(ProducerBatch {
-                                producer_id: header.producer_id,
-                                producer_epoch: header.producer_epoch,
-                                first_sequence: header.base_sequence,
-                                last_sequence: header.last_sequence(),
-                                base_offset,
-                                last_offset: base_offset + header.last_offset_delta() as i64,
-                            });
+                            act.producers
+                                .entry(tp.clone())
+                                .or_default()
+                                .record(ProducerBatch {
+                                    producer_id: header.producer_id,
+                                    producer_epoch: header.producer_epoch,
+                                    first_sequence: header.base_sequence,
+                                    last_sequence: header.last_sequence(),
+                                    base_offset,
+                                    last_offset: base_offset + header.last_offset_delta() as i64,
+                                });
                         }
                         act.signals.appended(&tp, appended.watermarks.high);
                     }

@@ -173,14 +173,19 @@ mod tests {
     fn older_epochs_are_fenced_and_new_epochs_restart_at_zero() {
         let mut s = ProducerStates::default();
         s.record(written(&header(3, 0, 2), 0));
-        assert_eq!(s.check(&header(2, 2, 1)).unwrap_err().code(), ResponseError::InvalidProducerEpoch);
+        assert_eq!(
+            s.check(&header(2, 2, 1)).unwrap_err().code(),
+            ResponseError::InvalidProducerEpoch
+        );
         assert!(s.check(&header(4, 2, 1)).is_err());
         assert_eq!(s.check(&header(4, 0, 1)), Ok(None));
     }
 
     #[test]
     fn history_restores_state_and_keeps_only_five_batches() {
-        let batches: Vec<_> = (0..7).map(|i| written(&header(0, i, 1), i as i64)).collect();
+        let batches: Vec<_> = (0..7)
+            .map(|i| written(&header(0, i, 1), i as i64))
+            .collect();
         let s = ProducerStates::from_history(batches);
         assert_eq!(s.check(&header(0, 6, 1)), Ok(Some(6)));
         assert_eq!(s.check(&header(0, 2, 1)), Ok(Some(2)));

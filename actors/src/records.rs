@@ -218,7 +218,10 @@ mod tests {
         for c in [Compression::None, Compression::Gzip, Compression::Zstd] {
             let h = validate(&batch(3, c)).unwrap();
             assert_eq!(h.record_count, 3);
-            assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (7, 1, 10));
+            assert_eq!(
+                (h.producer_id, h.producer_epoch, h.base_sequence),
+                (7, 1, 10)
+            );
             assert_eq!(h.last_sequence(), 12);
             assert_eq!(h.max_timestamp, 1_002);
         }
@@ -230,10 +233,16 @@ mod tests {
         let last = b.len() - 1;
         b[last] ^= 0xff;
         assert!(matches!(validate(&b), Err(BatchError::Crc { .. })));
-        assert_eq!(validate(&b).unwrap_err().error_code(), ResponseError::CorruptMessage);
+        assert_eq!(
+            validate(&b).unwrap_err().error_code(),
+            ResponseError::CorruptMessage
+        );
 
         let b = batch(2, Compression::None);
-        assert!(matches!(validate(&b[..b.len() - 1]), Err(BatchError::LengthMismatch { .. })));
+        assert!(matches!(
+            validate(&b[..b.len() - 1]),
+            Err(BatchError::LengthMismatch { .. })
+        ));
         assert!(matches!(validate(&b[..20]), Err(BatchError::Truncated(20))));
 
         let mut b = batch(2, Compression::None);

@@ -53,7 +53,9 @@ impl TopicError {
             TopicError::Config(_) => ResponseError::InvalidConfig,
             TopicError::Unknown(_) => ResponseError::UnknownTopicOrPartition,
             TopicError::Backend(BackendError::TopicExists(_)) => ResponseError::TopicAlreadyExists,
-            TopicError::Backend(BackendError::UnknownTopic(_)) => ResponseError::UnknownTopicOrPartition,
+            TopicError::Backend(BackendError::UnknownTopic(_)) => {
+                ResponseError::UnknownTopicOrPartition
+            }
             TopicError::Backend(e) => crate::api::backend_error_code(e),
             TopicError::CatalogGone => ResponseError::UnknownServerError,
         }
@@ -272,7 +274,16 @@ mod tests {
         for ok in ["a", "orders.v1", "A_b-9", &"x".repeat(249)] {
             assert!(validate_topic_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".", "..", " lead", "trail ", "sp ace", "ü", &"x".repeat(250)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            " lead",
+            "trail ",
+            "sp ace",
+            "ü",
+            &"x".repeat(250),
+        ] {
             let e = validate_topic_name(bad).unwrap_err();
             assert_eq!(e.code(), ResponseError::InvalidTopicException, "{bad}");
         }

@@ -118,8 +118,8 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, WireError> {
             max: served.max,
         });
     }
-    let header =
-        RequestHeader::decode(&mut frame, key.request_header_version(version)).map_err(malformed)?;
+    let header = RequestHeader::decode(&mut frame, key.request_header_version(version))
+        .map_err(malformed)?;
     let body = RequestKind::decode(key, &mut frame, version).map_err(malformed)?;
     Ok(Request {
         header,
@@ -176,12 +176,21 @@ mod tests {
         let mut partial = buf.split_to(6);
         assert!(codec.decode(&mut partial).unwrap().is_none());
         partial.unsplit(buf);
-        assert_eq!(codec.decode(&mut partial).unwrap().unwrap(), Bytes::from_static(b"hello"));
+        assert_eq!(
+            codec.decode(&mut partial).unwrap().unwrap(),
+            Bytes::from_static(b"hello")
+        );
 
         let mut big = frame(&[0; 17]);
-        assert!(matches!(codec.decode(&mut big), Err(WireError::FrameTooLarge { .. })));
+        assert!(matches!(
+            codec.decode(&mut big),
+            Err(WireError::FrameTooLarge { .. })
+        ));
         let mut neg = BytesMut::from(&(-5i32).to_be_bytes()[..]);
-        assert!(matches!(codec.decode(&mut neg), Err(WireError::NegativeFrame(-5))));
+        assert!(matches!(
+            codec.decode(&mut neg),
+            Err(WireError::NegativeFrame(-5))
+        ));
     }
 
     #[test]
@@ -204,7 +213,10 @@ mod tests {
         req.put_i16(999);
         req.put_i16(0);
         req.put_i32(1);
-        assert!(matches!(decode_request(req.freeze()), Err(WireError::UnknownApiKey(999))));
+        assert!(matches!(
+            decode_request(req.freeze()),
+            Err(WireError::UnknownApiKey(999))
+        ));
         let mut req = BytesMut::new();
         req.put_i16(0); // Produce v2: below Kafka 4's minimum
         req.put_i16(2);

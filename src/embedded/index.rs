@@ -80,7 +80,8 @@ impl IndexEntry {
     }
 
     fn producer_batch(&self) -> ProducerBatch {
-        let last_sequence = (self.base_sequence as i64 + self.record_count as i64 - 1) % (i32::MAX as i64 + 1);
+        let last_sequence =
+            (self.base_sequence as i64 + self.record_count as i64 - 1) % (i32::MAX as i64 + 1);
         ProducerBatch {
             producer_id: self.producer_id,
             producer_epoch: self.producer_epoch,
@@ -101,7 +102,10 @@ pub struct PartitionIndex {
 
 impl PartitionIndex {
     pub fn push(&mut self, entry: IndexEntry) {
-        if self.max_timestamp.is_none_or(|(_, ts)| entry.max_timestamp > ts) {
+        if self
+            .max_timestamp
+            .is_none_or(|(_, ts)| entry.max_timestamp > ts)
+        {
             self.max_timestamp = Some((entry.base_offset, entry.max_timestamp));
         }
         self.batches.push(entry);
@@ -202,10 +206,20 @@ mod tests {
         for (i, ts) in [(0, 50), (10, 20), (20, 90)] {
             p.push(entry(i, 10, 100, ts));
         }
-        assert_eq!(p.watermarks(), Watermarks { log_start: 0, high: 30 });
+        assert_eq!(
+            p.watermarks(),
+            Watermarks {
+                log_start: 0,
+                high: 30
+            }
+        );
         assert_eq!(p.batches_from(15, 150), Some((10, 10)));
         assert_eq!(p.batches_from(0, 1_000), Some((0, 20)));
-        assert_eq!(p.batches_from(0, 1), Some((0, 0)), "one batch even over budget");
+        assert_eq!(
+            p.batches_from(0, 1),
+            Some((0, 0)),
+            "one batch even over budget"
+        );
         assert_eq!(p.batches_from(30, 1_000), None);
         assert_eq!(p.first_batch_reaching(60), Some(20));
         assert_eq!(p.first_batch_reaching(30), Some(0));

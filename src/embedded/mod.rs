@@ -21,8 +21,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ProducerBatch, ReadBatches,
-    TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ProducerBatch,
+    ReadBatches, TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
 };
 use iggy_kafka_actors::records;
 use parking_lot::{Mutex, RwLock};
@@ -40,7 +40,10 @@ pub enum StoreError {
     #[error("storage engine: {0}")]
     Engine(#[from] fjall::Error),
     #[error("stored topic definition '{key}' is unreadable: {source}")]
-    BadTopic { key: String, source: serde_json::Error },
+    BadTopic {
+        key: String,
+        source: serde_json::Error,
+    },
     #[error("index of topic '{topic}' is damaged: {detail}")]
     BadIndex { topic: String, detail: String },
 }
@@ -108,10 +111,11 @@ impl EmbeddedStore {
         let mut topics = HashMap::new();
         for kv in meta.prefix(TOPIC_PREFIX) {
             let (key, value) = kv.into_inner()?;
-            let stored: StoredTopic = serde_json::from_slice(&value).map_err(|source| StoreError::BadTopic {
-                key: String::from_utf8_lossy(&key).into_owned(),
-                source,
-            })?;
+            let stored: StoredTopic =
+                serde_json::from_slice(&value).map_err(|source| StoreError::BadTopic {
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                    source,
+                })?;
             let meta = TopicMeta {
                 name: stored.name.into(),
                 id: stored.id,
@@ -171,7 +175,9 @@ fn open_log(db: &Database, meta: &TopicMeta, load: bool) -> Result<TopicLog, Sto
     let (r, i) = keyspace_names(meta);
     let records = db.keyspace(&r, KeyspaceCreateOptions::default)?;
     let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
-    let mut partitions: Vec<PartitionIndex> = (0..meta.partitions).map(|_| PartitionIndex::default()).collect();
+    let mut partitions: Vec<PartitionIndex> = (0..meta.partitions)
+        .map(|_| PartitionIndex::default())
+        .collect();
     if load {
         for kv in index.iter() {
             let (key, value) = kv.into_inner()?;
@@ -230,7 +236,12 @@ impl Inner {
         })
     }
 
-    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> BackendResult<ReadBatches> {
+    fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendResult<ReadBatches> {
         let log = self.log(tp)?;
         let (range, watermarks) = {
             let index = log.partitions[tp.partition as usize].lock();
@@ -248,20 +259,34 @@ impl Inner {
         for kv in log.records.range(from..=to) {
             batches.push(Bytes::from(kv.value().map_err(StoreError::from)?));
         }
-        Ok(ReadBatches { batches, watermarks })
+        Ok(ReadBatches {
+            batches,
+            watermarks,
+        })
     }
 
     /// The stored batch starting at `base_offset`, decoded.
-    fn records_of(&self, log: &TopicLog, partition: i32, base_offset: i64) -> BackendResult<Vec<kafka_protocol::records::Record>> {
+    fn records_of(
+        &self,
+        log: &TopicLog,
+        partition: i32,
+        base_offset: i64,
+    ) -> BackendResult<Vec<kafka_protocol::records::Record>> {
         let value = log
             .records
             .get(index::encode_key(partition, base_offset))
             .map_err(StoreError::from)?
-            .ok_or_else(|| BackendError::Fatal(format!("batch at offset {base_offset} is missing")))?;
+            .ok_or_else(|| {
+                BackendError::Fatal(format!("batch at offset {base_offset} is missing"))
+            })?;
         let mut bytes = Bytes::from(value);
         kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes)
             .map(|set| set.records)
-            .map_err(|e| BackendError::Fatal(format!("stored batch at offset {base_offset} is unreadable: {e}")))
+            .map_err(|e| {
+                BackendError::Fatal(format!(
+                    "stored batch at offset {base_offset} is unreadable: {e}"
+                ))
+            })
     }
 
     /// The first record in the batch at `base_offset` matching `wanted`.
@@ -271,7 +296,9 @@ impl Inner {
         base_offset: Option<i64>,
         wanted: impl Fn(i64) -> bool,
     ) -> BackendResult<Option<TimestampedOffset>> {
-        let Some(base_offset) = base_offset else { return Ok(None) };
+        let Some(base_offset) = base_offset else {
+            return Ok(None);
+        };
         let log = self.log(tp)?;
         Ok(self
             .records_of(&log, tp.partition, base_offset)?
@@ -300,7 +327,9 @@ impl Inner {
         self.meta
             .insert(format!("{TOPIC_PREFIX}{}", topic.name), json)
             .map_err(StoreError::from)?;
-        self.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+        self.db
+            .persist(PersistMode::SyncAll)
+            .map_err(StoreError::from)?;
         topics.insert(topic.name.clone(), (topic, Arc::new(log)));
         Ok(())
     }
@@ -310,10 +339,18 @@ impl Inner {
         let (_, log) = topics
             .remove(name)
             .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
-        self.meta.remove(format!("{TOPIC_PREFIX}{name}")).map_err(StoreError::from)?;
-        self.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
-        self.db.delete_keyspace(log.records.clone()).map_err(StoreError::from)?;
-        self.db.delete_keyspace(log.index.clone()).map_err(StoreError::from)?;
+        self.meta
+            .remove(format!("{TOPIC_PREFIX}{name}"))
+            .map_err(StoreError::from)?;
+        self.db
+            .persist(PersistMode::SyncAll)
+            .map_err(StoreError::from)?;
+        self.db
+            .delete_keyspace(log.records.clone())
+            .map_err(StoreError::from)?;
+        self.db
+            .delete_keyspace(log.index.clone())
+            .map_err(StoreError::from)?;
         Ok(())
     }
 
@@ -324,7 +361,9 @@ impl Inner {
             self.meta
                 .insert(PRODUCER_ID_KEY, end.to_be_bytes().to_vec())
                 .map_err(StoreError::from)?;
-            self.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+            self.db
+                .persist(PersistMode::SyncAll)
+                .map_err(StoreError::from)?;
             ids.block_end = end;
         }
         ids.next += 1;
@@ -347,7 +386,13 @@ fn blocking<T: Send + 'static>(
 
 impl Backend for EmbeddedStore {
     fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
-        let topics = self.inner.topics.read().values().map(|(m, _)| m.clone()).collect();
+        let topics = self
+            .inner
+            .topics
+            .read()
+            .values()
+            .map(|(m, _)| m.clone())
+            .collect();
         Box::pin(async move { Ok(topics) })
     }
 
@@ -365,7 +410,12 @@ impl Backend for EmbeddedStore {
         blocking(&self.inner, move |s| s.append(&tp, batch))
     }
 
-    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> BackendFuture<'_, ReadBatches> {
+    fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendFuture<'_, ReadBatches> {
         let tp = tp.clone();
         blocking(&self.inner, move |s| s.read(&tp, offset, max_bytes))
     }
@@ -378,7 +428,11 @@ impl Backend for EmbeddedStore {
         Box::pin(async move { w })
     }
 
-    fn offset_for_timestamp(&self, tp: &TopicPartition, timestamp: i64) -> BackendFuture<'_, Option<TimestampedOffset>> {
+    fn offset_for_timestamp(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+    ) -> BackendFuture<'_, Option<TimestampedOffset>> {
         let tp = tp.clone();
         blocking(&self.inner, move |s| {
             let batch = s.log(&tp)?.partitions[tp.partition as usize]
@@ -391,19 +445,24 @@ impl Backend for EmbeddedStore {
     fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
         let tp = tp.clone();
         blocking(&self.inner, move |s| {
-            let max = s.log(&tp)?.partitions[tp.partition as usize].lock().max_timestamp();
+            let max = s.log(&tp)?.partitions[tp.partition as usize]
+                .lock()
+                .max_timestamp();
             match max {
-                Some((base_offset, max_ts)) => s.find_record(&tp, Some(base_offset), |ts| ts == max_ts),
+                Some((base_offset, max_ts)) => {
+                    s.find_record(&tp, Some(base_offset), |ts| ts == max_ts)
+                }
                 None => Ok(None),
             }
         })
     }
 
     fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
-        let batches = self
-            .inner
-            .log(tp)
-            .map(|log| log.partitions[tp.partition as usize].lock().producer_batches());
+        let batches = self.inner.log(tp).map(|log| {
+            log.partitions[tp.partition as usize]
+                .lock()
+                .producer_batches()
+        });
         Box::pin(async move { batches })
     }
 
@@ -413,7 +472,8 @@ impl Backend for EmbeddedStore {
 
     fn flush(&self) -> BackendFuture<'_, ()> {
         blocking(&self.inner, |s| {
-            s.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+            s.db.persist(PersistMode::SyncAll)
+                .map_err(StoreError::from)?;
             Ok(())
         })
     }

@@ -22,7 +22,11 @@ const TOPIC_ID_FROM: i16 = 7;
 /// `DYNAMIC_TOPIC_CONFIG` in DescribeConfigs' `ConfigSource`.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 
-pub fn handle(gw: &Gateway, version: i16, req: CreateTopicsRequest) -> impl Future<Output = CreateTopicsResponse> {
+pub fn handle(
+    gw: &Gateway,
+    version: i16,
+    req: CreateTopicsRequest,
+) -> impl Future<Output = CreateTopicsResponse> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for t in &req.topics {
         *seen.entry(t.name.to_string()).or_default() += 1;
@@ -60,7 +64,11 @@ pub fn handle(gw: &Gateway, version: i16, req: CreateTopicsRequest) -> impl Futu
                 Ok(request) => match request.await {
                     Ok(Ok(_)) if version < DETAILS_FROM => result,
                     Ok(Ok(topic)) => result
-                        .with_topic_id(if version >= TOPIC_ID_FROM { topic.id } else { Uuid::nil() })
+                        .with_topic_id(if version >= TOPIC_ID_FROM {
+                            topic.id
+                        } else {
+                            Uuid::nil()
+                        })
                         .with_num_partitions(topic.partitions)
                         .with_replication_factor(topic.replication_factor)
                         .with_configs(Some(
@@ -96,19 +104,29 @@ pub fn handle(gw: &Gateway, version: i16, req: CreateTopicsRequest) -> impl Futu
 /// account as Kafka does; an error message for a request Kafka refuses outright.
 fn creation(t: &CreatableTopic, repeated: bool) -> Result<(i32, i16), String> {
     if repeated {
-        return Err(format!("topic '{}' appears more than once in the request", t.name.as_str()));
+        return Err(format!(
+            "topic '{}' appears more than once in the request",
+            t.name.as_str()
+        ));
     }
     if t.assignments.is_empty() {
         return Ok((t.num_partitions, t.replication_factor));
     }
     if t.num_partitions != -1 || t.replication_factor != -1 {
-        return Err("with a replica assignment, partitions and replication factor must be -1".into());
+        return Err(
+            "with a replica assignment, partitions and replication factor must be -1".into(),
+        );
     }
     let replicas = t.assignments[0].broker_ids.len() as i16;
     Ok((t.assignments.len() as i32, replicas.max(1)))
 }
 
-fn failed(version: i16, result: CreatableTopicResult, code: ResponseError, message: String) -> CreatableTopicResult {
+fn failed(
+    version: i16,
+    result: CreatableTopicResult,
+    code: ResponseError,
+    message: String,
+) -> CreatableTopicResult {
     let result = result
         .with_error_code(code.code())
         .with_error_message(Some(StrBytes::from_string(message)));

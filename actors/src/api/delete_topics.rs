@@ -5,7 +5,9 @@ use std::future::Future;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
-use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, DeleteTopicsResponse};
+use kafka_protocol::messages::delete_topics_response::{
+    DeletableTopicResult, DeleteTopicsResponse,
+};
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
@@ -18,17 +20,29 @@ use crate::topic_admin::DeleteTopic;
 const TOPIC_STATES_FROM: i16 = 6;
 const ERROR_MESSAGE_FROM: i16 = 5;
 
-pub fn handle(gw: &Gateway, version: i16, req: DeleteTopicsRequest) -> impl Future<Output = DeleteTopicsResponse> {
+pub fn handle(
+    gw: &Gateway,
+    version: i16,
+    req: DeleteTopicsRequest,
+) -> impl Future<Output = DeleteTopicsResponse> {
     let table = gw.topic_table();
     let targets: Vec<(Option<TopicName>, Uuid)> = if version >= TOPIC_STATES_FROM {
-        req.topics.into_iter().map(|t| (t.name, t.topic_id)).collect()
+        req.topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
     } else {
-        req.topic_names.into_iter().map(|n| (Some(n), Uuid::nil())).collect()
+        req.topic_names
+            .into_iter()
+            .map(|n| (Some(n), Uuid::nil()))
+            .collect()
     };
     let pending: Vec<_> = targets
         .into_iter()
         .map(|(name, id)| {
-            let name = name.map(|n| n.to_string()).or_else(|| table.by_id(&id).map(|t| t.name.to_string()));
+            let name = name
+                .map(|n| n.to_string())
+                .or_else(|| table.by_id(&id).map(|t| t.name.to_string()));
             let sent = name.clone().map(|n| gw.topic_admin.send(DeleteTopic(n)));
             (name, id, sent)
         })
@@ -42,14 +56,22 @@ pub fn handle(gw: &Gateway, version: i16, req: DeleteTopicsRequest) -> impl Futu
                 .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
                 .with_topic_id(id);
             let outcome = match sent {
-                None => Err((ResponseError::UnknownTopicId, format!("no topic has id {id}"))),
+                None => Err((
+                    ResponseError::UnknownTopicId,
+                    format!("no topic has id {id}"),
+                )),
                 Some(request) => match request.await {
                     Ok(Ok(topic)) => {
-                        slots.iter().for_each(|s| s.do_send(ForgetTopic(topic.name.clone())));
+                        slots
+                            .iter()
+                            .for_each(|s| s.do_send(ForgetTopic(topic.name.clone())));
                         Ok(topic.id)
                     }
                     Ok(Err(e)) => Err((e.code(), e.to_string())),
-                    Err(_) => Err((ResponseError::UnknownServerError, "topic admin unavailable".into())),
+                    Err(_) => Err((
+                        ResponseError::UnknownServerError,
+                        "topic admin unavailable".into(),
+                    )),
                 },
             };
             responses.push(match outcome {
@@ -57,9 +79,9 @@ pub fn handle(gw: &Gateway, version: i16, req: DeleteTopicsRequest) -> impl Futu
                 Ok(_) => result,
                 Err((code, message)) => {
                     tracing::info!(?code, %message, "topic not deleted");
-                    result
-                        .with_error_code(code.code())
-                        .with_error_message((version >= ERROR_MESSAGE_FROM).then(|| StrBytes::from_string(message)))
+                    result.with_error_code(code.code()).with_error_message(
+                        (version >= ERROR_MESSAGE_FROM).then(|| StrBytes::from_string(message)),
+                    )
                 }
             });
         }

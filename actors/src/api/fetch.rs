@@ -8,7 +8,9 @@ use bytes::{Bytes, BytesMut};
 use futures_util::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchRequest;
-use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    FetchResponse, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::{BrokerId, TopicName};
 use tokio::time::{timeout_at, Instant};
 use uuid::Uuid;
@@ -74,14 +76,16 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchRespon
             .flat_map(|(_, _, ps)| ps.iter().filter_map(|w| w.target.as_ref().ok()))
             .map(|tp| gw.signals.subscribe(tp))
             .collect();
-        let (responses, bytes, failed) = read_all(&gw, version, &topics, max_bytes, read_committed).await;
+        let (responses, bytes, failed) =
+            read_all(&gw, version, &topics, max_bytes, read_committed).await;
         if bytes >= min_bytes || failed || signals.is_empty() || Instant::now() >= deadline {
             return FetchResponse::default().with_responses(responses);
         }
         let any_append = select_all(signals.iter_mut().map(|rx| Box::pin(rx.changed())));
         if timeout_at(deadline, any_append).await.is_err() {
             // One last read: the answer carries the latest watermarks.
-            let (responses, _, _) = read_all(&gw, version, &topics, max_bytes, read_committed).await;
+            let (responses, _, _) =
+                read_all(&gw, version, &topics, max_bytes, read_committed).await;
             return FetchResponse::default().with_responses(responses);
         }
     }
@@ -105,7 +109,9 @@ async fn read_all(
         for w in wanted {
             let data = match &w.target {
                 Err(code) => Err(*code),
-                Ok(tp) => read_partition(gw, tp, w.offset, w.max_bytes.min(budget), total == 0).await,
+                Ok(tp) => {
+                    read_partition(gw, tp, w.offset, w.max_bytes.min(budget), total == 0).await
+                }
             };
             partitions.push(match data {
                 Ok((records, log_start, high)) => {
@@ -116,7 +122,11 @@ async fn read_all(
                         .with_partition_index(w.partition)
                         .with_high_watermark(high)
                         .with_last_stable_offset(high)
-                        .with_log_start_offset(if version >= LOG_START_FROM { log_start } else { -1 })
+                        .with_log_start_offset(if version >= LOG_START_FROM {
+                            log_start
+                        } else {
+                            -1
+                        })
                         .with_aborted_transactions(read_committed.then(Vec::new))
                         .with_preferred_read_replica(BrokerId(-1))
                         .with_records(Some(records))
@@ -165,7 +175,9 @@ async fn read_partition(
     let (batches, w) = read.map_err(|e| {
         // A topic deleted while a fetch waits on it is routine; anything else is not.
         match e {
-            BackendError::UnknownTopic(_) => tracing::debug!(partition = %tp, "fetched topic was deleted"),
+            BackendError::UnknownTopic(_) => {
+                tracing::debug!(partition = %tp, "fetched topic was deleted")
+            }
             _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),
         }
         super::backend_error_code(&e)

@@ -16,7 +16,9 @@ pub async fn handle(gw: Gateway, req: InitProducerIdRequest) -> InitProducerIdRe
             .with_producer_epoch(-1)
     };
     if req.transactional_id.is_some() {
-        tracing::info!("InitProducerId with a transactional id refused: transactions are not served");
+        tracing::info!(
+            "InitProducerId with a transactional id refused: transactions are not served"
+        );
         return refused(ResponseError::TransactionalIdAuthorizationFailed);
     }
     match gw.backend.allocate_producer_id().await {

@@ -25,7 +25,8 @@ pub async fn handle(gw: Gateway, version: i16, req: ListOffsetsRequest) -> ListO
         let meta = table.get(&t.name).cloned();
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in t.partitions {
-            let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+            let answer =
+                ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
             let tp = meta
                 .as_ref()
                 .filter(|m| (0..m.partitions).contains(&p.partition_index))
@@ -41,7 +42,10 @@ pub async fn handle(gw: Gateway, version: i16, req: ListOffsetsRequest) -> ListO
                     .with_leader_epoch(-1),
                 Some(tp) => match lookup(&gw, &tp, p.timestamp).await {
                     Ok(found) => {
-                        let found = found.unwrap_or(TimestampedOffset { offset: -1, timestamp: -1 });
+                        let found = found.unwrap_or(TimestampedOffset {
+                            offset: -1,
+                            timestamp: -1,
+                        });
                         answer
                             .with_timestamp(found.timestamp)
                             .with_offset(found.offset)
@@ -68,8 +72,17 @@ pub async fn handle(gw: Gateway, version: i16, req: ListOffsetsRequest) -> ListO
 }
 
 /// The offset a special or real timestamp stands for; `None` when no record matches.
-async fn lookup(gw: &Gateway, tp: &TopicPartition, timestamp: i64) -> BackendResult<Option<TimestampedOffset>> {
-    let at = |offset| Some(TimestampedOffset { offset, timestamp: -1 });
+async fn lookup(
+    gw: &Gateway,
+    tp: &TopicPartition,
+    timestamp: i64,
+) -> BackendResult<Option<TimestampedOffset>> {
+    let at = |offset| {
+        Some(TimestampedOffset {
+            offset,
+            timestamp: -1,
+        })
+    };
     Ok(match timestamp {
         LATEST => at(gw.backend.watermarks(tp).await?.high),
         EARLIEST | EARLIEST_LOCAL => at(gw.backend.watermarks(tp).await?.log_start),

@@ -51,10 +51,15 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
         _ => None,
     };
     let topics = match wanted {
-        None => table.all().into_iter().map(|t| describe(t, version, node, topic_ops)).collect(),
+        None => table
+            .all()
+            .into_iter()
+            .map(|t| describe(t, version, node, topic_ops))
+            .collect(),
         Some(wanted) => {
             // KIP-361: before v4 the broker setting alone decides.
-            let may_create = gw.settings.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+            let may_create =
+                gw.settings.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
             let mut out = Vec::with_capacity(wanted.len());
             for t in wanted {
                 let found = match &t.name {
@@ -85,7 +90,9 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
             .with_node_id(BrokerId(node))
             .with_host(StrBytes::from_string(gw.settings.advertised_host.clone()))
             .with_port(gw.settings.advertised_port as i32)])
-        .with_cluster_id((version >= 2).then(|| StrBytes::from_string(gw.settings.cluster_id.clone())))
+        .with_cluster_id(
+            (version >= 2).then(|| StrBytes::from_string(gw.settings.cluster_id.clone())),
+        )
         .with_controller_id(BrokerId(if version >= 1 { node } else { -1 }))
         .with_topics(topics)
         .with_cluster_authorized_operations(if req.include_cluster_authorized_operations {
@@ -109,7 +116,9 @@ async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
         .await;
     match created {
         Ok(Ok(_)) => ResponseError::LeaderNotAvailable,
-        Ok(Err(e)) if e.code() == ResponseError::TopicAlreadyExists => ResponseError::LeaderNotAvailable,
+        Ok(Err(e)) if e.code() == ResponseError::TopicAlreadyExists => {
+            ResponseError::LeaderNotAvailable
+        }
         Ok(Err(e)) => {
             tracing::warn!(topic = %name.as_str(), error = %e, "auto-creation failed");
             e.code()

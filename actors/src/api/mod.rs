@@ -50,16 +50,38 @@ pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
 pub type Reply = LocalBoxFuture<'static, Option<ResponseKind>>;
 
 /// Starts serving one decoded request.
-pub fn route(gw: &Gateway, key: ApiKey, version: i16, body: RequestKind) -> Result<Reply, WireError> {
+pub fn route(
+    gw: &Gateway,
+    key: ApiKey,
+    version: i16,
+    body: RequestKind,
+) -> Result<Reply, WireError> {
     Ok(match body {
-        RequestKind::ApiVersions(_) => answered(ResponseKind::ApiVersions(api_versions::handle(version))),
-        RequestKind::Metadata(r) => answer(metadata::handle(gw.clone(), version, r), ResponseKind::Metadata),
+        RequestKind::ApiVersions(_) => {
+            answered(ResponseKind::ApiVersions(api_versions::handle(version)))
+        }
+        RequestKind::Metadata(r) => answer(
+            metadata::handle(gw.clone(), version, r),
+            ResponseKind::Metadata,
+        ),
         RequestKind::Produce(r) => produce::handle(gw, version, r),
         RequestKind::Fetch(r) => answer(fetch::handle(gw.clone(), version, r), ResponseKind::Fetch),
-        RequestKind::ListOffsets(r) => answer(list_offsets::handle(gw.clone(), version, r), ResponseKind::ListOffsets),
-        RequestKind::CreateTopics(r) => answer(create_topics::handle(gw, version, r), ResponseKind::CreateTopics),
-        RequestKind::DeleteTopics(r) => answer(delete_topics::handle(gw, version, r), ResponseKind::DeleteTopics),
-        RequestKind::InitProducerId(r) => answer(init_producer_id::handle(gw.clone(), r), ResponseKind::InitProducerId),
+        RequestKind::ListOffsets(r) => answer(
+            list_offsets::handle(gw.clone(), version, r),
+            ResponseKind::ListOffsets,
+        ),
+        RequestKind::CreateTopics(r) => answer(
+            create_topics::handle(gw, version, r),
+            ResponseKind::CreateTopics,
+        ),
+        RequestKind::DeleteTopics(r) => answer(
+            delete_topics::handle(gw, version, r),
+            ResponseKind::DeleteTopics,
+        ),
+        RequestKind::InitProducerId(r) => answer(
+            init_producer_id::handle(gw.clone(), r),
+            ResponseKind::InitProducerId,
+        ),
         // The decoder refuses keys outside SERVED, so this is only reached if the two disagree.
         _ => return Err(WireError::NotServed(key)),
     })

@@ -42,7 +42,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     let refuse_all = if !matches!(acks, -1..=1) {
-        Some((ResponseError::InvalidRequiredAcks, "acks must be -1, 0 or 1".to_string()))
+        Some((
+            ResponseError::InvalidRequiredAcks,
+            "acks must be -1, 0 or 1".to_string(),
+        ))
     } else if req.transactional_id.is_some() {
         Some((
             ResponseError::TransactionalIdAuthorizationFailed,
@@ -141,7 +144,8 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
             );
         }
         // acks=0: the producer expects no answer, only that the data was taken.
-        (acks != 0).then(|| ResponseKind::Produce(ProduceResponse::default().with_responses(responses)))
+        (acks != 0)
+            .then(|| ResponseKind::Produce(ProduceResponse::default().with_responses(responses)))
     })
 }
 
@@ -161,7 +165,10 @@ fn check_batch(
     if records.len() > max {
         return Err((
             ResponseError::MessageTooLarge,
-            format!("batch of {} bytes is over the topic's limit of {max} bytes", records.len()),
+            format!(
+                "batch of {} bytes is over the topic's limit of {max} bytes",
+                records.len()
+            ),
         ));
     }
     let mut header = records::validate(&records).map_err(|e| (e.error_code(), e.to_string()))?;
@@ -171,16 +178,28 @@ fn check_batch(
             "transactional batches are not supported by this gateway".into(),
         ));
     }
-    let log_append = meta.configs.get("message.timestamp.type").map(String::as_str) == Some("LogAppendTime");
+    let log_append = meta
+        .configs
+        .get("message.timestamp.type")
+        .map(String::as_str)
+        == Some("LogAppendTime");
     let (bytes, log_append_time) = if log_append {
-        (records::stamp_log_append_time(records, &mut header, now), now)
+        (
+            records::stamp_log_append_time(records, &mut header, now),
+            now,
+        )
     } else {
         (records, -1)
     };
     Ok((AppendBatch { header, bytes }, log_append_time))
 }
 
-fn partition_error(version: i16, index: i32, code: ResponseError, message: String) -> PartitionProduceResponse {
+fn partition_error(
+    version: i16,
+    index: i32,
+    code: ResponseError,
+    message: String,
+) -> PartitionProduceResponse {
     PartitionProduceResponse::default()
         .with_index(index)
         .with_error_code(code.code())

@@ -1,0 +1,190 @@
+//! Shared by the integration tests: the gateway binary run as a real process on a
+//! free loopback port, and a minimal raw Kafka client for hand-built requests.
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+/// A gateway process with its own data directory; killed when dropped.
+pub struct Gateway {
+    child: Child,
+    pub addr: SocketAddr,
+    data: PathBuf,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Gateway {
+    /// Starts a gateway on a fresh data directory.
+    pub fn start() -> Gateway {
+        Self::start_with(&[])
+    }
+
+    /// Starts a gateway with extra `IGGY_KAFKA_*` settings (name without the prefix).
+    pub fn start_with(settings: &[(&str, &str)]) -> Gateway {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let mut gw = Self::spawn(&data, "127.0.0.1:0", settings);
+        gw._dir = Some(dir);
+        gw
+    }
+
+    /// Starts a gateway on `data`, listening on `bind`.
+    fn spawn(data: &Path, bind: &str, settings: &[(&str, &str)]) -> Gateway {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
+        cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind)
+            .env("IGGY_KAFKA_DATA_DIR", data)
+            .env("RUST_LOG", std::env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in settings {
+            cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
+        }
+        let mut child = cmd.spawn().expect("start gateway");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read gateway stdout");
+        let addr = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("gateway did not report its address: {line:?}"));
+        Gateway {
+            child,
+            addr,
+            data: data.to_path_buf(),
+            _dir: None,
+        }
+    }
+
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// SIGKILL: no shutdown, no flush.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits for the process to exit; returns its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        self.child.wait().expect("wait for gateway")
+    }
+
+    /// Kills the process and starts a new one on the same data and port.
+    pub fn restart_after_kill(&mut self) {
+        self.kill();
+        let next = Self::spawn(&self.data, &self.addr.to_string(), &[]);
+        let mut old = std::mem::replace(self, next);
+        self._dir = old._dir.take();
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A raw Kafka connection for requests no client library sends on purpose.
+pub struct RawClient {
+    stream: TcpStream,
+    correlation: i32,
+}
+
+impl RawClient {
+    pub fn connect(addr: SocketAddr) -> RawClient {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        RawClient { stream, correlation: 0 }
+    }
+
+    /// Sends one request and returns its decoded response.
+    pub fn call(&mut self, key: ApiKey, version: i16, body: RequestKind) -> ResponseKind {
+        self.send(key, version, &body);
+        self.receive(key, version)
+    }
+
+    pub fn send(&mut self, key: ApiKey, version: i16, body: &RequestKind) {
+        self.correlation += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("raw-test")));
+        let mut buf = BytesMut::new();
+        header.encode(&mut buf, key.request_header_version(version)).unwrap();
+        body.encode(&mut buf, version).unwrap();
+        self.send_frame(&buf);
+    }
+
+    /// Writes bytes with a correct length prefix.
+    pub fn send_frame(&mut self, body: &[u8]) {
+        let mut out = Vec::with_capacity(body.len() + 4);
+        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        out.extend_from_slice(body);
+        self.stream.write_all(&out).expect("write");
+    }
+
+    /// Writes bytes as they are.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// Reads one response to a request of `key` at `version`.
+    pub fn receive(&mut self, key: ApiKey, version: i16) -> ResponseKind {
+        let mut frame = self.read_frame().expect("response frame");
+        let header_version = if key == ApiKey::ApiVersions { 0 } else { key.response_header_version(version) };
+        ResponseHeader::decode(&mut frame, header_version).unwrap();
+        ResponseKind::decode(key, &mut frame, version).unwrap()
+    }
+
+    /// One frame, or `None` if the gateway closed the connection.
+    pub fn read_frame(&mut self) -> Option<Bytes> {
+        let mut len = [0; 4];
+        self.stream.read_exact(&mut len).ok()?;
+        let mut body = vec![0; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut body).ok()?;
+        Some(Bytes::from(body))
+    }
+
+    /// True once the gateway has closed this connection.
+    pub fn is_closed(&mut self) -> bool {
+        let mut probe = [0; 1];
+        matches!(self.stream.read(&mut probe), Ok(0) | Err(_))
+    }
+}
+
+/// A record batch (magic v2) as a producer would send it.
+pub fn batch(records: &[kafka_protocol::records::Record], compression: kafka_protocol::records::Compression) -> Bytes {
+    let mut buf = BytesMut::new();
+    kafka_protocol::records::RecordBatchEncoder::encode(
+        &mut buf,
+        records,
+        &kafka_protocol::records::RecordEncodeOptions { version: 2, compression },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+/// Reads a big-endian i32 at `at`.
+pub fn i32_at(b: &[u8], at: usize) -> i32 {
+    (&b[at..]).get_i32()
+}
+
+/// Writes a length-prefixed frame into a buffer (for concatenating frames).
+pub fn framed(body: &[u8]) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    out.put_i32(body.len() as i32);
+    out.put_slice(body);
+    out.to_vec()
+}
