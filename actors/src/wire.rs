@@ -226,4 +226,83 @@ mod tests {
             Err(WireError::UnsupportedVersion { .. })
         ));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
+
+        /// Any bytes after a valid API key and version: decoding answers or refuses, never panics.
+        #[test]
+        fn decoding_arbitrary_bodies_never_panics(
+            key in proptest::sample::select(api::SERVED.iter().map(|s| s.0 as i16).collect::<Vec<_>>()),
+            version in 0i16..20,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..256),
+        ) {
+            let mut req = BytesMut::new();
+            req.put_i16(key);
+            req.put_i16(version);
+            req.put_slice(&body);
+            let _ = decode_request(req.freeze());
+        }
+
+        /// Valid requests of every served API and version with a few bytes changed:
+        /// lengths and counts become garbage, which must never panic or over-allocate.
+        #[test]
+        fn decoding_mutated_requests_never_panics(
+            pick in 0usize..1_000,
+            edits in proptest::collection::vec((0usize..4_096, proptest::num::u8::ANY), 1..6),
+        ) {
+            let valid = valid_requests();
+            let mut req = BytesMut::from(&valid[pick % valid.len()][..]);
+            for (at, byte) in edits {
+                let at = at % req.len();
+                req[at] = byte;
+            }
+            let _ = decode_request(req.freeze());
+        }
+
+        /// Frames split anywhere come out whole, or the stream is refused.
+        #[test]
+        fn framing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let mut codec = FrameCodec { max_frame: 32 };
+            let mut buf = BytesMut::from(&bytes[..]);
+            while let Ok(Some(frame)) = codec.decode(&mut buf) {
+                proptest::prop_assert!(frame.len() <= 32);
+            }
+        }
+    }
+
+    /// Header and default body of every served API at every served version.
+    fn valid_requests() -> Vec<Bytes> {
+        use kafka_protocol::messages::RequestHeader;
+        let mut out = Vec::new();
+        for &(key, min, max) in api::SERVED {
+            for version in min..=max {
+                let mut buf = BytesMut::new();
+                RequestHeader::default()
+                    .with_request_api_key(key as i16)
+                    .with_request_api_version(version)
+                    .encode(&mut buf, key.request_header_version(version))
+                    .unwrap();
+                let body = default_body(key);
+                if body.encode(&mut buf, version).is_ok() {
+                    out.push(buf.freeze());
+                }
+            }
+        }
+        out
+    }
+
+    fn default_body(key: ApiKey) -> RequestKind {
+        use kafka_protocol::messages::*;
+        match key {
+            ApiKey::Produce => RequestKind::Produce(ProduceRequest::default()),
+            ApiKey::Fetch => RequestKind::Fetch(FetchRequest::default()),
+            ApiKey::ListOffsets => RequestKind::ListOffsets(ListOffsetsRequest::default()),
+            ApiKey::Metadata => RequestKind::Metadata(MetadataRequest::default()),
+            ApiKey::CreateTopics => RequestKind::CreateTopics(CreateTopicsRequest::default()),
+            ApiKey::DeleteTopics => RequestKind::DeleteTopics(DeleteTopicsRequest::default()),
+            ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
+            _ => RequestKind::ApiVersions(ApiVersionsRequest::default()),
+        }
+    }
 }
