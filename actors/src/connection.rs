@@ -1,25 +1,29 @@
 //! The connection actor: one per client socket.
 //!
-//! A reader task cuts the socket into frames and hands them over one by one; it
-//! holds a permit per request in flight and stops reading when the permits run out,
-//! so a client that pipelines more than the limit is slowed, not buffered without
-//! bound. The actor decodes each frame, starts its handler ([`api::route`]) and
-//! writes the answers strictly in request order, whatever order they finish in.
+//! A reader task cuts the socket into frames and hands them over one by one; a
+//! writer task writes the answers. Each request holds a permit from reading until
+//! its answer is written, and reading stops when the permits run out, so neither a
+//! client that pipelines too much nor one that stops reading its answers makes the
+//! gateway buffer without bound. The actor decodes each frame, starts its handler
+//! ([`api::route`]) and queues the answers strictly in request order, whatever order
+//! they finish in.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use actix::io::{FramedWrite, WriteHandler};
+use std::time::Duration;
+
 use actix::prelude::*;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use kafka_protocol::messages::ResponseKind;
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
-use tokio_util::codec::{BytesCodec, FramedRead};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio_util::codec::FramedRead;
 
 use crate::api;
 use crate::gateway::Gateway;
@@ -28,7 +32,8 @@ use crate::wire::{self, FrameCodec, WireError};
 pub struct Connection {
     gateway: Gateway,
     peer: SocketAddr,
-    writer: FramedWrite<Bytes, OwnedWriteHalf, BytesCodec>,
+    /// Answers for the writer task, in request order, each with its request's permit.
+    answers: mpsc::UnboundedSender<(Bytes, OwnedSemaphorePermit)>,
     /// Sequence number the next frame gets.
     next_request: u64,
     /// Sequence number of the next answer to write.
@@ -39,8 +44,6 @@ pub struct Connection {
     last_request: Option<u64>,
     /// Dropped with the actor, which stops the reader task.
     _stop_reader: oneshot::Sender<()>,
-    /// This connection's place under the gateway's connection limit.
-    _slot: OwnedSemaphorePermit,
 }
 
 /// One request frame, with its in-flight permit.
@@ -65,24 +68,37 @@ impl Connection {
         stream.set_nodelay(true)?;
         let (read, write) = stream.into_split();
         let (stop_tx, stop_rx) = oneshot::channel();
+        let (answers, to_write) = mpsc::unbounded_channel();
+        let settings = gateway.settings.clone();
+        actix::spawn(write_answers(
+            write,
+            to_write,
+            settings.write_timeout,
+            peer,
+            slot,
+        ));
         Connection::create(move |ctx| {
-            let inflight = Arc::new(Semaphore::new(
-                gateway.settings.max_inflight_per_connection.max(1),
-            ));
-            let codec = FrameCodec {
-                max_frame: gateway.settings.max_request_bytes,
+            let inflight = Arc::new(Semaphore::new(settings.max_inflight_per_connection.max(1)));
+            let frames = FramedRead::new(
+                read,
+                FrameCodec {
+                    max_frame: settings.max_request_bytes,
+                },
+            );
+            let timeouts = ReadTimeouts {
+                idle: settings.idle_timeout,
+                request: settings.read_timeout,
             };
-            let reader = read_frames(
-                FramedRead::new(read, codec),
+            actix::spawn(read_frames(
+                frames,
                 ctx.address(),
                 inflight,
-                gateway.settings.idle_timeout,
+                timeouts,
                 shutdown,
                 stop_rx,
-            );
-            actix::spawn(reader);
+            ));
             Connection {
-                writer: FramedWrite::new(write, BytesCodec::new(), ctx),
+                answers,
                 gateway,
                 peer,
                 next_request: 0,
@@ -90,7 +106,6 @@ impl Connection {
                 finished: BTreeMap::new(),
                 last_request: None,
                 _stop_reader: stop_tx,
-                _slot: slot,
             }
         });
         Ok(())
@@ -105,21 +120,26 @@ impl Connection {
         ctx: &mut Context<Self>,
     ) {
         self.finished.insert(seq, (answer, permit));
-        while let Some((answer, _permit)) = self.finished.remove(&self.next_answer) {
-            if let Some(bytes) = answer {
-                self.writer.write(bytes);
-            }
+        while let Some((answer, permit)) = self.finished.remove(&self.next_answer) {
             self.next_answer += 1;
+            // No answer (acks=0): the permit is simply released.
+            if let Some(bytes) = answer {
+                if self.answers.send((bytes, permit)).is_err() {
+                    // The writer gave up on this client (write failed or timed out).
+                    ctx.stop();
+                    return;
+                }
+            }
         }
         self.close_if_done(ctx);
     }
 
     fn close_if_done(&mut self, ctx: &mut Context<Self>) {
+        // Stopping drops the answer queue; the writer finishes it, then closes.
         if self
             .last_request
             .is_some_and(|last| self.next_answer >= last)
         {
-            self.writer.close();
             ctx.stop();
         }
     }
@@ -201,11 +221,10 @@ impl Handler<ReadEnded> for Connection {
     }
 }
 
-impl WriteHandler<io::Error> for Connection {
-    fn error(&mut self, err: io::Error, _: &mut Self::Context) -> Running {
-        tracing::debug!(peer = %self.peer, error = %err, "write failed");
-        Running::Stop
-    }
+/// How long the reader waits: for a first byte, and for the rest of a request.
+struct ReadTimeouts {
+    idle: Duration,
+    request: Duration,
 }
 
 /// Reads frames while permits last; reports why it stopped.
@@ -213,37 +232,78 @@ async fn read_frames(
     mut frames: FramedRead<OwnedReadHalf, FrameCodec>,
     conn: Addr<Connection>,
     inflight: Arc<Semaphore>,
-    idle: std::time::Duration,
+    timeouts: ReadTimeouts,
     mut shutdown: watch::Receiver<bool>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let ended = loop {
         let next = async {
-            let permit = inflight
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("never closed");
-            let frame = tokio::time::timeout(idle, frames.next()).await;
-            (permit, frame)
+            let permit = inflight.clone().acquire_owned().await;
+            (permit, next_frame(&mut frames, &timeouts).await)
         };
         tokio::select! {
             _ = &mut stop => return,
             _ = shutdown.wait_for(|s| *s) => break None,
-            (permit, frame) = next => match frame {
-                Err(_) => {
-                    tracing::debug!("closing idle connection");
-                    break None;
-                }
-                Ok(None) => break None,
-                Ok(Some(Err(e))) => break Some(e),
-                Ok(Some(Ok(frame))) => {
+            (permit, frame) = next => match (permit, frame) {
+                (Ok(permit), Ok(Some(frame))) => {
                     if conn.send(Frame(frame, permit)).await.is_err() {
                         return;
                     }
                 }
+                (_, Ok(None)) | (Err(_), _) => break None,
+                (_, Err(e)) => break Some(e),
             },
         }
     };
     conn.do_send(ReadEnded(ended));
+}
+
+/// The next whole frame; `None` when the peer closed or stayed idle too long. A frame
+/// begun must complete within about `request` (between one and two of it).
+async fn next_frame(
+    frames: &mut FramedRead<OwnedReadHalf, FrameCodec>,
+    timeouts: &ReadTimeouts,
+) -> Result<Option<Bytes>, WireError> {
+    let step = timeouts.request.min(timeouts.idle);
+    let mut idle_for = Duration::ZERO;
+    let mut partial_seen = false;
+    loop {
+        // Cancel-safe: bytes already read stay in the FramedRead buffer.
+        match tokio::time::timeout(step, frames.next()).await {
+            Ok(frame) => return frame.transpose(),
+            Err(_) if frames.read_buffer().is_empty() => {
+                idle_for += step;
+                if idle_for >= timeouts.idle {
+                    tracing::debug!("closing idle connection");
+                    return Ok(None);
+                }
+            }
+            Err(_) if partial_seen => return Err(WireError::SlowRequest(timeouts.request)),
+            Err(_) => partial_seen = true,
+        }
+    }
+}
+
+/// Writes queued answers; gives up on a client that does not read them in time.
+async fn write_answers(
+    mut socket: OwnedWriteHalf,
+    mut answers: mpsc::UnboundedReceiver<(Bytes, OwnedSemaphorePermit)>,
+    timeout: Duration,
+    peer: SocketAddr,
+    _slot: OwnedSemaphorePermit,
+) {
+    while let Some((bytes, _permit)) = answers.recv().await {
+        match tokio::time::timeout(timeout, socket.write_all(&bytes)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "write failed");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(%peer, ?timeout, "client is not reading its answers; closing");
+                return;
+            }
+        }
+    }
+    let _ = socket.shutdown().await;
 }

@@ -27,6 +27,10 @@ pub struct BrokerSettings {
     pub max_inflight_per_connection: usize,
     /// Connections closed after this long without a request (`connections.max.idle.ms`).
     pub idle_timeout: Duration,
+    /// A request begun must arrive whole within about this long.
+    pub read_timeout: Duration,
+    /// A client must take each answer within this long.
+    pub write_timeout: Duration,
     /// Largest record batch a topic accepts unless it sets `max.message.bytes`.
     pub message_max_bytes: usize,
     pub auto_create_topics: bool,

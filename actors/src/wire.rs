@@ -41,6 +41,8 @@ pub enum WireError {
         version: i16,
         reason: String,
     },
+    #[error("request not received whole within {0:?}")]
+    SlowRequest(std::time::Duration),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
