@@ -18,14 +18,13 @@ use std::time::Duration;
 use actix::prelude::*;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use kafka_protocol::messages::ResponseKind;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 
-use crate::api;
+use crate::api::{self, Answer};
 use crate::gateway::Gateway;
 use crate::wire::{self, FrameCodec, WireError};
 
@@ -148,7 +147,12 @@ impl Connection {
     /// connection closes, as a Kafka broker closes a connection it cannot parse.
     fn refuse(&mut self, seq: u64, error: WireError, ctx: &mut Context<Self>) {
         tracing::warn!(peer = %self.peer, %error, "closing connection after a bad request");
-        self.last_request = Some(seq);
+        self.close_before(seq, ctx);
+    }
+
+    /// Serves nothing from request `seq` on; closes once the ones before are answered.
+    fn close_before(&mut self, seq: u64, ctx: &mut Context<Self>) {
+        self.last_request = Some(self.last_request.map_or(seq, |last| last.min(seq)));
         self.close_if_done(ctx);
     }
 }
@@ -190,20 +194,20 @@ impl Handler<Frame> for Connection {
             },
         };
         let peer = self.peer;
-        ctx.spawn(
-            reply
-                .into_actor(self)
-                .map(move |response: Option<ResponseKind>, act, ctx| {
-                    let bytes = response.and_then(|r| {
-                        wire::encode_response(key, answer_version, correlation_id, &r)
-                            .inspect_err(
-                                |e| tracing::error!(%peer, error = %e, "dropping an answer"),
-                            )
-                            .ok()
-                    });
-                    act.finish(seq, bytes, permit, ctx);
-                }),
-        );
+        ctx.spawn(reply.into_actor(self).map(move |answer, act, ctx| {
+            let bytes = match answer {
+                Answer::Send(r) => wire::encode_response(key, answer_version, correlation_id, &r)
+                    .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
+                    .ok(),
+                Answer::Nothing => None,
+                Answer::Close(reason) => {
+                    tracing::info!(%peer, %reason, "closing connection");
+                    act.close_before(seq + 1, ctx);
+                    None
+                }
+            };
+            act.finish(seq, bytes, permit, ctx);
+        }));
     }
 }
 
@@ -213,10 +217,7 @@ impl Handler<ReadEnded> for Connection {
     fn handle(&mut self, ReadEnded(error): ReadEnded, ctx: &mut Self::Context) {
         match error {
             Some(e) => self.refuse(self.next_request, e, ctx),
-            None => {
-                self.last_request = Some(self.next_request);
-                self.close_if_done(ctx);
-            }
+            None => self.close_before(self.next_request, ctx),
         }
     }
 }

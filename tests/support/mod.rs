@@ -40,7 +40,10 @@ impl Gateway {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
         cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind)
             .env("IGGY_KAFKA_DATA_DIR", data)
-            .env("RUST_LOG", std::env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for (k, v) in settings {
@@ -49,7 +52,9 @@ impl Gateway {
         let mut child = cmd.spawn().expect("start gateway");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read gateway stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read gateway stdout");
         let addr = line
             .trim()
             .rsplit(' ')
@@ -76,7 +81,10 @@ impl Gateway {
 
     /// SIGTERM, then waits for the process to exit; returns its exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
         self.child.wait().expect("wait for gateway")
     }
 
@@ -104,8 +112,13 @@ pub struct RawClient {
 impl RawClient {
     pub fn connect(addr: SocketAddr) -> RawClient {
         let stream = TcpStream::connect(addr).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        RawClient { stream, correlation: 0 }
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        RawClient {
+            stream,
+            correlation: 0,
+        }
     }
 
     /// Sends one request and returns its decoded response.
@@ -122,7 +135,9 @@ impl RawClient {
             .with_correlation_id(self.correlation)
             .with_client_id(Some(StrBytes::from_static_str("raw-test")));
         let mut buf = BytesMut::new();
-        header.encode(&mut buf, key.request_header_version(version)).unwrap();
+        header
+            .encode(&mut buf, key.request_header_version(version))
+            .unwrap();
         body.encode(&mut buf, version).unwrap();
         self.send_frame(&buf);
     }
@@ -143,7 +158,11 @@ impl RawClient {
     /// Reads one response to a request of `key` at `version`.
     pub fn receive(&mut self, key: ApiKey, version: i16) -> ResponseKind {
         let mut frame = self.read_frame().expect("response frame");
-        let header_version = if key == ApiKey::ApiVersions { 0 } else { key.response_header_version(version) };
+        let header_version = if key == ApiKey::ApiVersions {
+            0
+        } else {
+            key.response_header_version(version)
+        };
         ResponseHeader::decode(&mut frame, header_version).unwrap();
         ResponseKind::decode(key, &mut frame, version).unwrap()
     }
@@ -165,12 +184,18 @@ impl RawClient {
 }
 
 /// A record batch (magic v2) as a producer would send it.
-pub fn batch(records: &[kafka_protocol::records::Record], compression: kafka_protocol::records::Compression) -> Bytes {
+pub fn batch(
+    records: &[kafka_protocol::records::Record],
+    compression: kafka_protocol::records::Compression,
+) -> Bytes {
     let mut buf = BytesMut::new();
     kafka_protocol::records::RecordBatchEncoder::encode(
         &mut buf,
         records,
-        &kafka_protocol::records::RecordEncodeOptions { version: 2, compression },
+        &kafka_protocol::records::RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
     )
     .unwrap();
     buf.freeze()

@@ -3,11 +3,37 @@
 //! case is built by the connection from [`unsupported`].
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 
 use super::SERVED;
 
-pub fn handle(_version: i16) -> ApiVersionsResponse {
+/// Client names and versions are checked from v3 (KIP-511).
+const CLIENT_INFO_FROM: i16 = 3;
+
+pub fn handle(version: i16, req: &ApiVersionsRequest) -> ApiVersionsResponse {
+    let names = [&req.client_software_name, &req.client_software_version];
+    if version >= CLIENT_INFO_FROM && !names.iter().all(|n| valid_client_info(n)) {
+        tracing::info!(name = %req.client_software_name.as_str(), version = %req.client_software_version.as_str(),
+            "ApiVersions with an invalid client software name or version");
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code());
+    }
+    supported()
+}
+
+/// Kafka's rule for client software names and versions:
+/// `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
+fn valid_client_info(s: &str) -> bool {
+    let b = s.as_bytes();
+    let edge = |c: &u8| c.is_ascii_alphanumeric();
+    b.first().is_some_and(edge)
+        && b.last().is_some_and(edge)
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+}
+
+fn supported() -> ApiVersionsResponse {
     ApiVersionsResponse::default()
         .with_api_keys(
             SERVED
@@ -25,5 +51,20 @@ pub fn handle(_version: i16) -> ApiVersionsResponse {
 
 /// The answer to an ApiVersions request of a version newer than served.
 pub fn unsupported() -> ApiVersionsResponse {
-    handle(0).with_error_code(ResponseError::UnsupportedVersion.code())
+    supported().with_error_code(ResponseError::UnsupportedVersion.code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_client_info;
+
+    #[test]
+    fn client_names_follow_kafka_rules() {
+        for ok in ["librdkafka", "apache-kafka-java", "2.12.0", "a"] {
+            assert!(valid_client_info(ok), "{ok}");
+        }
+        for bad in ["", "-x", "x.", "bad name!", "ü"] {
+            assert!(!valid_client_info(bad), "{bad}");
+        }
+    }
 }

@@ -15,6 +15,12 @@ pub async fn handle(gw: Gateway, req: InitProducerIdRequest) -> InitProducerIdRe
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
     };
+    // Kafka's InitProducerIdRequest checks: an empty transactional id, or only one of
+    // producer id and epoch (KIP-360 bumps send both), is a malformed request.
+    let half_known = (req.producer_id.0 == -1) != (req.producer_epoch == -1);
+    if half_known || req.transactional_id.as_ref().is_some_and(|t| t.is_empty()) {
+        return refused(ResponseError::InvalidRequest);
+    }
     if req.transactional_id.is_some() {
         tracing::info!(
             "InitProducerId with a transactional id refused: transactions are not served"

@@ -45,9 +45,18 @@ pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
         .map(|&(_, min, max)| VersionRange { min, max })
 }
 
-/// A response still being worked out; `None` when the request gets no answer
-/// (Produce with acks=0).
-pub type Reply = LocalBoxFuture<'static, Option<ResponseKind>>;
+/// What a request gets back.
+pub enum Answer {
+    Send(ResponseKind),
+    /// No answer: Produce with acks=0.
+    Nothing,
+    /// No answer, and the connection closes after the answers before it: how Kafka
+    /// tells an acks=0 producer that a write failed (it then refreshes its metadata).
+    Close(String),
+}
+
+/// An answer still being worked out.
+pub type Reply = LocalBoxFuture<'static, Answer>;
 
 /// Starts serving one decoded request.
 pub fn route(
@@ -57,8 +66,8 @@ pub fn route(
     body: RequestKind,
 ) -> Result<Reply, WireError> {
     Ok(match body {
-        RequestKind::ApiVersions(_) => {
-            answered(ResponseKind::ApiVersions(api_versions::handle(version)))
+        RequestKind::ApiVersions(r) => {
+            answered(ResponseKind::ApiVersions(api_versions::handle(version, &r)))
         }
         RequestKind::Metadata(r) => answer(
             metadata::handle(gw.clone(), version, r),
@@ -93,14 +102,14 @@ pub fn unsupported_api_versions() -> Reply {
 }
 
 fn answered(response: ResponseKind) -> Reply {
-    Box::pin(ready(Some(response)))
+    Box::pin(ready(Answer::Send(response)))
 }
 
 fn answer<T: 'static, F>(fut: F, wrap: fn(T) -> ResponseKind) -> Reply
 where
     F: Future<Output = T> + 'static,
 {
-    Box::pin(fut.map(move |r| Some(wrap(r))))
+    Box::pin(fut.map(move |r| Answer::Send(wrap(r))))
 }
 
 /// The Kafka error a client gets when the backend fails: retriable when retrying can help.

@@ -13,7 +13,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::protocol::StrBytes;
 
-use super::Reply;
+use super::{Answer, Reply};
 use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, LogSlot};
@@ -143,9 +143,25 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
                     .with_partition_responses(partitions),
             );
         }
-        // acks=0: the producer expects no answer, only that the data was taken.
-        (acks != 0)
-            .then(|| ResponseKind::Produce(ProduceResponse::default().with_responses(responses)))
+        if acks != 0 {
+            return Answer::Send(ResponseKind::Produce(
+                ProduceResponse::default().with_responses(responses),
+            ));
+        }
+        // acks=0: no answer, unless a write failed: then Kafka closes the connection.
+        let failed = responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter().map(move |p| (t, p)))
+            .find(|(_, p)| p.error_code != 0);
+        match failed {
+            None => Answer::Nothing,
+            Some((t, p)) => Answer::Close(format!(
+                "acks=0 produce to {}-{} failed with error {}",
+                t.name.as_str(),
+                p.index,
+                p.error_code
+            )),
+        }
     })
 }
 

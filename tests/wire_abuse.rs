@@ -1,0 +1,454 @@
+//! Bad input on the wire, answered as a Kafka broker answers it: a request the broker
+//! cannot parse or does not serve closes that one connection; a well-formed request
+//! with bad contents gets an error code and the connection stays open. Either way every
+//! other connection keeps working and nothing already acknowledged is lost.
+
+mod support;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use iggy_kafka_actors::api::SERVED;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
+use support::{batch, framed, i32_at, Gateway, RawClient};
+
+/// Sends a typed request of API `$api` at version `$v` and returns the typed answer.
+macro_rules! call {
+    ($c:expr, $api:ident, $v:expr, $request:expr) => {
+        match $c.call(ApiKey::$api, $v, RequestKind::$api($request)) {
+            ResponseKind::$api(answer) => answer,
+            other => panic!("expected a {} answer, got {other:?}", stringify!($api)),
+        }
+    };
+}
+
+#[test]
+fn unparseable_frames_close_only_their_own_connection() {
+    let gw = Gateway::start_with(&[("max_request_bytes", "1024")]);
+    let mut witness = RawClient::connect(gw.addr);
+    assert_eq!(create_topic(&mut witness, "kept", &[]), 0);
+    let kept = produce(&mut witness, "kept", 0, one_record("kept"), -1);
+    assert_eq!(kept, (0, 0));
+
+    let garbage: Vec<u8> = (0u32..48).map(|i| (i * 2_654_435) as u8).collect();
+    let produce_garbage = [header(0, 3), garbage.clone()].concat();
+    // Metadata v1 whose topic array claims i32::MAX entries, in a 20-byte frame:
+    // decoding must fail on the missing bytes, not reserve room for them first.
+    let mut huge_array = [header(3, 1), i32::MAX.to_be_bytes().to_vec()].concat();
+    huge_array.resize(20, 0);
+    // The same in a flexible version (Metadata v12, header v2 with no tagged fields):
+    // the compact array's varint claims u32::MAX - 1 entries.
+    let mut huge_compact = [header(3, 12), vec![0, 0xff, 0xff, 0xff, 0xff, 0x0f]].concat();
+    huge_compact.resize(20, 0);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("length 1025 > max_request_bytes", oversize(1025)),
+        ("length i32::MAX", oversize(i32::MAX)),
+        ("negative length", oversize(-1)),
+        ("garbage after a valid length", framed(&garbage)),
+        ("Produce v3, garbage body", framed(&produce_garbage)),
+        ("shorter than a request header", framed(&[0, 18])),
+        ("Metadata v1, array count i32::MAX", framed(&huge_array)),
+        ("Metadata v12, varint count u32::MAX", framed(&huge_compact)),
+        ("unknown API key 999", framed(&header(999, 0))),
+        ("Produce v2, older than served", framed(&header(0, 2))),
+        ("Metadata v14, newer than served", framed(&header(3, 14))),
+        // Part of a frame, then our side closes: the gateway must not wait for the rest.
+        ("truncated, then the peer closes", oversize(100)),
+    ];
+    for (what, bytes) in cases {
+        let mut s = raw_connection(&gw);
+        s.write_all(&bytes).unwrap();
+        if what.contains("peer closes") {
+            s.shutdown(Shutdown::Write).unwrap();
+        }
+        assert_closed(&mut s, what);
+        // The connection opened before the abuse is untouched.
+        assert_api_versions_answer(&mut witness, what);
+    }
+
+    // The limit itself is inclusive: a request of exactly max_request_bytes is served.
+    let (request, produced) = produce_frame_of_exactly(1024);
+    let mut s = raw_connection(&gw);
+    s.write_all(&request).unwrap();
+    let (correlation, answer) = decode_answer(ApiKey::Produce, 9, read_frame(&mut s));
+    let ResponseKind::Produce(answer) = answer else {
+        panic!("{answer:?}")
+    };
+    assert_eq!(correlation, 77);
+    assert_eq!(answer.responses[0].partition_responses[0].error_code, 0);
+
+    // A fresh connection still gets answers and everything acknowledged is readable.
+    let mut fresh = RawClient::connect(gw.addr);
+    assert_api_versions_answer(&mut fresh, "the abuse");
+    let values = fetch_values(&mut fresh, "kept", 0);
+    assert_eq!(values, ["kept".to_string(), produced]);
+}
+
+#[test]
+fn bad_requests_get_kafka_error_codes_and_keep_the_connection() {
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    let small = [("max.message.bytes", "200")];
+    assert_eq!(create_topic(&mut c, "small", &small), 0);
+    let first = produce(&mut c, "small", 0, one_record("kept"), -1);
+    assert_eq!(first, (0, 0));
+
+    // KIP-511: ApiVersions newer than served is answered at v0 with UNSUPPORTED_VERSION
+    // (35) and at least ApiVersions' own range (all Kafka sends), so the client can
+    // retry at a version both know. The header is read as v1, the body ignored.
+    let mut future = BytesMut::from(&header(ApiKey::ApiVersions as i16, 99)[..8]);
+    future.put_i16(6);
+    future.put_slice(b"future");
+    future.put_slice(&[0, 3, b'a', b'b', 0, 9, 9, 9]);
+    c.send_frame(&future);
+    let mut frame = c.read_frame().expect("an answer to ApiVersions v99");
+    let header = ResponseHeader::decode(&mut frame, 0).unwrap();
+    assert_eq!(header.correlation_id, 1);
+    let answer = ApiVersionsResponse::decode(&mut frame, 0).unwrap();
+    assert_eq!(answer.error_code, 35, "UNSUPPORTED_VERSION");
+    let listed = answer
+        .api_keys
+        .iter()
+        .map(|k| (k.api_key, k.min_version, k.max_version));
+    let listed: Vec<_> = listed.collect();
+    let served: Vec<_> = SERVED
+        .iter()
+        .map(|&(k, min, max)| (k as i16, min, max))
+        .collect();
+    let api_versions = served.iter().find(|k| k.0 == ApiKey::ApiVersions as i16);
+    assert!(listed.contains(api_versions.unwrap()), "{listed:?}");
+    assert!(listed.iter().all(|k| served.contains(k)), "{listed:?}");
+
+    // A batch whose CRC does not match its bytes is CORRUPT_MESSAGE (2).
+    let mut corrupt = one_record("bit flip").to_vec();
+    *corrupt.last_mut().unwrap() ^= 0x01;
+    let r = produce(&mut c, "small", 0, corrupt.into(), -1);
+    assert_eq!(r.0, 2, "bad CRC: {r:?}");
+    // A batch over the topic's max.message.bytes is MESSAGE_TOO_LARGE (10).
+    let r = produce(&mut c, "small", 0, one_record(&"x".repeat(300)), -1);
+    assert_eq!(r.0, 10, "batch over max.message.bytes: {r:?}");
+    // UNKNOWN_TOPIC_OR_PARTITION (3) for a missing topic and for a partition past the end.
+    let r = produce(&mut c, "missing", 0, one_record("lost"), -1);
+    assert_eq!(r.0, 3, "missing topic: {r:?}");
+    let r = produce(&mut c, "small", 1, one_record("lost"), -1);
+    assert_eq!(r.0, 3, "partition out of range: {r:?}");
+    // acks other than -1, 0 and 1 is INVALID_REQUIRED_ACKS (21).
+    let r = produce(&mut c, "small", 0, one_record("lost"), 5);
+    assert_eq!(r.0, 21, "acks=5: {r:?}");
+    // A name Kafka forbids is INVALID_TOPIC_EXCEPTION (17).
+    for bad in ["bad name", "a/b", "..", ""] {
+        assert_eq!(create_topic(&mut c, bad, &[]), 17, "topic name {bad:?}");
+    }
+
+    // The same connection still serves; nothing refused was written or created.
+    assert_api_versions_answer(&mut c, "the refused requests");
+    let mut fresh = RawClient::connect(gw.addr);
+    assert_eq!(fetch_values(&mut fresh, "small", 0), ["kept"]);
+    let RequestKind::Metadata(lookup) = metadata_request("missing") else {
+        unreachable!()
+    };
+    let lookup = lookup.with_allow_auto_topic_creation(false);
+    let m = call!(fresh, Metadata, 12, lookup);
+    assert_eq!(m.topics[0].error_code, 3, "Produce created it");
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_request_order() {
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic(&mut c, "pipe", &[]), 0);
+    assert_eq!(create_topic(&mut c, "idle", &[]), 0);
+
+    // Five requests in one write, before reading anything (the default in-flight limit).
+    // The Fetch waits 300 ms on an empty partition, so the requests after it finish
+    // first; the gateway must still write their answers after the Fetch's.
+    let piped = produce_request("pipe", 0, one_record("piped"), -1);
+    let idle = fetch_request("idle", 0, 300);
+    let requests: Vec<(ApiKey, i16, RequestKind)> = vec![
+        (ApiKey::Metadata, 12, metadata_request("pipe")),
+        (ApiKey::Produce, 9, RequestKind::Produce(piped)),
+        (ApiKey::ApiVersions, 3, api_versions_request()),
+        (ApiKey::Fetch, 12, RequestKind::Fetch(idle)),
+        (ApiKey::Metadata, 1, metadata_request("pipe")),
+    ];
+    let mut s = raw_connection(&gw);
+    let mut bytes = Vec::new();
+    for (i, (key, version, body)) in requests.iter().enumerate() {
+        bytes.extend(request_frame(*key, *version, 100 + i as i32, body));
+    }
+    let started = Instant::now();
+    s.write_all(&bytes).unwrap();
+    let mut answers = Vec::new();
+    for (i, (key, version, _)) in requests.iter().enumerate() {
+        let (correlation, body) = decode_answer(*key, *version, read_frame(&mut s));
+        assert_eq!(correlation, 100 + i as i32, "answer {i} out of order");
+        answers.push(body);
+    }
+    let waited = started.elapsed().as_millis();
+    assert!(waited >= 290, "the Fetch did not wait");
+    let ResponseKind::Produce(p) = &answers[1] else {
+        panic!("{:?}", answers[1])
+    };
+    let p = &p.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (0, 0));
+}
+
+#[test]
+fn a_bad_frame_closes_the_connection_after_answering_the_requests_before_it() {
+    // Twenty requests (four times the in-flight limit, so reading must pause and
+    // resume) and then an unparseable frame, all in one write: every request before
+    // the bad frame is answered, in order, and only then is the connection closed.
+    let gw = Gateway::start();
+    let mut s = raw_connection(&gw);
+    let mut bytes = Vec::new();
+    for i in 0..20 {
+        let request = api_versions_request();
+        bytes.extend(request_frame(ApiKey::ApiVersions, 3, 1000 + i, &request));
+    }
+    bytes.extend(framed(&[0xff; 12]));
+    s.write_all(&bytes).unwrap();
+    for i in 0..20 {
+        assert_eq!(i32_at(&read_frame(&mut s), 0), 1000 + i, "answer {i}");
+    }
+    assert_closed(&mut s, "a bad frame after twenty good ones");
+}
+
+#[test]
+fn produce_with_acks_zero_gets_no_answer() {
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic(&mut c, "quiet", &[]), 0);
+
+    let quiet = RequestKind::Produce(produce_request("quiet", 0, one_record("quiet"), 0));
+    let mut bytes = request_frame(ApiKey::Produce, 9, 500, &quiet);
+    bytes.extend(request_frame(
+        ApiKey::ApiVersions,
+        3,
+        501,
+        &api_versions_request(),
+    ));
+    let mut s = raw_connection(&gw);
+    s.write_all(&bytes).unwrap();
+    // The frame after the Produce is the ApiVersions answer: nothing was sent for acks=0.
+    let next = i32_at(&read_frame(&mut s), 0);
+    assert_eq!(next, 501, "acks=0 Produce was answered");
+    // The record was still taken (a fetch that waits covers the append in flight).
+    let fetched = call!(c, Fetch, 12, fetch_request("quiet", 0, 5000));
+    let values = record_values(&fetched.responses[0].partitions[0]);
+    assert_eq!(values, ["quiet"]);
+}
+
+#[test]
+fn failed_produce_with_acks_zero_closes_the_connection() {
+    // A producer with acks=0 reads no answer, so a broker that cannot take the data
+    // closes the connection instead (Kafka's KafkaApis.handleProduceRequest): that is
+    // how the producer learns to refresh its metadata. Silence would lose data unseen.
+    let gw = Gateway::start();
+    let mut s = raw_connection(&gw);
+    let lost = RequestKind::Produce(produce_request("missing", 0, one_record("lost"), 0));
+    s.write_all(&request_frame(ApiKey::Produce, 9, 600, &lost))
+        .unwrap();
+    assert_closed(&mut s, "acks=0 Produce to a missing topic");
+}
+
+// ---- helpers -------------------------------------------------------------------------
+
+fn raw_connection(gw: &Gateway) -> TcpStream {
+    let s = TcpStream::connect(gw.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+/// The gateway closed `s`: end of stream or a reset, with no bytes and no timeout.
+fn assert_closed(s: &mut TcpStream, what: &str) {
+    let closed = [ErrorKind::ConnectionReset, ErrorKind::ConnectionAborted];
+    match s.read(&mut [0u8; 256]) {
+        Ok(0) => {}
+        Ok(n) => panic!("{what}: expected the connection closed, got {n} bytes"),
+        Err(e) if closed.contains(&e.kind()) => {}
+        Err(e) => panic!("{what}: connection still open after 5 s ({e})"),
+    }
+}
+
+fn read_frame(s: &mut TcpStream) -> Bytes {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).expect("an answer");
+    let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).expect("a whole answer");
+    Bytes::from(body)
+}
+
+/// A request header with correlation id 1 and a null client id, and no body.
+fn header(key: i16, version: i16) -> Vec<u8> {
+    let mut b = BytesMut::new();
+    b.put_i16(key);
+    b.put_i16(version);
+    b.put_i32(1);
+    b.put_i16(-1);
+    b.to_vec()
+}
+
+/// A length prefix, then fewer bytes than it announces.
+fn oversize(size: i32) -> Vec<u8> {
+    [size.to_be_bytes().to_vec(), vec![0; 16]].concat()
+}
+
+fn assert_api_versions_answer(c: &mut RawClient, after: &str) {
+    let r = call!(c, ApiVersions, 3, api_versions_request_body());
+    assert_eq!(r.error_code, 0, "ApiVersions after {after}");
+    assert_served_list(&r);
+}
+
+fn assert_served_list(r: &ApiVersionsResponse) {
+    let listed = r
+        .api_keys
+        .iter()
+        .map(|k| (k.api_key, k.min_version, k.max_version));
+    let served = SERVED.iter().map(|&(k, min, max)| (k as i16, min, max));
+    assert!(listed.eq(served), "ApiVersions lists {:?}", r.api_keys);
+}
+
+/// One uncompressed batch holding one record.
+fn one_record(value: &str) -> Bytes {
+    let record = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: 1_700_000_000_000,
+        key: None,
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+        headers: Default::default(),
+    };
+    batch(&[record], Compression::None)
+}
+
+fn name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_string()))
+}
+
+fn request_frame(key: ApiKey, version: i16, correlation: i32, body: &RequestKind) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation)
+        .with_client_id(Some(StrBytes::from_static_str("wire-abuse")));
+    let header_version = key.request_header_version(version);
+    header.encode(&mut buf, header_version).unwrap();
+    body.encode(&mut buf, version).unwrap();
+    framed(&buf)
+}
+
+fn decode_answer(key: ApiKey, version: i16, mut frame: Bytes) -> (i32, ResponseKind) {
+    let header_version = match key {
+        ApiKey::ApiVersions => 0,
+        _ => key.response_header_version(version),
+    };
+    let header = ResponseHeader::decode(&mut frame, header_version).unwrap();
+    let body = ResponseKind::decode(key, &mut frame, version).unwrap();
+    (header.correlation_id, body)
+}
+
+/// A Produce v9 frame to "kept" of exactly `size` bytes after the length prefix, and
+/// the value it carries.
+fn produce_frame_of_exactly(size: usize) -> (Vec<u8>, String) {
+    let mut value_len = size / 2;
+    for _ in 0..10 {
+        let value = "y".repeat(value_len);
+        let request = produce_request("kept", 0, one_record(&value), -1);
+        let frame = request_frame(ApiKey::Produce, 9, 77, &RequestKind::Produce(request));
+        if frame.len() - 4 == size {
+            return (frame, value);
+        }
+        // A byte of value is a byte of frame, give or take the varint lengths.
+        value_len = (value_len + size + 4) - frame.len();
+    }
+    panic!("no Produce frame of exactly {size} bytes");
+}
+
+fn api_versions_request_body() -> ApiVersionsRequest {
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("wire-abuse"))
+        .with_client_software_version(StrBytes::from_static_str("1.0"))
+}
+
+fn api_versions_request() -> RequestKind {
+    RequestKind::ApiVersions(api_versions_request_body())
+}
+
+fn metadata_request(topic: &str) -> RequestKind {
+    let topic = MetadataRequestTopic::default().with_name(Some(name(topic)));
+    RequestKind::Metadata(MetadataRequest::default().with_topics(Some(vec![topic])))
+}
+
+fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    let data = PartitionProduceData::default().with_records(Some(records));
+    let data = vec![data.with_index(partition)];
+    let topic = TopicProduceData::default().with_name(name(topic));
+    let request = ProduceRequest::default().with_timeout_ms(5000);
+    let topics = vec![topic.with_partition_data(data)];
+    request.with_acks(acks).with_topic_data(topics)
+}
+
+fn fetch_request(topic: &str, offset: i64, max_wait_ms: i32) -> FetchRequest {
+    let partition = FetchPartition::default().with_fetch_offset(offset);
+    let partitions = vec![partition.with_partition_max_bytes(1 << 20)];
+    let topic = FetchTopic::default().with_topic(name(topic));
+    let request = FetchRequest::default().with_max_wait_ms(max_wait_ms);
+    request
+        .with_min_bytes(1)
+        .with_topics(vec![topic.with_partitions(partitions)])
+}
+
+/// Produce v9 of one batch to one partition: (error code, base offset).
+fn produce(c: &mut RawClient, t: &str, p: i32, batch: Bytes, acks: i16) -> (i16, i64) {
+    let answer = call!(c, Produce, 9, produce_request(t, p, batch, acks));
+    let p = &answer.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// Values of the records of partition 0 from `offset`.
+fn fetch_values(c: &mut RawClient, topic: &str, offset: i64) -> Vec<String> {
+    let answer = call!(c, Fetch, 12, fetch_request(topic, offset, 0));
+    record_values(&answer.responses[0].partitions[0])
+}
+
+fn record_values(p: &PartitionData) -> Vec<String> {
+    assert_eq!(p.error_code, 0, "fetch: {p:?}");
+    let mut records = p.records.clone().unwrap_or_default();
+    let sets = RecordBatchDecoder::decode_all(&mut records).unwrap();
+    let values = sets.into_iter().flat_map(|set| set.records);
+    let values = values.map(|r| r.value.unwrap_or_default().to_vec());
+    values.map(|v| String::from_utf8(v).unwrap()).collect()
+}
+
+/// Creates a one-partition topic with CreateTopics v7; returns its error code.
+fn create_topic(c: &mut RawClient, topic: &str, configs: &[(&str, &str)]) -> i16 {
+    let config = |&(k, v): &(&str, &str)| {
+        let value = Some(StrBytes::from_string(v.to_string()));
+        let config = CreatableTopicConfig::default().with_value(value);
+        config.with_name(StrBytes::from_string(k.to_string()))
+    };
+    let topic = CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(1);
+    let topic = topic.with_replication_factor(1);
+    let topic = topic.with_configs(configs.iter().map(config).collect());
+    let request = CreateTopicsRequest::default().with_topics(vec![topic]);
+    call!(c, CreateTopics, 7, request).topics[0].error_code
+}
