@@ -260,6 +260,33 @@ fn failed_produce_with_acks_zero_closes_the_connection() {
     assert_closed(&mut s, "acks=0 Produce to a missing topic");
 }
 
+#[test]
+fn a_fetch_waiting_at_the_end_wakes_when_a_record_arrives() {
+    // The consumer waits up to 20 s; a record produced 300 ms in must end the wait
+    // well before that (a fetch that only re-read at its deadline would take 20 s).
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic(&mut c, "tail", &[]), 0);
+    let addr = gw.addr;
+    let producer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let mut p = RawClient::connect(addr);
+        produce(&mut p, "tail", 0, one_record("woken"), 1)
+    });
+    let started = std::time::Instant::now();
+    let fetched = call!(c, Fetch, 12, fetch_request("tail", 0, 20_000));
+    let waited = started.elapsed();
+    assert_eq!(producer.join().unwrap().0, 0);
+    assert_eq!(
+        record_values(&fetched.responses[0].partitions[0]),
+        ["woken"]
+    );
+    assert!(
+        waited < Duration::from_secs(10),
+        "fetch slept through the append: {waited:?}"
+    );
+}
+
 // ---- helpers -------------------------------------------------------------------------
 
 fn raw_connection(gw: &Gateway) -> TcpStream {
