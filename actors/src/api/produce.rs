@@ -16,7 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{Answer, Reply};
 use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
 use crate::gateway::Gateway;
-use crate::log_slot::{Append, LogSlot};
+use crate::log_slot::{Append, AppendError, LogSlot};
 use crate::records;
 
 /// Produce v13 names topics by id (KIP-516).
@@ -124,7 +124,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
                                 -1
                             }),
                         Ok(Err(e)) => {
-                            tracing::warn!(topic = %name.as_str(), partition = index, error = %e, "append failed");
+                            match &e {
+                                AppendError::Sequence(_) => tracing::info!(topic = %name.as_str(), partition = index, error = %e, "batch refused"),
+                                _ => tracing::warn!(topic = %name.as_str(), partition = index, error = %e, "append failed"),
+                            }
                             partition_error(version, index, e.code(), e.to_string())
                         }
                         Err(_) => partition_error(
