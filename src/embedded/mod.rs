@@ -170,10 +170,22 @@ fn keyspace_names(meta: &TopicMeta) -> (String, String) {
     (format!("r{id}"), format!("i{id}"))
 }
 
+/// Record batches are large, written once and read in order: key-value separation
+/// keeps them out of compaction (written to a blob file once, not rewritten level by
+/// level), and no compression, since producers usually compress batches already and
+/// the CPU is better spent serving them.
+fn record_options() -> KeyspaceCreateOptions {
+    KeyspaceCreateOptions::default()
+        .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
+        .with_kv_separation(Some(
+            fjall::KvSeparationOptions::default().compression(fjall::CompressionType::None),
+        ))
+}
+
 /// Opens a topic's keyspaces; `load` reads the index back into memory.
 fn open_log(db: &Database, meta: &TopicMeta, load: bool) -> Result<TopicLog, StoreError> {
     let (r, i) = keyspace_names(meta);
-    let records = db.keyspace(&r, KeyspaceCreateOptions::default)?;
+    let records = db.keyspace(&r, record_options)?;
     let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
     let mut partitions: Vec<PartitionIndex> = (0..meta.partitions)
         .map(|_| PartitionIndex::default())

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::future::select_all;
+use futures_util::future::{join_all, select_all};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{
@@ -15,7 +15,7 @@ use kafka_protocol::messages::{BrokerId, TopicName};
 use tokio::time::{timeout_at, Instant};
 use uuid::Uuid;
 
-use crate::backend::{BackendError, BackendResult, TopicPartition};
+use crate::backend::{BackendError, ReadBatches, TopicPartition};
 use crate::gateway::Gateway;
 
 /// Fetch v13 names topics by id (KIP-516).
@@ -93,6 +93,10 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchRespon
 
 /// Reads every wanted partition within the request's byte budget. Returns the
 /// answer, the bytes in it, and whether any partition had an error.
+///
+/// Partitions are read concurrently, then trimmed in request order to `max_bytes`;
+/// only the first batch of the answer may go over it (KIP-74), so a batch larger
+/// than every limit still reaches the consumer.
 async fn read_all(
     gw: &Gateway,
     version: i16,
@@ -100,49 +104,54 @@ async fn read_all(
     max_bytes: usize,
     read_committed: bool,
 ) -> (Vec<FetchableTopicResponse>, usize, bool) {
-    let mut budget = max_bytes;
+    let reads = topics
+        .iter()
+        .flat_map(|(_, _, wanted)| wanted)
+        .map(|w| async move {
+            match &w.target {
+                Err(code) => Err(*code),
+                Ok(tp) => read_partition(gw, tp, w.offset, w.max_bytes.min(max_bytes)).await,
+            }
+        });
+    let mut reads = join_all(reads).await.into_iter();
     let mut total = 0;
     let mut failed = false;
     let mut out = Vec::with_capacity(topics.len());
     for (name, id, wanted) in topics {
         let mut partitions = Vec::with_capacity(wanted.len());
         for w in wanted {
-            let data = match &w.target {
-                Err(code) => Err(*code),
-                Ok(tp) => {
-                    read_partition(gw, tp, w.offset, w.max_bytes.min(budget), total == 0).await
-                }
-            };
-            partitions.push(match data {
-                Ok((records, log_start, high)) => {
-                    let size = records.len();
-                    total += size;
-                    budget = budget.saturating_sub(size);
-                    PartitionData::default()
-                        .with_partition_index(w.partition)
-                        .with_high_watermark(high)
-                        .with_last_stable_offset(high)
-                        .with_log_start_offset(if version >= LOG_START_FROM {
-                            log_start
-                        } else {
-                            -1
-                        })
-                        .with_aborted_transactions(read_committed.then(Vec::new))
-                        .with_preferred_read_replica(BrokerId(-1))
-                        .with_records(Some(records))
-                }
-                Err(code) => {
-                    failed = true;
-                    PartitionData::default()
-                        .with_partition_index(w.partition)
-                        .with_error_code(code.code())
-                        .with_high_watermark(-1)
-                        .with_last_stable_offset(-1)
-                        .with_log_start_offset(-1)
-                        .with_preferred_read_replica(BrokerId(-1))
-                        .with_records(Some(Bytes::new()))
-                }
-            });
+            let answer = PartitionData::default()
+                .with_partition_index(w.partition)
+                .with_preferred_read_replica(BrokerId(-1));
+            partitions.push(
+                match reads
+                    .next()
+                    .unwrap_or(Err(ResponseError::UnknownServerError))
+                {
+                    Ok((batches, log_start, high)) => {
+                        let records = within_budget(batches, &mut total, max_bytes);
+                        answer
+                            .with_high_watermark(high)
+                            .with_last_stable_offset(high)
+                            .with_log_start_offset(if version >= LOG_START_FROM {
+                                log_start
+                            } else {
+                                -1
+                            })
+                            .with_aborted_transactions(read_committed.then(Vec::new))
+                            .with_records(Some(records))
+                    }
+                    Err(code) => {
+                        failed = true;
+                        answer
+                            .with_error_code(code.code())
+                            .with_high_watermark(-1)
+                            .with_last_stable_offset(-1)
+                            .with_log_start_offset(-1)
+                            .with_records(Some(Bytes::new()))
+                    }
+                },
+            );
         }
         out.push(
             FetchableTopicResponse::default()
@@ -154,25 +163,41 @@ async fn read_all(
     (out, total, failed)
 }
 
-/// One partition's records from `offset`: `(records, log start, high watermark)`.
-/// Only the first partition with data may go over the budget (KIP-74), so a batch
-/// larger than every limit still reaches the consumer.
+/// The leading batches that fit in what is left of `max_bytes` (the answer's first
+/// batch always does), as one record set. Clients read an absent record set as an
+/// error, so nothing is sent as empty.
+fn within_budget(batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> Bytes {
+    let mut keep = 0;
+    for b in &batches {
+        if *total > 0 && *total + b.len() > max_bytes {
+            break;
+        }
+        *total += b.len();
+        keep += 1;
+    }
+    match &batches[..keep] {
+        [] => Bytes::new(),
+        [one] => one.clone(),
+        many => {
+            let mut all = BytesMut::with_capacity(many.iter().map(Bytes::len).sum());
+            many.iter().for_each(|b| all.extend_from_slice(b));
+            all.freeze()
+        }
+    }
+}
+
+/// One partition's batches from `offset`: `(batches, log start, high watermark)`.
 async fn read_partition(
     gw: &Gateway,
     tp: &TopicPartition,
     offset: i64,
-    budget: usize,
-    nothing_yet: bool,
-) -> Result<(Bytes, i64, i64), ResponseError> {
-    let read: BackendResult<_> = if budget == 0 && !nothing_yet {
-        gw.backend.watermarks(tp).await.map(|w| (Vec::new(), w))
-    } else {
-        gw.backend
-            .read(tp, offset, budget.max(1))
-            .await
-            .map(|r| (r.batches, r.watermarks))
-    };
-    let (batches, w) = read.map_err(|e| {
+    max_bytes: usize,
+) -> Result<(Vec<Bytes>, i64, i64), ResponseError> {
+    let read = gw.backend.read(tp, offset, max_bytes.max(1)).await;
+    let ReadBatches {
+        batches,
+        watermarks: w,
+    } = read.map_err(|e| {
         // A topic deleted while a fetch waits on it is routine; anything else is not.
         match e {
             BackendError::UnknownTopic(_) => {
@@ -186,15 +211,5 @@ async fn read_partition(
         tracing::debug!(partition = %tp, offset, log_start = w.log_start, high = w.high, "fetch offset out of range");
         return Err(ResponseError::OffsetOutOfRange);
     }
-    // Clients read an absent record set as an error: empty is sent as empty.
-    let records = match batches.len() {
-        0 => Bytes::new(),
-        1 => batches.into_iter().next().unwrap_or_default(),
-        _ => {
-            let mut all = BytesMut::with_capacity(batches.iter().map(Bytes::len).sum());
-            batches.iter().for_each(|b| all.extend_from_slice(b));
-            all.freeze()
-        }
-    };
-    Ok((records, w.log_start, w.high))
+    Ok((batches, w.log_start, w.high))
 }
