@@ -65,6 +65,7 @@ struct StoredTopic {
 }
 
 struct TopicLog {
+    meta: TopicMeta,
     records: Keyspace,
     index: Keyspace,
     partitions: Vec<Mutex<PartitionIndex>>,
@@ -95,7 +96,7 @@ pub struct EmbeddedStore {
 struct Inner {
     db: Database,
     meta: Keyspace,
-    topics: RwLock<HashMap<Arc<str>, (TopicMeta, Arc<TopicLog>)>>,
+    topics: RwLock<HashMap<Arc<str>, Arc<TopicLog>>>,
     append_persist: PersistMode,
     producer_ids: Mutex<ProducerIds>,
 }
@@ -123,8 +124,8 @@ impl EmbeddedStore {
                 replication_factor: stored.replication_factor,
                 configs: stored.configs,
             };
-            let log = open_log(&db, &meta, true)?;
-            topics.insert(meta.name.clone(), (meta, Arc::new(log)));
+            let log = open_log(&db, meta, true)?;
+            topics.insert(log.meta.name.clone(), Arc::new(log));
         }
         let block_end = match meta.get(PRODUCER_ID_KEY)? {
             Some(v) => i64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])),
@@ -183,8 +184,8 @@ fn record_options() -> KeyspaceCreateOptions {
 }
 
 /// Opens a topic's keyspaces; `load` reads the index back into memory.
-fn open_log(db: &Database, meta: &TopicMeta, load: bool) -> Result<TopicLog, StoreError> {
-    let (r, i) = keyspace_names(meta);
+fn open_log(db: &Database, meta: TopicMeta, load: bool) -> Result<TopicLog, StoreError> {
+    let (r, i) = keyspace_names(&meta);
     let records = db.keyspace(&r, record_options)?;
     let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
     let mut partitions: Vec<PartitionIndex> = (0..meta.partitions)
@@ -206,6 +207,7 @@ fn open_log(db: &Database, meta: &TopicMeta, load: bool) -> Result<TopicLog, Sto
         }
     }
     Ok(TopicLog {
+        meta,
         records,
         index,
         partitions: partitions.into_iter().map(Mutex::new).collect(),
@@ -215,7 +217,7 @@ fn open_log(db: &Database, meta: &TopicMeta, load: bool) -> Result<TopicLog, Sto
 impl Inner {
     fn log(&self, tp: &TopicPartition) -> BackendResult<Arc<TopicLog>> {
         let topics = self.topics.read();
-        let (_, log) = topics
+        let log = topics
             .get(&tp.topic)
             .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
         if tp.partition < 0 || tp.partition as usize >= log.partitions.len() {
@@ -335,20 +337,19 @@ impl Inner {
             configs: topic.configs.clone(),
         };
         let json = serde_json::to_vec(&stored).map_err(|e| BackendError::Fatal(e.to_string()))?;
-        let log = open_log(&self.db, &topic, false)?;
-        self.meta
-            .insert(format!("{TOPIC_PREFIX}{}", topic.name), json)
-            .map_err(StoreError::from)?;
+        let key = format!("{TOPIC_PREFIX}{}", topic.name);
+        let log = open_log(&self.db, topic, false)?;
+        self.meta.insert(key, json).map_err(StoreError::from)?;
         self.db
             .persist(PersistMode::SyncAll)
             .map_err(StoreError::from)?;
-        topics.insert(topic.name.clone(), (topic, Arc::new(log)));
+        topics.insert(log.meta.name.clone(), Arc::new(log));
         Ok(())
     }
 
     fn delete_topic(&self, name: &str) -> BackendResult<()> {
         let mut topics = self.topics.write();
-        let (_, log) = topics
+        let log = topics
             .remove(name)
             .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
         self.meta
@@ -403,7 +404,7 @@ impl Backend for EmbeddedStore {
             .topics
             .read()
             .values()
-            .map(|(m, _)| m.clone())
+            .map(|log| log.meta.clone())
             .collect();
         Box::pin(async move { Ok(topics) })
     }

@@ -47,7 +47,7 @@ pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
 
 /// What a request gets back.
 pub enum Answer {
-    Send(ResponseKind),
+    Send(Box<ResponseKind>),
     /// No answer: Produce with acks=0.
     Nothing,
     /// No answer, and the connection closes after the answers before it: how Kafka
@@ -102,14 +102,14 @@ pub fn unsupported_api_versions() -> Reply {
 }
 
 fn answered(response: ResponseKind) -> Reply {
-    Box::pin(ready(Answer::Send(response)))
+    Box::pin(ready(Answer::Send(Box::new(response))))
 }
 
 fn answer<T: 'static, F>(fut: F, wrap: fn(T) -> ResponseKind) -> Reply
 where
     F: Future<Output = T> + 'static,
 {
-    Box::pin(fut.map(move |r| Answer::Send(wrap(r))))
+    Box::pin(fut.map(move |r| Answer::Send(Box::new(wrap(r)))))
 }
 
 /// The Kafka error a client gets when the backend fails: retriable when retrying can help.

@@ -147,9 +147,8 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
             );
         }
         if acks != 0 {
-            return Answer::Send(ResponseKind::Produce(
-                ProduceResponse::default().with_responses(responses),
-            ));
+            let response = ProduceResponse::default().with_responses(responses);
+            return Answer::Send(Box::new(ResponseKind::Produce(response)));
         }
         // acks=0: no answer, unless a write failed: then Kafka closes the connection.
         let failed = responses
