@@ -109,12 +109,20 @@ pub struct ProducerBatch {
     pub last_offset: i64,
 }
 
+/// A consumer group's committed position in one partition, kept as OffsetCommit sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+}
+
 pub trait Backend: Send + Sync + 'static {
     /// Every topic the backend holds.
     fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>>;
     /// Creates a topic; `TopicExists` if the name is taken.
     fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()>;
-    /// Deletes a topic with its records.
+    /// Deletes a topic with its records and every committed offset on it.
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()>;
 
     /// Appends one batch and says where it landed. Calls for one partition are
@@ -143,6 +151,25 @@ pub trait Backend: Send + Sync + 'static {
     fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>>;
     /// A producer id never handed out before, by this gateway or a previous run.
     fn allocate_producer_id(&self) -> BackendFuture<'_, i64>;
+    /// Stores (`Some`) or deletes (`None`) a group's committed offset for a partition.
+    /// Calls for one partition are never concurrent (the offset slots serialize them);
+    /// when the future resolves the commit survives a crash of the gateway process.
+    fn commit_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Option<CommittedOffset>,
+    ) -> BackendFuture<'_, ()>;
+    /// A group's committed offset for a partition; `None` when there is none.
+    fn committed_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+    ) -> BackendFuture<'_, Option<CommittedOffset>>;
+    /// Every partition a group has a committed offset for.
+    fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>>;
+    /// Every group with at least one committed offset.
+    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>>;
     /// Makes everything acknowledged so far durable (called on shutdown).
     fn flush(&self) -> BackendFuture<'_, ()>;
 }

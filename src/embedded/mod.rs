@@ -12,6 +12,7 @@
 //! actor's thread.
 
 mod index;
+mod offsets;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -21,14 +22,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ProducerBatch,
-    ReadBatches, TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, CommittedOffset,
+    ProducerBatch, ReadBatches, TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
 };
 use iggy_kafka_actors::records;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use index::{IndexEntry, PartitionIndex};
+use offsets::Offsets;
 
 /// Producer ids are taken from disk in blocks, so handing one out rarely syncs.
 const PRODUCER_ID_BLOCK: i64 = 1_000;
@@ -44,6 +46,8 @@ pub enum StoreError {
         key: String,
         source: serde_json::Error,
     },
+    #[error("committed offsets of group '{0}' are unreadable")]
+    BadOffset(String),
     #[error("index of topic '{topic}' is damaged: {detail}")]
     BadIndex { topic: String, detail: String },
 }
@@ -96,6 +100,7 @@ pub struct EmbeddedStore {
 struct Inner {
     db: Database,
     meta: Keyspace,
+    offsets: Offsets,
     topics: RwLock<HashMap<Arc<str>, Arc<TopicLog>>>,
     append_persist: PersistMode,
     producer_ids: Mutex<ProducerIds>,
@@ -109,6 +114,7 @@ impl EmbeddedStore {
             .journal_compression(fjall::CompressionType::None)
             .open()?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let offsets = Offsets::new(db.keyspace("offsets", KeyspaceCreateOptions::default)?);
         let mut topics = HashMap::new();
         for kv in meta.prefix(TOPIC_PREFIX) {
             let (key, value) = kv.into_inner()?;
@@ -134,6 +140,7 @@ impl EmbeddedStore {
         let inner = Arc::new(Inner {
             db,
             meta,
+            offsets,
             topics: RwLock::new(topics),
             append_persist: match sync {
                 SyncPolicy::EveryBatch => PersistMode::SyncData,
@@ -355,6 +362,7 @@ impl Inner {
         self.meta
             .remove(format!("{TOPIC_PREFIX}{name}"))
             .map_err(StoreError::from)?;
+        self.offsets.forget_topic(name)?;
         self.db
             .persist(PersistMode::SyncAll)
             .map_err(StoreError::from)?;
@@ -481,6 +489,36 @@ impl Backend for EmbeddedStore {
 
     fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
         blocking(&self.inner, |s| s.allocate_producer_id())
+    }
+
+    fn commit_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Option<CommittedOffset>,
+    ) -> BackendFuture<'_, ()> {
+        let (group, tp) = (group.to_string(), tp.clone());
+        blocking(&self.inner, move |s| {
+            Ok(s.offsets.commit(&group, &tp, offset)?)
+        })
+    }
+
+    fn committed_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+    ) -> BackendFuture<'_, Option<CommittedOffset>> {
+        let (group, tp) = (group.to_string(), tp.clone());
+        blocking(&self.inner, move |s| Ok(s.offsets.get(&group, &tp)?))
+    }
+
+    fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
+        let group = group.to_string();
+        blocking(&self.inner, move |s| Ok(s.offsets.partitions(&group)?))
+    }
+
+    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
+        blocking(&self.inner, |s| Ok(s.offsets.groups()?))
     }
 
     fn flush(&self) -> BackendFuture<'_, ()> {
