@@ -65,6 +65,10 @@ pub struct Settings {
     pub num_partitions: i32,
     pub default_replication_factor: i16,
     pub log_slots: usize,
+    /// Actors that commit and read consumer-group offsets (a partition always uses the same one).
+    pub offset_slots: usize,
+    /// How long the first rebalance of an empty group waits for more members.
+    pub group_initial_rebalance_delay_ms: u64,
     /// Threads serving connections; 0 means one per core.
     pub workers: usize,
 }
@@ -93,6 +97,8 @@ impl Default for Settings {
             num_partitions: 1,
             default_replication_factor: 1,
             log_slots: 4,
+            offset_slots: 4,
+            group_initial_rebalance_delay_ms: 3_000,
             workers: 0,
         }
     }
@@ -135,6 +141,7 @@ impl Settings {
                 self.default_replication_factor as i64,
             ),
             ("log_slots", self.log_slots as i64),
+            ("offset_slots", self.offset_slots as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
         ];
         for (name, value) in at_least_one {
@@ -189,6 +196,10 @@ impl Settings {
             default_replication_factor: self.default_replication_factor,
             max_connections: self.max_connections,
             log_slots: self.log_slots,
+            offset_slots: self.offset_slots,
+            group_initial_rebalance_delay: Duration::from_millis(
+                self.group_initial_rebalance_delay_ms,
+            ),
         }
     }
 }

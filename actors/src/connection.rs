@@ -26,7 +26,9 @@ use tokio_util::codec::FramedRead;
 
 use crate::api::{self, Answer};
 use crate::gateway::Gateway;
+use crate::group_coordinator::Caller;
 use crate::wire::{self, FrameCodec, WireError};
+use kafka_protocol::messages::RequestHeader;
 
 pub struct Connection {
     gateway: Gateway,
@@ -143,6 +145,17 @@ impl Connection {
         }
     }
 
+    fn caller(&self, header: &RequestHeader) -> Caller {
+        Caller {
+            client_id: header
+                .client_id
+                .as_ref()
+                .map(|c| c.to_string())
+                .unwrap_or_default(),
+            host: format!("/{}", self.peer.ip()),
+        }
+    }
+
     /// Ends reading after a bad request: earlier requests are still answered, then the
     /// connection closes, as a Kafka broker closes a connection it cannot parse.
     fn refuse(&mut self, seq: u64, error: WireError, ctx: &mut Context<Self>) {
@@ -188,7 +201,13 @@ impl Handler<Frame> for Connection {
         let (reply, answer_version) = match request.body {
             // KIP-511: answer at v0 so the client retries with a version both know.
             None => (api::unsupported_api_versions(), 0),
-            Some(body) => match api::route(&self.gateway, key, version, body) {
+            Some(body) => match api::route(
+                &self.gateway,
+                key,
+                version,
+                body,
+                self.caller(&request.header),
+            ) {
                 Ok(reply) => (reply, version),
                 Err(e) => return self.refuse(seq, e, ctx),
             },

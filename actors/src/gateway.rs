@@ -10,7 +10,9 @@ use tokio::sync::watch;
 use crate::append_signals::AppendSignals;
 use crate::backend::{Backend, BackendError, TopicPartition};
 use crate::config_catalog::ConfigCatalog;
+use crate::group_coordinator::GroupCoordinator;
 use crate::log_slot::LogSlot;
+use crate::offset_slot::OffsetSlot;
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
 /// Broker-wide settings the actors act on. The root package fills them from its
@@ -40,6 +42,10 @@ pub struct BrokerSettings {
     pub max_connections: usize,
     /// Number of log-slot actors appends are spread over.
     pub log_slots: usize,
+    /// Number of offset-slot actors commits and offset reads are spread over.
+    pub offset_slots: usize,
+    /// How long a rebalance of an empty group waits for more members.
+    pub group_initial_rebalance_delay: Duration,
 }
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
@@ -51,6 +57,8 @@ pub struct Gateway {
     /// The topic table as the topic-admin actor last published it.
     pub topics: watch::Receiver<Arc<TopicTable>>,
     pub log_slots: Arc<[Addr<LogSlot>]>,
+    pub offset_slots: Arc<[Addr<OffsetSlot>]>,
+    pub groups: Addr<GroupCoordinator>,
     pub signals: Arc<AppendSignals>,
 }
 
@@ -74,12 +82,21 @@ impl Gateway {
                 LogSlot::start_in_arbiter(arbiter, |_| slot)
             })
             .collect();
+        let offset_slots: Arc<[Addr<OffsetSlot>]> = (0..settings.offset_slots.max(1))
+            .map(|i| {
+                let slot = OffsetSlot::new(backend.clone());
+                OffsetSlot::start_in_arbiter(&arbiters[i % arbiters.len()], |_| slot)
+            })
+            .collect();
+        let groups = GroupCoordinator::new(settings.group_initial_rebalance_delay).start();
         Ok(Gateway {
             settings,
             backend,
             topic_admin,
             topics: table,
             log_slots,
+            offset_slots,
+            groups,
             signals,
         })
     }
@@ -92,8 +109,19 @@ impl Gateway {
     /// The log slot that owns a partition; always the same one, so appends to a
     /// partition keep the order they arrived in.
     pub fn log_slot(&self, tp: &TopicPartition) -> &Addr<LogSlot> {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        tp.hash(&mut h);
-        &self.log_slots[(h.finish() % self.log_slots.len() as u64) as usize]
+        &self.log_slots[slot_of(tp, self.log_slots.len())]
     }
+
+    /// The offset slot that owns a partition's committed offsets; always the same one.
+    pub fn offset_slot(&self, tp: &TopicPartition) -> usize {
+        slot_of(tp, self.offset_slots.len())
+    }
+}
+
+/// A partition's slot among `n`: a stable hash, so the same partition always lands
+/// on the same actor.
+fn slot_of(tp: &TopicPartition, n: usize) -> usize {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    tp.hash(&mut h);
+    (h.finish() % n as u64) as usize
 }

@@ -4,8 +4,10 @@
 //! actor, which frames and decodes requests ([`wire`]) and hands each to [`api::route`].
 //! The route table sends it to the actor that owns the state it touches:
 //! [`topic_admin::TopicAdmin`] (topics), [`config_catalog::ConfigCatalog`] (topic
-//! configurations), [`log_slot::LogSlot`] (appends, ordered per partition). Reads go
-//! straight to the [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow.
+//! configurations), [`log_slot::LogSlot`] (appends, ordered per partition),
+//! [`group_coordinator::GroupCoordinator`] (consumer-group membership) and
+//! [`offset_slot::OffsetSlot`] (committed offsets). Reads go straight to the
+//! [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow.
 
 pub mod api;
 pub mod append_signals;
@@ -13,7 +15,9 @@ pub mod backend;
 pub mod config_catalog;
 pub mod connection;
 pub mod gateway;
+pub mod group_coordinator;
 pub mod log_slot;
+pub mod offset_slot;
 pub mod producer_state;
 pub mod records;
 pub mod server;

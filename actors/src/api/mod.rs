@@ -8,9 +8,11 @@ mod api_versions;
 mod create_topics;
 mod delete_topics;
 mod fetch;
+mod groups;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
+mod offsets;
 mod produce;
 
 use std::future::{ready, Future};
@@ -23,6 +25,7 @@ use kafka_protocol::protocol::VersionRange;
 
 use crate::backend::BackendError;
 use crate::gateway::Gateway;
+use crate::group_coordinator::Caller;
 use crate::wire::WireError;
 
 /// Every API served, with the versions served: from Kafka 4's minimum (KIP-896) to
@@ -36,6 +39,17 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -64,6 +78,7 @@ pub fn route(
     key: ApiKey,
     version: i16,
     body: RequestKind,
+    caller: Caller,
 ) -> Result<Reply, WireError> {
     Ok(match body {
         RequestKind::ApiVersions(r) => {
@@ -91,6 +106,46 @@ pub fn route(
             init_producer_id::handle(gw.clone(), r),
             ResponseKind::InitProducerId,
         ),
+        RequestKind::FindCoordinator(r) => answered(ResponseKind::FindCoordinator(
+            groups::find_coordinator(gw, version, r),
+        )),
+        RequestKind::JoinGroup(r) => answer(
+            groups::join(gw.clone(), version, r, caller),
+            ResponseKind::JoinGroup,
+        ),
+        RequestKind::SyncGroup(r) => answer(
+            groups::sync(gw.clone(), version, r),
+            ResponseKind::SyncGroup,
+        ),
+        RequestKind::Heartbeat(r) => {
+            answer(groups::heartbeat(gw.clone(), r), ResponseKind::Heartbeat)
+        }
+        RequestKind::LeaveGroup(r) => answer(
+            groups::leave(gw.clone(), version, r),
+            ResponseKind::LeaveGroup,
+        ),
+        RequestKind::DescribeGroups(r) => answer(
+            groups::describe(gw.clone(), version, r),
+            ResponseKind::DescribeGroups,
+        ),
+        RequestKind::ListGroups(r) => answer(
+            groups::list(gw.clone(), version, r),
+            ResponseKind::ListGroups,
+        ),
+        RequestKind::DeleteGroups(r) => {
+            answer(groups::delete(gw.clone(), r), ResponseKind::DeleteGroups)
+        }
+        RequestKind::OffsetCommit(r) => answer(
+            offsets::commit(gw.clone(), version, r),
+            ResponseKind::OffsetCommit,
+        ),
+        RequestKind::OffsetFetch(r) => answer(
+            offsets::fetch(gw.clone(), version, r),
+            ResponseKind::OffsetFetch,
+        ),
+        RequestKind::OffsetDelete(r) => {
+            answer(offsets::delete(gw.clone(), r), ResponseKind::OffsetDelete)
+        }
         // The decoder refuses keys outside SERVED, so this is only reached if the two disagree.
         _ => return Err(WireError::NotServed(key)),
     })

@@ -1,0 +1,391 @@
+//! Consumer-group membership: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+//! LeaveGroup, DescribeGroups, ListGroups, DeleteGroups. The group coordinator actor
+//! owns the state; these functions translate between it and the wire, version by version.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_groups_request::DeleteGroupsRequest;
+use kafka_protocol::messages::delete_groups_response::{
+    DeletableGroupResult, DeleteGroupsResponse,
+};
+use kafka_protocol::messages::describe_groups_request::DescribeGroupsRequest;
+use kafka_protocol::messages::describe_groups_response::{
+    DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
+};
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::{Coordinator, FindCoordinatorResponse};
+use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
+use kafka_protocol::messages::heartbeat_response::HeartbeatResponse;
+use kafka_protocol::messages::join_group_request::JoinGroupRequest;
+use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
+use kafka_protocol::messages::leave_group_request::LeaveGroupRequest;
+use kafka_protocol::messages::leave_group_response::{LeaveGroupResponse, MemberResponse};
+use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
+use kafka_protocol::messages::list_groups_response::{ListGroupsResponse, ListedGroup};
+use kafka_protocol::messages::sync_group_request::SyncGroupRequest;
+use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
+use kafka_protocol::messages::{BrokerId, GroupId};
+use kafka_protocol::protocol::StrBytes;
+
+use super::offsets;
+use crate::gateway::Gateway;
+use crate::group_coordinator::{
+    Caller, Describe, Forget, GroupState, Heartbeat, Join, Leave, MemberRef, Sync,
+};
+
+/// FindCoordinator key types.
+const GROUP_KEY: i8 = 0;
+/// Coordinator keys come batched from v4.
+const BATCHED_FROM: i16 = 4;
+
+fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(v.into())
+}
+
+fn code(e: Option<ResponseError>) -> i16 {
+    e.map_or(0, |e| e.code())
+}
+
+/// This gateway coordinates every group; transactions have no coordinator here.
+pub fn find_coordinator(
+    gw: &Gateway,
+    version: i16,
+    req: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let (node, host, port) = (
+        gw.settings.node_id,
+        gw.settings.advertised_host.clone(),
+        gw.settings.advertised_port as i32,
+    );
+    let refusal = (req.key_type != GROUP_KEY).then(|| {
+        tracing::info!(
+            key_type = req.key_type,
+            "FindCoordinator for transactions refused"
+        );
+        (
+            ResponseError::UnsupportedVersion,
+            "transactions are not supported by this gateway",
+        )
+    });
+    if version >= BATCHED_FROM {
+        let coordinators = req
+            .coordinator_keys
+            .into_iter()
+            .map(|key| {
+                let c = Coordinator::default().with_key(key);
+                match refusal {
+                    Some((e, message)) => c
+                        .with_error_code(e.code())
+                        .with_error_message(Some(s(message)))
+                        .with_node_id(BrokerId(-1))
+                        .with_port(-1),
+                    None => c
+                        .with_node_id(BrokerId(node))
+                        .with_host(s(host.clone()))
+                        .with_port(port),
+                }
+            })
+            .collect();
+        return FindCoordinatorResponse::default().with_coordinators(coordinators);
+    }
+    let response = FindCoordinatorResponse::default();
+    match refusal {
+        Some((e, message)) => response
+            .with_error_code(e.code())
+            .with_error_message((version >= 1).then(|| s(message)))
+            .with_node_id(BrokerId(-1))
+            .with_port(-1),
+        None => response
+            .with_node_id(BrokerId(node))
+            .with_host(s(host))
+            .with_port(port),
+    }
+}
+
+pub async fn join(
+    gw: Gateway,
+    version: i16,
+    req: JoinGroupRequest,
+    caller: Caller,
+) -> JoinGroupResponse {
+    let joined = gw
+        .groups
+        .send(Join {
+            group: req.group_id.to_string(),
+            member_id: req.member_id.to_string(),
+            instance_id: req.group_instance_id.map(|i| i.to_string()),
+            caller,
+            session_timeout_ms: req.session_timeout_ms,
+            // v0 has no rebalance timeout: the session timeout serves for both.
+            rebalance_timeout_ms: if version >= 1 {
+                req.rebalance_timeout_ms
+            } else {
+                req.session_timeout_ms
+            },
+            protocol_type: req.protocol_type.to_string(),
+            protocols: req
+                .protocols
+                .into_iter()
+                .map(|p| (p.name.to_string(), p.metadata))
+                .collect(),
+            require_member_id: version >= 4,
+        })
+        .await
+        .unwrap_or_else(|_| crate::group_coordinator::Joined {
+            error: Some(ResponseError::CoordinatorNotAvailable),
+            generation: -1,
+            ..Default::default()
+        });
+    let members = joined
+        .members
+        .into_iter()
+        .map(|(id, instance, metadata)| {
+            JoinGroupResponseMember::default()
+                .with_member_id(s(id))
+                .with_group_instance_id(if version >= 5 { instance.map(s) } else { None })
+                .with_metadata(metadata)
+        })
+        .collect();
+    JoinGroupResponse::default()
+        .with_error_code(code(joined.error))
+        .with_generation_id(joined.generation)
+        .with_protocol_type(if version >= 7 {
+            joined.protocol_type.map(s)
+        } else {
+            None
+        })
+        // Nullable from v7; earlier versions send an empty name instead.
+        .with_protocol_name(match version {
+            7.. => joined.protocol.map(s),
+            _ => Some(s(joined.protocol.unwrap_or_default())),
+        })
+        .with_leader(s(joined.leader))
+        .with_member_id(s(joined.member_id))
+        .with_members(members)
+}
+
+pub async fn sync(gw: Gateway, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
+    let synced = gw
+        .groups
+        .send(Sync {
+            group: req.group_id.to_string(),
+            generation: req.generation_id,
+            member_id: req.member_id.to_string(),
+            instance_id: req.group_instance_id.map(|i| i.to_string()),
+            protocol_type: req.protocol_type.map(|p| p.to_string()),
+            protocol: req.protocol_name.map(|p| p.to_string()),
+            assignments: req
+                .assignments
+                .into_iter()
+                .map(|a| (a.member_id.to_string(), a.assignment))
+                .collect(),
+        })
+        .await
+        .unwrap_or_else(|_| crate::group_coordinator::Synced {
+            error: Some(ResponseError::CoordinatorNotAvailable),
+            ..Default::default()
+        });
+    let response = SyncGroupResponse::default()
+        .with_error_code(code(synced.error))
+        .with_assignment(synced.assignment);
+    if version >= 5 {
+        response
+            .with_protocol_type(synced.protocol_type.map(s))
+            .with_protocol_name(synced.protocol.map(s))
+    } else {
+        response
+    }
+}
+
+pub async fn heartbeat(gw: Gateway, req: HeartbeatRequest) -> HeartbeatResponse {
+    let error = gw
+        .groups
+        .send(Heartbeat(MemberRef {
+            group: req.group_id.to_string(),
+            generation: req.generation_id,
+            member_id: req.member_id.to_string(),
+            instance_id: req.group_instance_id.map(|i| i.to_string()),
+        }))
+        .await
+        .unwrap_or(Some(ResponseError::CoordinatorNotAvailable));
+    HeartbeatResponse::default().with_error_code(code(error))
+}
+
+pub async fn leave(gw: Gateway, version: i16, req: LeaveGroupRequest) -> LeaveGroupResponse {
+    // v3 batches members (KIP-345); earlier versions name one.
+    let batched = version >= 3;
+    let members: Vec<(String, Option<String>)> = if batched {
+        req.members
+            .iter()
+            .map(|m| {
+                (
+                    m.member_id.to_string(),
+                    m.group_instance_id.as_ref().map(|i| i.to_string()),
+                )
+            })
+            .collect()
+    } else {
+        vec![(req.member_id.to_string(), None)]
+    };
+    let errors = gw
+        .groups
+        .send(Leave {
+            group: req.group_id.to_string(),
+            members: members.clone(),
+        })
+        .await
+        .unwrap_or_else(|_| vec![Some(ResponseError::CoordinatorNotAvailable); members.len()]);
+    if !batched {
+        return LeaveGroupResponse::default()
+            .with_error_code(code(errors.first().copied().flatten()));
+    }
+    let responses = members
+        .into_iter()
+        .zip(errors)
+        .map(|((id, instance), e)| {
+            MemberResponse::default()
+                .with_member_id(s(id))
+                .with_group_instance_id(instance.map(s))
+                .with_error_code(code(e))
+        })
+        .collect();
+    LeaveGroupResponse::default().with_members(responses)
+}
+
+pub async fn describe(
+    gw: Gateway,
+    version: i16,
+    req: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let names: Vec<String> = req.groups.iter().map(|g| g.to_string()).collect();
+    let views = gw
+        .groups
+        .send(Describe(Some(names.clone())))
+        .await
+        .unwrap_or_default();
+    let with_offsets = gw.backend.offset_groups().await.unwrap_or_default();
+    let groups = names
+        .into_iter()
+        .map(|name| {
+            let described = DescribedGroup::default().with_group_id(GroupId(s(name.clone())));
+            match views.get(&name) {
+                Some(view) => described
+                    .with_group_state(s(view.state.name()))
+                    .with_protocol_type(s(view.protocol_type.clone()))
+                    .with_protocol_data(s(view.protocol.clone()))
+                    .with_members(
+                        view.members
+                            .iter()
+                            .map(|(id, instance, client, host, metadata, assignment)| {
+                                DescribedGroupMember::default()
+                                    .with_member_id(s(id.clone()))
+                                    .with_group_instance_id(if version >= 4 {
+                                        instance.clone().map(s)
+                                    } else {
+                                        None
+                                    })
+                                    .with_client_id(s(client.clone()))
+                                    .with_client_host(s(host.clone()))
+                                    .with_member_metadata(metadata.clone())
+                                    .with_member_assignment(assignment.clone())
+                            })
+                            .collect(),
+                    ),
+                // A group known only by its committed offsets is Empty, as in Kafka.
+                None if with_offsets.contains(&name) => {
+                    described.with_group_state(s(GroupState::Empty.name()))
+                }
+                // Unknown groups: Dead before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).
+                None if version >= 6 => described
+                    .with_error_code(ResponseError::GroupIdNotFound.code())
+                    .with_error_message(Some(s(format!("group '{name}' not found"))))
+                    .with_group_state(s("Dead")),
+                None => described.with_group_state(s("Dead")),
+            }
+        })
+        .collect();
+    DescribeGroupsResponse::default().with_groups(groups)
+}
+
+pub async fn list(gw: Gateway, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
+    let views = gw.groups.send(Describe(None)).await.unwrap_or_default();
+    let mut all: BTreeMap<String, (String, &'static str)> = views
+        .into_iter()
+        .map(|(name, v)| (name, (v.protocol_type, v.state.name())))
+        .collect();
+    let with_offsets = match gw.backend.offset_groups().await {
+        Ok(g) => g,
+        Err(e) => {
+            tracing::warn!(error = %e, "listing groups with offsets failed");
+            return ListGroupsResponse::default()
+                .with_error_code(ResponseError::CoordinatorLoadInProgress.code());
+        }
+    };
+    for name in with_offsets {
+        all.entry(name)
+            .or_insert_with(|| (String::new(), GroupState::Empty.name()));
+    }
+    let states: Vec<String> = req
+        .states_filter
+        .iter()
+        .map(|f| f.to_ascii_lowercase())
+        .collect();
+    let types: Vec<String> = req
+        .types_filter
+        .iter()
+        .map(|f| f.to_ascii_lowercase())
+        .collect();
+    let groups = all
+        .into_iter()
+        .filter(|(_, (_, state))| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
+        .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
+        .map(|(name, (protocol_type, state))| {
+            let listed = ListedGroup::default()
+                .with_group_id(GroupId(s(name)))
+                .with_protocol_type(s(protocol_type));
+            let listed = if version >= 4 {
+                listed.with_group_state(s(state))
+            } else {
+                listed
+            };
+            if version >= 5 {
+                listed.with_group_type(s("classic"))
+            } else {
+                listed
+            }
+        })
+        .collect();
+    ListGroupsResponse::default().with_groups(groups)
+}
+
+pub async fn delete(gw: Gateway, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let with_offsets = gw.backend.offset_groups().await.unwrap_or_default();
+    let mut results = Vec::with_capacity(req.groups_names.len());
+    for name in req.groups_names {
+        let group = name.to_string();
+        let known = gw
+            .groups
+            .send(Describe(Some(vec![group.clone()])))
+            .await
+            .unwrap_or_default();
+        let outcome = if known.is_empty() && !with_offsets.contains(&group) {
+            Err(ResponseError::GroupIdNotFound)
+        } else {
+            match gw.groups.send(Forget(group.clone())).await {
+                Ok(Ok(())) => offsets::delete_group_offsets(&gw, &group).await,
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(ResponseError::CoordinatorNotAvailable),
+            }
+        };
+        if let Err(e) = outcome {
+            tracing::info!(%group, error = ?e, "group not deleted");
+        }
+        results.push(
+            DeletableGroupResult::default()
+                .with_group_id(name)
+                .with_error_code(outcome.err().map_or(0, |e| e.code())),
+        );
+    }
+    DeleteGroupsResponse::default().with_results(results)
+}

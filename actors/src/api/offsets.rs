@@ -1,0 +1,496 @@
+//! Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete.
+//!
+//! Commits are checked against the group's generation and member (Kafka's
+//! `validateOffsetCommit`), then stored as sent through the offset slots: a negative
+//! offset deletes the entry, no range check. A missing entry reads as -1 without
+//! error; a read that fails is an error, never -1, so a consumer never resets its
+//! position because the store was slow.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_request::OffsetCommitRequest;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_request::OffsetDeleteRequest;
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponse, OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequest;
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{ConsumerProtocolSubscription, TopicName};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+use crate::backend::{CommittedOffset, TopicPartition};
+use crate::gateway::Gateway;
+use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
+use crate::offset_slot::{CommitOffsets, FetchOffsets, OffsetError};
+
+/// Kafka's `offset.metadata.max.bytes` default.
+const MAX_METADATA: usize = 4096;
+/// The longest an offset request may take: below every client's request timeout.
+const MAX_DEADLINE: Duration = Duration::from_secs(25);
+/// For reads and admin commits, which no session bounds.
+const READ_DEADLINE: Duration = Duration::from_secs(10);
+/// OffsetFetch carries several groups from v8.
+const GROUPS_FROM: i16 = 8;
+
+fn offset_error_code(e: &OffsetError) -> ResponseError {
+    match e {
+        // Java's consumer retries a commit on REQUEST_TIMED_OUT.
+        OffsetError::Timeout => ResponseError::RequestTimedOut,
+        OffsetError::Backend(e) => super::backend_error_code(e),
+    }
+}
+
+/// Per topic, per partition: the answer known up front, or the index of the entry
+/// sent to the slots.
+type Planned = Vec<(TopicName, Vec<(i32, Result<usize, ResponseError>)>)>;
+
+/// Splits items by the offset slot of their partition: `(slot, positions, items)`,
+/// so a request sends one message per slot and can put the answers back in order.
+fn by_slot<T>(
+    gw: &Gateway,
+    items: Vec<T>,
+    tp: impl Fn(&T) -> &TopicPartition,
+) -> Vec<(usize, Vec<usize>, Vec<T>)> {
+    let mut per_slot: BTreeMap<usize, (Vec<usize>, Vec<T>)> = BTreeMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let slot = per_slot.entry(gw.offset_slot(tp(&item))).or_default();
+        slot.0.push(i);
+        slot.1.push(item);
+    }
+    per_slot
+        .into_iter()
+        .map(|(slot, (at, items))| (slot, at, items))
+        .collect()
+}
+
+/// Commits (or deletes) through the slots; results in the order given.
+async fn commit_all(
+    gw: &Gateway,
+    group: &Arc<str>,
+    entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
+    deadline: Instant,
+) -> Vec<Result<(), ResponseError>> {
+    let mut out = vec![Err(ResponseError::RequestTimedOut); entries.len()];
+    let sent: Vec<_> = by_slot(gw, entries, |e| &e.0)
+        .into_iter()
+        .map(|(slot, at, entries)| {
+            let group = group.clone();
+            (
+                at,
+                gw.offset_slots[slot].send(CommitOffsets {
+                    group,
+                    entries,
+                    deadline,
+                }),
+            )
+        })
+        .collect();
+    for (at, request) in sent {
+        for (i, r) in at.into_iter().zip(request.await.unwrap_or_default()) {
+            out[i] = r.map_err(|e| offset_error_code(&e));
+        }
+    }
+    out
+}
+
+/// Reads committed offsets through the slots, in the order given.
+async fn fetch_all(
+    gw: &Gateway,
+    group: &Arc<str>,
+    partitions: Vec<TopicPartition>,
+) -> Result<Vec<Option<CommittedOffset>>, ResponseError> {
+    let deadline = Instant::now() + READ_DEADLINE;
+    let mut out = vec![None; partitions.len()];
+    let sent: Vec<_> = by_slot(gw, partitions, |tp| tp)
+        .into_iter()
+        .map(|(slot, at, partitions)| {
+            let group = group.clone();
+            (
+                at,
+                gw.offset_slots[slot].send(FetchOffsets {
+                    group,
+                    partitions,
+                    deadline,
+                }),
+            )
+        })
+        .collect();
+    for (at, request) in sent {
+        let results = request
+            .await
+            .map_err(|_| ResponseError::CoordinatorLoadInProgress)?;
+        for (i, r) in at.into_iter().zip(results) {
+            out[i] = r.map_err(|e| {
+                tracing::warn!(%group, error = %e, "offset read failed");
+                // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
+                ResponseError::CoordinatorLoadInProgress
+            })?;
+        }
+    }
+    Ok(out)
+}
+
+pub async fn commit(gw: Gateway, version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let group: Arc<str> = req.group_id.as_str().into();
+    let checked = if group.is_empty() {
+        Err(ResponseError::InvalidGroupId)
+    } else {
+        gw.groups
+            .send(CheckCommit(MemberRef {
+                group: group.to_string(),
+                generation: req.generation_id_or_member_epoch,
+                member_id: req.member_id.to_string(),
+                instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
+            }))
+            .await
+            .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
+    };
+    let table = gw.topic_table();
+    // Per partition: the answer known now, or the entry to store.
+    let mut planned: Planned = Vec::new();
+    let mut entries = Vec::new();
+    for topic in req.topics {
+        let meta = table.get(&topic.name).cloned();
+        let partitions = topic
+            .partitions
+            .into_iter()
+            .map(|p| {
+                let known = meta
+                    .as_ref()
+                    .filter(|m| (0..m.partitions).contains(&p.partition_index));
+                let outcome = match (&checked, known) {
+                    (Err(e), _) => Err(*e),
+                    (_, None) => Err(ResponseError::UnknownTopicOrPartition),
+                    _ if p
+                        .committed_metadata
+                        .as_ref()
+                        .is_some_and(|m| m.len() > MAX_METADATA) =>
+                    {
+                        Err(ResponseError::OffsetMetadataTooLarge)
+                    }
+                    (Ok(_), Some(m)) => {
+                        let tp = TopicPartition {
+                            topic: m.name.clone(),
+                            partition: p.partition_index,
+                        };
+                        let stored = (p.committed_offset >= 0).then(|| CommittedOffset {
+                            offset: p.committed_offset,
+                            leader_epoch: if version >= 6 {
+                                p.committed_leader_epoch
+                            } else {
+                                -1
+                            },
+                            metadata: p
+                                .committed_metadata
+                                .as_ref()
+                                .map(|m| m.to_string())
+                                .unwrap_or_default(),
+                        });
+                        entries.push((tp, stored));
+                        Ok(entries.len() - 1)
+                    }
+                };
+                (p.partition_index, outcome)
+            })
+            .collect();
+        planned.push((topic.name, partitions));
+    }
+    if let Err(e) = &checked {
+        tracing::info!(%group, error = ?e, "offset commit refused");
+    }
+    let session = checked.unwrap_or(READ_DEADLINE);
+    let results = commit_all(
+        &gw,
+        &group,
+        entries,
+        Instant::now() + session.min(MAX_DEADLINE),
+    )
+    .await;
+    let topics = planned
+        .into_iter()
+        .map(|(name, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, outcome)| {
+                    let error = outcome.and_then(|at| results[at]).err();
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(index)
+                        .with_error_code(error.map_or(0, |e| e.code()))
+                })
+                .collect();
+            OffsetCommitResponseTopic::default()
+                .with_name(name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// One group's answer to OffsetFetch: topics with their partitions' offsets.
+async fn fetch_group(
+    gw: &Gateway,
+    group: &str,
+    topics: Option<Vec<(TopicName, Vec<i32>)>>,
+) -> Result<Vec<(TopicName, Vec<(i32, Option<CommittedOffset>)>)>, ResponseError> {
+    let group: Arc<str> = group.into();
+    let topics = match topics {
+        Some(t) => t,
+        // A null topic list (Admin listConsumerGroupOffsets): every partition with an offset.
+        None => {
+            let stored = gw.backend.committed_partitions(&group).await.map_err(|e| {
+                tracing::warn!(%group, error = %e, "listing committed partitions failed");
+                ResponseError::CoordinatorLoadInProgress
+            })?;
+            let mut by_topic: BTreeMap<Arc<str>, Vec<i32>> = BTreeMap::new();
+            for tp in stored {
+                by_topic.entry(tp.topic).or_default().push(tp.partition);
+            }
+            by_topic
+                .into_iter()
+                .map(|(t, mut ps)| {
+                    ps.sort_unstable();
+                    (TopicName(StrBytes::from_string(t.to_string())), ps)
+                })
+                .collect()
+        }
+    };
+    let wanted: Vec<TopicPartition> = topics
+        .iter()
+        .flat_map(|(t, ps)| {
+            ps.iter().map(move |p| TopicPartition {
+                topic: t.as_str().into(),
+                partition: *p,
+            })
+        })
+        .collect();
+    let mut found = fetch_all(gw, &group, wanted).await?.into_iter();
+    Ok(topics
+        .into_iter()
+        .map(|(t, ps)| {
+            let offsets = ps
+                .into_iter()
+                .map(|p| (p, found.next().flatten()))
+                .collect();
+            (t, offsets)
+        })
+        .collect())
+}
+
+pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    let part = |p: i32, c: Option<CommittedOffset>| {
+        let c = c.unwrap_or(CommittedOffset {
+            offset: -1,
+            leader_epoch: -1,
+            metadata: String::new(),
+        });
+        (
+            p,
+            c.offset,
+            if version >= 5 { c.leader_epoch } else { -1 },
+            StrBytes::from_string(c.metadata),
+        )
+    };
+    if version >= GROUPS_FROM {
+        let mut groups = Vec::with_capacity(req.groups.len());
+        for g in req.groups {
+            let topics = g.topics.map(|ts| {
+                ts.into_iter()
+                    .map(|t| (t.name, t.partition_indexes))
+                    .collect()
+            });
+            let answer = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
+            groups.push(match fetch_group(&gw, &g.group_id, topics).await {
+                Err(e) => answer.with_error_code(e.code()),
+                Ok(topics) => answer.with_topics(
+                    topics
+                        .into_iter()
+                        .map(|(name, ps)| {
+                            OffsetFetchResponseTopics::default()
+                                .with_name(name)
+                                .with_partitions(
+                                    ps.into_iter()
+                                        .map(|(p, c)| {
+                                            let (p, offset, epoch, metadata) = part(p, c);
+                                            OffsetFetchResponsePartitions::default()
+                                                .with_partition_index(p)
+                                                .with_committed_offset(offset)
+                                                .with_committed_leader_epoch(epoch)
+                                                .with_metadata(Some(metadata))
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                ),
+            });
+        }
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let requested: Option<Vec<(TopicName, Vec<i32>)>> = req.topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| (t.name, t.partition_indexes))
+            .collect()
+    });
+    match fetch_group(&gw, &req.group_id, requested.clone()).await {
+        Ok(topics) => OffsetFetchResponse::default().with_topics(
+            topics
+                .into_iter()
+                .map(|(name, ps)| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(name)
+                        .with_partitions(
+                            ps.into_iter()
+                                .map(|(p, c)| {
+                                    let (p, offset, epoch, metadata) = part(p, c);
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(offset)
+                                        .with_committed_leader_epoch(epoch)
+                                        .with_metadata(Some(metadata))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
+        // v1 has no top-level error: every requested partition carries it.
+        Err(e) if version < 2 => OffsetFetchResponse::default().with_topics(
+            requested
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, ps)| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(name)
+                        .with_partitions(
+                            ps.into_iter()
+                                .map(|p| {
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(-1)
+                                        .with_metadata(Some(StrBytes::default()))
+                                        .with_error_code(e.code())
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
+        Err(e) => OffsetFetchResponse::default().with_error_code(e.code()),
+    }
+}
+
+/// Topics the group's live members subscribe to (from their consumer-protocol metadata).
+async fn subscribed_topics(gw: &Gateway, group: &str) -> Option<HashSet<String>> {
+    let views = gw
+        .groups
+        .send(Describe(Some(vec![group.to_string()])))
+        .await
+        .ok()?;
+    let view = views.get(group)?;
+    if view.members.is_empty() {
+        return None;
+    }
+    let mut topics = HashSet::new();
+    for (_, _, _, _, metadata, _) in &view.members {
+        let mut b: Bytes = metadata.clone();
+        if b.len() < 2 {
+            continue;
+        }
+        let version = (&b[..2]).get_i16();
+        b.advance(2);
+        if let Ok(sub) = ConsumerProtocolSubscription::decode(&mut b, version) {
+            topics.extend(sub.topics.into_iter().map(|t| t.to_string()));
+        }
+    }
+    Some(topics)
+}
+
+pub async fn delete(gw: Gateway, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let group: Arc<str> = req.group_id.as_str().into();
+    let subscribed = subscribed_topics(&gw, &group).await.unwrap_or_default();
+    let known = match gw.backend.offset_groups().await {
+        Ok(groups) => groups.iter().any(|g| **g == *group) || !subscribed.is_empty(),
+        Err(_) => {
+            return OffsetDeleteResponse::default()
+                .with_error_code(ResponseError::CoordinatorLoadInProgress.code())
+        }
+    };
+    if !known {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::GroupIdNotFound.code());
+    }
+    let table = gw.topic_table();
+    let mut planned: Planned = Vec::new();
+    let mut entries = Vec::new();
+    for t in req.topics {
+        let meta = table.get(&t.name).cloned();
+        let ps: Vec<(i32, Result<usize, ResponseError>)> = t
+            .partitions
+            .iter()
+            .map(|p| {
+                let outcome = match &meta {
+                    _ if subscribed.contains(t.name.as_str()) => {
+                        Err(ResponseError::GroupSubscribedToTopic)
+                    }
+                    Some(m) if (0..m.partitions).contains(&p.partition_index) => {
+                        entries.push((
+                            TopicPartition {
+                                topic: m.name.clone(),
+                                partition: p.partition_index,
+                            },
+                            None,
+                        ));
+                        Ok(entries.len() - 1)
+                    }
+                    _ => Err(ResponseError::UnknownTopicOrPartition),
+                };
+                (p.partition_index, outcome)
+            })
+            .collect();
+        planned.push((t.name, ps));
+    }
+    let results = commit_all(&gw, &group, entries, Instant::now() + READ_DEADLINE).await;
+    let topics = planned
+        .into_iter()
+        .map(|(name, ps)| {
+            OffsetDeleteResponseTopic::default()
+                .with_name(name)
+                .with_partitions(
+                    ps.into_iter()
+                        .map(|(p, outcome)| {
+                            let error = outcome.and_then(|at| results[at]).err();
+                            OffsetDeleteResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_error_code(error.map_or(0, |e| e.code()))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetDeleteResponse::default().with_topics(topics)
+}
+
+/// Removes every committed offset of a group (DeleteGroups).
+pub async fn delete_group_offsets(gw: &Gateway, group: &str) -> Result<(), ResponseError> {
+    let partitions = gw
+        .backend
+        .committed_partitions(group)
+        .await
+        .map_err(|e| super::backend_error_code(&e))?;
+    let entries = partitions.into_iter().map(|tp| (tp, None)).collect();
+    let group: Arc<str> = group.into();
+    commit_all(gw, &group, entries, Instant::now() + READ_DEADLINE)
+        .await
+        .into_iter()
+        .collect()
+}

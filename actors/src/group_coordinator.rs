@@ -1,0 +1,804 @@
+//! The group coordinator actor: membership of classic consumer groups (JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup), after Kafka's `GroupCoordinator`.
+//!
+//! A group moves Empty → PreparingRebalance (members (re)join; the join answers wait)
+//! → CompletingRebalance (the leader computes assignments; the sync answers wait) →
+//! Stable. A join, a leave or an expired session sends it back to PreparingRebalance;
+//! other members learn it from REBALANCE_IN_PROGRESS on their next heartbeat.
+//! Assignments are relayed unread, so every client assignor works. Waiting answers
+//! are oneshot channels kept in the member; a tick every 100 ms completes rebalances
+//! whose members have all joined or whose time ran out, and expires silent members.
+//! Group state lives in memory only: after a restart members get UNKNOWN_MEMBER_ID
+//! and rejoin; committed offsets are in the backend.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use bytes::Bytes;
+use indexmap::IndexMap;
+use kafka_protocol::error::ResponseError;
+use tokio::sync::oneshot;
+
+/// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
+const MIN_SESSION: Duration = Duration::from_secs(6);
+const MAX_SESSION: Duration = Duration::from_secs(1800);
+const TICK: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupState {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+}
+
+impl GroupState {
+    /// The name Kafka's DescribeGroups and ListGroups use.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+        }
+    }
+}
+
+/// Who is asking: from the request header and the socket.
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    pub client_id: String,
+    pub host: String,
+}
+
+/// What a JoinGroup gets back.
+#[derive(Clone, Debug, Default)]
+pub struct Joined {
+    pub error: Option<ResponseError>,
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    pub protocol: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    /// For the leader only: every member with its metadata for the chosen protocol.
+    pub members: Vec<(String, Option<String>, Bytes)>,
+}
+
+/// What a SyncGroup gets back.
+#[derive(Clone, Debug, Default)]
+pub struct Synced {
+    pub error: Option<ResponseError>,
+    pub protocol_type: Option<String>,
+    pub protocol: Option<String>,
+    pub assignment: Bytes,
+}
+
+#[derive(Message)]
+#[rtype(result = "Joined")]
+pub struct Join {
+    pub group: String,
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub caller: Caller,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+    pub protocol_type: String,
+    pub protocols: Vec<(String, Bytes)>,
+    /// v4+: a member without an id is first given one (KIP-394).
+    pub require_member_id: bool,
+}
+
+#[derive(Message)]
+#[rtype(result = "Synced")]
+pub struct Sync {
+    pub group: String,
+    pub generation: i32,
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub protocol_type: Option<String>,
+    pub protocol: Option<String>,
+    pub assignments: Vec<(String, Bytes)>,
+}
+
+/// A member's generation and identity, as Heartbeat and OffsetCommit carry them.
+#[derive(Clone, Debug)]
+pub struct MemberRef {
+    pub group: String,
+    pub generation: i32,
+    pub member_id: String,
+    pub instance_id: Option<String>,
+}
+
+#[derive(Message)]
+#[rtype(result = "Option<ResponseError>")]
+pub struct Heartbeat(pub MemberRef);
+
+/// May this member commit offsets now? `Ok` carries the group's session timeout,
+/// which bounds how long the commit may take.
+#[derive(Message)]
+#[rtype(result = "Result<Duration, ResponseError>")]
+pub struct CheckCommit(pub MemberRef);
+
+/// Members leaving: `(member id, instance id)`; one answer each.
+#[derive(Message)]
+#[rtype(result = "Vec<Option<ResponseError>>")]
+pub struct Leave {
+    pub group: String,
+    pub members: Vec<(String, Option<String>)>,
+}
+
+/// A snapshot of one group for DescribeGroups, ListGroups and OffsetDelete.
+#[derive(Clone, Debug)]
+pub struct GroupView {
+    pub state: GroupState,
+    pub protocol_type: String,
+    pub protocol: String,
+    /// member id, instance id, client id, host, metadata, assignment.
+    pub members: Vec<(String, Option<String>, String, String, Bytes, Bytes)>,
+}
+
+#[derive(Message)]
+#[rtype(result = "HashMap<String, GroupView>")]
+pub struct Describe(pub Option<Vec<String>>);
+
+/// Forget an empty group (DeleteGroups); `NonEmptyGroup` if it has members.
+#[derive(Message)]
+#[rtype(result = "Result<(), ResponseError>")]
+pub struct Forget(pub String);
+
+struct Member {
+    instance_id: Option<String>,
+    caller: Caller,
+    session: Duration,
+    rebalance: Duration,
+    protocol_type: String,
+    protocols: Vec<(String, Bytes)>,
+    assignment: Bytes,
+    last_seen: Instant,
+    awaiting_join: Option<oneshot::Sender<Joined>>,
+    awaiting_sync: Option<oneshot::Sender<Synced>>,
+}
+
+struct Group {
+    state: GroupState,
+    generation: i32,
+    protocol_type: Option<String>,
+    protocol: Option<String>,
+    leader: Option<String>,
+    members: IndexMap<String, Member>,
+    /// Ids handed out with MEMBER_ID_REQUIRED, not joined yet.
+    pending: HashMap<String, Instant>,
+    /// Static members: instance id → member id.
+    instances: HashMap<String, String>,
+    /// When the current phase (join or sync) gives up on missing members.
+    deadline: Instant,
+    /// A rebalance of an empty group waits this long for more members (Kafka's
+    /// `group.initial.rebalance.delay.ms`).
+    not_before: Instant,
+}
+
+impl Group {
+    fn new() -> Self {
+        Group {
+            state: GroupState::Empty,
+            generation: 0,
+            protocol_type: None,
+            protocol: None,
+            leader: None,
+            members: IndexMap::new(),
+            pending: HashMap::new(),
+            instances: HashMap::new(),
+            deadline: Instant::now(),
+            not_before: Instant::now(),
+        }
+    }
+
+    fn rebalance_timeout(&self) -> Duration {
+        self.members
+            .values()
+            .map(|m| m.rebalance)
+            .max()
+            .unwrap_or(Duration::ZERO)
+    }
+
+    fn prepare_rebalance(&mut self, initial_delay: Duration) {
+        let now = Instant::now();
+        if self.state == GroupState::Empty {
+            self.not_before = now + initial_delay;
+        }
+        if self.state == GroupState::CompletingRebalance {
+            // Syncs waiting for the old generation learn it is over.
+            for m in self.members.values_mut() {
+                if let Some(tx) = m.awaiting_sync.take() {
+                    let _ = tx.send(Synced::failed(ResponseError::RebalanceInProgress));
+                }
+            }
+        }
+        if self.state != GroupState::PreparingRebalance {
+            self.deadline = now + self.rebalance_timeout();
+        }
+        self.state = GroupState::PreparingRebalance;
+    }
+
+    fn remove_member(&mut self, id: &str, error: ResponseError) {
+        if let Some(mut m) = self.members.shift_remove(id) {
+            if let Some(instance) = &m.instance_id {
+                self.instances.remove(instance);
+            }
+            if let Some(tx) = m.awaiting_join.take() {
+                let _ = tx.send(Joined::failed(error, id));
+            }
+            if let Some(tx) = m.awaiting_sync.take() {
+                let _ = tx.send(Synced::failed(error));
+            }
+        }
+        if self.leader.as_deref() == Some(id) {
+            self.leader = None;
+        }
+    }
+
+    /// Ends the join phase when every member has rejoined or time is up.
+    fn try_complete_join(&mut self, now: Instant) {
+        if self.state != GroupState::PreparingRebalance || now < self.not_before {
+            return;
+        }
+        let all_joined = self.members.values().all(|m| m.awaiting_join.is_some());
+        if !all_joined && now < self.deadline {
+            return;
+        }
+        let stragglers: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.awaiting_join.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in stragglers {
+            self.remove_member(&id, ResponseError::UnknownMemberId);
+        }
+        self.generation += 1;
+        if self.members.is_empty() {
+            self.state = GroupState::Empty;
+            self.protocol = None;
+            self.leader = None;
+            return;
+        }
+        self.protocol = self.choose_protocol();
+        if self
+            .leader
+            .as_ref()
+            .is_none_or(|l| !self.members.contains_key(l))
+        {
+            self.leader = self.members.keys().next().cloned();
+        }
+        self.state = GroupState::CompletingRebalance;
+        self.deadline = now + self.rebalance_timeout();
+        let leader = self.leader.clone().unwrap_or_default();
+        let protocol = self.protocol.clone().unwrap_or_default();
+        let roster: Vec<_> = self
+            .members
+            .iter()
+            .map(|(id, m)| (id.clone(), m.instance_id.clone(), m.metadata_for(&protocol)))
+            .collect();
+        for (id, m) in self.members.iter_mut() {
+            m.assignment = Bytes::new();
+            m.last_seen = now;
+            if let Some(tx) = m.awaiting_join.take() {
+                let _ = tx.send(Joined {
+                    error: None,
+                    generation: self.generation,
+                    protocol_type: self.protocol_type.clone(),
+                    protocol: self.protocol.clone(),
+                    leader: leader.clone(),
+                    member_id: id.clone(),
+                    members: if *id == leader {
+                        roster.clone()
+                    } else {
+                        Vec::new()
+                    },
+                });
+            }
+        }
+    }
+
+    /// The protocol every member supports that most members prefer (Kafka's vote).
+    fn choose_protocol(&self) -> Option<String> {
+        let mut candidates: Vec<&str> = self
+            .members
+            .values()
+            .next()?
+            .protocols
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        candidates.retain(|c| {
+            self.members
+                .values()
+                .all(|m| m.protocols.iter().any(|(n, _)| n == c))
+        });
+        let mut votes: IndexMap<&str, usize> = candidates.iter().map(|c| (*c, 0)).collect();
+        for m in self.members.values() {
+            if let Some((n, _)) = m
+                .protocols
+                .iter()
+                .find(|(n, _)| votes.contains_key(n.as_str()))
+            {
+                *votes.entry(n.as_str()).or_default() += 1;
+            }
+        }
+        let best = votes.values().copied().max()?;
+        votes
+            .into_iter()
+            .find(|(_, v)| *v == best)
+            .map(|(n, _)| n.to_string())
+    }
+
+    /// Checks generation and member like Kafka's `validateOffsetCommit` / heartbeat.
+    fn check_member(&self, r: &MemberRef) -> Result<&Member, ResponseError> {
+        if let Some(instance) = &r.instance_id {
+            if let Some(current) = self.instances.get(instance) {
+                if *current != r.member_id {
+                    return Err(ResponseError::FencedInstanceId);
+                }
+            }
+        }
+        let m = self
+            .members
+            .get(&r.member_id)
+            .ok_or(ResponseError::UnknownMemberId)?;
+        if r.generation != self.generation {
+            return Err(ResponseError::IllegalGeneration);
+        }
+        Ok(m)
+    }
+
+    fn view(&self) -> GroupView {
+        let protocol = self.protocol.clone().unwrap_or_default();
+        GroupView {
+            state: self.state,
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            protocol: protocol.clone(),
+            members: self
+                .members
+                .iter()
+                .map(|(id, m)| {
+                    (
+                        id.clone(),
+                        m.instance_id.clone(),
+                        m.caller.client_id.clone(),
+                        m.caller.host.clone(),
+                        m.metadata_for(&protocol),
+                        m.assignment.clone(),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Member {
+    fn metadata_for(&self, protocol: &str) -> Bytes {
+        self.protocols
+            .iter()
+            .find(|(n, _)| n == protocol)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Joined {
+    fn failed(error: ResponseError, member_id: &str) -> Self {
+        Joined {
+            error: Some(error),
+            generation: -1,
+            member_id: member_id.to_string(),
+            ..Default::default()
+        }
+    }
+}
+
+impl Synced {
+    fn failed(error: ResponseError) -> Self {
+        Synced {
+            error: Some(error),
+            ..Default::default()
+        }
+    }
+}
+
+pub struct GroupCoordinator {
+    groups: HashMap<String, Group>,
+    initial_delay: Duration,
+}
+
+impl GroupCoordinator {
+    pub fn new(initial_delay: Duration) -> Self {
+        GroupCoordinator {
+            groups: HashMap::new(),
+            initial_delay,
+        }
+    }
+
+    fn tick(&mut self) {
+        let now = Instant::now();
+        let delay = self.initial_delay;
+        for (name, g) in self.groups.iter_mut() {
+            // Members that stopped heartbeating (those waiting in a join are not expected to).
+            let expired: Vec<String> = g
+                .members
+                .iter()
+                .filter(|(_, m)| {
+                    m.awaiting_join.is_none() && now.duration_since(m.last_seen) > m.session
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &expired {
+                tracing::info!(group = %name, member = %id, "session expired");
+                g.remove_member(id, ResponseError::UnknownMemberId);
+            }
+            if !expired.is_empty() && g.state != GroupState::Empty {
+                g.prepare_rebalance(delay);
+            }
+            if g.state == GroupState::CompletingRebalance && now >= g.deadline {
+                // The leader never sent its assignments: start over without the silent.
+                tracing::info!(group = %name, "sync phase timed out");
+                g.prepare_rebalance(delay);
+            }
+            g.pending
+                .retain(|_, handed_out| now.duration_since(*handed_out) < MAX_SESSION);
+            g.try_complete_join(now);
+        }
+        self.groups.retain(|_, g| {
+            g.state != GroupState::Empty || !g.members.is_empty() || !g.pending.is_empty()
+        });
+    }
+}
+
+impl Actor for GroupCoordinator {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(TICK, |act, _| act.tick());
+    }
+}
+
+impl Handler<Join> for GroupCoordinator {
+    type Result = ResponseFuture<Joined>;
+
+    fn handle(&mut self, msg: Join, _: &mut Self::Context) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        let now = Instant::now();
+        let session = Duration::from_millis(msg.session_timeout_ms.max(0) as u64);
+        let answer = |j: Joined| -> ResponseFuture<Joined> { Box::pin(async move { j }) };
+        if !(MIN_SESSION..=MAX_SESSION).contains(&session) {
+            return answer(Joined::failed(
+                ResponseError::InvalidSessionTimeout,
+                &msg.member_id,
+            ));
+        }
+        if msg.group.is_empty() {
+            return answer(Joined::failed(
+                ResponseError::InvalidGroupId,
+                &msg.member_id,
+            ));
+        }
+        let delay = self.initial_delay;
+        let g = self
+            .groups
+            .entry(msg.group.clone())
+            .or_insert_with(Group::new);
+        if msg.protocols.is_empty()
+            || g.protocol_type
+                .as_ref()
+                .is_some_and(|t| *t != msg.protocol_type && !g.members.is_empty())
+        {
+            return answer(Joined::failed(
+                ResponseError::InconsistentGroupProtocol,
+                &msg.member_id,
+            ));
+        }
+        let known_instance = msg
+            .instance_id
+            .as_ref()
+            .and_then(|i| g.instances.get(i))
+            .cloned();
+        let member_id = match (&known_instance, msg.member_id.is_empty()) {
+            // A static member coming back (KIP-345) takes over its old membership.
+            (Some(old), true) => {
+                let new_id = format!(
+                    "{}-{}",
+                    msg.instance_id.clone().unwrap_or_default(),
+                    uuid::Uuid::new_v4()
+                );
+                if let Some(mut m) = g.members.shift_remove(old) {
+                    if let Some(tx) = m.awaiting_join.take() {
+                        let _ = tx.send(Joined::failed(ResponseError::FencedInstanceId, old));
+                    }
+                    g.members.insert(new_id.clone(), m);
+                }
+                if g.leader.as_deref() == Some(old.as_str()) {
+                    g.leader = Some(new_id.clone());
+                }
+                g.instances
+                    .insert(msg.instance_id.clone().unwrap_or_default(), new_id.clone());
+                new_id
+            }
+            (Some(current), false) if *current != msg.member_id => {
+                return answer(Joined::failed(
+                    ResponseError::FencedInstanceId,
+                    &msg.member_id,
+                ));
+            }
+            (None, true) => {
+                let id = format!("{}-{}", msg.caller.client_id, uuid::Uuid::new_v4());
+                if msg.require_member_id && msg.instance_id.is_none() {
+                    g.pending.insert(id.clone(), now);
+                    return answer(Joined::failed(ResponseError::MemberIdRequired, &id));
+                }
+                id
+            }
+            _ => {
+                let id = msg.member_id.clone();
+                if !g.members.contains_key(&id) && g.pending.remove(&id).is_none() {
+                    return answer(Joined::failed(ResponseError::UnknownMemberId, &id));
+                }
+                id
+            }
+        };
+        if let Some(instance) = &msg.instance_id {
+            g.instances.insert(instance.clone(), member_id.clone());
+        }
+        let unchanged = g
+            .members
+            .get(&member_id)
+            .is_some_and(|m| m.protocols == msg.protocols && m.protocol_type == msg.protocol_type);
+        let member = g
+            .members
+            .entry(member_id.clone())
+            .or_insert_with(|| Member {
+                instance_id: msg.instance_id.clone(),
+                caller: msg.caller.clone(),
+                session,
+                rebalance: Duration::ZERO,
+                protocol_type: msg.protocol_type.clone(),
+                protocols: Vec::new(),
+                assignment: Bytes::new(),
+                last_seen: now,
+                awaiting_join: None,
+                awaiting_sync: None,
+            });
+        member.session = session;
+        member.rebalance =
+            Duration::from_millis(msg.rebalance_timeout_ms.max(0) as u64).max(session);
+        member.protocols = msg.protocols;
+        member.protocol_type = msg.protocol_type.clone();
+        member.last_seen = now;
+        g.protocol_type = Some(msg.protocol_type);
+        let is_leader = g.leader.as_deref() == Some(member_id.as_str());
+        match g.state {
+            // Nothing changed for a follower: it only missed its answer; no rebalance.
+            GroupState::Stable | GroupState::CompletingRebalance if unchanged && !is_leader => {
+                let joined = Joined {
+                    error: None,
+                    generation: g.generation,
+                    protocol_type: g.protocol_type.clone(),
+                    protocol: g.protocol.clone(),
+                    leader: g.leader.clone().unwrap_or_default(),
+                    member_id,
+                    members: Vec::new(),
+                };
+                return answer(joined);
+            }
+            _ => {
+                if let Some(m) = g.members.get_mut(&member_id) {
+                    if let Some(old) = m.awaiting_join.replace(tx) {
+                        let _ =
+                            old.send(Joined::failed(ResponseError::UnknownMemberId, &member_id));
+                    }
+                }
+                g.prepare_rebalance(delay);
+                g.try_complete_join(now);
+            }
+        }
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| Joined::failed(ResponseError::CoordinatorNotAvailable, ""))
+        })
+    }
+}
+
+impl Handler<Sync> for GroupCoordinator {
+    type Result = ResponseFuture<Synced>;
+
+    fn handle(&mut self, msg: Sync, _: &mut Self::Context) -> Self::Result {
+        let answer = |s: Synced| -> ResponseFuture<Synced> { Box::pin(async move { s }) };
+        let Some(g) = self.groups.get_mut(&msg.group) else {
+            return answer(Synced::failed(ResponseError::UnknownMemberId));
+        };
+        let member_ref = MemberRef {
+            group: msg.group.clone(),
+            generation: msg.generation,
+            member_id: msg.member_id.clone(),
+            instance_id: msg.instance_id.clone(),
+        };
+        if let Err(e) = g.check_member(&member_ref) {
+            return answer(Synced::failed(e));
+        }
+        let mismatch =
+            |asked: &Option<String>, chosen: &Option<String>| asked.is_some() && asked != chosen;
+        if mismatch(&msg.protocol_type, &g.protocol_type) || mismatch(&msg.protocol, &g.protocol) {
+            return answer(Synced::failed(ResponseError::InconsistentGroupProtocol));
+        }
+        let done = |g: &Group, member: &Member| Synced {
+            error: None,
+            protocol_type: g.protocol_type.clone(),
+            protocol: g.protocol.clone(),
+            assignment: member.assignment.clone(),
+        };
+        match g.state {
+            GroupState::PreparingRebalance | GroupState::Empty => {
+                answer(Synced::failed(ResponseError::RebalanceInProgress))
+            }
+            GroupState::Stable => {
+                let m = &g.members[&msg.member_id];
+                answer(done(g, m))
+            }
+            GroupState::CompletingRebalance => {
+                let (tx, rx) = oneshot::channel();
+                let now = Instant::now();
+                if let Some(m) = g.members.get_mut(&msg.member_id) {
+                    m.awaiting_sync = Some(tx);
+                    m.last_seen = now;
+                }
+                if g.leader.as_deref() == Some(msg.member_id.as_str()) {
+                    let mut assignments: HashMap<String, Bytes> =
+                        msg.assignments.into_iter().collect();
+                    for (id, m) in g.members.iter_mut() {
+                        m.assignment = assignments.remove(id).unwrap_or_default();
+                    }
+                    g.state = GroupState::Stable;
+                    let answers: Vec<(oneshot::Sender<Synced>, Synced)> = g
+                        .members
+                        .values_mut()
+                        .filter_map(|m| m.awaiting_sync.take().map(|tx| (tx, m.assignment.clone())))
+                        .map(|(tx, assignment)| {
+                            (
+                                tx,
+                                Synced {
+                                    error: None,
+                                    protocol_type: g.protocol_type.clone(),
+                                    protocol: g.protocol.clone(),
+                                    assignment,
+                                },
+                            )
+                        })
+                        .collect();
+                    for (tx, s) in answers {
+                        let _ = tx.send(s);
+                    }
+                }
+                Box::pin(async move {
+                    rx.await
+                        .unwrap_or_else(|_| Synced::failed(ResponseError::RebalanceInProgress))
+                })
+            }
+        }
+    }
+}
+
+impl Handler<Heartbeat> for GroupCoordinator {
+    type Result = Option<ResponseError>;
+
+    fn handle(&mut self, Heartbeat(r): Heartbeat, _: &mut Self::Context) -> Self::Result {
+        let Some(g) = self.groups.get_mut(&r.group) else {
+            return Some(ResponseError::UnknownMemberId);
+        };
+        if let Err(e) = g.check_member(&r) {
+            return Some(e);
+        }
+        if let Some(m) = g.members.get_mut(&r.member_id) {
+            m.last_seen = Instant::now();
+        }
+        (g.state == GroupState::PreparingRebalance).then_some(ResponseError::RebalanceInProgress)
+    }
+}
+
+impl Handler<CheckCommit> for GroupCoordinator {
+    type Result = Result<Duration, ResponseError>;
+
+    fn handle(&mut self, CheckCommit(r): CheckCommit, _: &mut Self::Context) -> Self::Result {
+        let g = match self.groups.get_mut(&r.group) {
+            // Admin tools and simple consumers commit outside any generation.
+            None
+            | Some(Group {
+                state: GroupState::Empty,
+                ..
+            }) if r.generation < 0 => return Ok(MIN_SESSION),
+            // A generation from before a restart: rejoin first.
+            None => return Err(ResponseError::UnknownMemberId),
+            Some(g) => g,
+        };
+        let m = g.check_member(&r)?;
+        let session = m.session;
+        match g.state {
+            GroupState::PreparingRebalance | GroupState::CompletingRebalance => {
+                Err(ResponseError::RebalanceInProgress)
+            }
+            _ => {
+                if let Some(m) = g.members.get_mut(&r.member_id) {
+                    m.last_seen = Instant::now();
+                }
+                Ok(session)
+            }
+        }
+    }
+}
+
+impl Handler<Leave> for GroupCoordinator {
+    type Result = Vec<Option<ResponseError>>;
+
+    fn handle(&mut self, msg: Leave, _: &mut Self::Context) -> Self::Result {
+        let delay = self.initial_delay;
+        let Some(g) = self.groups.get_mut(&msg.group) else {
+            return msg
+                .members
+                .iter()
+                .map(|_| Some(ResponseError::UnknownMemberId))
+                .collect();
+        };
+        let mut left = false;
+        let out = msg
+            .members
+            .iter()
+            .map(|(member_id, instance_id)| {
+                let id = match instance_id.as_ref().and_then(|i| g.instances.get(i)) {
+                    Some(current) if !member_id.is_empty() && current != member_id => {
+                        return Some(ResponseError::FencedInstanceId);
+                    }
+                    Some(current) => current.clone(),
+                    None => member_id.clone(),
+                };
+                if !g.members.contains_key(&id) {
+                    return Some(ResponseError::UnknownMemberId);
+                }
+                g.remove_member(&id, ResponseError::UnknownMemberId);
+                left = true;
+                None
+            })
+            .collect();
+        if left {
+            tracing::info!(group = %msg.group, "member left; rebalancing");
+            g.prepare_rebalance(delay);
+            g.try_complete_join(Instant::now());
+        }
+        out
+    }
+}
+
+impl Handler<Describe> for GroupCoordinator {
+    type Result = MessageResult<Describe>;
+
+    fn handle(&mut self, Describe(names): Describe, _: &mut Self::Context) -> Self::Result {
+        let views = self
+            .groups
+            .iter()
+            .filter(|(name, _)| names.as_ref().is_none_or(|n| n.contains(name)))
+            .map(|(name, g)| (name.clone(), g.view()))
+            .collect();
+        MessageResult(views)
+    }
+}
+
+impl Handler<Forget> for GroupCoordinator {
+    type Result = Result<(), ResponseError>;
+
+    fn handle(&mut self, Forget(name): Forget, _: &mut Self::Context) -> Self::Result {
+        match self.groups.get(&name) {
+            Some(g) if !g.members.is_empty() => Err(ResponseError::NonEmptyGroup),
+            _ => {
+                self.groups.remove(&name);
+                Ok(())
+            }
+        }
+    }
+}

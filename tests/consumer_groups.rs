@@ -1,0 +1,215 @@
+//! Consumer groups through librdkafka (the `rdkafka` crate): members share a topic's
+//! partitions, commit, and resume from their commits after a rebalance and after a
+//! gateway restart; admin paths list, describe and delete groups.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::TopicPartitionList;
+
+use support::Gateway;
+
+/// Settings that keep group tests quick: a short first-rebalance delay.
+const FAST_GROUPS: &[(&str, &str)] = &[("group_initial_rebalance_delay_ms", "200")];
+
+fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let results = rt
+        .block_on(admin.create_topics(&[topic], &AdminOptions::new()))
+        .unwrap();
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+}
+
+/// Produces `count` records numbered from `first`, spread over the partitions.
+fn produce(bootstrap: &str, topic: &str, first: usize, count: usize) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "2")
+        .create()
+        .unwrap();
+    for n in first..first + count {
+        let value = n.to_string();
+        let key = format!("k{n}");
+        producer
+            .send(BaseRecord::to(topic).key(&key).payload(&value))
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+fn member(bootstrap: &str, group: &str, topic: &str, assignor: &str) -> BaseConsumer {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "500")
+        .set("partition.assignment.strategy", assignor)
+        .create()
+        .unwrap();
+    c.subscribe(&[topic]).unwrap();
+    c
+}
+
+/// Polls every consumer in turn until `want` records arrived in all or time runs out.
+/// Returns the records each consumer got, as `(partition, value)`.
+fn consume(consumers: &[&BaseConsumer], want: usize, within: Duration) -> Vec<Vec<(i32, String)>> {
+    let mut got: Vec<Vec<(i32, String)>> = vec![Vec::new(); consumers.len()];
+    let deadline = Instant::now() + within;
+    while got.iter().map(Vec::len).sum::<usize>() < want && Instant::now() < deadline {
+        for (i, c) in consumers.iter().enumerate() {
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+                let value = String::from_utf8(m.payload().unwrap().to_vec()).unwrap();
+                got[i].push((m.partition(), value));
+            }
+        }
+    }
+    got
+}
+
+fn commit(c: &BaseConsumer) {
+    c.commit_consumer_state(CommitMode::Sync).expect("commit");
+}
+
+#[test]
+fn members_share_partitions_and_resume_from_commits() {
+    let gw = Gateway::start_with(FAST_GROUPS);
+    let b = gw.bootstrap();
+    create_topic(&b, "shared", 6);
+    produce(&b, "shared", 0, 600);
+
+    let members: Vec<BaseConsumer> = (0..3).map(|_| member(&b, "g1", "shared", "range")).collect();
+    let refs: Vec<&BaseConsumer> = members.iter().collect();
+    let got = consume(&refs, 600, Duration::from_secs(60));
+    let all: Vec<&String> = got.iter().flatten().map(|(_, v)| v).collect();
+    assert_eq!(all.len(), 600, "records read: {}", all.len());
+    assert_eq!(all.iter().collect::<HashSet<_>>().len(), 600, "a record was read twice");
+    // Each partition was read by exactly one member, and every member had some.
+    let mut owner: HashMap<i32, usize> = HashMap::new();
+    for (i, records) in got.iter().enumerate() {
+        for (p, _) in records {
+            assert_eq!(*owner.entry(*p).or_insert(i), i, "partition {p} read by two members");
+        }
+    }
+    assert!(got.iter().all(|r| !r.is_empty()), "a member got nothing: {:?}", got.iter().map(Vec::len).collect::<Vec<_>>());
+    for m in &members {
+        commit(m);
+    }
+    drop(members);
+
+    // A new member of the same group resumes after the commits: only new records.
+    produce(&b, "shared", 600, 60);
+    let late = member(&b, "g1", "shared", "range");
+    let got = consume(&[&late], 60, Duration::from_secs(30));
+    let mut values: Vec<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
+    values.sort_unstable();
+    assert_eq!(values, (600..660).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_leaving_member_hands_its_partitions_over_cooperatively() {
+    let gw = Gateway::start_with(FAST_GROUPS);
+    let b = gw.bootstrap();
+    create_topic(&b, "handover", 4);
+    produce(&b, "handover", 0, 200);
+    let first = member(&b, "g2", "handover", "cooperative-sticky");
+    let second = member(&b, "g2", "handover", "cooperative-sticky");
+    let got = consume(&[&first, &second], 200, Duration::from_secs(60));
+    assert_eq!(got.iter().map(Vec::len).sum::<usize>(), 200);
+    commit(&first);
+    commit(&second);
+    drop(first); // leaves the group: its partitions move to the other member
+
+    produce(&b, "handover", 200, 100);
+    let got = consume(&[&second], 100, Duration::from_secs(60));
+    let values: HashSet<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
+    assert_eq!(values, (200..300).collect(), "the remaining member did not take over");
+}
+
+#[test]
+fn commits_survive_a_gateway_kill() {
+    let mut gw = Gateway::start_with(FAST_GROUPS);
+    let b = gw.bootstrap();
+    create_topic(&b, "durable", 2);
+    produce(&b, "durable", 0, 100);
+    let c = member(&b, "g3", "durable", "range");
+    assert_eq!(consume(&[&c], 100, Duration::from_secs(30))[0].len(), 100);
+    commit(&c);
+    drop(c);
+
+    gw.restart_after_kill();
+    produce(&b, "durable", 100, 20);
+    let c = member(&b, "g3", "durable", "range");
+    let got = consume(&[&c], 20, Duration::from_secs(30));
+    let mut values: Vec<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
+    values.sort_unstable();
+    assert_eq!(values, (100..120).collect::<Vec<_>>(), "did not resume from the commit");
+
+    // The committed offsets read back as committed.
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition("durable", 0);
+    tpl.add_partition("durable", 1);
+    let committed = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    let total: i64 = committed
+        .elements()
+        .iter()
+        .map(|e| e.offset().to_raw().unwrap_or(-1))
+        .sum();
+    assert_eq!(total, 100, "committed offsets: {committed:?}");
+}
+
+#[test]
+fn groups_are_listed_described_and_deleted() {
+    let gw = Gateway::start_with(FAST_GROUPS);
+    let b = gw.bootstrap();
+    create_topic(&b, "admin", 1);
+    produce(&b, "admin", 0, 10);
+    let c = member(&b, "g4", "admin", "range");
+    assert_eq!(consume(&[&c], 10, Duration::from_secs(30))[0].len(), 10);
+    commit(&c);
+
+    let groups = c.fetch_group_list(Some("g4"), Duration::from_secs(10)).unwrap();
+    let g = &groups.groups()[0];
+    assert_eq!((g.name(), g.state(), g.protocol_type()), ("g4", "Stable", "consumer"));
+    assert_eq!(g.members().len(), 1);
+    drop(c);
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &b)
+        .create()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // The member is gone, so the group is empty and may be deleted, offsets with it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let deleted = rt.block_on(admin.delete_groups(&["g4"], &AdminOptions::new())).unwrap();
+        match &deleted[0] {
+            Ok(_) => break,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("delete not yet possible: {e:?}");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => panic!("group not deleted: {e:?}"),
+        }
+    }
+    let again = rt.block_on(admin.delete_groups(&["g4"], &AdminOptions::new())).unwrap();
+    assert!(again[0].is_err(), "deleting a deleted group succeeded");
+    // A new member starts from the beginning again: the offsets went with the group.
+    let c = member(&b, "g4", "admin", "range");
+    assert_eq!(consume(&[&c], 10, Duration::from_secs(30))[0].len(), 10);
+}
