@@ -1,6 +1,7 @@
 //! The gateway program: settings, storage, actors, listener, and a graceful stop.
 
 mod embedded;
+mod iggy;
 mod settings;
 
 use std::path::PathBuf;
@@ -28,6 +29,10 @@ enum StartError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Iggy(#[from] iggy::StartError),
+    #[error("configuration error: {0}")]
+    Settings(#[from] settings::SettingsError),
     #[error("cannot load topics: {0}")]
     Topics(#[from] iggy_kafka_actors::BackendError),
 }
@@ -86,6 +91,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
             )?;
             Arc::new(store)
         }
+        BackendKind::Iggy => Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?),
     };
     let listener = TcpListener::bind(settings.bind_address)
         .await

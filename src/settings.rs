@@ -11,6 +11,7 @@ use iggy_kafka_actors::BrokerSettings;
 use serde::Deserialize;
 
 use crate::embedded::SyncPolicy;
+use crate::iggy::IggyConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -36,6 +37,19 @@ pub enum Durability {
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     Embedded,
+    /// An Apache Iggy server (`iggy_*` settings, `docs/IGGY_MAPPING.md`).
+    Iggy,
+}
+
+/// A setting never shown: `Debug` prints a placeholder.
+#[derive(Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -53,6 +67,27 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub fsync_interval_ms: u64,
+    /// Iggy server (TCP) of the `iggy` backend.
+    pub iggy_address: String,
+    pub iggy_username: String,
+    /// Better set through `IGGY_KAFKA_IGGY_PASSWORD` or `iggy_password_file`.
+    pub iggy_password: Secret,
+    /// File holding the password (trailing newline ignored); wins over `iggy_password`.
+    pub iggy_password_file: Option<PathBuf>,
+    /// Iggy stream holding the Kafka topics.
+    pub iggy_stream: String,
+    /// Iggy stream the gateway keeps its own state in.
+    pub iggy_gateway_stream: String,
+    /// Produce clients; a partition always uses the same one.
+    pub iggy_produce_clients: usize,
+    /// Clients for Fetch and ListOffsets.
+    pub iggy_read_clients: usize,
+    /// How long startup keeps retrying an unreachable Iggy server.
+    pub iggy_connect_timeout_ms: u64,
+    /// Longest wait for one Iggy call before clients get a retriable error.
+    pub iggy_request_timeout_ms: u64,
+    /// Topics the gateway creates fsync every write in Iggy.
+    pub iggy_fsync: bool,
     pub max_request_bytes: usize,
     pub max_connections: usize,
     pub max_inflight_per_connection: usize,
@@ -85,6 +120,17 @@ impl Default for Settings {
             data_dir: PathBuf::from("./data"),
             durability: Durability::Interval,
             fsync_interval_ms: 1_000,
+            iggy_address: "127.0.0.1:8090".into(),
+            iggy_username: "iggy".into(),
+            iggy_password: Secret("iggy".into()),
+            iggy_password_file: None,
+            iggy_stream: "kafka".into(),
+            iggy_gateway_stream: "kafka-gateway".into(),
+            iggy_produce_clients: 4,
+            iggy_read_clients: 4,
+            iggy_connect_timeout_ms: 30_000,
+            iggy_request_timeout_ms: 15_000,
+            iggy_fsync: false,
             max_request_bytes: 100 * 1024 * 1024,
             max_connections: 10_000,
             max_inflight_per_connection: 5,
@@ -162,7 +208,74 @@ impl Settings {
                 reason: "must not be empty".into(),
             });
         }
+        if self.backend == BackendKind::Iggy {
+            self.check_iggy()?;
+        }
         Ok(())
+    }
+
+    fn check_iggy(&self) -> Result<(), SettingsError> {
+        let positive = [
+            ("iggy_produce_clients", self.iggy_produce_clients as u64),
+            ("iggy_read_clients", self.iggy_read_clients as u64),
+            ("iggy_connect_timeout_ms", self.iggy_connect_timeout_ms),
+            ("iggy_request_timeout_ms", self.iggy_request_timeout_ms),
+        ];
+        for (name, value) in positive {
+            if value < 1 {
+                return Err(SettingsError::Invalid {
+                    name,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        let names = [
+            ("iggy_address", &self.iggy_address),
+            ("iggy_username", &self.iggy_username),
+            ("iggy_stream", &self.iggy_stream),
+            ("iggy_gateway_stream", &self.iggy_gateway_stream),
+        ];
+        for (name, value) in names {
+            if value.trim().is_empty() || value.len() > 255 {
+                return Err(SettingsError::Invalid {
+                    name,
+                    reason: "must be 1 to 255 bytes".into(),
+                });
+            }
+        }
+        if self.iggy_stream == self.iggy_gateway_stream {
+            return Err(SettingsError::Invalid {
+                name: "iggy_gateway_stream",
+                reason: "must differ from iggy_stream".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The Iggy backend's configuration; reads the password file if one is set.
+    pub fn iggy(&self) -> Result<IggyConfig, SettingsError> {
+        let password = match &self.iggy_password_file {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| SettingsError::Invalid {
+                    name: "iggy_password_file",
+                    reason: format!("cannot read {}: {e}", path.display()),
+                })?
+                .trim_end_matches(['\r', '\n'])
+                .to_string(),
+            None => self.iggy_password.0.clone(),
+        };
+        Ok(IggyConfig {
+            address: self.iggy_address.clone(),
+            username: self.iggy_username.clone(),
+            password,
+            stream: self.iggy_stream.clone(),
+            gateway_stream: self.iggy_gateway_stream.clone(),
+            produce_clients: self.iggy_produce_clients,
+            read_clients: self.iggy_read_clients,
+            connect_timeout: Duration::from_millis(self.iggy_connect_timeout_ms),
+            request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),
+            fsync: self.iggy_fsync,
+        })
     }
 
     pub fn sync_policy(&self) -> SyncPolicy {

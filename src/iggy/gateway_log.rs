@@ -1,0 +1,116 @@
+//! The gateway's own state in Iggy: one-partition topics in a gateway-owned stream
+//! (setting `iggy_gateway_stream`), used as append-only logs of small records.
+//! Appending gives each record a unique, ordered Iggy offset, which is what makes
+//! producer-id blocks unique across restarts and across gateways sharing a server.
+
+use bytes::Bytes;
+use iggy::prelude::{
+    Consumer, Identifier, IggyError, IggyMessage, MessageClient, Partitioning, PollingStrategy,
+    StreamClient, TopicClient, TopicCreateOptions,
+};
+use iggy_common::{IggyExpiry, MaxTopicSize};
+
+use super::pool::Conn;
+
+/// Kafka topic definitions the gateway made (id, configs, replication factor).
+pub const TOPICS: &str = "topics";
+/// Producer-id blocks: record `n` owns ids `n * BLOCK ..`.
+pub const PRODUCER_IDS: &str = "producer-ids";
+/// Committed consumer-group offsets, as Kafka sent them.
+pub const COMMITTED_OFFSETS: &str = "committed-offsets";
+const PAGE: u32 = 1_000;
+
+fn named(name: &str) -> Result<Identifier, IggyError> {
+    Identifier::named(name)
+}
+
+/// Creates `stream` when missing (a concurrent creator winning is fine).
+pub async fn ensure_stream(conn: &Conn, stream: &str) -> Result<(), IggyError> {
+    let c = conn.ready().await?;
+    if c.get_stream(&named(stream)?).await?.is_some() {
+        return Ok(());
+    }
+    match c.create_stream(stream).await {
+        Ok(_) | Err(IggyError::StreamNameAlreadyExists(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the gateway stream and its logs; they never expire.
+pub async fn ensure_logs(conn: &Conn, stream: &str) -> Result<(), IggyError> {
+    ensure_stream(conn, stream).await?;
+    for topic in [TOPICS, PRODUCER_IDS, COMMITTED_OFFSETS] {
+        let c = conn.ready().await?;
+        if c.get_topic(&named(stream)?, &named(topic)?)
+            .await?
+            .is_some()
+        {
+            continue;
+        }
+        let options = TopicCreateOptions {
+            partitions_count: Some(1),
+            message_expiry: Some(IggyExpiry::NeverExpire),
+            max_topic_size: Some(MaxTopicSize::Unlimited),
+            ..TopicCreateOptions::default()
+        };
+        match c.create_topic(&named(stream)?, topic, &options).await {
+            Ok(_) | Err(IggyError::TopicNameAlreadyExists(..)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Appends one record; returns its offset in the log.
+pub async fn append(conn: &Conn, stream: &str, log: &str, record: Bytes) -> Result<u64, IggyError> {
+    let mut message = [IggyMessage::builder().payload(record).build()?];
+    let c = conn.ready().await?;
+    let sent = c
+        .send_messages(
+            &named(stream)?,
+            &named(log)?,
+            &Partitioning::partition_id(0),
+            &mut message,
+        )
+        .await?;
+    match sent.confirmations.first() {
+        Some(confirmation) => Ok(confirmation.base_offset),
+        // Servers that do not confirm offsets: the record is the last one now only
+        // if nobody else appended meanwhile, which the callers cannot rely on.
+        None => Err(IggyError::InvalidOffset(0)),
+    }
+}
+
+/// Every record of a log, oldest first, with its offset.
+pub async fn read_all(
+    conn: &Conn,
+    stream: &str,
+    log: &str,
+) -> Result<Vec<(u64, Bytes)>, IggyError> {
+    let mut out = Vec::new();
+    let mut next = 0;
+    loop {
+        let c = conn.ready().await?;
+        let polled = c
+            .poll_messages(
+                &named(stream)?,
+                &named(log)?,
+                Some(0),
+                &Consumer::default(),
+                &PollingStrategy::offset(next),
+                PAGE,
+                false,
+            )
+            .await?;
+        let Some(last) = polled.messages.last() else {
+            return Ok(out);
+        };
+        next = last.header.offset + 1;
+        out.extend(
+            polled
+                .messages
+                .into_iter()
+                .map(|m| (m.header.offset, m.payload)),
+        );
+    }
+}

@@ -1,0 +1,592 @@
+//! One Kafka record ⇄ one Iggy message (`docs/IGGY_MAPPING.md` is the reference).
+//!
+//! The Kafka value is the Iggy payload, unchanged, so native Iggy consumers read it
+//! as is. Everything else travels in Iggy user headers under the reserved prefix
+//! `kafka.`, with a marker header naming the mapping version:
+//!
+//! | header                 | kind   | when                                         |
+//! |------------------------|--------|----------------------------------------------|
+//! | `kafka.mapping`        | uint8  | always: mapping version (1)                  |
+//! | `kafka.timestamp`      | int64  | always: the record timestamp in ms           |
+//! | `kafka.timestamp_type` | string | only `LogAppendTime` (absent: `CreateTime`)  |
+//! | `kafka.key`            | raw    | key of 1 to 255 bytes                        |
+//! | `kafka.value`          | string | `null` for a null value (payload empty)      |
+//! | `kafka.producer`       | raw    | first record of an idempotent batch          |
+//! | `kafka.extra.NNN`      | raw    | fallback blob, in chunks of up to 255 bytes  |
+//! | `kafka.split`          | uint32 | fallback blob too big for headers: it is the |
+//! |                        |        | first N bytes of the payload                 |
+//!
+//! Kafka headers become Iggy headers of the same name (string key, raw value) when
+//! Iggy can hold them exactly. Iggy header keys and values are 1 to 255 bytes and a
+//! message's headers form a map; Kafka allows empty or null values, repeated names,
+//! any length and order. A record whose key or headers do not fit goes to the
+//! lossless fallback: its key and/or full header list are serialized into a blob.
+//!
+//! The user headers are written and read as Iggy's wire TLV list
+//! (`kind u8 | length u32 LE | bytes` for each key, then each value) in order,
+//! so the gateway keeps Kafka header order even where the SDK's map would not.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use iggy_common::{HeaderKind, HeaderValue};
+
+use super::kafka_batch::{KafkaHeader, KafkaRecord};
+
+pub const MAPPING_VERSION: u8 = 1;
+/// Header names the gateway owns; a Kafka header named like this goes to the fallback.
+pub const RESERVED_PREFIX: &str = "kafka.";
+const MARKER: &[u8] = b"kafka.mapping";
+const TIMESTAMP: &[u8] = b"kafka.timestamp";
+const TIMESTAMP_TYPE: &[u8] = b"kafka.timestamp_type";
+const KEY: &[u8] = b"kafka.key";
+const VALUE: &[u8] = b"kafka.value";
+pub const PRODUCER: &[u8] = b"kafka.producer";
+const EXTRA: &str = "kafka.extra.";
+const SPLIT: &[u8] = b"kafka.split";
+const LOG_APPEND_TIME: &[u8] = b"LogAppendTime";
+const NULL: &[u8] = b"null";
+
+/// Iggy's limits on one header field and on all of a message's headers.
+const MAX_FIELD: usize = 255;
+const MAX_HEADERS_BYTES: usize = iggy_common::MAX_USER_HEADERS_SIZE as usize;
+
+const STRING: u8 = 2;
+const RAW: u8 = 1;
+const INT64: u8 = 7;
+const UINT8: u8 = 9;
+const UINT32: u8 = 11;
+
+const BLOB_KEY: u8 = 1;
+const BLOB_HEADERS: u8 = 2;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MappingError {
+    #[error("message headers are malformed")]
+    Headers,
+    #[error("message was written by mapping version {0}, newer than this gateway's")]
+    Version(u8),
+    #[error("the gateway's fallback data in the message is malformed")]
+    Blob,
+}
+
+/// What an idempotent producer's batch says about itself; kept on its first message
+/// so duplicate and sequence checks can be rebuilt after a gateway restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerStamp {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub record_count: i32,
+}
+
+impl ProducerStamp {
+    fn encode(&self) -> [u8; 18] {
+        let mut out = [0; 18];
+        out[..8].copy_from_slice(&self.producer_id.to_be_bytes());
+        out[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
+        out[10..14].copy_from_slice(&self.base_sequence.to_be_bytes());
+        out[14..].copy_from_slice(&self.record_count.to_be_bytes());
+        out
+    }
+
+    fn decode(mut b: &[u8]) -> Option<Self> {
+        (b.len() == 18).then(|| ProducerStamp {
+            producer_id: b.get_i64(),
+            producer_epoch: b.get_i16(),
+            base_sequence: b.get_i32(),
+            record_count: b.get_i32(),
+        })
+    }
+}
+
+/// An Iggy message's payload and encoded user headers.
+#[derive(Debug, PartialEq, Eq)]
+pub struct IggyParts {
+    pub payload: Bytes,
+    pub headers: Bytes,
+}
+
+#[derive(Default)]
+struct Tlv(BytesMut);
+
+impl Tlv {
+    fn field(&mut self, kind: u8, bytes: &[u8]) {
+        self.0.put_u8(kind);
+        self.0.put_u32_le(bytes.len() as u32);
+        self.0.put_slice(bytes);
+    }
+
+    fn entry(&mut self, name: &[u8], kind: u8, value: &[u8]) {
+        self.field(STRING, name);
+        self.field(kind, value);
+    }
+}
+
+fn entry_size(name: usize, value: usize) -> usize {
+    10 + name + value
+}
+
+/// Kafka headers Iggy holds as they are: every name a unique, unreserved UTF-8
+/// string of 1–255 bytes, every value 1–255 bytes, all within the size limit.
+fn headers_are_native(headers: &[KafkaHeader], budget: usize) -> bool {
+    let mut size = 0;
+    for (i, (name, value)) in headers.iter().enumerate() {
+        let Some(value) = value else { return false };
+        let fits = |n: usize| (1..=MAX_FIELD).contains(&n);
+        if !fits(name.len())
+            || !fits(value.len())
+            || name.starts_with(RESERVED_PREFIX.as_bytes())
+            || std::str::from_utf8(name).is_err()
+            || headers[..i].iter().any(|(n, _)| n == name)
+        {
+            return false;
+        }
+        size += entry_size(name.len(), value.len());
+    }
+    size <= budget
+}
+
+fn key_is_native(key: &Option<Bytes>) -> bool {
+    key.as_ref()
+        .is_none_or(|k| (1..=MAX_FIELD).contains(&k.len()))
+}
+
+/// The record as an Iggy message.
+pub fn to_iggy(
+    r: &KafkaRecord,
+    log_append_time: bool,
+    producer: Option<ProducerStamp>,
+) -> IggyParts {
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+    tlv.entry(TIMESTAMP, INT64, &r.timestamp.to_le_bytes());
+    if log_append_time {
+        tlv.entry(TIMESTAMP_TYPE, STRING, LOG_APPEND_TIME);
+    }
+    if r.value.is_none() {
+        tlv.entry(VALUE, STRING, NULL);
+    }
+    if let Some(p) = producer {
+        tlv.entry(PRODUCER, RAW, &p.encode());
+    }
+    let native_key = key_is_native(&r.key);
+    if let (true, Some(key)) = (native_key, &r.key) {
+        tlv.entry(KEY, RAW, key);
+    }
+    let value = r.value.clone().unwrap_or_default();
+    // Room left for Kafka headers, keeping space for a `kafka.split` entry.
+    let budget = MAX_HEADERS_BYTES.saturating_sub(tlv.0.len() + entry_size(SPLIT.len(), 4));
+    let native_headers = headers_are_native(&r.headers, budget);
+    if native_headers {
+        for (name, value) in &r.headers {
+            tlv.entry(name, RAW, value.as_deref().unwrap_or_default());
+        }
+    }
+    if native_key && native_headers {
+        return IggyParts {
+            payload: value,
+            headers: tlv.0.freeze(),
+        };
+    }
+    // The fallback: whatever Iggy cannot hold, serialized.
+    let blob = encode_blob(
+        (!native_key).then_some(&r.key),
+        (!native_headers).then_some(&r.headers[..]),
+    );
+    let budget = MAX_HEADERS_BYTES.saturating_sub(tlv.0.len() + entry_size(SPLIT.len(), 4));
+    let chunks = blob.len().div_ceil(MAX_FIELD);
+    let chunk_entry = entry_size(EXTRA.len() + 3, MAX_FIELD);
+    if chunks <= 999 && chunks * chunk_entry <= budget {
+        for (i, chunk) in blob.chunks(MAX_FIELD).enumerate() {
+            tlv.entry(format!("{EXTRA}{i:03}").as_bytes(), RAW, chunk);
+        }
+        return IggyParts {
+            payload: value,
+            headers: tlv.0.freeze(),
+        };
+    }
+    // Too big for headers at all: the blob leads the payload.
+    tlv.entry(SPLIT, UINT32, &(blob.len() as u32).to_le_bytes());
+    let mut payload = BytesMut::with_capacity(blob.len() + value.len());
+    payload.extend_from_slice(&blob);
+    payload.extend_from_slice(&value);
+    IggyParts {
+        payload: payload.freeze(),
+        headers: tlv.0.freeze(),
+    }
+}
+
+fn encode_blob(key: Option<&Option<Bytes>>, headers: Option<&[KafkaHeader]>) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_u8(
+        if key.is_some() { BLOB_KEY } else { 0 } | if headers.is_some() { BLOB_HEADERS } else { 0 },
+    );
+    let put_nullable = |out: &mut BytesMut, b: &Option<Bytes>| match b {
+        None => out.put_i32(-1),
+        Some(b) => {
+            out.put_i32(b.len() as i32);
+            out.put_slice(b);
+        }
+    };
+    if let Some(key) = key {
+        put_nullable(&mut out, key);
+    }
+    if let Some(headers) = headers {
+        out.put_u32(headers.len() as u32);
+        for (name, value) in headers {
+            out.put_u32(name.len() as u32);
+            out.put_slice(name);
+            put_nullable(&mut out, value);
+        }
+    }
+    out.freeze()
+}
+
+type Blob = (Option<Option<Bytes>>, Option<Vec<KafkaHeader>>);
+
+fn decode_blob(mut b: Bytes) -> Result<Blob, MappingError> {
+    fn take(b: &mut Bytes, n: usize) -> Result<Bytes, MappingError> {
+        (b.len() >= n)
+            .then(|| b.split_to(n))
+            .ok_or(MappingError::Blob)
+    }
+    fn nullable(b: &mut Bytes) -> Result<Option<Bytes>, MappingError> {
+        let len = take(b, 4)?.get_i32();
+        match len {
+            -1 => Ok(None),
+            n if n < 0 => Err(MappingError::Blob),
+            n => take(b, n as usize).map(Some),
+        }
+    }
+    let flags = take(&mut b, 1)?[0];
+    let key = if flags & BLOB_KEY != 0 {
+        Some(nullable(&mut b)?)
+    } else {
+        None
+    };
+    let headers = if flags & BLOB_HEADERS != 0 {
+        let count = take(&mut b, 4)?.get_u32() as usize;
+        let mut headers = Vec::with_capacity(count.min(b.len() / 8));
+        for _ in 0..count {
+            let len = take(&mut b, 4)?.get_u32() as usize;
+            let name = take(&mut b, len)?;
+            headers.push((name, nullable(&mut b)?));
+        }
+        Some(headers)
+    } else {
+        None
+    };
+    Ok((key, headers))
+}
+
+/// One user header as it is on the wire.
+pub struct RawHeader {
+    pub key_kind: u8,
+    pub key: Bytes,
+    pub value_kind: u8,
+    pub value: Bytes,
+}
+
+/// The user headers of a message, in wire order.
+pub fn parse_headers(headers: &Bytes) -> Result<Vec<RawHeader>, MappingError> {
+    let mut b = headers.clone();
+    let field = |b: &mut Bytes| -> Result<(u8, Bytes), MappingError> {
+        if b.len() < 5 {
+            return Err(MappingError::Headers);
+        }
+        let kind = b.get_u8();
+        let len = b.get_u32_le() as usize;
+        if b.len() < len {
+            return Err(MappingError::Headers);
+        }
+        Ok((kind, b.split_to(len)))
+    };
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let (key_kind, key) = field(&mut b)?;
+        let (value_kind, value) = field(&mut b)?;
+        out.push(RawHeader {
+            key_kind,
+            key,
+            value_kind,
+            value,
+        });
+    }
+    Ok(out)
+}
+
+/// What a record needs from an Iggy message.
+pub struct IggyView<'a> {
+    pub payload: &'a Bytes,
+    pub user_headers: Option<&'a Bytes>,
+    /// Iggy's append time, in microseconds.
+    pub timestamp_micros: u64,
+}
+
+/// A decoded message: the record, and for gateway messages the timestamp type.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FromIggy {
+    pub record: KafkaRecord,
+    pub log_append_time: bool,
+    /// Set on the first message of an idempotent producer's batch.
+    pub producer: Option<ProducerStamp>,
+}
+
+/// The Kafka record a message stands for.
+pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
+    let headers = match m.user_headers {
+        Some(h) => parse_headers(h)?,
+        None => Vec::new(),
+    };
+    let is_gateway = |h: &RawHeader| h.key_kind == STRING && h.key.as_ref() == MARKER;
+    let Some(marker) = headers.iter().find(|h| is_gateway(h)) else {
+        return Ok(FromIggy {
+            record: native_record(m, headers),
+            log_append_time: false,
+            producer: None,
+        });
+    };
+    let version = marker.value.first().copied().ok_or(MappingError::Headers)?;
+    if version > MAPPING_VERSION {
+        return Err(MappingError::Version(version));
+    }
+    let mut record = KafkaRecord {
+        timestamp: (m.timestamp_micros / 1000) as i64,
+        key: None,
+        value: Some(m.payload.clone()),
+        headers: Vec::new(),
+    };
+    let mut log_append_time = false;
+    let mut producer = None;
+    let mut extra: Vec<(Bytes, Bytes)> = Vec::new();
+    let mut split = None;
+    for h in headers {
+        let name = h.key.as_ref();
+        if h.key_kind != STRING || !name.starts_with(RESERVED_PREFIX.as_bytes()) {
+            record.headers.push((h.key, Some(h.value)));
+            continue;
+        }
+        match name {
+            TIMESTAMP => {
+                let b: [u8; 8] = h
+                    .value
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| MappingError::Headers)?;
+                record.timestamp = i64::from_le_bytes(b);
+            }
+            TIMESTAMP_TYPE => log_append_time = h.value.as_ref() == LOG_APPEND_TIME,
+            KEY => record.key = Some(h.value),
+            VALUE if h.value.as_ref() == NULL => record.value = None,
+            PRODUCER => producer = ProducerStamp::decode(&h.value),
+            SPLIT => {
+                let b: [u8; 4] = h
+                    .value
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| MappingError::Headers)?;
+                split = Some(u32::from_le_bytes(b) as usize);
+            }
+            _ if name.starts_with(EXTRA.as_bytes()) => extra.push((h.key, h.value)),
+            // A reserved name this version does not use (written by an older one).
+            _ => {}
+        }
+    }
+    let blob = match split {
+        Some(n) => {
+            let payload = m.payload;
+            if payload.len() < n {
+                return Err(MappingError::Blob);
+            }
+            if record.value.is_some() {
+                record.value = Some(payload.slice(n..));
+            }
+            Some(payload.slice(..n))
+        }
+        None if !extra.is_empty() => {
+            // Chunk names sort in chunk order (zero-padded indexes).
+            extra.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut blob = BytesMut::new();
+            extra
+                .iter()
+                .for_each(|(_, chunk)| blob.extend_from_slice(chunk));
+            Some(blob.freeze())
+        }
+        None => None,
+    };
+    if let Some(blob) = blob {
+        let (key, headers) = decode_blob(blob)?;
+        if let Some(key) = key {
+            record.key = key;
+        }
+        if let Some(headers) = headers {
+            record.headers = headers;
+        }
+    }
+    Ok(FromIggy {
+        record,
+        log_append_time,
+        producer,
+    })
+}
+
+/// A native Iggy message as Kafka sees it: no key, its user headers as Kafka
+/// headers (string and raw values as bytes, typed values as text), its append time.
+fn native_record(m: IggyView<'_>, headers: Vec<RawHeader>) -> KafkaRecord {
+    let text = |kind: u8, bytes: Bytes| -> Bytes {
+        match HeaderKind::from_code(kind) {
+            Ok(HeaderKind::Raw | HeaderKind::String) | Err(_) => bytes,
+            Ok(kind) => HeaderValue::from_raw(kind, &bytes)
+                .map(|v| Bytes::from(v.to_string_value()))
+                .unwrap_or(bytes),
+        }
+    };
+    KafkaRecord {
+        timestamp: (m.timestamp_micros / 1000) as i64,
+        key: None,
+        value: Some(m.payload.clone()),
+        headers: headers
+            .into_iter()
+            .map(|h| (text(h.key_kind, h.key), Some(text(h.value_kind, h.value))))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(s)
+    }
+
+    fn round_trip(r: &KafkaRecord, log_append_time: bool) -> IggyParts {
+        let producer = ProducerStamp {
+            producer_id: 9,
+            producer_epoch: 1,
+            base_sequence: 40,
+            record_count: 3,
+        };
+        let parts = to_iggy(r, log_append_time, Some(producer));
+        assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
+        iggy_binary_protocol::validate_user_headers(&parts.headers).expect("valid Iggy headers");
+        let back = from_iggy(IggyView {
+            payload: &parts.payload,
+            user_headers: Some(&parts.headers),
+            timestamp_micros: 5,
+        })
+        .unwrap();
+        assert_eq!(back.record, *r);
+        assert_eq!(back.log_append_time, log_append_time);
+        assert_eq!(back.producer, Some(producer));
+        parts
+    }
+
+    fn record(key: Option<Bytes>, value: Option<Bytes>, headers: Vec<KafkaHeader>) -> KafkaRecord {
+        KafkaRecord {
+            timestamp: -1,
+            key,
+            value,
+            headers,
+        }
+    }
+
+    #[test]
+    fn plain_records_keep_the_value_as_payload_and_headers_native() {
+        let r = record(
+            Some(b(b"k")),
+            Some(b(b"value")),
+            vec![(b(b"a"), Some(b(b"1"))), (b(b"b"), Some(b(b"2")))],
+        );
+        let parts = round_trip(&r, false);
+        assert_eq!(parts.payload, b(b"value"));
+        let names: Vec<_> = parse_headers(&parts.headers)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.key)
+            .collect();
+        assert!(names.contains(&b(b"a")) && names.contains(&b(b"kafka.key")));
+        assert!(!names.iter().any(|n| n.starts_with(EXTRA.as_bytes())));
+    }
+
+    #[test]
+    fn every_awkward_shape_round_trips() {
+        let big = Bytes::from(vec![7u8; 300]);
+        let shapes = vec![
+            record(None, None, vec![]),
+            record(Some(Bytes::new()), Some(Bytes::new()), vec![]),
+            record(Some(big.clone()), Some(b(b"v")), vec![]),
+            record(None, Some(b(b"v")), vec![(b(b"h"), None)]),
+            record(None, Some(b(b"v")), vec![(b(b"h"), Some(Bytes::new()))]),
+            record(
+                None,
+                Some(b(b"v")),
+                vec![(b(b"h"), Some(b(b"1"))), (b(b"h"), Some(b(b"2")))],
+            ),
+            record(
+                None,
+                Some(b(b"v")),
+                vec![(b(b"kafka.key"), Some(b(b"spoof")))],
+            ),
+            record(None, Some(b(b"v")), vec![(Bytes::new(), Some(b(b"x")))]),
+            record(None, Some(b(b"v")), vec![(b(b"h"), Some(big.clone()))]),
+            record(
+                Some(big.clone()),
+                Some(b(b"v")),
+                vec![(b(b"a"), Some(b(b"1")))],
+            ),
+            // Over Iggy's 100 KB of headers: the blob leads the payload.
+            record(
+                Some(Bytes::from(vec![1u8; 200_000])),
+                Some(b(b"tail")),
+                vec![],
+            ),
+            record(
+                Some(Bytes::from(vec![1u8; 200_000])),
+                None,
+                vec![(b(b"h"), None)],
+            ),
+        ];
+        for r in &shapes {
+            round_trip(r, false);
+            round_trip(r, true);
+        }
+    }
+
+    #[test]
+    fn native_messages_have_no_key_and_their_headers() {
+        let mut tlv = Tlv::default();
+        tlv.entry(b"trace", STRING, b"abc");
+        tlv.field(STRING, b"n");
+        tlv.field(INT64, &42i64.to_le_bytes());
+        let payload = b(b"hello");
+        let headers = tlv.0.freeze();
+        let back = from_iggy(IggyView {
+            payload: &payload,
+            user_headers: Some(&headers),
+            timestamp_micros: 1_700_000_000_123_456,
+        })
+        .unwrap();
+        assert_eq!(
+            back.record,
+            KafkaRecord {
+                timestamp: 1_700_000_000_123,
+                key: None,
+                value: Some(payload),
+                headers: vec![(b(b"trace"), Some(b(b"abc"))), (b(b"n"), Some(b(b"42")))],
+            }
+        );
+    }
+
+    #[test]
+    fn newer_mappings_are_refused_not_misread() {
+        let mut tlv = Tlv::default();
+        tlv.entry(MARKER, UINT8, &[MAPPING_VERSION + 1]);
+        let headers = tlv.0.freeze();
+        let err = from_iggy(IggyView {
+            payload: &Bytes::new(),
+            user_headers: Some(&headers),
+            timestamp_micros: 0,
+        });
+        assert_eq!(err.unwrap_err(), MappingError::Version(MAPPING_VERSION + 1));
+    }
+}

@@ -1,0 +1,1213 @@
+//! The Iggy backend: Kafka topics, records and committed offsets kept in an Apache
+//! Iggy server through the `iggy` SDK, readable by native Iggy clients.
+//!
+//! - A Kafka topic is the Iggy topic of the same name in stream `iggy_stream`;
+//!   partitions and offsets are the same numbers on both sides.
+//! - One Kafka record is one Iggy message ([`mapping`], `docs/IGGY_MAPPING.md`).
+//! - What Iggy does not hold (Kafka topic ids and configs, producer-id blocks,
+//!   committed offsets as Kafka sends them) lives in append-only logs in the
+//!   gateway's own stream `iggy_gateway_stream` ([`gateway_log`]).
+//!
+//! Every call runs on a tokio runtime of its own, so SDK I/O and batch
+//! (de)compression never run on the actor threads, and each call is bounded by
+//! `iggy_request_timeout_ms`: a stalled server gives clients a retriable error.
+
+mod catalog;
+mod gateway_log;
+mod kafka_batch;
+mod mapping;
+mod offsets;
+mod pool;
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use iggy::prelude::{
+    Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyByteSize, IggyDuration,
+    IggyError, IggyExpiry, IggyMessage, IggyMessageHeader, IggyTimestamp, MaxTopicSize,
+    MessageClient, Partitioning, PollingStrategy, TopicClient, TopicCreateOptions,
+};
+use iggy_kafka_actors::backend::{
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, CommittedOffset,
+    ProducerBatch, ReadBatches, TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
+};
+use parking_lot::Mutex;
+
+use catalog::{Catalog, TopicRecord};
+use kafka_batch::KafkaRecord;
+use mapping::{FromIggy, IggyView, ProducerStamp};
+use offsets::{OffsetRecord, Offsets};
+pub use pool::ConnectError;
+use pool::{Conn, Pools};
+
+/// Producer ids handed out per record appended to the `producer-ids` log.
+const PRODUCER_ID_BLOCK: i64 = 1_000;
+/// Messages read per poll when scanning a partition.
+const SCAN_PAGE: u32 = 1_000;
+/// Most messages a Fetch polls for one partition.
+const FETCH_MAX_MESSAGES: usize = 4_096;
+/// How far back from the end producer history is rebuilt after a restart.
+const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
+/// Batches kept per idempotent producer, as Kafka does.
+const PRODUCER_HISTORY_BATCHES: usize = 5;
+
+/// What the backend needs to know; built from the settings.
+pub struct IggyConfig {
+    pub address: String,
+    pub username: String,
+    pub password: String,
+    pub stream: String,
+    pub gateway_stream: String,
+    pub produce_clients: usize,
+    pub read_clients: usize,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    /// Ask Iggy to fsync every write to topics the gateway creates.
+    pub fsync: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("cannot prepare Iggy stream '{stream}' at {address}: {source}")]
+    Setup {
+        stream: String,
+        address: String,
+        source: IggyError,
+    },
+    #[error("cannot start the Iggy client runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Owns the runtime; dropping it (even inside another runtime) never blocks.
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+pub struct IggyBackend {
+    handle: tokio::runtime::Handle,
+    inner: Arc<Inner>,
+    request_timeout: Duration,
+    _runtime: Runtime,
+}
+
+struct Inner {
+    config: IggyConfig,
+    pools: Pools,
+    catalog: Mutex<Catalog>,
+    offsets: Mutex<Offsets>,
+    /// (Kafka group, topic) pairs whose Iggy mirror group exists.
+    mirror_groups: Mutex<HashSet<(String, String)>>,
+    producer_ids: tokio::sync::Mutex<(i64, i64)>,
+    log_starts: Mutex<HashMap<TopicPartition, i64>>,
+    /// Partitions whose last append failed without an answer: it may have landed.
+    uncertain: Mutex<HashSet<TopicPartition>>,
+    /// Partitions appended to since the last flush.
+    written: Mutex<HashSet<TopicPartition>>,
+    mirror_queue: tokio::sync::mpsc::Sender<MirrorUpdate>,
+}
+
+/// A commit to copy into Iggy's consumer offsets: group, partition, offset (or delete).
+type MirrorUpdate = (String, TopicPartition, Option<i64>);
+type MirrorReceiver = tokio::sync::mpsc::Receiver<MirrorUpdate>;
+/// Mirror updates waiting at most; more are dropped (the next commit catches up).
+const MIRROR_QUEUE: usize = 10_000;
+
+impl IggyBackend {
+    /// Connects (retrying an unreachable server until `connect_timeout`), prepares
+    /// the streams and loads the gateway's state.
+    pub async fn start(config: IggyConfig) -> Result<IggyBackend, StartError> {
+        let runtime = Runtime(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("iggy-client")
+                .enable_all()
+                .build()
+                .map_err(StartError::Runtime)?,
+        ));
+        let handle = runtime.0.as_ref().expect("runtime").handle().clone();
+        let request_timeout = config.request_timeout;
+        let (inner, mirror) = handle
+            .spawn(Inner::connect(config))
+            .await
+            .map_err(|e| StartError::Runtime(std::io::Error::other(e)))??;
+        let inner = Arc::new(inner);
+        handle.spawn(Inner::run_mirror(Arc::downgrade(&inner), mirror));
+        Ok(IggyBackend {
+            handle,
+            inner,
+            request_timeout,
+            _runtime: runtime,
+        })
+    }
+
+    /// Runs a call on the client runtime, bounded by the request timeout.
+    fn run<T, F>(&self, call: impl FnOnce(Arc<Inner>) -> F) -> BackendFuture<'static, T>
+    where
+        T: Send + 'static,
+        F: Future<Output = BackendResult<T>> + Send + 'static,
+    {
+        let timeout = self.request_timeout;
+        let work = call(self.inner.clone());
+        let task = self.handle.spawn(async move {
+            tokio::time::timeout(timeout, work)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(BackendError::Unavailable(format!(
+                        "Iggy did not answer within {timeout:?}"
+                    )))
+                })
+        });
+        Box::pin(async move {
+            task.await
+                .map_err(|e| BackendError::Fatal(format!("Iggy call failed: {e}")))?
+        })
+    }
+}
+
+fn named(name: &str) -> BackendResult<Identifier> {
+    Identifier::named(name).map_err(|e| BackendError::Fatal(format!("name '{name}': {e}")))
+}
+
+/// Iggy's answer as a backend error; `topic` names what was asked for.
+fn backend_error(e: IggyError, tp: Option<&TopicPartition>, topic: &str) -> BackendError {
+    match e {
+        IggyError::StreamIdNotFound(..)
+        | IggyError::StreamNameNotFound(..)
+        | IggyError::TopicIdNotFound(..)
+        | IggyError::TopicNameNotFound(..) => BackendError::UnknownTopic(topic.to_string()),
+        IggyError::PartitionNotFound(..) => BackendError::UnknownPartition {
+            topic: topic.to_string(),
+            partition: tp.map_or(-1, |tp| tp.partition),
+        },
+        // What this server answers for a partition it does not have.
+        IggyError::ResourceNotFound(_) if tp.is_some() => BackendError::UnknownPartition {
+            topic: topic.to_string(),
+            partition: tp.map_or(-1, |tp| tp.partition),
+        },
+        IggyError::TopicNameAlreadyExists(..) => BackendError::TopicExists(topic.to_string()),
+        IggyError::Disconnected
+        | IggyError::CannotEstablishConnection
+        | IggyError::NotConnected
+        | IggyError::ConnectionClosed
+        | IggyError::TcpError
+        | IggyError::StaleClient
+        | IggyError::EmptyResponse
+        | IggyError::Unauthenticated
+        | IggyError::TransientNotCommitted
+        | IggyError::TransientNotAccepted
+        | IggyError::TaskTimeout => BackendError::Unavailable(e.to_string()),
+        other => BackendError::Fatal(format!("Iggy: {other}")),
+    }
+}
+
+/// Kafka topic names Kafka clients accept; native Iggy topics named otherwise are
+/// not served.
+fn is_kafka_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn partition_id(tp: &TopicPartition) -> BackendResult<u32> {
+    u32::try_from(tp.partition).map_err(|_| BackendError::UnknownPartition {
+        topic: tp.topic.to_string(),
+        partition: tp.partition,
+    })
+}
+
+/// Iggy options for a new topic, from the Kafka configurations that map onto them
+/// (`docs/IGGY_MAPPING.md`, "Topics").
+fn topic_options(meta: &TopicMeta, fsync: bool) -> TopicCreateOptions {
+    let get = |k: &str| {
+        meta.configs
+            .get(k)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+    };
+    // A compacted topic must not lose data before compaction exists: never expire.
+    let compact = meta
+        .configs
+        .get("cleanup.policy")
+        .is_some_and(|p| p.contains("compact"));
+    let message_expiry = match get("retention.ms") {
+        Some(ms) if ms > 0 && !compact => {
+            IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_millis(ms as u64)))
+        }
+        _ => IggyExpiry::NeverExpire,
+    };
+    let max_topic_size = match get("retention.bytes") {
+        Some(b) if b > 0 && !compact => MaxTopicSize::Custom(IggyByteSize::from(
+            (b as u64).saturating_mul(meta.partitions.max(1) as u64),
+        )),
+        _ => MaxTopicSize::Unlimited,
+    };
+    // Iggy's bounds: a multiple of 512 bytes from 1 MiB to 1 GiB; otherwise its default.
+    let segment_size = get("segment.bytes")
+        .filter(|b| (1 << 20..=1 << 30).contains(b) && b % 512 == 0)
+        .map(|b| IggyByteSize::from(b as u64));
+    TopicCreateOptions {
+        partitions_count: Some(meta.partitions.max(1) as u32),
+        message_expiry: Some(message_expiry),
+        max_topic_size: Some(max_topic_size),
+        segment_size,
+        enforce_fsync: fsync.then_some(true),
+        ..TopicCreateOptions::default()
+    }
+}
+
+/// Origin timestamps for a batch's messages: the records' own (in µs) when Iggy can
+/// carry them (none negative, all within the u32 µs span one send allows), else now.
+/// The exact Kafka timestamp always travels in `kafka.timestamp` anyway.
+fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
+    let micros: Option<Vec<u64>> = records
+        .iter()
+        .map(|r| u64::try_from(r.timestamp).ok()?.checked_mul(1000))
+        .collect();
+    match micros {
+        Some(m)
+            if m.iter().max().unwrap_or(&0) - m.iter().min().unwrap_or(&0)
+                <= u64::from(u32::MAX) =>
+        {
+            m
+        }
+        _ => vec![IggyTimestamp::now().as_micros(); records.len()],
+    }
+}
+
+/// Messages decoded for Kafka, grouped into record batches: a new batch starts at
+/// a gap in offsets or where the timestamp type (or a log-append time) changes.
+fn encode_batches(messages: Vec<(u64, FromIggy)>, max_bytes: usize) -> Vec<Bytes> {
+    fn flush(out: &mut Vec<Bytes>, group: &mut Vec<KafkaRecord>, start: u64, lat: bool) {
+        if !group.is_empty() {
+            out.push(kafka_batch::encode(start as i64, lat, group));
+            group.clear();
+        }
+    }
+    let mut out = Vec::new();
+    let mut group: Vec<KafkaRecord> = Vec::new();
+    let (mut group_start, mut group_lat) = (0u64, false);
+    let mut size = 0;
+    for (i, (offset, m)) in messages.into_iter().enumerate() {
+        size += kafka_batch::approximate_size(&m.record);
+        if size > max_bytes && i > 0 {
+            break;
+        }
+        let continues = !group.is_empty()
+            && offset == group_start + group.len() as u64
+            && m.log_append_time == group_lat
+            && (!m.log_append_time || group[0].timestamp == m.record.timestamp);
+        if !continues {
+            flush(&mut out, &mut group, group_start, group_lat);
+            group_start = offset;
+            group_lat = m.log_append_time;
+        }
+        group.push(m.record);
+    }
+    flush(&mut out, &mut group, group_start, group_lat);
+    out
+}
+
+fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
+    mapping::from_iggy(IggyView {
+        payload: &m.payload,
+        user_headers: m.user_headers.as_ref(),
+        timestamp_micros: m.header.timestamp,
+    })
+}
+
+impl Inner {
+    async fn connect(config: IggyConfig) -> Result<(Inner, MirrorReceiver), StartError> {
+        let pools = Pools::connect(&config).await?;
+        let setup = |stream: &str| {
+            let (stream, address) = (stream.to_string(), config.address.clone());
+            move |source| StartError::Setup {
+                stream,
+                address,
+                source,
+            }
+        };
+        gateway_log::ensure_stream(&pools.admin, &config.stream)
+            .await
+            .map_err(setup(&config.stream))?;
+        gateway_log::ensure_logs(&pools.admin, &config.gateway_stream)
+            .await
+            .map_err(setup(&config.gateway_stream))?;
+        let topics =
+            gateway_log::read_all(&pools.admin, &config.gateway_stream, gateway_log::TOPICS)
+                .await
+                .map_err(setup(&config.gateway_stream))?;
+        let commits = gateway_log::read_all(
+            &pools.admin,
+            &config.gateway_stream,
+            gateway_log::COMMITTED_OFFSETS,
+        )
+        .await
+        .map_err(setup(&config.gateway_stream))?;
+        tracing::info!(
+            topic_records = topics.len(),
+            offset_records = commits.len(),
+            "loaded the gateway's state from Iggy"
+        );
+        let (mirror_queue, mirror_receiver) = tokio::sync::mpsc::channel(MIRROR_QUEUE);
+        let inner = Inner {
+            catalog: Mutex::new(Catalog::replay(&topics)),
+            offsets: Mutex::new(Offsets::replay(&commits)),
+            config,
+            pools,
+            mirror_groups: Mutex::new(HashSet::new()),
+            producer_ids: tokio::sync::Mutex::new((0, 0)),
+            log_starts: Mutex::new(HashMap::new()),
+            uncertain: Mutex::new(HashSet::new()),
+            written: Mutex::new(HashSet::new()),
+            mirror_queue,
+        };
+        Ok((inner, mirror_receiver))
+    }
+
+    fn stream(&self) -> BackendResult<Identifier> {
+        named(&self.config.stream)
+    }
+
+    async fn admin(&self) -> BackendResult<pool::Lease<'_>> {
+        self.pools
+            .admin
+            .ready()
+            .await
+            .map_err(|e| backend_error(e, None, ""))
+    }
+
+    async fn topics(&self) -> BackendResult<Vec<TopicMeta>> {
+        let c = self.admin().await?;
+        let topics = c
+            .get_topics(&self.stream()?)
+            .await
+            .map_err(|e| backend_error(e, None, ""))?;
+        let catalog = self.catalog.lock();
+        Ok(topics
+            .into_iter()
+            .filter(|t| is_kafka_name(&t.name))
+            .map(|t| {
+                catalog.meta(
+                    &self.config.stream,
+                    &t.name,
+                    t.created_at.as_micros(),
+                    t.partitions_count,
+                )
+            })
+            .collect())
+    }
+
+    async fn create_topic(&self, meta: TopicMeta) -> BackendResult<()> {
+        let name = meta.name.to_string();
+        let err = |e| backend_error(e, None, &name);
+        gateway_log::ensure_stream(&self.pools.admin, &self.config.stream)
+            .await
+            .map_err(err)?;
+        let options = topic_options(&meta, self.config.fsync);
+        let details = self
+            .admin()
+            .await?
+            .create_topic(&self.stream()?, &name, &options)
+            .await
+            .map_err(err)?;
+        let record = TopicRecord {
+            name: name.clone(),
+            deleted: false,
+            id: meta.id,
+            replication_factor: meta.replication_factor,
+            configs: meta.configs.clone(),
+            iggy_created_at: details.created_at.as_micros(),
+        };
+        let stream = &self.config.gateway_stream;
+        if let Err(e) = gateway_log::append(
+            &self.pools.admin,
+            stream,
+            gateway_log::TOPICS,
+            record.encode(),
+        )
+        .await
+        {
+            // Without its record the topic would come back with another id and no
+            // configs: undo it rather than leave it half made.
+            tracing::warn!(topic = %name, error = %e, "cannot record the topic; deleting it again");
+            if let Ok(c) = self.admin().await {
+                let _ = c.delete_topic(&self.stream()?, &named(&name)?).await;
+            }
+            return Err(err(e));
+        }
+        self.catalog.lock().apply(record);
+        Ok(())
+    }
+
+    async fn delete_topic(&self, name: &str) -> BackendResult<()> {
+        let err = |e| backend_error(e, None, name);
+        let stream = &self.config.gateway_stream;
+        // Offsets first: if this fails the topic is still whole and the client retries.
+        let forget = self.offsets.lock().has_topic(name);
+        if forget {
+            let record = OffsetRecord::ForgetTopic {
+                topic: name.to_string(),
+            };
+            gateway_log::append(
+                &self.pools.admin,
+                stream,
+                gateway_log::COMMITTED_OFFSETS,
+                record.encode(),
+            )
+            .await
+            .map_err(err)?;
+            self.offsets.lock().apply(record);
+        }
+        self.admin()
+            .await?
+            .delete_topic(&self.stream()?, &named(name)?)
+            .await
+            .map_err(err)?;
+        // Best effort: a stale record never matches a later topic of the same name.
+        let record = TopicRecord {
+            name: name.to_string(),
+            deleted: true,
+            id: uuid::Uuid::nil(),
+            replication_factor: 0,
+            configs: Default::default(),
+            iggy_created_at: 0,
+        };
+        if let Err(e) = gateway_log::append(
+            &self.pools.admin,
+            stream,
+            gateway_log::TOPICS,
+            record.encode(),
+        )
+        .await
+        {
+            tracing::warn!(topic = name, error = %e, "cannot record the topic deletion");
+        }
+        self.catalog.lock().apply(record);
+        self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
+        self.uncertain.lock().retain(|tp| &*tp.topic != name);
+        self.mirror_groups.lock().retain(|(_, t)| t != name);
+        Ok(())
+    }
+
+    async fn append(&self, tp: TopicPartition, batch: AppendBatch) -> BackendResult<Appended> {
+        let partition = partition_id(&tp)?;
+        let decoded = kafka_batch::decode(&batch.bytes)
+            .map_err(|e| BackendError::Fatal(format!("unreadable record batch: {e}")))?;
+        let h = batch.header;
+        let stamp = h.is_idempotent().then_some(ProducerStamp {
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+            record_count: h.record_count,
+        });
+        if let Some(stamp) = stamp {
+            if self.uncertain.lock().contains(&tp) {
+                if let Some(base_offset) = self.find_batch(&tp, stamp).await? {
+                    tracing::info!(partition = %tp, base_offset, "a batch whose append went unanswered had landed");
+                    self.uncertain.lock().remove(&tp);
+                    let watermarks = self.watermarks(&tp).await?;
+                    return Ok(Appended {
+                        base_offset,
+                        watermarks,
+                    });
+                }
+            }
+        }
+        let origins = origin_timestamps(&decoded.records);
+        let count = decoded.records.len() as u64;
+        let mut messages: Vec<IggyMessage> = decoded
+            .records
+            .iter()
+            .zip(origins)
+            .enumerate()
+            .map(|(i, (r, origin_timestamp))| {
+                let parts = mapping::to_iggy(
+                    r,
+                    decoded.log_append_time,
+                    if i == 0 { stamp } else { None },
+                );
+                IggyMessage {
+                    header: IggyMessageHeader {
+                        origin_timestamp,
+                        user_headers_length: parts.headers.len() as u32,
+                        payload_length: parts.payload.len() as u32,
+                        ..IggyMessageHeader::default()
+                    },
+                    payload: parts.payload,
+                    user_headers: Some(parts.headers),
+                }
+            })
+            .collect();
+        let conn = self.pools.producer(&tp.topic, tp.partition);
+        // Until Iggy answers, this partition may hold a batch nobody acknowledged.
+        self.uncertain.lock().insert(tp.clone());
+        let sent = async {
+            conn.ready()
+                .await?
+                .send_messages(
+                    &Identifier::named(&self.config.stream)?,
+                    &Identifier::named(&tp.topic)?,
+                    &Partitioning::partition_id(partition),
+                    &mut messages,
+                )
+                .await
+        }
+        .await;
+        let sent = match sent {
+            Ok(sent) => sent,
+            Err(e) => {
+                let e = backend_error(e, Some(&tp), &tp.topic);
+                if !matches!(e, BackendError::Unavailable(_)) {
+                    // Refused outright: nothing landed.
+                    self.uncertain.lock().remove(&tp);
+                }
+                return Err(e);
+            }
+        };
+        self.uncertain.lock().remove(&tp);
+        self.written.lock().insert(tp.clone());
+        let base_offset = match sent.confirmations.first() {
+            Some(c) => c.base_offset as i64,
+            None => {
+                // Only servers that confirm no offsets: exact while the gateway is
+                // the partition's only writer (its log slot serializes appends).
+                let w = self.watermarks(&tp).await?;
+                tracing::warn!(partition = %tp, "Iggy confirmed no offset; derived it from the partition state");
+                w.high - count as i64
+            }
+        };
+        let log_start = self.log_starts.lock().get(&tp).copied().unwrap_or(0);
+        Ok(Appended {
+            base_offset,
+            watermarks: Watermarks {
+                log_start,
+                high: base_offset + count as i64,
+            },
+        })
+    }
+
+    async fn poll(
+        &self,
+        conn: &Conn,
+        tp: &TopicPartition,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> BackendResult<iggy::prelude::PolledMessages> {
+        let partition = partition_id(tp)?;
+        let err = |e| backend_error(e, Some(tp), &tp.topic);
+        conn.ready()
+            .await
+            .map_err(err)?
+            .poll_messages(
+                &self.stream()?,
+                &named(&tp.topic)?,
+                Some(partition),
+                &Consumer::default(),
+                &strategy,
+                count,
+                false,
+            )
+            .await
+            .map_err(err)
+    }
+
+    async fn read(
+        &self,
+        tp: TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendResult<ReadBatches> {
+        if offset < 0 {
+            let watermarks = self.watermarks(&tp).await?;
+            return Ok(ReadBatches {
+                batches: Vec::new(),
+                watermarks,
+            });
+        }
+        let count = (max_bytes / 128).clamp(1, FETCH_MAX_MESSAGES) as u32;
+        let conn = self.pools.reader();
+        let polled = self
+            .poll(conn, &tp, PollingStrategy::offset(offset as u64), count)
+            .await?;
+        let messages: Vec<(u64, FromIggy)> = polled
+            .messages
+            .iter()
+            .filter(|m| m.header.offset >= offset as u64)
+            .map(|m| Ok((m.header.offset, self.decode_for_kafka(&tp, m)?)))
+            .collect::<BackendResult<_>>()?;
+        let Some(first) = messages.first().map(|(o, _)| *o as i64) else {
+            // Nothing at or after `offset`: the partition state says why.
+            let watermarks = self.watermarks(&tp).await?;
+            return Ok(ReadBatches {
+                batches: Vec::new(),
+                watermarks,
+            });
+        };
+        let high = polled.current_offset as i64 + 1;
+        let log_start = match self.log_starts.lock().get(&tp) {
+            Some(&start) => start.min(first),
+            None => first,
+        };
+        if first > offset {
+            // Older messages were removed (expiry): the fetch is out of range.
+            self.log_starts.lock().insert(tp.clone(), first);
+            return Ok(ReadBatches {
+                batches: Vec::new(),
+                watermarks: Watermarks {
+                    log_start: first,
+                    high,
+                },
+            });
+        }
+        Ok(ReadBatches {
+            batches: encode_batches(messages, max_bytes),
+            watermarks: Watermarks { log_start, high },
+        })
+    }
+
+    /// A message as Kafka sees it; gateway data Iggy garbled is served as a native
+    /// message rather than blocking the partition.
+    fn decode_for_kafka(&self, tp: &TopicPartition, m: &IggyMessage) -> BackendResult<FromIggy> {
+        match decode_message(m) {
+            Ok(r) => Ok(r),
+            Err(mapping::MappingError::Version(v)) => Err(BackendError::Fatal(format!(
+                "{tp} offset {}: written by mapping version {v}, newer than this gateway",
+                m.header.offset
+            ))),
+            Err(e) => {
+                tracing::warn!(partition = %tp, offset = m.header.offset, error = %e, "serving an undecodable message as a native one");
+                Ok(FromIggy {
+                    record: KafkaRecord {
+                        timestamp: (m.header.timestamp / 1000) as i64,
+                        key: None,
+                        value: Some(m.payload.clone()),
+                        headers: Vec::new(),
+                    },
+                    log_append_time: false,
+                    producer: None,
+                })
+            }
+        }
+    }
+
+    async fn watermarks(&self, tp: &TopicPartition) -> BackendResult<Watermarks> {
+        let partition = partition_id(tp)?;
+        let err = |e| backend_error(e, Some(tp), &tp.topic);
+        let details = self
+            .pools
+            .reader()
+            .ready()
+            .await
+            .map_err(err)?
+            .get_topic(&self.stream()?, &named(&tp.topic)?)
+            .await
+            .map_err(err)?
+            .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
+        let p = details
+            .partitions
+            .iter()
+            .find(|p| p.id == partition)
+            .ok_or_else(|| BackendError::UnknownPartition {
+                topic: tp.topic.to_string(),
+                partition: tp.partition,
+            })?;
+        // Iggy reports the last offset written, 0 for an empty partition too.
+        let high = if p.messages_count == 0 && p.current_offset == 0 {
+            0
+        } else {
+            p.current_offset as i64 + 1
+        };
+        let log_start = (high - p.messages_count as i64).max(0);
+        self.log_starts.lock().insert(tp.clone(), log_start);
+        Ok(Watermarks { log_start, high })
+    }
+
+    /// Calls `visit` on every message from `from` on, until it breaks or the log ends.
+    async fn scan(
+        &self,
+        tp: &TopicPartition,
+        from: u64,
+        mut visit: impl FnMut(u64, FromIggy) -> ControlFlow<()>,
+    ) -> BackendResult<()> {
+        let mut next = from;
+        loop {
+            let polled = self
+                .poll(
+                    self.pools.reader(),
+                    tp,
+                    PollingStrategy::offset(next),
+                    SCAN_PAGE,
+                )
+                .await?;
+            let Some(last) = polled.messages.last().map(|m| m.header.offset) else {
+                return Ok(());
+            };
+            for m in polled.messages.iter().filter(|m| m.header.offset >= next) {
+                if visit(m.header.offset, self.decode_for_kafka(tp, m)?).is_break() {
+                    return Ok(());
+                }
+            }
+            next = last + 1;
+        }
+    }
+
+    /// Kafka's answer: the first record whose timestamp reaches `timestamp`. Iggy's
+    /// timestamp polling (by append time) finds where to start; records before that
+    /// were appended earlier, so their own timestamps are older unless producers
+    /// set timestamps in the future. From there the records' timestamps decide.
+    async fn offset_for_timestamp(
+        &self,
+        tp: TopicPartition,
+        timestamp: i64,
+    ) -> BackendResult<Option<TimestampedOffset>> {
+        let micros = (timestamp.max(0) as u64).saturating_mul(1000);
+        let start = self
+            .poll(
+                self.pools.reader(),
+                &tp,
+                PollingStrategy::timestamp(IggyTimestamp::from(micros)),
+                1,
+            )
+            .await?;
+        let Some(start) = start.messages.first().map(|m| m.header.offset) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        self.scan(&tp, start, |offset, m| {
+            if m.record.timestamp >= timestamp {
+                found = Some(TimestampedOffset {
+                    offset: offset as i64,
+                    timestamp: m.record.timestamp,
+                });
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await?;
+        Ok(found)
+    }
+
+    /// The record with the largest timestamp: a scan of the whole partition.
+    async fn max_timestamp(&self, tp: TopicPartition) -> BackendResult<Option<TimestampedOffset>> {
+        let mut max: Option<TimestampedOffset> = None;
+        self.scan(&tp, 0, |offset, m| {
+            if max.is_none_or(|t| m.record.timestamp > t.timestamp) {
+                max = Some(TimestampedOffset {
+                    offset: offset as i64,
+                    timestamp: m.record.timestamp,
+                });
+            }
+            ControlFlow::Continue(())
+        })
+        .await?;
+        Ok(max)
+    }
+
+    /// Idempotent batches near the end of the partition, from their stamps.
+    async fn producer_batches(&self, tp: &TopicPartition) -> BackendResult<Vec<ProducerBatch>> {
+        let w = self.watermarks(tp).await?;
+        let from = (w.high as u64)
+            .saturating_sub(PRODUCER_HISTORY_MESSAGES)
+            .max(w.log_start as u64);
+        let mut batches = Vec::new();
+        self.scan(tp, from, |offset, m| {
+            if let Some(s) = m.producer {
+                let last_delta = s.record_count.max(1) - 1;
+                let last_sequence = (s.base_sequence as i64 + last_delta as i64)
+                    .rem_euclid(i32::MAX as i64 + 1) as i32;
+                batches.push(ProducerBatch {
+                    producer_id: s.producer_id,
+                    producer_epoch: s.producer_epoch,
+                    first_sequence: s.base_sequence,
+                    last_sequence,
+                    base_offset: offset as i64,
+                    last_offset: offset as i64 + last_delta as i64,
+                });
+            }
+            ControlFlow::Continue(())
+        })
+        .await?;
+        // The last few of each producer, oldest first.
+        let mut per_producer: HashMap<i64, usize> = HashMap::new();
+        let mut kept: Vec<ProducerBatch> = batches
+            .into_iter()
+            .rev()
+            .filter(|b| {
+                let n = per_producer.entry(b.producer_id).or_default();
+                *n += 1;
+                *n <= PRODUCER_HISTORY_BATCHES
+            })
+            .collect();
+        kept.reverse();
+        Ok(kept)
+    }
+
+    /// Where a batch with this stamp landed, if it is in the partition's recent history.
+    async fn find_batch(
+        &self,
+        tp: &TopicPartition,
+        stamp: ProducerStamp,
+    ) -> BackendResult<Option<i64>> {
+        Ok(self
+            .producer_batches(tp)
+            .await?
+            .into_iter()
+            .find(|b| {
+                b.producer_id == stamp.producer_id
+                    && b.producer_epoch == stamp.producer_epoch
+                    && b.first_sequence == stamp.base_sequence
+            })
+            .map(|b| b.base_offset))
+    }
+
+    /// Ids come in blocks: record `n` of the `producer-ids` log owns ids
+    /// `n * PRODUCER_ID_BLOCK ..` (Iggy gives every record its own offset).
+    async fn allocate_producer_id(&self) -> BackendResult<i64> {
+        let mut ids = self.producer_ids.lock().await;
+        let (next, end) = &mut *ids;
+        if *next >= *end {
+            let n = gateway_log::append(
+                &self.pools.admin,
+                &self.config.gateway_stream,
+                gateway_log::PRODUCER_IDS,
+                Bytes::from_static(b"producer-id-block"),
+            )
+            .await
+            .map_err(|e| backend_error(e, None, gateway_log::PRODUCER_IDS))?;
+            *next = n as i64 * PRODUCER_ID_BLOCK;
+            *end = *next + PRODUCER_ID_BLOCK;
+        }
+        *next += 1;
+        Ok(*next - 1)
+    }
+
+    async fn commit_offset(
+        &self,
+        group: String,
+        tp: TopicPartition,
+        offset: Option<CommittedOffset>,
+    ) -> BackendResult<()> {
+        let record = OffsetRecord::commit(&group, &tp, offset.as_ref());
+        gateway_log::append(
+            &self.pools.admin,
+            &self.config.gateway_stream,
+            gateway_log::COMMITTED_OFFSETS,
+            record.encode(),
+        )
+        .await
+        .map_err(|e| backend_error(e, None, gateway_log::COMMITTED_OFFSETS))?;
+        self.offsets.lock().apply(record);
+        // The commit stands; the mirror only informs Iggy tools, so it runs behind,
+        // in commit order, without adding to the commit's latency.
+        if self
+            .mirror_queue
+            .try_send((group, tp, offset.map(|c| c.offset)))
+            .is_err()
+        {
+            tracing::debug!("Iggy consumer-offset mirror queue full; skipping an update");
+        }
+        Ok(())
+    }
+
+    /// Applies queued commits to the Iggy mirror, one at a time, until the backend goes.
+    async fn run_mirror(inner: std::sync::Weak<Inner>, mut queue: MirrorReceiver) {
+        while let Some((group, tp, offset)) = queue.recv().await {
+            let Some(inner) = inner.upgrade() else { return };
+            if let Err(e) = inner.mirror(&group, &tp, offset).await {
+                tracing::debug!(%group, partition = %tp, error = %e, "Iggy consumer-offset mirror not updated");
+            }
+        }
+    }
+
+    /// Keeps the Iggy consumer offset of the group's mirror in step (see [`offsets`]).
+    async fn mirror(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Option<i64>,
+    ) -> Result<(), IggyError> {
+        match self.mirror_once(group, tp, offset).await {
+            Err(IggyError::InvalidOffset(_)) => Ok(()), // past the end: Iggy cannot hold it
+            Err(_) => {
+                // The session may have been evicted while idle: start afresh, once.
+                let key = (group.to_string(), tp.topic.to_string());
+                self.mirror_groups.lock().remove(&key);
+                self.pools.mirror.reset().await;
+                self.mirror_once(group, tp, offset).await
+            }
+            ok => ok,
+        }
+    }
+
+    async fn mirror_once(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Option<i64>,
+    ) -> Result<(), IggyError> {
+        let name = offsets::iggy_group_name(group);
+        let stream = Identifier::named(&self.config.stream)?;
+        let topic = Identifier::named(&tp.topic)?;
+        let group_id = Identifier::named(&name)?;
+        let c = self.pools.mirror.ready().await?;
+        let key = (group.to_string(), tp.topic.to_string());
+        if !self.mirror_groups.lock().contains(&key) {
+            match c.create_consumer_group(&stream, &topic, &name).await {
+                Ok(_) | Err(IggyError::ConsumerGroupNameAlreadyExists(..)) => {}
+                Err(e) => return Err(e),
+            }
+            // Iggy stores a group's offsets only for one of its members.
+            c.join_consumer_group(&stream, &topic, &group_id).await?;
+            self.mirror_groups.lock().insert(key);
+        }
+        let consumer = Consumer::group(group_id);
+        let partition = Some(tp.partition as u32);
+        match offset {
+            Some(k) if k > 0 => {
+                c.store_consumer_offset(&consumer, &stream, &topic, partition, k as u64 - 1)
+                    .await
+            }
+            _ => match c
+                .delete_consumer_offset(&consumer, &stream, &topic, partition)
+                .await
+            {
+                Err(IggyError::ConsumerOffsetNotFound(_)) => Ok(()),
+                other => other,
+            },
+        }
+    }
+
+    /// Asks Iggy to persist what it holds for every partition written lately.
+    async fn flush(&self) -> BackendResult<()> {
+        let written: Vec<TopicPartition> = self.written.lock().drain().collect();
+        for tp in written {
+            let c = self.admin().await?;
+            if let Err(e) = c
+                .flush_unsaved_buffer(
+                    &self.stream()?,
+                    &named(&tp.topic)?,
+                    partition_id(&tp)?,
+                    true,
+                )
+                .await
+            {
+                tracing::warn!(partition = %tp, error = %e, "Iggy flush failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for IggyBackend {
+    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
+        self.run(|s| async move { s.topics().await })
+    }
+
+    fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.create_topic(topic).await })
+    }
+
+    fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
+        let name = name.to_string();
+        self.run(|s| async move { s.delete_topic(&name).await })
+    }
+
+    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {
+        let tp = tp.clone();
+        self.run(|s| async move { s.append(tp, batch).await })
+    }
+
+    fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendFuture<'_, ReadBatches> {
+        let tp = tp.clone();
+        self.run(move |s| async move { s.read(tp, offset, max_bytes).await })
+    }
+
+    fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks> {
+        let tp = tp.clone();
+        self.run(|s| async move { s.watermarks(&tp).await })
+    }
+
+    fn offset_for_timestamp(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+    ) -> BackendFuture<'_, Option<TimestampedOffset>> {
+        let tp = tp.clone();
+        self.run(move |s| async move { s.offset_for_timestamp(tp, timestamp).await })
+    }
+
+    fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
+        let tp = tp.clone();
+        self.run(|s| async move { s.max_timestamp(tp).await })
+    }
+
+    fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
+        let tp = tp.clone();
+        self.run(|s| async move { s.producer_batches(&tp).await })
+    }
+
+    fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
+        self.run(|s| async move { s.allocate_producer_id().await })
+    }
+
+    fn commit_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Option<CommittedOffset>,
+    ) -> BackendFuture<'_, ()> {
+        let (group, tp) = (group.to_string(), tp.clone());
+        self.run(|s| async move { s.commit_offset(group, tp, offset).await })
+    }
+
+    fn committed_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+    ) -> BackendFuture<'_, Option<CommittedOffset>> {
+        let found = self.inner.offsets.lock().get(group, tp);
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
+        let found = self.inner.offsets.lock().partitions(group);
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
+        let found = self.inner.offsets.lock().groups();
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn flush(&self) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.flush().await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(configs: &[(&str, &str)]) -> TopicMeta {
+        TopicMeta {
+            name: "t".into(),
+            id: uuid::Uuid::nil(),
+            partitions: 3,
+            replication_factor: 1,
+            configs: configs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn kafka_configs_map_onto_iggy_topic_options() {
+        let o = topic_options(
+            &meta(&[
+                ("retention.ms", "60000"),
+                ("retention.bytes", "1000"),
+                ("segment.bytes", "1048576"),
+            ]),
+            false,
+        );
+        assert_eq!(o.partitions_count, Some(3));
+        assert_eq!(
+            o.message_expiry,
+            Some(IggyExpiry::ExpireDuration(IggyDuration::new(
+                Duration::from_secs(60)
+            )))
+        );
+        assert_eq!(
+            o.max_topic_size,
+            Some(MaxTopicSize::Custom(IggyByteSize::from(3000)))
+        );
+        assert_eq!(o.segment_size, Some(IggyByteSize::from(1 << 20)));
+        let compact = topic_options(
+            &meta(&[("cleanup.policy", "compact"), ("retention.ms", "1")]),
+            true,
+        );
+        assert_eq!(compact.message_expiry, Some(IggyExpiry::NeverExpire));
+        assert_eq!(compact.enforce_fsync, Some(true));
+        assert_eq!(
+            topic_options(&meta(&[("segment.bytes", "100")]), false).segment_size,
+            None
+        );
+    }
+
+    #[test]
+    fn origins_use_record_times_only_when_iggy_can_carry_them() {
+        let r = |ts| KafkaRecord {
+            timestamp: ts,
+            key: None,
+            value: None,
+            headers: vec![],
+        };
+        assert_eq!(
+            origin_timestamps(&[r(1_000), r(2_000)]),
+            vec![1_000_000, 2_000_000]
+        );
+        let far = origin_timestamps(&[r(0), r(10_000_000)]);
+        assert_eq!(far[0], far[1], "spread too wide: both now");
+        let negative = origin_timestamps(&[r(-1)]);
+        assert!(negative[0] > 0);
+    }
+
+    #[test]
+    fn fetched_messages_split_into_batches_where_kafka_needs_it() {
+        let m = |ts, lat| FromIggy {
+            record: KafkaRecord {
+                timestamp: ts,
+                key: None,
+                value: Some(Bytes::from_static(b"v")),
+                headers: vec![],
+            },
+            log_append_time: lat,
+            producer: None,
+        };
+        let batches = encode_batches(
+            vec![
+                (5, m(1, false)),
+                (6, m(2, false)),
+                (7, m(9, true)),
+                (8, m(9, true)),
+                (9, m(10, true)),
+                (11, m(3, false)),
+            ],
+            usize::MAX,
+        );
+        let bases: Vec<i64> = batches
+            .iter()
+            .map(|b| iggy_kafka_actors::records::base_offset(b))
+            .collect();
+        assert_eq!(bases, vec![5, 7, 9, 11]);
+        let one = encode_batches(vec![(0, m(1, false)), (1, m(1, false))], 1);
+        assert_eq!(one.len(), 1, "at least one record even over budget");
+        assert_eq!(
+            kafka_batch::decode(&one[0]).unwrap().records.len(),
+            1,
+            "but no more"
+        );
+    }
+}

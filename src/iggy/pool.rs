@@ -1,0 +1,248 @@
+//! Connections to the Iggy server.
+//!
+//! The SDK's TCP client answers one request at a time, so one shared client would
+//! put every Kafka connection in one queue. The gateway keeps pools instead:
+//! produce clients (a partition always uses the same one: its appends keep their
+//! order and a slow partition holds up only its own slot), read clients for
+//! Fetch and ListOffsets (the least busy one is taken), one admin client for
+//! topics, producer ids and committed offsets, and one client that keeps Iggy's
+//! consumer offsets in step with Kafka commits (Iggy stores a group's offsets only
+//! for a member, and evicts idle members' sessions, so it stays apart).
+//!
+//! The SDK's own reconnect-and-resend is off: a send whose answer was lost would be
+//! sent twice. A client that lost its connection reconnects and signs in again on
+//! its next use, and the call that saw the failure reports it (retriable).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iggy::prelude::{
+    Client, IggyDuration, IggyError, TcpClient, TcpClientConfig, TcpClientReconnectionConfig,
+    UserClient,
+};
+use iggy_common::{AutoLogin, BinaryTransport, ClientState};
+
+use super::IggyConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("Iggy server at {address} is unreachable after {waited:?}: {source}")]
+    Unreachable {
+        address: String,
+        waited: Duration,
+        source: IggyError,
+    },
+    #[error("Iggy server at {address} refused the credentials of user '{username}'")]
+    BadCredentials { address: String, username: String },
+    #[error("cannot sign in to the Iggy server at {address}: {source}")]
+    SignIn { address: String, source: IggyError },
+    #[error("cannot create an Iggy client for {address}: {source}")]
+    Client { address: String, source: IggyError },
+}
+
+/// User name and password; deliberately without `Debug`, so they are never logged.
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+/// One SDK client and what it takes to bring it back after a disconnect.
+pub struct Conn {
+    client: TcpClient,
+    credentials: Arc<Credentials>,
+    /// Reconnects one at a time: the SDK answers a second `connect` during the
+    /// first with an immediate `Ok`, before the client is usable.
+    reconnect: tokio::sync::Mutex<()>,
+    busy: AtomicUsize,
+}
+
+impl Conn {
+    fn new(address: &str, credentials: Arc<Credentials>) -> Result<Conn, ConnectError> {
+        let config = TcpClientConfig {
+            server_address: address.to_string(),
+            auto_login: AutoLogin::Disabled,
+            reconnection: TcpClientReconnectionConfig {
+                enabled: false,
+                max_retries: Some(0),
+                interval: IggyDuration::new(Duration::from_millis(100)),
+                // Without this the SDK waits 5 s before reconnecting a client that
+                // was connected recently.
+                reestablish_after: IggyDuration::new(Duration::from_millis(10)),
+            },
+            nodelay: true,
+            ..TcpClientConfig::default()
+        };
+        let client =
+            TcpClient::create(Arc::new(config)).map_err(|source| ConnectError::Client {
+                address: address.to_string(),
+                source,
+            })?;
+        Ok(Conn {
+            client,
+            credentials,
+            reconnect: tokio::sync::Mutex::new(()),
+            busy: AtomicUsize::new(0),
+        })
+    }
+
+    /// The client, connected and signed in.
+    pub async fn ready(&self) -> Result<Lease<'_>, IggyError> {
+        let lease = Lease::new(self);
+        if self.client.get_state().await != ClientState::Authenticated {
+            let _one = self.reconnect.lock().await;
+            if self.client.get_state().await != ClientState::Authenticated {
+                // Drop whatever half state the last failure left behind.
+                let _ = self.client.disconnect().await;
+                self.client.connect().await?;
+                let c = &self.credentials;
+                self.client.login_user(&c.username, &c.password).await?;
+                tracing::info!("reconnected to Iggy");
+            }
+        }
+        Ok(lease)
+    }
+
+    /// Forgets the connection, so the next use reconnects and signs in again.
+    pub async fn reset(&self) {
+        let _one = self.reconnect.lock().await;
+        let _ = self.client.disconnect().await;
+    }
+
+    fn load(&self) -> usize {
+        self.busy.load(Ordering::Relaxed)
+    }
+}
+
+/// A client in use; counts toward its load until dropped.
+pub struct Lease<'a>(&'a Conn);
+
+impl<'a> Lease<'a> {
+    fn new(conn: &'a Conn) -> Self {
+        conn.busy.fetch_add(1, Ordering::Relaxed);
+        Lease(conn)
+    }
+}
+
+impl std::ops::Deref for Lease<'_> {
+    type Target = TcpClient;
+    fn deref(&self) -> &TcpClient {
+        &self.0.client
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub struct Pools {
+    pub admin: Conn,
+    pub mirror: Conn,
+    produce: Vec<Conn>,
+    read: Vec<Conn>,
+}
+
+impl Pools {
+    /// Connects every client; retries unreachable servers with backoff until
+    /// `connect_timeout`, but fails at once on refused credentials.
+    pub async fn connect(config: &IggyConfig) -> Result<Pools, ConnectError> {
+        let credentials = Arc::new(Credentials {
+            username: config.username.clone(),
+            password: config.password.clone(),
+        });
+        let admin = Conn::new(&config.address, credentials.clone())?;
+        first_contact(&admin, config).await?;
+        let mirror = Conn::new(&config.address, credentials.clone())?;
+        let mut produce = Vec::new();
+        let mut read = Vec::new();
+        for i in 0..config.produce_clients + config.read_clients {
+            let conn = Conn::new(&config.address, credentials.clone())?;
+            conn.ready().await.map_err(|source| ConnectError::SignIn {
+                address: config.address.clone(),
+                source,
+            })?;
+            if i < config.produce_clients {
+                produce.push(conn);
+            } else {
+                read.push(conn);
+            }
+        }
+        tracing::info!(
+            address = %config.address,
+            produce = produce.len(),
+            read = read.len(),
+            "connected to Iggy"
+        );
+        Ok(Pools {
+            admin,
+            mirror,
+            produce,
+            read,
+        })
+    }
+
+    /// The produce client of a partition, for life.
+    pub fn producer(&self, topic: &str, partition: i32) -> &Conn {
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&(topic, partition), &mut h);
+        let i = std::hash::Hasher::finish(&h) as usize % self.produce.len();
+        &self.produce[i]
+    }
+
+    /// The read client with the fewest calls in progress.
+    pub fn reader(&self) -> &Conn {
+        self.read
+            .iter()
+            .min_by_key(|c| c.load())
+            .expect("at least one read client")
+    }
+}
+
+/// Connects and signs in the first client, telling an absent server (retried)
+/// from refused credentials (not retried).
+async fn first_contact(conn: &Conn, config: &IggyConfig) -> Result<(), ConnectError> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match conn.client.connect().await {
+            Ok(()) => break,
+            Err(source) => {
+                let waited = started.elapsed();
+                let Some(left) = config
+                    .connect_timeout
+                    .checked_sub(waited)
+                    .filter(|l| !l.is_zero())
+                else {
+                    return Err(ConnectError::Unreachable {
+                        address: config.address.clone(),
+                        waited,
+                        source,
+                    });
+                };
+                tracing::warn!(address = %config.address, error = %source, retry_in = ?backoff.min(left), "Iggy server not reachable yet");
+                tokio::time::sleep(backoff.min(left)).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                let _ = conn.client.disconnect().await;
+            }
+        }
+    }
+    match conn
+        .client
+        .login_user(&config.username, &config.password)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(IggyError::InvalidCredentials | IggyError::Unauthenticated) => {
+            Err(ConnectError::BadCredentials {
+                address: config.address.clone(),
+                username: config.username.clone(),
+            })
+        }
+        Err(source) => Err(ConnectError::SignIn {
+            address: config.address.clone(),
+            source,
+        }),
+    }
+}

@@ -1,0 +1,741 @@
+//! The gateway on the Iggy backend, against a real `iggy-server`: Kafka clients and
+//! native Iggy clients on the same data.
+//!
+//! The server binary comes from `IGGY_SERVER_BIN` or `iggy-server` on PATH; each test
+//! starts its own on a free loopback port with a temporary directory. Without one,
+//! the tests print one SKIPPED line and return.
+//!
+//! `IGGY_TEST_RECORDS` sets the size of the round-trip workload (default 100,000).
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use iggy::prelude::{
+    Client, Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy,
+    StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions, UserClient,
+};
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, RequestKind, ResponseKind};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders, Timestamp};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use support::{Gateway, RawClient};
+
+const SKIPPED: &str = "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
+const STREAM: &str = "kafka";
+
+/// The server binary, or `None` after printing the SKIPPED line (once per run).
+fn server_bin() -> Option<PathBuf> {
+    static SKIP_NOTICE: Once = Once::new();
+    let found = std::env::var_os("IGGY_SERVER_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|dir| dir.join("iggy-server"))
+                .find(|p| p.is_file())
+        })
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        SKIP_NOTICE.call_once(|| println!("{SKIPPED}"));
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// An `iggy-server` process on its own port and data directory; killed when dropped.
+struct IggyServer {
+    bin: PathBuf,
+    child: Child,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl IggyServer {
+    fn start() -> Option<IggyServer> {
+        let bin = server_bin()?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let child = Self::spawn(&bin, &dir, addr);
+        let server = IggyServer {
+            bin,
+            child,
+            addr,
+            dir,
+        };
+        server.wait_ready();
+        Some(server)
+    }
+
+    fn spawn(bin: &PathBuf, dir: &tempfile::TempDir, addr: SocketAddr) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("server.log"))
+            .expect("server log");
+        // Run in the temp dir: the server reads `core/server/config.toml` and `.env`
+        // from its working directory when present, its embedded defaults otherwise.
+        Command::new(bin)
+            .current_dir(dir.path())
+            .env("IGGY_TCP_ADDRESS", addr.to_string())
+            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
+            .env("IGGY_HTTP_ENABLED", "false")
+            .env("IGGY_QUIC_ENABLED", "false")
+            .env("IGGY_WEBSOCKET_ENABLED", "false")
+            .env("IGGY_ROOT_USERNAME", "iggy")
+            .env("IGGY_ROOT_PASSWORD", "iggy")
+            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
+            .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start iggy-server")
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "iggy-server did not listen on {}: {}",
+                self.addr,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log(&self) -> String {
+        let mut s = String::new();
+        let _ = std::fs::File::open(self.dir.path().join("server.log"))
+            .and_then(|mut f| f.read_to_string(&mut s));
+        s
+    }
+
+    /// Settings that point a gateway at this server.
+    fn gateway_settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("backend", "iggy".into()),
+            ("iggy_address", self.addr.to_string()),
+            ("iggy_connect_timeout_ms", "10000".into()),
+        ]
+    }
+
+    fn gateway(&self) -> Gateway {
+        let settings = self.gateway_settings();
+        let refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Gateway::start_with(&refs)
+    }
+
+    /// A signed-in native SDK client.
+    async fn sdk(&self) -> TcpClient {
+        let client = TcpClient::create(Arc::new(TcpClientConfig {
+            server_address: self.addr.to_string(),
+            ..TcpClientConfig::default()
+        }))
+        .expect("client");
+        client.connect().await.expect("connect");
+        client.login_user("iggy", "iggy").await.expect("login");
+        client
+    }
+
+    #[allow(dead_code)]
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn(&self.bin, &self.dir, self.addr);
+        self.wait_ready();
+    }
+}
+
+impl Drop for IggyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn id(name: &str) -> Identifier {
+    Identifier::named(name).unwrap()
+}
+
+/// One record as written, to compare with what comes back.
+#[derive(Clone, Debug, PartialEq)]
+struct Expected {
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    headers: Vec<(String, Option<Vec<u8>>)>,
+    timestamp: i64,
+}
+
+/// Every shape the mapping treats differently: null, empty, short and long keys;
+/// null and empty values; native headers; repeated, null, empty, long and reserved
+/// header names.
+fn record(n: usize) -> Expected {
+    let key = match n % 7 {
+        0 => None,
+        1 => Some(Vec::new()),
+        2 => Some(vec![b'k'; 300 + n % 50]),
+        _ => Some(format!("key-{n}").into_bytes()),
+    };
+    let value = match n % 11 {
+        0 => None,
+        1 => Some(Vec::new()),
+        _ => Some(
+            (0..(n % 300) as u32)
+                .map(|i| (i ^ n as u32) as u8)
+                .collect(),
+        ),
+    };
+    let headers = match n % 6 {
+        0 => Vec::new(),
+        1 => vec![
+            ("h".into(), Some(b"1".to_vec())),
+            ("h".into(), Some(b"2".to_vec())),
+        ],
+        2 => vec![("null".into(), None), ("empty".into(), Some(Vec::new()))],
+        3 => vec![("long".into(), Some(vec![b'x'; 256]))],
+        4 => vec![("kafka.key".into(), Some(b"not the key".to_vec()))],
+        _ => vec![
+            (format!("n{n}"), Some(n.to_string().into_bytes())),
+            ("trace".into(), Some(b"t".to_vec())),
+        ],
+    };
+    Expected {
+        key,
+        value,
+        headers,
+        timestamp: 1_700_000_000_000 + n as i64,
+    }
+}
+
+fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("admin client")
+}
+
+async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    for (k, v) in configs {
+        topic = topic.set(k, v);
+    }
+    let results = admin(bootstrap)
+        .create_topics(
+            &[topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("create topics");
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+}
+
+fn produce(bootstrap: &str, topic: &str, codec: &str, records: &[(i32, Expected)]) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("compression.codec", codec)
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .create()
+        .expect("producer");
+    for (partition, r) in records {
+        let mut headers = OwnedHeaders::new();
+        for (k, v) in &r.headers {
+            headers = headers.insert(Header {
+                key: k,
+                value: v.as_deref(),
+            });
+        }
+        let mut base = BaseRecord::<[u8], [u8]>::to(topic)
+            .partition(*partition)
+            .timestamp(r.timestamp)
+            .headers(headers);
+        base.key = r.key.as_deref();
+        base.payload = r.value.as_deref();
+        let mut pending = base;
+        loop {
+            match producer.send(pending) {
+                Ok(()) => break,
+                Err((e, back)) => {
+                    assert!(
+                        matches!(
+                            e.rdkafka_error_code(),
+                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
+                        ),
+                        "{e}"
+                    );
+                    producer.poll(Duration::from_millis(10));
+                    pending = back;
+                }
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(120)).expect("flush");
+    assert_eq!(producer.in_flight_count(), 0);
+}
+
+/// Reads every partition from the start until `want[p]` records came back.
+fn consume(
+    bootstrap: &str,
+    topic: &str,
+    want: &HashMap<i32, usize>,
+) -> HashMap<i32, Vec<(i64, Expected, Timestamp)>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        // librdkafka wants a group id, but with assign() and explicit offsets it joins no group.
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in want.keys() {
+        tpl.add_partition_offset(topic, *p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut got: HashMap<i32, Vec<(i64, Expected, Timestamp)>> = HashMap::new();
+    let total: usize = want.values().sum();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while got.values().map(Vec::len).sum::<usize>() < total {
+        assert!(Instant::now() < deadline, "timed out consuming");
+        let Some(m) = consumer.poll(Duration::from_millis(200)) else {
+            continue;
+        };
+        let m = m.expect("consume error");
+        let headers = m.headers().map_or_else(Vec::new, |h| {
+            h.iter()
+                .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
+                .collect()
+        });
+        let e = Expected {
+            key: m.key().map(<[u8]>::to_vec),
+            value: m.payload().map(<[u8]>::to_vec),
+            headers,
+            timestamp: m.timestamp().to_millis().unwrap_or(-1),
+        };
+        got.entry(m.partition())
+            .or_default()
+            .push((m.offset(), e, m.timestamp()));
+    }
+    got
+}
+
+/// Every message of an Iggy partition, read with the SDK.
+async fn iggy_messages(client: &TcpClient, topic: &str, partition: u32) -> Vec<IggyMessage> {
+    let mut out = Vec::new();
+    loop {
+        let polled = client
+            .poll_messages(
+                &id(STREAM),
+                &id(topic),
+                Some(partition),
+                &Consumer::default(),
+                &PollingStrategy::offset(out.len() as u64),
+                1_000,
+                false,
+            )
+            .await
+            .expect("poll");
+        if polled.messages.is_empty() {
+            return out;
+        }
+        out.extend(polled.messages);
+    }
+}
+
+/// A message's user headers by name, decoded by the SDK (a map: last of a name wins).
+fn header(m: &IggyMessage, name: &str) -> Option<Vec<u8>> {
+    let map = m.user_headers_map().expect("headers")?;
+    map.iter()
+        .find(|(k, _)| k.as_bytes() == name.as_bytes())
+        .map(|(_, v)| v.as_bytes().to_vec())
+}
+
+/// What a native Iggy client must see for a record, per `docs/IGGY_MAPPING.md`.
+fn check_native_view(m: &IggyMessage, r: &Expected) {
+    assert_eq!(header(m, "kafka.mapping"), Some(vec![1]), "marker");
+    assert_eq!(
+        header(m, "kafka.timestamp"),
+        Some(r.timestamp.to_le_bytes().to_vec())
+    );
+    // Keys here stay far below Iggy's 100 KB of headers: the payload is the value.
+    assert_eq!(
+        m.payload.as_ref(),
+        r.value.as_deref().unwrap_or_default(),
+        "payload is the value"
+    );
+    assert_eq!(
+        header(m, "kafka.value"),
+        r.value.is_none().then(|| b"null".to_vec())
+    );
+    let native_key = r.key.as_ref().is_none_or(|k| (1..=255).contains(&k.len()));
+    match &r.key {
+        Some(k) if native_key => assert_eq!(header(m, "kafka.key").as_ref(), Some(k)),
+        _ => assert_eq!(header(m, "kafka.key"), None),
+    }
+    let native_headers = r.headers.iter().enumerate().all(|(i, (k, v))| {
+        v.as_ref().is_some_and(|v| (1..=255).contains(&v.len()))
+            && !k.starts_with("kafka.")
+            && !r.headers[..i].iter().any(|(n, _)| n == k)
+    });
+    if native_headers {
+        for (k, v) in &r.headers {
+            assert_eq!(header(m, k).as_ref(), v.as_ref(), "native header {k}");
+        }
+    }
+    assert_eq!(
+        header(m, "kafka.extra.000").is_some(),
+        !(native_key && native_headers),
+        "fallback blob exactly when needed: {r:?}"
+    );
+}
+
+fn records_count() -> usize {
+    std::env::var("IGGY_TEST_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_records_round_trip_through_iggy_and_read_natively() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "roundtrip";
+    const PARTITIONS: i32 = 4;
+    create_topic(&gw.bootstrap(), topic, PARTITIONS, &[]).await;
+
+    let total = records_count();
+    let codecs = ["none", "lz4", "zstd", "gzip", "snappy"];
+    let per_codec = total.div_ceil(codecs.len());
+    let mut expected: HashMap<i32, Vec<Expected>> = HashMap::new();
+    let started = Instant::now();
+    for (c, codec) in codecs.iter().enumerate() {
+        let records: Vec<(i32, Expected)> = (c * per_codec..((c + 1) * per_codec).min(total))
+            .map(|n| ((n % PARTITIONS as usize) as i32, record(n)))
+            .collect();
+        for (p, r) in &records {
+            expected.entry(*p).or_default().push(r.clone());
+        }
+        let bootstrap = gw.bootstrap();
+        let codec = codec.to_string();
+        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
+            .await
+            .unwrap();
+    }
+    println!("produced {total} records in {:?}", started.elapsed());
+
+    let want = expected.iter().map(|(p, v)| (*p, v.len())).collect();
+    let bootstrap = gw.bootstrap();
+    let started = Instant::now();
+    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
+        .await
+        .unwrap();
+    println!("consumed {total} records in {:?}", started.elapsed());
+    for (p, records) in &expected {
+        let back = &got[p];
+        assert_eq!(back.len(), records.len(), "partition {p}");
+        for (i, ((offset, r, ts), want)) in back.iter().zip(records).enumerate() {
+            assert_eq!(*offset, i as i64, "offsets dense from 0 in partition {p}");
+            assert_eq!(r, want, "record {i} of partition {p}");
+            assert!(matches!(ts, Timestamp::CreateTime(_)), "{ts:?}");
+        }
+    }
+
+    // The same records, read natively: same partitions, same offsets.
+    let sdk = server.sdk().await;
+    for (p, records) in &expected {
+        let messages = iggy_messages(&sdk, topic, *p as u32).await;
+        assert_eq!(messages.len(), records.len(), "Iggy partition {p}");
+        for (i, (m, r)) in messages.iter().zip(records).enumerate() {
+            assert_eq!(m.header.offset, i as u64);
+            check_native_view(m, r);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn native_iggy_messages_are_served_to_kafka_consumers() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    // Made natively before the gateway starts, which loads topics at startup.
+    let sdk = server.sdk().await;
+    sdk.create_stream(STREAM).await.expect("stream");
+    sdk.create_topic(
+        &id(STREAM),
+        "native",
+        &TopicCreateOptions {
+            partitions_count: Some(2),
+            ..TopicCreateOptions::default()
+        },
+    )
+    .await
+    .expect("topic");
+    let before = chrono::Utc::now().timestamp_millis();
+    let mut messages: Vec<IggyMessage> = (0..10)
+        .map(|i| {
+            let headers = std::collections::BTreeMap::from([
+                (
+                    iggy::prelude::HeaderKey::try_from("source").unwrap(),
+                    iggy::prelude::HeaderValue::try_from("native").unwrap(),
+                ),
+                (
+                    iggy::prelude::HeaderKey::try_from("n").unwrap(),
+                    iggy::prelude::HeaderValue::from(i as u64),
+                ),
+            ]);
+            IggyMessage::builder()
+                .payload(Bytes::from(format!("message {i}")))
+                .user_headers(headers)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    sdk.send_messages(
+        &id(STREAM),
+        &id("native"),
+        &Partitioning::partition_id(1),
+        &mut messages,
+    )
+    .await
+    .expect("send");
+    let after = chrono::Utc::now().timestamp_millis();
+
+    let gw = server.gateway();
+    let bootstrap = gw.bootstrap();
+    let got = tokio::task::spawn_blocking(move || {
+        consume(&bootstrap, "native", &HashMap::from([(1, 10)]))
+    })
+    .await
+    .unwrap();
+    for (i, (offset, r, ts)) in got[&1].iter().enumerate() {
+        assert_eq!(*offset, i as i64);
+        assert_eq!(r.key, None);
+        assert_eq!(r.value.as_deref(), Some(format!("message {i}").as_bytes()));
+        // Iggy's headers form a map: the SDK sends them sorted by name.
+        assert_eq!(
+            r.headers,
+            vec![
+                ("n".to_string(), Some(i.to_string().into_bytes())),
+                ("source".to_string(), Some(b"native".to_vec())),
+            ]
+        );
+        assert!(matches!(ts, Timestamp::CreateTime(_)));
+        assert!(
+            (before - 1..=after + 1).contains(&r.timestamp),
+            "{} outside [{before}, {after}]",
+            r.timestamp
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_and_delete_topics_map_to_iggy_topics_and_keep_the_stream() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    create_topic(
+        &gw.bootstrap(),
+        "orders",
+        3,
+        &[("retention.ms", "3600000"), ("cleanup.policy", "delete")],
+    )
+    .await;
+    create_topic(&gw.bootstrap(), "keep", 1, &[]).await;
+    let sdk = server.sdk().await;
+    let details = sdk
+        .get_topic(&id(STREAM), &id("orders"))
+        .await
+        .unwrap()
+        .expect("Iggy topic made");
+    assert_eq!(details.partitions_count, 3);
+    assert_eq!(
+        details.partitions.iter().map(|p| p.id).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    assert_eq!(
+        details.message_expiry,
+        iggy::prelude::IggyExpiry::ExpireDuration(iggy::prelude::IggyDuration::new(
+            Duration::from_secs(3600)
+        ))
+    );
+
+    // A second create of the same name is refused, the first stays whole.
+    let again = admin(&gw.bootstrap())
+        .create_topics(
+            &[NewTopic::new("orders", 1, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        again[0],
+        Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))
+    ));
+
+    let deleted = admin(&gw.bootstrap())
+        .delete_topics(&["orders"], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(deleted.iter().all(|r| r.is_ok()), "{deleted:?}");
+    assert!(sdk
+        .get_topic(&id(STREAM), &id("orders"))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(
+        sdk.get_stream(&id(STREAM)).await.unwrap().is_some(),
+        "stream kept"
+    );
+    assert!(sdk
+        .get_topic(&id(STREAM), &id("keep"))
+        .await
+        .unwrap()
+        .is_some());
+
+    // Topic ids and configs survive a gateway restart (kept in the gateway stream).
+    let metadata_before = topic_ids(&gw);
+    drop(gw);
+    let gw = server.gateway();
+    assert_eq!(topic_ids(&gw), metadata_before);
+}
+
+/// Topic name → id, from a Metadata v12 answer.
+fn topic_ids(gw: &Gateway) -> Vec<(String, uuid::Uuid)> {
+    use kafka_protocol::messages::MetadataRequest;
+    let mut raw = RawClient::connect(gw.addr);
+    let ResponseKind::Metadata(m) = raw.call(
+        ApiKey::Metadata,
+        12,
+        RequestKind::Metadata(MetadataRequest::default().with_topics(None)),
+    ) else {
+        panic!("not a metadata answer")
+    };
+    let mut ids: Vec<(String, uuid::Uuid)> = m
+        .topics
+        .iter()
+        .map(|t| (t.name.as_ref().unwrap().to_string(), t.topic_id))
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn init_producer_id(gw: &Gateway) -> i64 {
+    let mut raw = RawClient::connect(gw.addr);
+    let ResponseKind::InitProducerId(r) = raw.call(
+        ApiKey::InitProducerId,
+        4,
+        RequestKind::InitProducerId(
+            InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+                .with_producer_epoch(-1),
+        ),
+    ) else {
+        panic!("not an InitProducerId answer")
+    };
+    assert_eq!(r.error_code, 0);
+    r.producer_id.0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn producer_ids_stay_unique_across_gateway_restarts() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let gw = server.gateway();
+        ids.push(init_producer_id(&gw));
+        ids.push(init_producer_id(&gw));
+    }
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+}
+
+/// Runs the gateway binary expecting it to fail at startup; returns its stderr.
+fn failed_start(settings: &[(&str, String)]) -> (std::process::ExitStatus, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
+    cmd.env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_KAFKA_DATA_DIR", dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in settings {
+        cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
+    }
+    let out = cmd.output().expect("run gateway");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_unreachable_iggy_stops_startup_naming_the_address() {
+    // Needs no server: nothing listens on this port.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let started = Instant::now();
+    let (status, stderr) = failed_start(&[
+        ("backend", "iggy".into()),
+        ("iggy_address", addr.clone()),
+        ("iggy_connect_timeout_ms", "1500".into()),
+    ]);
+    assert!(!status.success());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "retried for a while"
+    );
+    assert!(
+        stderr.contains(&format!("error: Iggy server at {addr} is unreachable")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_credentials_stop_startup_with_a_clear_error_and_no_password() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let (status, stderr) = failed_start(&[
+        ("backend", "iggy".into()),
+        ("iggy_address", server.addr.to_string()),
+        ("iggy_username", "iggy".into()),
+        ("iggy_password", "s3cret-wrong".into()),
+    ]);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("refused the credentials of user 'iggy'"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("s3cret-wrong"),
+        "password leaked: {stderr}"
+    );
+}
