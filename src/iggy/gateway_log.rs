@@ -27,10 +27,10 @@ fn named(name: &str) -> Result<Identifier, IggyError> {
 /// Creates `stream` when missing (a concurrent creator winning is fine).
 pub async fn ensure_stream(conn: &Conn, stream: &str) -> Result<(), IggyError> {
     let c = conn.ready().await?;
-    if c.get_stream(&named(stream)?).await?.is_some() {
+    if c.check(c.get_stream(&named(stream)?).await)?.is_some() {
         return Ok(());
     }
-    match c.create_stream(stream).await {
+    match c.check(c.create_stream(stream).await) {
         Ok(_) | Err(IggyError::StreamNameAlreadyExists(_)) => Ok(()),
         Err(e) => Err(e),
     }
@@ -41,10 +41,8 @@ pub async fn ensure_logs(conn: &Conn, stream: &str) -> Result<(), IggyError> {
     ensure_stream(conn, stream).await?;
     for topic in [TOPICS, PRODUCER_IDS, COMMITTED_OFFSETS] {
         let c = conn.ready().await?;
-        if c.get_topic(&named(stream)?, &named(topic)?)
-            .await?
-            .is_some()
-        {
+        let (stream_id, topic_id) = (named(stream)?, named(topic)?);
+        if c.check(c.get_topic(&stream_id, &topic_id).await)?.is_some() {
             continue;
         }
         let options = TopicCreateOptions {
@@ -53,7 +51,7 @@ pub async fn ensure_logs(conn: &Conn, stream: &str) -> Result<(), IggyError> {
             max_topic_size: Some(MaxTopicSize::Unlimited),
             ..TopicCreateOptions::default()
         };
-        match c.create_topic(&named(stream)?, topic, &options).await {
+        match c.check(c.create_topic(&stream_id, topic, &options).await) {
             Ok(_) | Err(IggyError::TopicNameAlreadyExists(..)) => {}
             Err(e) => return Err(e),
         }
@@ -64,15 +62,13 @@ pub async fn ensure_logs(conn: &Conn, stream: &str) -> Result<(), IggyError> {
 /// Appends one record; returns its offset in the log.
 pub async fn append(conn: &Conn, stream: &str, log: &str, record: Bytes) -> Result<u64, IggyError> {
     let mut message = [IggyMessage::builder().payload(record).build()?];
+    let (stream_id, log_id) = (named(stream)?, named(log)?);
     let c = conn.ready().await?;
-    let sent = c
-        .send_messages(
-            &named(stream)?,
-            &named(log)?,
-            &Partitioning::partition_id(0),
-            &mut message,
-        )
-        .await?;
+    let partitioning = Partitioning::partition_id(0);
+    let sent = c.check(
+        c.send_messages(&stream_id, &log_id, &partitioning, &mut message)
+            .await,
+    )?;
     match sent.confirmations.first() {
         Some(confirmation) => Ok(confirmation.base_offset),
         // Servers that do not confirm offsets: the record is the last one now only
@@ -91,17 +87,19 @@ pub async fn read_all(
     let mut next = 0;
     loop {
         let c = conn.ready().await?;
-        let polled = c
-            .poll_messages(
+        let strategy = PollingStrategy::offset(next);
+        let polled = c.check(
+            c.poll_messages(
                 &named(stream)?,
                 &named(log)?,
                 Some(0),
                 &Consumer::default(),
-                &PollingStrategy::offset(next),
+                &strategy,
                 PAGE,
                 false,
             )
-            .await?;
+            .await,
+        )?;
         let Some(last) = polled.messages.last() else {
             return Ok(out);
         };

@@ -394,8 +394,7 @@ impl Inner {
     async fn topics(&self) -> BackendResult<Vec<TopicMeta>> {
         let c = self.admin().await?;
         let topics = c
-            .get_topics(&self.stream()?)
-            .await
+            .check(c.get_topics(&self.stream()?).await)
             .map_err(|e| backend_error(e, None, ""))?;
         let catalog = self.catalog.lock();
         Ok(topics
@@ -419,12 +418,11 @@ impl Inner {
             .await
             .map_err(err)?;
         let options = topic_options(&meta, self.config.fsync);
-        let details = self
-            .admin()
-            .await?
-            .create_topic(&self.stream()?, &name, &options)
-            .await
+        let c = self.admin().await?;
+        let details = c
+            .check(c.create_topic(&self.stream()?, &name, &options).await)
             .map_err(err)?;
+        drop(c);
         let record = TopicRecord {
             name: name.clone(),
             deleted: false,
@@ -446,7 +444,7 @@ impl Inner {
             // configs: undo it rather than leave it half made.
             tracing::warn!(topic = %name, error = %e, "cannot record the topic; deleting it again");
             if let Ok(c) = self.admin().await {
-                let _ = c.delete_topic(&self.stream()?, &named(&name)?).await;
+                let _ = c.check(c.delete_topic(&self.stream()?, &named(&name)?).await);
             }
             return Err(err(e));
         }
@@ -473,11 +471,10 @@ impl Inner {
             .map_err(err)?;
             self.offsets.lock().apply(record);
         }
-        self.admin()
-            .await?
-            .delete_topic(&self.stream()?, &named(name)?)
-            .await
+        let c = self.admin().await?;
+        c.check(c.delete_topic(&self.stream()?, &named(name)?).await)
             .map_err(err)?;
+        drop(c);
         // Best effort: a stale record never matches a later topic of the same name.
         let record = TopicRecord {
             name: name.to_string(),
@@ -557,15 +554,16 @@ impl Inner {
         // Until Iggy answers, this partition may hold a batch nobody acknowledged.
         self.uncertain.lock().insert(tp.clone());
         let sent = async {
-            conn.ready()
-                .await?
-                .send_messages(
-                    &Identifier::named(&self.config.stream)?,
-                    &Identifier::named(&tp.topic)?,
-                    &Partitioning::partition_id(partition),
-                    &mut messages,
-                )
-                .await
+            let (stream, topic) = (
+                Identifier::named(&self.config.stream)?,
+                Identifier::named(&tp.topic)?,
+            );
+            let partitioning = Partitioning::partition_id(partition);
+            let c = conn.ready().await?;
+            c.check(
+                c.send_messages(&stream, &topic, &partitioning, &mut messages)
+                    .await,
+            )
         }
         .await;
         let sent = match sent {
@@ -610,20 +608,21 @@ impl Inner {
     ) -> BackendResult<iggy::prelude::PolledMessages> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
-        conn.ready()
-            .await
-            .map_err(err)?
-            .poll_messages(
-                &self.stream()?,
-                &named(&tp.topic)?,
+        let (stream, topic) = (self.stream()?, named(&tp.topic)?);
+        let c = conn.ready().await.map_err(err)?;
+        c.check(
+            c.poll_messages(
+                &stream,
+                &topic,
                 Some(partition),
                 &Consumer::default(),
                 &strategy,
                 count,
                 false,
             )
-            .await
-            .map_err(err)
+            .await,
+        )
+        .map_err(err)
     }
 
     async fn read(
@@ -708,16 +707,13 @@ impl Inner {
     async fn watermarks(&self, tp: &TopicPartition) -> BackendResult<Watermarks> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
-        let details = self
-            .pools
-            .reader()
-            .ready()
-            .await
-            .map_err(err)?
-            .get_topic(&self.stream()?, &named(&tp.topic)?)
-            .await
+        let (stream, topic) = (self.stream()?, named(&tp.topic)?);
+        let c = self.pools.reader().ready().await.map_err(err)?;
+        let details = c
+            .check(c.get_topic(&stream, &topic).await)
             .map_err(err)?
             .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
+        drop(c);
         let p = details
             .partitions
             .iter()
@@ -968,28 +964,31 @@ impl Inner {
         let c = self.pools.mirror.ready().await?;
         let key = (group.to_string(), tp.topic.to_string());
         if !self.mirror_groups.lock().contains(&key) {
-            match c.create_consumer_group(&stream, &topic, &name).await {
+            match c.check(c.create_consumer_group(&stream, &topic, &name).await) {
                 Ok(_) | Err(IggyError::ConsumerGroupNameAlreadyExists(..)) => {}
                 Err(e) => return Err(e),
             }
             // Iggy stores a group's offsets only for one of its members.
-            c.join_consumer_group(&stream, &topic, &group_id).await?;
+            c.check(c.join_consumer_group(&stream, &topic, &group_id).await)?;
             self.mirror_groups.lock().insert(key);
         }
         let consumer = Consumer::group(group_id);
         let partition = Some(tp.partition as u32);
-        match offset {
+        let done = match offset {
             Some(k) if k > 0 => {
                 c.store_consumer_offset(&consumer, &stream, &topic, partition, k as u64 - 1)
                     .await
             }
-            _ => match c
-                .delete_consumer_offset(&consumer, &stream, &topic, partition)
-                .await
-            {
-                Err(IggyError::ConsumerOffsetNotFound(_)) => Ok(()),
-                other => other,
-            },
+            _ => {
+                c.delete_consumer_offset(&consumer, &stream, &topic, partition)
+                    .await
+            }
+        };
+        match c.check(done) {
+            Err(IggyError::ConsumerOffsetNotFound(_)) if !matches!(offset, Some(k) if k > 0) => {
+                Ok(())
+            }
+            other => other,
         }
     }
 
@@ -997,16 +996,12 @@ impl Inner {
     async fn flush(&self) -> BackendResult<()> {
         let written: Vec<TopicPartition> = self.written.lock().drain().collect();
         for tp in written {
+            let (stream, topic) = (self.stream()?, named(&tp.topic)?);
             let c = self.admin().await?;
-            if let Err(e) = c
-                .flush_unsaved_buffer(
-                    &self.stream()?,
-                    &named(&tp.topic)?,
-                    partition_id(&tp)?,
-                    true,
-                )
-                .await
-            {
+            if let Err(e) = c.check(
+                c.flush_unsaved_buffer(&stream, &topic, partition_id(&tp)?, true)
+                    .await,
+            ) {
                 tracing::warn!(partition = %tp, error = %e, "Iggy flush failed");
             }
         }

@@ -13,7 +13,7 @@
 //! sent twice. A client that lost its connection reconnects and signs in again on
 //! its next use, and the call that saw the failure reports it (retriable).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,25 @@ pub struct Conn {
     /// first with an immediate `Ok`, before the client is usable.
     reconnect: tokio::sync::Mutex<()>,
     busy: AtomicUsize,
+    /// A call saw the connection fail: reconnect before the next one.
+    broken: AtomicBool,
+}
+
+/// Errors after which the connection cannot be trusted (closed, timed out mid-answer,
+/// session gone); the next use reconnects.
+pub fn is_connection_error(e: &IggyError) -> bool {
+    matches!(
+        e,
+        IggyError::Disconnected
+            | IggyError::CannotEstablishConnection
+            | IggyError::NotConnected
+            | IggyError::ConnectionClosed
+            | IggyError::TcpError
+            | IggyError::StaleClient
+            | IggyError::EmptyResponse
+            | IggyError::Unauthenticated
+            | IggyError::IoError(_)
+    )
 }
 
 impl Conn {
@@ -83,21 +102,29 @@ impl Conn {
             credentials,
             reconnect: tokio::sync::Mutex::new(()),
             busy: AtomicUsize::new(0),
+            broken: AtomicBool::new(false),
         })
     }
 
-    /// The client, connected and signed in.
+    async fn usable(&self) -> bool {
+        !self.broken.load(Ordering::Acquire)
+            && self.client.get_state().await == ClientState::Authenticated
+    }
+
+    /// The client, connected and signed in. Check each call's result with
+    /// [`Lease::check`], so a failed connection is replaced.
     pub async fn ready(&self) -> Result<Lease<'_>, IggyError> {
         let lease = Lease::new(self);
-        if self.client.get_state().await != ClientState::Authenticated {
+        if !self.usable().await {
             let _one = self.reconnect.lock().await;
-            if self.client.get_state().await != ClientState::Authenticated {
+            if !self.usable().await {
                 // Drop whatever half state the last failure left behind.
                 let _ = self.client.disconnect().await;
                 self.client.connect().await?;
                 let c = &self.credentials;
                 self.client.login_user(&c.username, &c.password).await?;
-                tracing::info!("reconnected to Iggy");
+                self.broken.store(false, Ordering::Release);
+                tracing::info!("connected to Iggy again");
             }
         }
         Ok(lease)
@@ -121,6 +148,18 @@ impl<'a> Lease<'a> {
     fn new(conn: &'a Conn) -> Self {
         conn.busy.fetch_add(1, Ordering::Relaxed);
         Lease(conn)
+    }
+}
+
+impl Lease<'_> {
+    /// Passes a call's result through, noting a failed connection.
+    pub fn check<T>(&self, result: Result<T, IggyError>) -> Result<T, IggyError> {
+        if let Err(e) = &result {
+            if is_connection_error(e) {
+                self.0.broken.store(true, Ordering::Release);
+            }
+        }
+        result
     }
 }
 
