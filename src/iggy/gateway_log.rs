@@ -36,8 +36,9 @@ pub async fn ensure_stream(conn: &Conn, stream: &str) -> Result<(), IggyError> {
     }
 }
 
-/// Creates the gateway stream and its logs; they never expire.
-pub async fn ensure_logs(conn: &Conn, stream: &str) -> Result<(), IggyError> {
+/// Creates the gateway stream and its logs; they never expire and save every write
+/// (fsync too with `fsync`).
+pub async fn ensure_logs(conn: &Conn, stream: &str, fsync: bool) -> Result<(), IggyError> {
     ensure_stream(conn, stream).await?;
     for topic in [TOPICS, PRODUCER_IDS, COMMITTED_OFFSETS] {
         let c = conn.ready().await?;
@@ -49,6 +50,8 @@ pub async fn ensure_logs(conn: &Conn, stream: &str) -> Result<(), IggyError> {
             partitions_count: Some(1),
             message_expiry: Some(IggyExpiry::NeverExpire),
             max_topic_size: Some(MaxTopicSize::Unlimited),
+            messages_required_to_save: Some(1),
+            enforce_fsync: fsync.then_some(true),
             ..TopicCreateOptions::default()
         };
         match c.check(c.create_topic(&stream_id, topic, &options).await) {

@@ -266,6 +266,10 @@ fn topic_options(meta: &TopicMeta, fsync: bool) -> TopicCreateOptions {
         max_topic_size: Some(max_topic_size),
         segment_size,
         enforce_fsync: fsync.then_some(true),
+        // Iggy acknowledges writes it holds in memory and saves them every 1024
+        // messages by default: a crash of the Iggy process would lose acknowledged
+        // records. Saving every write keeps them (fsync is `iggy_fsync`).
+        messages_required_to_save: Some(1),
         ..TopicCreateOptions::default()
     }
 }
@@ -344,7 +348,7 @@ impl Inner {
         gateway_log::ensure_stream(&pools.admin, &config.stream)
             .await
             .map_err(setup(&config.stream))?;
-        gateway_log::ensure_logs(&pools.admin, &config.gateway_stream)
+        gateway_log::ensure_logs(&pools.admin, &config.gateway_stream, config.fsync)
             .await
             .map_err(setup(&config.gateway_stream))?;
         let topics =
@@ -1145,6 +1149,7 @@ mod tests {
         );
         assert_eq!(compact.message_expiry, Some(IggyExpiry::NeverExpire));
         assert_eq!(compact.enforce_fsync, Some(true));
+        assert_eq!(compact.messages_required_to_save, Some(1));
         assert_eq!(
             topic_options(&meta(&[("segment.bytes", "100")]), false).segment_size,
             None
