@@ -18,13 +18,25 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
 use support::{batch, framed, i32_at, Gateway, RawClient};
 use uuid::Uuid;
@@ -50,7 +62,8 @@ struct Topic {
 
 #[test]
 fn every_served_version_of_every_api_answers_as_kafka_does() {
-    let gw = Gateway::start();
+    // No first-rebalance delay: a lone member's JoinGroup is answered at once.
+    let gw = Gateway::start_with(&[("group_initial_rebalance_delay_ms", "0")]);
     let mut c = RawClient::connect(gw.addr);
     let id = create(&mut c, 7, "versions", 1).topic_id;
     let (name, values, producer_ids) = (name("versions"), Vec::new(), HashSet::new());
@@ -78,6 +91,17 @@ fn every_served_version_of_every_api_answers_as_kafka_does() {
                 ApiKey::CreateTopics => create_topics(&mut c, v),
                 ApiKey::DeleteTopics => delete_topics(&mut c, v),
                 ApiKey::InitProducerId => init_producer_id(&mut c, v, &mut t),
+                ApiKey::FindCoordinator => find_coordinator(&mut c, v),
+                ApiKey::JoinGroup => join_group(&mut c, v),
+                ApiKey::SyncGroup => sync_group(&mut c, v),
+                ApiKey::Heartbeat => heartbeat(&mut c, v),
+                ApiKey::LeaveGroup => leave_group(&mut c, v),
+                ApiKey::DescribeGroups => describe_groups(&mut c, v),
+                ApiKey::ListGroups => list_groups(&mut c, v, &t),
+                ApiKey::DeleteGroups => delete_groups(&mut c, v, &t),
+                ApiKey::OffsetCommit => offset_commit(&mut c, v, &t),
+                ApiKey::OffsetFetch => offset_fetch(&mut c, v, &t),
+                ApiKey::OffsetDelete => offset_delete(&mut c, v, &t),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {
@@ -289,6 +313,418 @@ fn init_producer_id(c: &mut RawClient, v: i16, t: &mut Topic) {
     assert!(t.producer_ids.insert(r.producer_id.0), "given twice: {r:?}");
 }
 
+// ---- consumer groups: every version uses groups of its own, named after it -----------
+
+fn find_coordinator(c: &mut RawClient, v: i16) {
+    let b = broker(c);
+    let this_node = (0, b.node_id, b.host, b.port);
+    let keys = ["coordinated-a", "coordinated-b"];
+    // Key type 0 (GROUP, the default) and, from v1 where the field exists, 1 (TRANSACTION).
+    for key_type in [0, 1].into_iter().filter(|&k| k == 0 || v >= 1) {
+        let request = FindCoordinatorRequest::default().with_key_type(key_type);
+        // v0-3 ask for one key; v4+ for a batch, answered key by key (KIP-699).
+        let answers = if v >= 4 {
+            let request = request.with_coordinator_keys(keys.map(s).to_vec());
+            let r = call!(c, FindCoordinator, v, request);
+            let answered: Vec<&str> = r.coordinators.iter().map(|x| x.key.as_str()).collect();
+            assert_eq!(answered, keys);
+            let each = r.coordinators.into_iter();
+            each.map(|x| (x.error_code, x.node_id, x.host, x.port))
+                .collect()
+        } else {
+            let r = call!(c, FindCoordinator, v, request.with_key(s(keys[0])));
+            vec![(r.error_code, r.node_id, r.host, r.port)]
+        };
+        for answer in answers {
+            if key_type == 0 {
+                // This gateway coordinates every group: it names itself.
+                assert_eq!(answer, this_node, "GROUP key");
+            } else {
+                // No transaction coordinator here: an error and no node.
+                assert!(answer.0 != 0 && answer.1 == BrokerId(-1), "{answer:?}");
+            }
+        }
+    }
+}
+
+fn join_group(c: &mut RawClient, v: i16) {
+    let group = format!("join-v{v}");
+    let mut r = join_at(c, v, &group, &StrBytes::default(), None);
+    if v >= 4 {
+        // KIP-394: a member without an id is given one (MEMBER_ID_REQUIRED, 79) and
+        // joins again with it.
+        assert_eq!(r.error_code, 79, "{r:?}");
+        assert!(!r.member_id.is_empty(), "no member id given: {r:?}");
+        let id = r.member_id.clone();
+        r = join_at(c, v, &group, &id, None);
+        assert_eq!(r.member_id, id);
+    }
+    assert_eq!((r.error_code, r.generation_id), (0, 1), "{r:?}");
+    assert!(!r.member_id.is_empty());
+    // Alone, it leads: it gets every member's metadata to compute the assignment.
+    assert_eq!(r.leader, r.member_id);
+    assert!(!r.skip_assignment);
+    assert_eq!(r.protocol_name, Some(s(ASSIGNOR)));
+    assert_eq!(r.protocol_type, (v >= 7).then(|| s(PROTOCOL_TYPE)));
+    let members = r
+        .members
+        .iter()
+        .map(|m| (&m.member_id, &m.group_instance_id));
+    assert_eq!(members.collect::<Vec<_>>(), [(&r.member_id, &None)]);
+    assert_eq!(r.members[0].metadata, subscription());
+    if v >= 5 {
+        // Static members (KIP-345) join in one step, and the leader sees their instance id.
+        let static_group = format!("join-static-v{v}");
+        let r = join_at(
+            c,
+            v,
+            &static_group,
+            &StrBytes::default(),
+            Some("instance-1"),
+        );
+        assert_eq!((r.error_code, r.generation_id), (0, 1), "{r:?}");
+        assert_eq!(r.members[0].group_instance_id, Some(s("instance-1")));
+    }
+}
+
+fn sync_group(c: &mut RawClient, v: i16) {
+    let m = joined(c, &format!("sync-v{v}"));
+    // The leader sends the assignment and gets its own back; once Stable, a sync
+    // answers the same assignment again.
+    for _ in 0..2 {
+        let r = sync_at(c, v, &m);
+        assert_eq!((r.error_code, &r.assignment), (0, &m.assignment), "{r:?}");
+        if v >= 5 {
+            let names = (r.protocol_type, r.protocol_name);
+            assert_eq!(names, (Some(s(PROTOCOL_TYPE)), Some(s(ASSIGNOR))));
+        }
+    }
+    let stale = Member {
+        generation: m.generation - 1,
+        ..m
+    };
+    assert_eq!(sync_at(c, v, &stale).error_code, 22, "ILLEGAL_GENERATION");
+}
+
+fn heartbeat(c: &mut RawClient, v: i16) {
+    let m = member(c, &format!("heartbeat-v{v}"));
+    let beat = |c: &mut RawClient, generation: i32, id: &StrBytes| {
+        let request = HeartbeatRequest::default()
+            .with_group_id(m.group.clone())
+            .with_generation_id(generation)
+            .with_member_id(id.clone());
+        call!(c, Heartbeat, v, request).error_code
+    };
+    assert_eq!(beat(c, m.generation, &m.id), 0);
+    assert_eq!(beat(c, m.generation + 1, &m.id), 22, "ILLEGAL_GENERATION");
+    assert_eq!(
+        beat(c, m.generation, &s("stranger")),
+        25,
+        "UNKNOWN_MEMBER_ID"
+    );
+}
+
+fn leave_group(c: &mut RawClient, v: i16) {
+    let m = member(c, &format!("leave-v{v}"));
+    // v0-2 name one member; v3+ a list (KIP-345), answered member by member.
+    let leave = |c: &mut RawClient| {
+        let request = LeaveGroupRequest::default().with_group_id(m.group.clone());
+        if v < 3 {
+            return call!(c, LeaveGroup, v, request.with_member_id(m.id.clone())).error_code;
+        }
+        let mut who = MemberIdentity::default().with_member_id(m.id.clone());
+        if v >= 5 {
+            who = who.with_reason(Some(s("protocol-versions")));
+        }
+        let r = call!(c, LeaveGroup, v, request.with_members(vec![who]));
+        assert_eq!(r.error_code, 0, "{r:?}");
+        let answered = r
+            .members
+            .iter()
+            .map(|x| (&x.member_id, &x.group_instance_id));
+        assert_eq!(answered.collect::<Vec<_>>(), [(&m.id, &None)]);
+        r.members[0].error_code
+    };
+    assert_eq!(leave(c), 0);
+    // Gone: its heartbeat and a second leave answer UNKNOWN_MEMBER_ID (25).
+    assert_eq!(heartbeat_error(c, &m), 25);
+    assert_eq!(leave(c), 25);
+}
+
+fn describe_groups(c: &mut RawClient, v: i16) {
+    let m = member(c, &format!("describe-v{v}"));
+    let unknown = GroupId(s(&format!("describe-unknown-v{v}")));
+    let request = DescribeGroupsRequest::default().with_groups(vec![m.group.clone(), unknown]);
+    let r = call!(c, DescribeGroups, v, request);
+    let [g, u] = &r.groups[..] else {
+        panic!("two groups asked, {} answered", r.groups.len())
+    };
+    let protocol = (g.protocol_type.as_str(), g.protocol_data.as_str());
+    let described = (g.error_code, &g.group_id, g.group_state.as_str(), protocol);
+    let want = (0, &m.group, "Stable", (PROTOCOL_TYPE, ASSIGNOR));
+    assert_eq!(described, want);
+    let members = g.members.iter().map(|x| {
+        let ids = (&x.member_id, &x.group_instance_id, x.client_id.as_str());
+        (ids, &x.member_metadata, &x.member_assignment)
+    });
+    let want = ((&m.id, &None, "raw-test"), &subscription(), &m.assignment);
+    assert_eq!(members.collect::<Vec<_>>(), [want]);
+    assert!(g.members[0].client_host.contains("127.0.0.1"), "{g:?}");
+    // An unknown group is Dead; from v6 it is also GROUP_ID_NOT_FOUND (69, KIP-1043).
+    let code = if v >= 6 { 69 } else { 0 };
+    assert_eq!(
+        (u.error_code, u.group_state.as_str()),
+        (code, "Dead"),
+        "{u:?}"
+    );
+}
+
+fn list_groups(c: &mut RawClient, v: i16, t: &Topic) {
+    let live = format!("list-v{v}");
+    member(c, &live);
+    // A group known only by its committed offsets is listed too, Empty.
+    let idle = format!("list-idle-v{v}");
+    admin_commit(c, &idle, t, 1);
+    // (group, protocol type, state from v4, type from v5) of these two groups only.
+    let list = |c: &mut RawClient, states: &[&str], types: &[&str]| {
+        let mut request = ListGroupsRequest::default();
+        if v >= 4 {
+            request = request.with_states_filter(states.iter().map(|x| s(x)).collect());
+        }
+        if v >= 5 {
+            request = request.with_types_filter(types.iter().map(|x| s(x)).collect());
+        }
+        let r = call!(c, ListGroups, v, request);
+        assert_eq!(r.error_code, 0);
+        let mut listed: Vec<_> = (r.groups.into_iter())
+            .filter(|g| [&live, &idle].contains(&&g.group_id.to_string()))
+            .map(|g| {
+                let group = (g.group_id.to_string(), g.protocol_type.to_string());
+                (group, g.group_state.to_string(), g.group_type.to_string())
+            })
+            .collect();
+        listed.sort();
+        listed
+    };
+    let from = |since: i16, value: &str| if v >= since { value } else { "" }.to_string();
+    let idle_listed = (
+        (idle.clone(), String::new()),
+        from(4, "Empty"),
+        from(5, "classic"),
+    );
+    let live_group = (live.clone(), PROTOCOL_TYPE.to_string());
+    let live_listed = (live_group, from(4, "Stable"), from(5, "classic"));
+    let both = vec![idle_listed.clone(), live_listed.clone()];
+    assert_eq!(list(c, &[], &[]), both);
+    if v >= 4 {
+        assert_eq!(
+            list(c, &["Stable"], &[]),
+            std::slice::from_ref(&live_listed)
+        );
+        assert_eq!(list(c, &["Empty"], &[]), [idle_listed]);
+        assert!(list(c, &["Dead"], &[]).is_empty());
+    }
+    if v >= 5 {
+        // Every group here is a classic group; none uses the KIP-848 consumer protocol.
+        assert_eq!(list(c, &[], &["classic"]), both);
+        assert!(list(c, &[], &["consumer"]).is_empty());
+    }
+}
+
+fn delete_groups(c: &mut RawClient, v: i16, t: &Topic) {
+    let idle = GroupId(s(&format!("delete-v{v}")));
+    admin_commit(c, &idle, t, 3);
+    let busy = member(c, &format!("delete-busy-v{v}")).group;
+    let unknown = GroupId(s(&format!("delete-unknown-v{v}")));
+    let delete = |c: &mut RawClient, names: Vec<GroupId>| {
+        let r = call!(
+            c,
+            DeleteGroups,
+            v,
+            DeleteGroupsRequest::default().with_groups_names(names)
+        );
+        let results = r.results.into_iter();
+        results
+            .map(|x| (x.group_id, x.error_code))
+            .collect::<Vec<_>>()
+    };
+    // An empty group goes, with its offsets; one with members stays (NON_EMPTY_GROUP,
+    // 68); an unknown one is GROUP_ID_NOT_FOUND (69).
+    let names = vec![idle.clone(), busy.clone(), unknown.clone()];
+    let want = [(idle.clone(), 0), (busy, 68), (unknown, 69)];
+    assert_eq!(delete(c, names), want);
+    assert_eq!(
+        committed(c, &idle, t),
+        (-1, -1, String::new()),
+        "offsets kept"
+    );
+    assert_eq!(delete(c, vec![idle.clone()]), [(idle, 69)]);
+}
+
+fn offset_commit(c: &mut RawClient, v: i16, t: &Topic) {
+    let m = member(c, &format!("commit-v{v}"));
+    let commit = |c: &mut RawClient, generation: i32, id: &StrBytes, topic: &TopicName| {
+        let metadata = format!("committed at v{v}");
+        commit_at(
+            c,
+            v,
+            &m.group,
+            (generation, id),
+            topic,
+            (100 + v as i64, 7),
+            &metadata,
+        )
+    };
+    assert_eq!(commit(c, m.generation, &m.id, &t.name), 0);
+    // Stored as sent; the leader epoch only from v6, where the request has one.
+    let epoch = if v >= 6 { 7 } else { -1 };
+    let want = (100 + v as i64, epoch, format!("committed at v{v}"));
+    assert_eq!(committed(c, &m.group, t), want);
+    // Checked like Kafka's validateOffsetCommit: a stale generation is ILLEGAL_GENERATION
+    // (22); an unknown member, or none while the group has members, UNKNOWN_MEMBER_ID (25).
+    assert_eq!(commit(c, m.generation - 1, &m.id, &t.name), 22);
+    assert_eq!(commit(c, m.generation, &s("stranger"), &t.name), 25);
+    assert_eq!(commit(c, -1, &StrBytes::default(), &t.name), 25);
+    // A topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (3).
+    assert_eq!(commit(c, m.generation, &m.id, &name("missing")), 3);
+}
+
+fn offset_fetch(c: &mut RawClient, v: i16, t: &Topic) {
+    let (group, nothing) = (format!("fetch-v{v}"), format!("fetch-nothing-v{v}"));
+    let admin = (-1, &StrBytes::default());
+    let code = commit_at(
+        c,
+        9,
+        &GroupId(s(&group)),
+        admin,
+        &t.name,
+        (42, 4),
+        "fetched",
+    );
+    assert_eq!(code, 0);
+    // (topic, partition, offset, leader epoch from v5, metadata, error code)
+    let stored = (
+        t.name.clone(),
+        0,
+        42,
+        if v >= 5 { 4 } else { -1 },
+        s("fetched"),
+        0,
+    );
+    let missing = (t.name.clone(), 0, -1, -1, s(""), 0); // no entry: -1, no error
+    let partition_0 = Some(vec![(t.name.clone(), vec![0])]);
+    // (group, topics asked, what it reads): partition 0 by name; from v2 a null list,
+    // which reads every partition the group has an offset for.
+    let mut cases = vec![
+        (&group, partition_0.clone(), vec![stored.clone()]),
+        (&nothing, partition_0, vec![missing]),
+    ];
+    if v >= 2 {
+        cases.push((&group, None, vec![stored]));
+        cases.push((&nothing, None, vec![]));
+    }
+    if v >= 8 {
+        // v8+: all groups in one request, answered group by group in order.
+        let groups = cases.iter().map(|(g, topics, _)| {
+            let topics = topics.clone().map(|ts| {
+                let ts = ts.into_iter().map(|(name, ps)| {
+                    let t = OffsetFetchRequestTopics::default().with_name(name);
+                    t.with_partition_indexes(ps)
+                });
+                ts.collect()
+            });
+            let group = OffsetFetchRequestGroup::default().with_group_id(GroupId(s(g)));
+            group.with_topics(topics)
+        });
+        let request = OffsetFetchRequest::default().with_groups(groups.collect());
+        let r = call!(c, OffsetFetch, v, request.with_require_stable(true));
+        assert_eq!(r.groups.len(), cases.len(), "{r:?}");
+        for (answer, (g, _, want)) in r.groups.iter().zip(&cases) {
+            assert_eq!(
+                (answer.group_id.as_str(), answer.error_code),
+                (g.as_str(), 0)
+            );
+            let read = answer.topics.iter().flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    let metadata = p.metadata.clone().unwrap_or_default();
+                    let offset = (p.committed_offset, p.committed_leader_epoch);
+                    (
+                        t.name.clone(),
+                        p.partition_index,
+                        offset.0,
+                        offset.1,
+                        metadata,
+                        p.error_code,
+                    )
+                })
+            });
+            assert_eq!(&read.collect::<Vec<_>>(), want, "group {g}");
+        }
+        return;
+    }
+    for (g, topics, want) in &cases {
+        let topics = topics.clone().map(|ts| {
+            let ts = ts.into_iter().map(|(name, ps)| {
+                let t = OffsetFetchRequestTopic::default().with_name(name);
+                t.with_partition_indexes(ps)
+            });
+            ts.collect()
+        });
+        let request = OffsetFetchRequest::default().with_group_id(GroupId(s(g)));
+        let mut request = request.with_topics(topics);
+        if v >= 7 {
+            request = request.with_require_stable(true);
+        }
+        let r = call!(c, OffsetFetch, v, request);
+        assert_eq!(r.error_code, 0, "{r:?}");
+        let read = r.topics.iter().flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                let metadata = p.metadata.clone().unwrap_or_default();
+                let offset = (p.committed_offset, p.committed_leader_epoch);
+                (
+                    t.name.clone(),
+                    p.partition_index,
+                    offset.0,
+                    offset.1,
+                    metadata,
+                    p.error_code,
+                )
+            })
+        });
+        assert_eq!(&read.collect::<Vec<_>>(), want, "group {g}");
+    }
+}
+
+fn offset_delete(c: &mut RawClient, v: i16, t: &Topic) {
+    let group = GroupId(s(&format!("offset-delete-v{v}")));
+    admin_commit(c, &group, t, 9);
+    let partition = OffsetDeleteRequestPartition::default().with_partition_index(0);
+    let topic = OffsetDeleteRequestTopic::default().with_name(t.name.clone());
+    let topics = vec![topic.with_partitions(vec![partition])];
+    let request = OffsetDeleteRequest::default().with_topics(topics);
+    let r = call!(
+        c,
+        OffsetDelete,
+        v,
+        request.clone().with_group_id(group.clone())
+    );
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let answered = r.topics.iter().flat_map(|x| {
+        let ps = x.partitions.iter();
+        ps.map(|p| (x.name.clone(), p.partition_index, p.error_code))
+    });
+    assert_eq!(answered.collect::<Vec<_>>(), [(t.name.clone(), 0, 0)]);
+    assert_eq!(
+        committed(c, &group, t),
+        (-1, -1, String::new()),
+        "not deleted"
+    );
+    // A group with neither members nor offsets: GROUP_ID_NOT_FOUND (69).
+    let unknown = GroupId(s(&format!("offset-delete-unknown-v{v}")));
+    let r = call!(c, OffsetDelete, v, request.with_group_id(unknown));
+    assert_eq!(r.error_code, 69, "{r:?}");
+}
+
 // ---- helpers -------------------------------------------------------------------------
 
 /// Sends one request and decodes its answer at the same version, to the last byte.
@@ -379,6 +815,187 @@ fn fetch_from(
 /// Record i of the test topic was written at this time (one second apart).
 fn timestamp_of(offset: i64) -> i64 {
     1_700_000_000_000 + 1000 * offset
+}
+
+/// What every member here joins with: the consumer protocol with the range assignor.
+const PROTOCOL_TYPE: &str = "consumer";
+const ASSIGNOR: &str = "range";
+/// Long enough that no member expires while the versions run.
+const SESSION_MS: i32 = 30_000;
+
+/// A member alone in its group, and the assignment it gives itself as leader.
+#[derive(Clone)]
+struct Member {
+    group: GroupId,
+    id: StrBytes,
+    generation: i32,
+    assignment: Bytes,
+}
+
+/// The gateway's address as Metadata lists it: what FindCoordinator must answer.
+struct Broker {
+    node_id: BrokerId,
+    host: StrBytes,
+    port: i32,
+}
+
+fn broker(c: &mut RawClient) -> Broker {
+    let r = call!(
+        c,
+        Metadata,
+        12,
+        MetadataRequest::default().with_topics(Some(Vec::new()))
+    );
+    let b = r.brokers.into_iter().next().expect("one broker");
+    Broker {
+        node_id: b.node_id,
+        host: b.host,
+        port: b.port,
+    }
+}
+
+/// Consumer-protocol metadata (a version prefix, then the subscription) for the
+/// test topic: what a Java consumer sends, though the gateway relays it unread.
+fn subscription() -> Bytes {
+    let mut buf = BytesMut::new();
+    buf.put_i16(3);
+    let topics = vec![s("versions")];
+    let sub = ConsumerProtocolSubscription::default().with_topics(topics);
+    sub.encode(&mut buf, 3).unwrap();
+    buf.freeze()
+}
+
+/// JoinGroup at `v`, setting only the fields `v` has.
+fn join_at(
+    c: &mut RawClient,
+    v: i16,
+    group: &str,
+    member_id: &StrBytes,
+    instance: Option<&str>,
+) -> JoinGroupResponse {
+    assert!(instance.is_none() || v >= 5, "no instance ids before v5");
+    let protocol = JoinGroupRequestProtocol::default().with_name(s(ASSIGNOR));
+    let protocols = vec![protocol.with_metadata(subscription())];
+    let mut request = JoinGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_session_timeout_ms(SESSION_MS)
+        .with_member_id(member_id.clone())
+        .with_protocol_type(s(PROTOCOL_TYPE))
+        .with_protocols(protocols);
+    if v >= 1 {
+        request = request.with_rebalance_timeout_ms(SESSION_MS);
+    }
+    if v >= 5 {
+        request = request.with_group_instance_id(instance.map(s));
+    }
+    if v >= 8 {
+        request = request.with_reason(Some(s("protocol-versions")));
+    }
+    call!(c, JoinGroup, v, request)
+}
+
+/// A new member alone in `group`, joined at v9 (both KIP-394 steps), not synced yet.
+fn joined(c: &mut RawClient, group: &str) -> Member {
+    let first = join_at(c, 9, group, &StrBytes::default(), None);
+    assert_eq!(first.error_code, 79, "{first:?}");
+    let r = join_at(c, 9, group, &first.member_id, None);
+    assert_eq!((r.error_code, &r.leader), (0, &r.member_id), "{r:?}");
+    Member {
+        group: GroupId(s(group)),
+        id: r.member_id,
+        generation: r.generation_id,
+        assignment: Bytes::from(format!("assignment in {group}")),
+    }
+}
+
+/// A member alone in `group`, joined and synced: the group is Stable.
+fn member(c: &mut RawClient, group: &str) -> Member {
+    let m = joined(c, group);
+    let r = sync_at(c, 5, &m);
+    assert_eq!((r.error_code, &r.assignment), (0, &m.assignment), "{r:?}");
+    m
+}
+
+/// SyncGroup at `v` from the leader, assigning `m.assignment` to itself.
+fn sync_at(c: &mut RawClient, v: i16, m: &Member) -> SyncGroupResponse {
+    let own = SyncGroupRequestAssignment::default().with_member_id(m.id.clone());
+    let assignments = vec![own.with_assignment(m.assignment.clone())];
+    let mut request = SyncGroupRequest::default()
+        .with_group_id(m.group.clone())
+        .with_generation_id(m.generation)
+        .with_member_id(m.id.clone())
+        .with_assignments(assignments);
+    if v >= 5 {
+        request = request
+            .with_protocol_type(Some(s(PROTOCOL_TYPE)))
+            .with_protocol_name(Some(s(ASSIGNOR)));
+    }
+    call!(c, SyncGroup, v, request)
+}
+
+/// Heartbeat v4 of `m`: its error code.
+fn heartbeat_error(c: &mut RawClient, m: &Member) -> i16 {
+    let request = HeartbeatRequest::default()
+        .with_group_id(m.group.clone())
+        .with_generation_id(m.generation)
+        .with_member_id(m.id.clone());
+    call!(c, Heartbeat, 4, request).error_code
+}
+
+/// OffsetCommit at `v` of partition 0 as `(generation, member)`, with `(offset, leader
+/// epoch)` (the epoch only from v6); the partition's error code.
+fn commit_at(
+    c: &mut RawClient,
+    v: i16,
+    group: &GroupId,
+    (generation, member): (i32, &StrBytes),
+    topic: &TopicName,
+    (offset, epoch): (i64, i32),
+    metadata: &str,
+) -> i16 {
+    let mut p = OffsetCommitRequestPartition::default()
+        .with_committed_offset(offset)
+        .with_committed_metadata(Some(s(metadata)));
+    if v >= 6 {
+        p = p.with_committed_leader_epoch(epoch);
+    }
+    let t = OffsetCommitRequestTopic::default().with_name(topic.clone());
+    let request = OffsetCommitRequest::default()
+        .with_group_id(group.clone())
+        .with_generation_id_or_member_epoch(generation)
+        .with_member_id(member.clone())
+        .with_topics(vec![t.with_partitions(vec![p])]);
+    let r = call!(c, OffsetCommit, v, request);
+    let answered = r.topics.iter().flat_map(|x| {
+        let ps = x.partitions.iter();
+        ps.map(|p| (x.name.clone(), p.partition_index))
+    });
+    assert_eq!(answered.collect::<Vec<_>>(), [(topic.clone(), 0)]);
+    r.topics[0].partitions[0].error_code
+}
+
+/// An admin tool's commit (generation -1, no member) of partition 0, at v9.
+fn admin_commit(c: &mut RawClient, group: &str, t: &Topic, offset: i64) {
+    let group = GroupId(s(group));
+    let admin = (-1, &StrBytes::default());
+    let code = commit_at(c, 9, &group, admin, &t.name, (offset, 4), "admin");
+    assert_eq!(code, 0, "admin commit to {group:?}");
+}
+
+/// Partition 0's committed (offset, leader epoch, metadata), by OffsetFetch v7.
+fn committed(c: &mut RawClient, group: &str, t: &Topic) -> (i64, i32, String) {
+    let topic = OffsetFetchRequestTopic::default().with_name(t.name.clone());
+    let topics = Some(vec![topic.with_partition_indexes(vec![0])]);
+    let request = OffsetFetchRequest::default().with_group_id(GroupId(s(group)));
+    let r = call!(c, OffsetFetch, 7, request.with_topics(topics));
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((r.error_code, p.error_code), (0, 0), "{r:?}");
+    let metadata = p.metadata.as_deref().unwrap_or_default().to_string();
+    (p.committed_offset, p.committed_leader_epoch, metadata)
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
 }
 
 fn name(topic: &str) -> TopicName {
