@@ -48,7 +48,11 @@ fn server_bin() -> Option<PathBuf> {
         })
         .filter(|p| p.is_file());
     if found.is_none() {
-        SKIP_NOTICE.call_once(|| println!("{SKIPPED}"));
+        // Written to the stream directly: the test harness captures `println!`.
+        SKIP_NOTICE.call_once(|| {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{SKIPPED}");
+        });
     }
     found
 }
@@ -897,4 +901,253 @@ async fn iggy_restarted_mid_stream_loses_no_acknowledged_record() {
     values.sort();
     values.dedup();
     assert_eq!(values.len(), total, "duplicates stored");
+}
+
+/// Commits `offsets` for `group` (an empty group: generation -1, like admin tools).
+fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for (p, o) in offsets {
+        tpl.add_partition_offset(topic, *p, Offset::Offset(*o))
+            .unwrap();
+    }
+    consumer
+        .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
+        .expect("commit");
+}
+
+/// The group's committed offsets for partitions `0..partitions` (-1: none).
+fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = consumer
+        .committed_offsets(tpl, Duration::from_secs(10))
+        .expect("committed offsets");
+    (0..partitions)
+        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
+            Offset::Offset(o) => o,
+            _ => -1,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn committed_offsets_are_kept_as_sent_and_mirrored_for_iggy_tools() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "commits";
+    create_topic(&gw.bootstrap(), topic, 3, &[]).await;
+    let records: Vec<(i32, Expected)> = (0..10).map(|n| (0, record(n + 3))).collect();
+    let bootstrap = gw.bootstrap();
+    tokio::task::spawn_blocking(move || produce(&bootstrap, topic, "none", &records))
+        .await
+        .unwrap();
+
+    // 7 on a partition of 10 records; 0 on an empty one; past the end of an empty one.
+    let bootstrap = gw.bootstrap();
+    let back = tokio::task::spawn_blocking(move || {
+        commit_offsets(&bootstrap, "app", topic, &[(0, 7), (1, 0), (2, 42)]);
+        committed(&bootstrap, "app", topic, 3)
+    })
+    .await
+    .unwrap();
+    assert_eq!(back, vec![7, 0, 42]);
+
+    // Iggy tools see the group's progress: last consumed = 6.
+    let sdk = server.sdk().await;
+    let group = Consumer::group(id("kafka.app"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stored = iggy::prelude::ConsumerOffsetClient::get_consumer_offset(
+            &sdk,
+            &group,
+            &id(STREAM),
+            &id(topic),
+            Some(0),
+        )
+        .await
+        .expect("consumer offset");
+        if stored.as_ref().map(|s| s.stored_offset) == Some(6) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "mirror not updated: {stored:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The commits survive a gateway restart.
+    drop(gw);
+    let gw = server.gateway();
+    let bootstrap = gw.bootstrap();
+    let back = tokio::task::spawn_blocking(move || committed(&bootstrap, "app", topic, 3))
+        .await
+        .unwrap();
+    assert_eq!(back, vec![7, 0, 42]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_offsets_by_time_and_log_append_time_topics_work_on_iggy() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    create_topic(&gw.bootstrap(), "timed", 1, &[]).await;
+    create_topic(
+        &gw.bootstrap(),
+        "appended",
+        1,
+        &[("message.timestamp.type", "LogAppendTime")],
+    )
+    .await;
+    let records: Vec<(i32, Expected)> = (0..20).map(|n| (0, record(n))).collect();
+    let (bootstrap, copy) = (gw.bootstrap(), records.clone());
+    tokio::task::spawn_blocking(move || produce(&bootstrap, "timed", "lz4", &copy))
+        .await
+        .unwrap();
+    let before = chrono::Utc::now().timestamp_millis();
+    let bootstrap = gw.bootstrap();
+    tokio::task::spawn_blocking(move || produce(&bootstrap, "appended", "none", &records))
+        .await
+        .unwrap();
+    let after = chrono::Utc::now().timestamp_millis();
+
+    let bootstrap = gw.bootstrap();
+    let (watermarks, by_time, past_end) = tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("group.id", "unused")
+            .create()
+            .unwrap();
+        let watermarks = consumer
+            .fetch_watermarks("timed", 0, Duration::from_secs(10))
+            .unwrap();
+        let at = |ts: i64| {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset("timed", 0, Offset::Offset(ts))
+                .unwrap();
+            let found = consumer
+                .offsets_for_times(tpl, Duration::from_secs(10))
+                .unwrap();
+            found.find_partition("timed", 0).unwrap().offset()
+        };
+        (
+            watermarks,
+            at(1_700_000_000_005),
+            at(1_700_000_000_000 + 1_000),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(watermarks, (0, 20));
+    assert_eq!(by_time, Offset::Offset(5));
+    assert_eq!(past_end, Offset::End);
+
+    let bootstrap = gw.bootstrap();
+    let got = tokio::task::spawn_blocking(move || {
+        consume(&bootstrap, "appended", &HashMap::from([(0, 20)]))
+    })
+    .await
+    .unwrap();
+    for (offset, r, ts) in &got[&0] {
+        let Timestamp::LogAppendTime(t) = ts else {
+            panic!("offset {offset}: {ts:?}")
+        };
+        assert!(
+            (before..=after).contains(t),
+            "{t} outside [{before}, {after}]"
+        );
+        assert_eq!(r.value, record(*offset as usize).value);
+        assert_eq!(r.headers, record(*offset as usize).headers);
+    }
+    let sdk = server.sdk().await;
+    let messages = iggy_messages(&sdk, "appended", 0).await;
+    assert_eq!(
+        header(&messages[0], "kafka.timestamp_type").as_deref(),
+        Some(&b"LogAppendTime"[..])
+    );
+}
+
+/// One idempotent batch of `n` records from sequence `seq`, to partition 0 of
+/// `topic` with acks=all: `(error code, base offset)`.
+fn produce_idempotent(gw: &Gateway, topic: &str, pid: i64, seq: i32, n: i32) -> (i16, i64) {
+    use kafka_protocol::messages::produce_request::{
+        PartitionProduceData, ProduceRequest, TopicProduceData,
+    };
+    use kafka_protocol::records::{Compression, Record, TimestampType};
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: pid,
+            producer_epoch: 0,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: seq + i,
+            timestamp: 1_700_000_000_000,
+            key: None,
+            value: Some(Bytes::from(format!("s{}", seq + i))),
+            headers: Default::default(),
+        })
+        .collect();
+    let name = kafka_protocol::messages::TopicName(
+        kafka_protocol::protocol::StrBytes::from_string(topic.to_string()),
+    );
+    let req = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(10_000)
+        .with_transactional_id(None)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name)
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(support::batch(&records, Compression::None)))])]);
+    let mut raw = RawClient::connect(gw.addr);
+    let ResponseKind::Produce(r) = raw.call(ApiKey::Produce, 12, RequestKind::Produce(req)) else {
+        panic!("not a Produce answer")
+    };
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idempotent_producer_state_is_rebuilt_from_iggy_after_a_gateway_restart() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    create_topic(&gw.bootstrap(), "idem", 1, &[]).await;
+    let pid = init_producer_id(&gw);
+    assert_eq!(produce_idempotent(&gw, "idem", pid, 0, 3), (0, 0));
+    assert_eq!(produce_idempotent(&gw, "idem", pid, 3, 2), (0, 3));
+    drop(gw);
+
+    let gw = server.gateway();
+    // A retry of the last batch: its first offset, nothing stored again.
+    assert_eq!(produce_idempotent(&gw, "idem", pid, 3, 2), (0, 3));
+    // A gap: OUT_OF_ORDER_SEQUENCE_NUMBER.
+    assert_eq!(produce_idempotent(&gw, "idem", pid, 9, 1).0, 45);
+    assert_eq!(produce_idempotent(&gw, "idem", pid, 5, 1), (0, 5));
+    let sdk = server.sdk().await;
+    let values: Vec<Bytes> = iggy_messages(&sdk, "idem", 0)
+        .await
+        .into_iter()
+        .map(|m| m.payload)
+        .collect();
+    let want: Vec<Bytes> = (0..6).map(|s| Bytes::from(format!("s{s}"))).collect();
+    assert_eq!(values, want);
 }
