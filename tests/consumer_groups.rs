@@ -26,7 +26,10 @@ fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
         .create()
         .unwrap();
     let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let results = rt
         .block_on(admin.create_topics(&[topic], &AdminOptions::new()))
         .unwrap();
@@ -93,20 +96,34 @@ fn members_share_partitions_and_resume_from_commits() {
     create_topic(&b, "shared", 6);
     produce(&b, "shared", 0, 600);
 
-    let members: Vec<BaseConsumer> = (0..3).map(|_| member(&b, "g1", "shared", "range")).collect();
+    let members: Vec<BaseConsumer> = (0..3)
+        .map(|_| member(&b, "g1", "shared", "range"))
+        .collect();
     let refs: Vec<&BaseConsumer> = members.iter().collect();
     let got = consume(&refs, 600, Duration::from_secs(60));
     let all: Vec<&String> = got.iter().flatten().map(|(_, v)| v).collect();
     assert_eq!(all.len(), 600, "records read: {}", all.len());
-    assert_eq!(all.iter().collect::<HashSet<_>>().len(), 600, "a record was read twice");
+    assert_eq!(
+        all.iter().collect::<HashSet<_>>().len(),
+        600,
+        "a record was read twice"
+    );
     // Each partition was read by exactly one member, and every member had some.
     let mut owner: HashMap<i32, usize> = HashMap::new();
     for (i, records) in got.iter().enumerate() {
         for (p, _) in records {
-            assert_eq!(*owner.entry(*p).or_insert(i), i, "partition {p} read by two members");
+            assert_eq!(
+                *owner.entry(*p).or_insert(i),
+                i,
+                "partition {p} read by two members"
+            );
         }
     }
-    assert!(got.iter().all(|r| !r.is_empty()), "a member got nothing: {:?}", got.iter().map(Vec::len).collect::<Vec<_>>());
+    assert!(
+        got.iter().all(|r| !r.is_empty()),
+        "a member got nothing: {:?}",
+        got.iter().map(Vec::len).collect::<Vec<_>>()
+    );
     for m in &members {
         commit(m);
     }
@@ -138,7 +155,11 @@ fn a_leaving_member_hands_its_partitions_over_cooperatively() {
     produce(&b, "handover", 200, 100);
     let got = consume(&[&second], 100, Duration::from_secs(60));
     let values: HashSet<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
-    assert_eq!(values, (200..300).collect(), "the remaining member did not take over");
+    assert_eq!(
+        values,
+        (200..300).collect(),
+        "the remaining member did not take over"
+    );
 }
 
 #[test]
@@ -158,7 +179,11 @@ fn commits_survive_a_gateway_kill() {
     let got = consume(&[&c], 20, Duration::from_secs(30));
     let mut values: Vec<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
     values.sort_unstable();
-    assert_eq!(values, (100..120).collect::<Vec<_>>(), "did not resume from the commit");
+    assert_eq!(
+        values,
+        (100..120).collect::<Vec<_>>(),
+        "did not resume from the commit"
+    );
 
     // The committed offsets read back as committed.
     let mut tpl = TopicPartitionList::new();
@@ -183,9 +208,14 @@ fn groups_are_listed_described_and_deleted() {
     assert_eq!(consume(&[&c], 10, Duration::from_secs(30))[0].len(), 10);
     commit(&c);
 
-    let groups = c.fetch_group_list(Some("g4"), Duration::from_secs(10)).unwrap();
+    let groups = c
+        .fetch_group_list(Some("g4"), Duration::from_secs(10))
+        .unwrap();
     let g = &groups.groups()[0];
-    assert_eq!((g.name(), g.state(), g.protocol_type()), ("g4", "Stable", "consumer"));
+    assert_eq!(
+        (g.name(), g.state(), g.protocol_type()),
+        ("g4", "Stable", "consumer")
+    );
     assert_eq!(g.members().len(), 1);
     drop(c);
 
@@ -193,11 +223,16 @@ fn groups_are_listed_described_and_deleted() {
         .set("bootstrap.servers", &b)
         .create()
         .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     // The member is gone, so the group is empty and may be deleted, offsets with it.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let deleted = rt.block_on(admin.delete_groups(&["g4"], &AdminOptions::new())).unwrap();
+        let deleted = rt
+            .block_on(admin.delete_groups(&["g4"], &AdminOptions::new()))
+            .unwrap();
         match &deleted[0] {
             Ok(_) => break,
             Err(e) if Instant::now() < deadline => {
@@ -207,7 +242,9 @@ fn groups_are_listed_described_and_deleted() {
             Err(e) => panic!("group not deleted: {e:?}"),
         }
     }
-    let again = rt.block_on(admin.delete_groups(&["g4"], &AdminOptions::new())).unwrap();
+    let again = rt
+        .block_on(admin.delete_groups(&["g4"], &AdminOptions::new()))
+        .unwrap();
     assert!(again[0].is_err(), "deleting a deleted group succeeded");
     // A new member starts from the beginning again: the offsets went with the group.
     let c = member(&b, "g4", "admin", "range");
