@@ -11,7 +11,7 @@ use iggy_kafka_actors::BrokerSettings;
 use serde::Deserialize;
 
 use crate::embedded::SyncPolicy;
-use crate::iggy::IggyConfig;
+use crate::iggy::{IggyConfig, TopicOverride};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -39,6 +39,16 @@ pub enum BackendKind {
     Embedded,
     /// An Apache Iggy server (`iggy_*` settings, `docs/IGGY_MAPPING.md`).
     Iggy,
+}
+
+/// A Kafka topic kept elsewhere in Iggy than `iggy_stream`/same name (file only:
+/// `[[iggy_topics]]` with `kafka`, `stream` and `topic`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IggyTopic {
+    pub kafka: String,
+    pub stream: String,
+    pub topic: String,
 }
 
 /// A setting never shown: `Debug` prints a placeholder.
@@ -88,6 +98,8 @@ pub struct Settings {
     pub iggy_request_timeout_ms: u64,
     /// Topics the gateway creates fsync every write in Iggy.
     pub iggy_fsync: bool,
+    /// Per-topic homes in Iggy; two Kafka names may not share one Iggy topic.
+    pub iggy_topics: Vec<IggyTopic>,
     pub max_request_bytes: usize,
     pub max_connections: usize,
     pub max_inflight_per_connection: usize,
@@ -131,6 +143,7 @@ impl Default for Settings {
             iggy_connect_timeout_ms: 30_000,
             iggy_request_timeout_ms: 15_000,
             iggy_fsync: false,
+            iggy_topics: Vec::new(),
             max_request_bytes: 100 * 1024 * 1024,
             max_connections: 10_000,
             max_inflight_per_connection: 5,
@@ -243,6 +256,26 @@ impl Settings {
                 });
             }
         }
+        for t in &self.iggy_topics {
+            let bad = [&t.kafka, &t.stream, &t.topic]
+                .iter()
+                .any(|n| n.trim().is_empty() || n.len() > 255);
+            if bad || t.stream == self.iggy_gateway_stream {
+                return Err(SettingsError::Invalid {
+                    name: "iggy_topics",
+                    reason: format!(
+                        "'{}' → '{}/{}': names must be 1 to 255 bytes, outside iggy_gateway_stream",
+                        t.kafka, t.stream, t.topic
+                    ),
+                });
+            }
+        }
+        crate::iggy::check_topic_overrides(&self.iggy_stream, &self.topic_overrides()).map_err(
+            |reason| SettingsError::Invalid {
+                name: "iggy_topics",
+                reason,
+            },
+        )?;
         if self.iggy_stream == self.iggy_gateway_stream {
             return Err(SettingsError::Invalid {
                 name: "iggy_gateway_stream",
@@ -250,6 +283,17 @@ impl Settings {
             });
         }
         Ok(())
+    }
+
+    fn topic_overrides(&self) -> Vec<TopicOverride> {
+        self.iggy_topics
+            .iter()
+            .map(|t| TopicOverride {
+                kafka: t.kafka.clone(),
+                stream: t.stream.clone(),
+                topic: t.topic.clone(),
+            })
+            .collect()
     }
 
     /// The Iggy backend's configuration; reads the password file if one is set.
@@ -275,6 +319,7 @@ impl Settings {
             connect_timeout: Duration::from_millis(self.iggy_connect_timeout_ms),
             request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),
             fsync: self.iggy_fsync,
+            topics: self.topic_overrides(),
         })
     }
 

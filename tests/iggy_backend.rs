@@ -1151,3 +1151,149 @@ async fn idempotent_producer_state_is_rebuilt_from_iggy_after_a_gateway_restart(
     let want: Vec<Bytes> = (0..6).map(|s| Bytes::from(format!("s{s}"))).collect();
     assert_eq!(values, want);
 }
+
+/// A gateway started with a settings file (`--config`), for settings the
+/// environment cannot express; killed when dropped.
+struct ConfiguredGateway {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl ConfiguredGateway {
+    /// Starts it, or returns its exit status and stderr if it refuses to start.
+    fn start(
+        server: &IggyServer,
+        file: &str,
+    ) -> Result<ConfiguredGateway, (std::process::ExitStatus, String)> {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, file).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
+        cmd.arg("--config")
+            .arg(&path)
+            .env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_KAFKA_DATA_DIR", dir.path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in server.gateway_settings() {
+            cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
+        }
+        let mut child = cmd.spawn().expect("start gateway");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        match line.trim().rsplit(' ').next().and_then(|a| a.parse().ok()) {
+            Some(addr) => Ok(ConfiguredGateway {
+                child,
+                addr,
+                _dir: dir,
+            }),
+            None => {
+                let status = child.wait().unwrap();
+                let mut stderr = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut stderr)
+                    .unwrap();
+                Err((status, stderr))
+            }
+        }
+    }
+}
+
+impl Drop for ConfiguredGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topic_overrides_put_a_kafka_topic_elsewhere_in_iggy() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let file = r#"
+[[iggy_topics]]
+kafka = "orders"
+stream = "legacy"
+topic = "orders-v1"
+"#;
+    let gw = ConfiguredGateway::start(&server, file).expect("gateway");
+    let bootstrap = gw.addr.to_string();
+    create_topic(&bootstrap, "orders", 2, &[]).await;
+    create_topic(&bootstrap, "plain", 1, &[]).await;
+    let records: Vec<(i32, Expected)> = (0..5).map(|n| (1, record(n + 3))).collect();
+    let copy = records.clone();
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || produce(&b, "orders", "none", &copy))
+        .await
+        .unwrap();
+
+    let sdk = server.sdk().await;
+    assert!(sdk
+        .get_topic(&id(STREAM), &id("orders"))
+        .await
+        .unwrap()
+        .is_none());
+    let polled = sdk
+        .poll_messages(
+            &id("legacy"),
+            &id("orders-v1"),
+            Some(1),
+            &Consumer::default(),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll the override");
+    assert_eq!(polled.messages.len(), 5);
+    for (m, (_, r)) in polled.messages.iter().zip(&records) {
+        check_native_view(m, r);
+    }
+
+    // Listed under its Kafka name after a restart, next to the default-stream topic.
+    drop(gw);
+    let gw = ConfiguredGateway::start(&server, file).expect("gateway");
+    let bootstrap = gw.addr.to_string();
+    let names = tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .create()
+            .unwrap();
+        let metadata = consumer
+            .fetch_metadata(None, Duration::from_secs(10))
+            .unwrap();
+        let mut names: Vec<(String, usize)> = metadata
+            .topics()
+            .iter()
+            .map(|t| (t.name().to_string(), t.partitions().len()))
+            .collect();
+        names.sort();
+        names
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        names,
+        vec![("orders".to_string(), 2), ("plain".to_string(), 1)]
+    );
+
+    // Two Kafka names on one Iggy topic: refused at startup, naming both.
+    let clash = format!("{file}\n[[iggy_topics]]\nkafka = \"orders2\"\nstream = \"legacy\"\ntopic = \"orders-v1\"\n");
+    let Err((status, stderr)) = ConfiguredGateway::start(&server, &clash) else {
+        panic!("a clashing override was accepted")
+    };
+    assert!(!status.success());
+    assert!(
+        stderr.contains("'orders' and 'orders2' both map to Iggy topic 'legacy/orders-v1'"),
+        "{stderr}"
+    );
+}

@@ -16,6 +16,7 @@ mod catalog;
 mod gateway_log;
 mod kafka_batch;
 mod mapping;
+mod names;
 mod offsets;
 mod pool;
 
@@ -40,6 +41,8 @@ use parking_lot::Mutex;
 use catalog::{Catalog, TopicRecord};
 use kafka_batch::KafkaRecord;
 use mapping::{FromIggy, IggyView, ProducerStamp};
+use names::Names;
+pub use names::TopicOverride;
 use offsets::{OffsetRecord, Offsets};
 pub use pool::ConnectError;
 use pool::{Conn, Pools};
@@ -55,6 +58,13 @@ const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
 /// Batches kept per idempotent producer, as Kafka does.
 const PRODUCER_HISTORY_BATCHES: usize = 5;
 
+/// Checks topic overrides as startup would: no Kafka name twice, no Iggy topic twice.
+pub fn check_topic_overrides(stream: &str, topics: &[TopicOverride]) -> Result<(), String> {
+    Names::new(stream, topics)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// What the backend needs to know; built from the settings.
 pub struct IggyConfig {
     pub address: String,
@@ -68,6 +78,8 @@ pub struct IggyConfig {
     pub request_timeout: Duration,
     /// Ask Iggy to fsync every write to topics the gateway creates.
     pub fsync: bool,
+    /// Kafka topics kept elsewhere than `stream`/same name.
+    pub topics: Vec<TopicOverride>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +94,8 @@ pub enum StartError {
     },
     #[error("cannot start the Iggy client runtime: {0}")]
     Runtime(std::io::Error),
+    #[error("setting 'iggy_topics': {0}")]
+    Names(#[from] names::NamesError),
 }
 
 /// Owns the runtime; dropping it (even inside another runtime) never blocks.
@@ -104,6 +118,7 @@ pub struct IggyBackend {
 
 struct Inner {
     config: IggyConfig,
+    names: Names,
     pools: Pools,
     catalog: Mutex<Catalog>,
     offsets: Mutex<Offsets>,
@@ -336,6 +351,7 @@ fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
 
 impl Inner {
     async fn connect(config: IggyConfig) -> Result<(Inner, MirrorReceiver), StartError> {
+        let names = Names::new(&config.stream, &config.topics)?;
         let pools = Pools::connect(&config).await?;
         let setup = |stream: &str| {
             let (stream, address) = (stream.to_string(), config.address.clone());
@@ -372,6 +388,7 @@ impl Inner {
             catalog: Mutex::new(Catalog::replay(&topics)),
             offsets: Mutex::new(Offsets::replay(&commits)),
             config,
+            names,
             pools,
             mirror_groups: Mutex::new(HashSet::new()),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
@@ -383,8 +400,10 @@ impl Inner {
         Ok((inner, mirror_receiver))
     }
 
-    fn stream(&self) -> BackendResult<Identifier> {
-        named(&self.config.stream)
+    /// Iggy stream and topic of a Kafka topic.
+    fn ids(&self, kafka: &str) -> BackendResult<(Identifier, Identifier)> {
+        let (stream, topic) = self.names.iggy(kafka);
+        Ok((named(stream)?, named(topic)?))
     }
 
     async fn admin(&self) -> BackendResult<pool::Lease<'_>> {
@@ -396,21 +415,39 @@ impl Inner {
     }
 
     async fn topics(&self) -> BackendResult<Vec<TopicMeta>> {
+        let err = |e| backend_error(e, None, "");
+        let default = self.names.default_stream();
         let c = self.admin().await?;
-        let topics = c
-            .check(c.get_topics(&self.stream()?).await)
-            .map_err(|e| backend_error(e, None, ""))?;
-        let catalog = self.catalog.lock();
-        Ok(topics
+        let mut found: Vec<(String, String, u64, u32)> = c
+            .check(c.get_topics(&named(default)?).await)
+            .map_err(err)?
             .into_iter()
-            .filter(|t| is_kafka_name(&t.name))
-            .map(|t| {
-                catalog.meta(
-                    &self.config.stream,
-                    &t.name,
+            .filter_map(|t| {
+                let kafka = self.names.kafka(default, &t.name)?.to_string();
+                let created = t.created_at.as_micros();
+                Some((kafka, default.to_string(), created, t.partitions_count))
+            })
+            .collect();
+        for (kafka, stream, topic) in self.names.elsewhere() {
+            let details = c.check(c.get_topic(&named(stream)?, &named(topic)?).await);
+            match details {
+                Ok(Some(t)) => found.push((
+                    kafka.to_string(),
+                    stream.to_string(),
                     t.created_at.as_micros(),
                     t.partitions_count,
-                )
+                )),
+                Ok(None)
+                | Err(IggyError::StreamIdNotFound(..) | IggyError::StreamNameNotFound(..)) => {}
+                Err(e) => return Err(err(e)),
+            }
+        }
+        let catalog = self.catalog.lock();
+        Ok(found
+            .into_iter()
+            .filter(|(kafka, ..)| is_kafka_name(kafka))
+            .map(|(kafka, stream, created, partitions)| {
+                catalog.meta(&stream, &kafka, created, partitions)
             })
             .collect())
     }
@@ -418,13 +455,15 @@ impl Inner {
     async fn create_topic(&self, meta: TopicMeta) -> BackendResult<()> {
         let name = meta.name.to_string();
         let err = |e| backend_error(e, None, &name);
-        gateway_log::ensure_stream(&self.pools.admin, &self.config.stream)
+        let (stream, topic) = self.names.iggy(&name);
+        gateway_log::ensure_stream(&self.pools.admin, stream)
             .await
             .map_err(err)?;
+        let (stream_id, topic_name) = (named(stream)?, topic.to_string());
         let options = topic_options(&meta, self.config.fsync);
         let c = self.admin().await?;
         let details = c
-            .check(c.create_topic(&self.stream()?, &name, &options).await)
+            .check(c.create_topic(&stream_id, &topic_name, &options).await)
             .map_err(err)?;
         drop(c);
         let record = TopicRecord {
@@ -448,7 +487,7 @@ impl Inner {
             // configs: undo it rather than leave it half made.
             tracing::warn!(topic = %name, error = %e, "cannot record the topic; deleting it again");
             if let Ok(c) = self.admin().await {
-                let _ = c.check(c.delete_topic(&self.stream()?, &named(&name)?).await);
+                let _ = c.check(c.delete_topic(&stream_id, &named(&topic_name)?).await);
             }
             return Err(err(e));
         }
@@ -475,8 +514,9 @@ impl Inner {
             .map_err(err)?;
             self.offsets.lock().apply(record);
         }
+        let (stream_id, topic_id) = self.ids(name)?;
         let c = self.admin().await?;
-        c.check(c.delete_topic(&self.stream()?, &named(name)?).await)
+        c.check(c.delete_topic(&stream_id, &topic_id).await)
             .map_err(err)?;
         drop(c);
         // Best effort: a stale record never matches a later topic of the same name.
@@ -555,13 +595,10 @@ impl Inner {
             })
             .collect();
         let conn = self.pools.producer(&tp.topic, tp.partition);
+        let (stream, topic) = self.ids(&tp.topic)?;
         // Until Iggy answers, this partition may hold a batch nobody acknowledged.
         self.uncertain.lock().insert(tp.clone());
         let sent = async {
-            let (stream, topic) = (
-                Identifier::named(&self.config.stream)?,
-                Identifier::named(&tp.topic)?,
-            );
             let partitioning = Partitioning::partition_id(partition);
             let c = conn.ready().await?;
             c.check(
@@ -612,7 +649,7 @@ impl Inner {
     ) -> BackendResult<iggy::prelude::PolledMessages> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
-        let (stream, topic) = (self.stream()?, named(&tp.topic)?);
+        let (stream, topic) = self.ids(&tp.topic)?;
         let c = conn.ready().await.map_err(err)?;
         c.check(
             c.poll_messages(
@@ -711,7 +748,7 @@ impl Inner {
     async fn watermarks(&self, tp: &TopicPartition) -> BackendResult<Watermarks> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
-        let (stream, topic) = (self.stream()?, named(&tp.topic)?);
+        let (stream, topic) = self.ids(&tp.topic)?;
         let c = self.pools.reader().ready().await.map_err(err)?;
         let details = c
             .check(c.get_topic(&stream, &topic).await)
@@ -962,8 +999,8 @@ impl Inner {
         offset: Option<i64>,
     ) -> Result<(), IggyError> {
         let name = offsets::iggy_group_name(group);
-        let stream = Identifier::named(&self.config.stream)?;
-        let topic = Identifier::named(&tp.topic)?;
+        let (stream, topic) = self.names.iggy(&tp.topic);
+        let (stream, topic) = (Identifier::named(stream)?, Identifier::named(topic)?);
         let group_id = Identifier::named(&name)?;
         let c = self.pools.mirror.ready().await?;
         let key = (group.to_string(), tp.topic.to_string());
@@ -1000,7 +1037,7 @@ impl Inner {
     async fn flush(&self) -> BackendResult<()> {
         let written: Vec<TopicPartition> = self.written.lock().drain().collect();
         for tp in written {
-            let (stream, topic) = (self.stream()?, named(&tp.topic)?);
+            let (stream, topic) = self.ids(&tp.topic)?;
             let c = self.admin().await?;
             if let Err(e) = c.check(
                 c.flush_unsaved_buffer(&stream, &topic, partition_id(&tp)?, true)
