@@ -40,9 +40,10 @@ enum StartError {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            // The storage engine's own info lines (flushes, compactions) are noise here.
+            // The storage engine's own info lines (flushes, compactions) are noise here,
+            // and so are the Iggy SDK's per-connection ones.
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,lsm_tree=warn,fjall=warn".into()),
+                .unwrap_or_else(|_| "info,lsm_tree=warn,fjall=warn,iggy=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -145,7 +145,10 @@ impl IggyBackend {
     pub async fn start(config: IggyConfig) -> Result<IggyBackend, StartError> {
         let runtime = Runtime(Some(
             tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+                // Batch (de)coding runs here too: a thread per core, within reason.
+                .worker_threads(
+                    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8)),
+                )
                 .thread_name("iggy-client")
                 .enable_all()
                 .build()

@@ -57,6 +57,8 @@ pub struct Conn {
     busy: AtomicUsize,
     /// A call saw the connection fail: reconnect before the next one.
     broken: AtomicBool,
+    /// Signed in at least once (later sign-ins are reconnections, worth a log line).
+    signed_in: AtomicBool,
 }
 
 /// Errors after which the connection cannot be trusted (closed, timed out mid-answer,
@@ -103,6 +105,7 @@ impl Conn {
             reconnect: tokio::sync::Mutex::new(()),
             busy: AtomicUsize::new(0),
             broken: AtomicBool::new(false),
+            signed_in: AtomicBool::new(false),
         })
     }
 
@@ -124,7 +127,9 @@ impl Conn {
                 let c = &self.credentials;
                 self.client.login_user(&c.username, &c.password).await?;
                 self.broken.store(false, Ordering::Release);
-                tracing::info!("connected to Iggy again");
+                if self.signed_in.swap(true, Ordering::Relaxed) {
+                    tracing::info!("reconnected to Iggy");
+                }
             }
         }
         Ok(lease)
