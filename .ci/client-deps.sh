@@ -12,6 +12,8 @@ command -v kcat >/dev/null || pkgs+=(kcat)
 command -v javac >/dev/null || pkgs+=(default-jdk-headless)
 # Debian's own python3 splits venv/ensurepip into python3-venv.
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
+# KafkaJS (tests/clients/package.json) runs on Node.
+command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [ ${#pkgs[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
@@ -20,8 +22,33 @@ fi
 [ -x "$ROOT/.venv/bin/python" ] || python3 -m venv "$ROOT/.venv"
 "$ROOT/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$ROOT/tests/clients/requirements.txt"
 
+npm install --prefix "$ROOT/tests/clients" --no-audit --no-fund --loglevel=error >/dev/null
+
+# Java kafka-clients 3.9.1 and the codec jars it loads, for tests/clients/groups_java.sh.
+# No Maven here: they come from inside a PyPI wheel (pyflink/lib/), downloaded, not
+# installed, and unpacked into the gitignored venv.
+JARS=$ROOT/.venv/kafka-java
+FLINK_LIBS=shigawire-apache-flink-libraries==2.0.0.post1
+if ! ls "$JARS"/{kafka-clients,slf4j-api,lz4-java,snappy-java,zstd-jni}.jar >/dev/null 2>&1; then
+    tmp=$(mktemp -d)
+    "$ROOT/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps -d "$tmp" "$FLINK_LIBS"
+    "$ROOT/.venv/bin/python" - "$tmp" "$JARS" <<'PY'
+import glob, os, sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst, exist_ok=True)
+with zipfile.ZipFile(glob.glob(os.path.join(src, "*.whl"))[0]) as whl:
+    for name in ("kafka-clients", "slf4j-api", "lz4-java", "snappy-java", "zstd-jni"):
+        with whl.open(f"pyflink/lib/{name}.jar") as jar, open(os.path.join(dst, f"{name}.jar.tmp"), "wb") as out:
+            out.write(jar.read())
+        os.replace(os.path.join(dst, f"{name}.jar.tmp"), os.path.join(dst, f"{name}.jar"))
+PY
+    rm -rf "$tmp"
+fi
+
 echo "kcat: $(kcat -V 2>&1 | sed -n 's/^Version \([^ ]*\).*\(librdkafka [0-9.]*\).*/\1 (system \2)/p')"
 echo "javac: $(javac -version 2>&1)"
+echo "kafka-clients (Java): $("$ROOT/.venv/bin/python" -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("kafka/kafka-version.properties").decode().split("version=")[1].split()[0])' "$JARS/kafka-clients.jar")"
+echo "node: $(node --version), kafkajs: $(node -p "require('$ROOT/tests/clients/node_modules/kafkajs/package.json').version")"
 "$ROOT/.venv/bin/python" - <<'PY'
 import sys, confluent_kafka
 from importlib.metadata import version
