@@ -63,6 +63,8 @@ pub struct Joined {
     pub member_id: String,
     /// For the leader only: every member with its metadata for the chosen protocol.
     pub members: Vec<(String, Option<String>, Bytes)>,
+    /// The leader keeps the current assignment instead of computing one (KIP-814).
+    pub skip_assignment: bool,
 }
 
 /// What a SyncGroup gets back.
@@ -87,6 +89,9 @@ pub struct Join {
     pub protocols: Vec<(String, Bytes)>,
     /// v4+: a member without an id is first given one (KIP-394).
     pub require_member_id: bool,
+    /// v9+: a static leader coming back without a rebalance may be told to skip the
+    /// assignment (KIP-814).
+    pub supports_skip_assignment: bool,
 }
 
 #[derive(Message)]
@@ -274,12 +279,7 @@ impl Group {
         self.state = GroupState::CompletingRebalance;
         self.deadline = now + self.rebalance_timeout();
         let leader = self.leader.clone().unwrap_or_default();
-        let protocol = self.protocol.clone().unwrap_or_default();
-        let roster: Vec<_> = self
-            .members
-            .iter()
-            .map(|(id, m)| (id.clone(), m.instance_id.clone(), m.metadata_for(&protocol)))
-            .collect();
+        let roster = self.roster();
         for (id, m) in self.members.iter_mut() {
             m.assignment = Bytes::new();
             m.last_seen = now;
@@ -296,9 +296,19 @@ impl Group {
                     } else {
                         Vec::new()
                     },
+                    skip_assignment: false,
                 });
             }
         }
+    }
+
+    /// Every member with its metadata for the chosen protocol: what the leader gets.
+    fn roster(&self) -> Vec<(String, Option<String>, Bytes)> {
+        let protocol = self.protocol.clone().unwrap_or_default();
+        self.members
+            .iter()
+            .map(|(id, m)| (id.clone(), m.instance_id.clone(), m.metadata_for(&protocol)))
+            .collect()
     }
 
     /// The protocol every member supports that most members prefer (Kafka's vote).
@@ -502,9 +512,12 @@ impl Handler<Join> for GroupCoordinator {
             .as_ref()
             .and_then(|i| g.instances.get(i))
             .cloned();
+        let previous_leader = g.leader.clone();
+        let mut replaced_static = false;
         let member_id = match (&known_instance, msg.member_id.is_empty()) {
             // A static member coming back (KIP-345) takes over its old membership.
             (Some(old), true) => {
+                replaced_static = true;
                 let new_id = format!(
                     "{}-{}",
                     msg.instance_id.clone().unwrap_or_default(),
@@ -576,6 +589,34 @@ impl Handler<Join> for GroupCoordinator {
         g.protocol_type = Some(msg.protocol_type);
         let is_leader = g.leader.as_deref() == Some(member_id.as_str());
         match g.state {
+            // A static member back under a new id (KIP-345), in a Stable group whose
+            // protocol it does not change: no rebalance; it keeps its assignment. As in
+            // Kafka's updateStaticMemberThenRebalanceOrCompleteJoin, from v9 a returning
+            // leader gets the members and is told to skip the assignment (KIP-814);
+            // before v9 every returning member is named the old leader, so it follows.
+            GroupState::Stable if replaced_static && g.choose_protocol() == g.protocol => {
+                let v9 = msg.supports_skip_assignment;
+                let joined = Joined {
+                    error: None,
+                    generation: g.generation,
+                    protocol_type: g.protocol_type.clone(),
+                    protocol: g.protocol.clone(),
+                    leader: if v9 {
+                        g.leader.clone()
+                    } else {
+                        previous_leader
+                    }
+                    .unwrap_or_default(),
+                    member_id,
+                    members: if v9 && is_leader {
+                        g.roster()
+                    } else {
+                        Vec::new()
+                    },
+                    skip_assignment: v9 && is_leader,
+                };
+                return answer(joined);
+            }
             // Nothing changed for a follower: it only missed its answer; no rebalance.
             GroupState::Stable | GroupState::CompletingRebalance if unchanged && !is_leader => {
                 let joined = Joined {
@@ -586,6 +627,7 @@ impl Handler<Join> for GroupCoordinator {
                     leader: g.leader.clone().unwrap_or_default(),
                     member_id,
                     members: Vec::new(),
+                    skip_assignment: false,
                 };
                 return answer(joined);
             }
@@ -721,9 +763,10 @@ impl Handler<CheckCommit> for GroupCoordinator {
         let m = g.check_member(&r)?;
         let session = m.session;
         match g.state {
-            GroupState::PreparingRebalance | GroupState::CompletingRebalance => {
-                Err(ResponseError::RebalanceInProgress)
-            }
+            // As Kafka's doCommitOffsets: a member of the current generation may still
+            // commit while the others rejoin (consumers commit as partitions are revoked);
+            // only a generation awaiting its assignments refuses.
+            GroupState::CompletingRebalance => Err(ResponseError::RebalanceInProgress),
             _ => {
                 if let Some(m) = g.members.get_mut(&r.member_id) {
                     m.last_seen = Instant::now();

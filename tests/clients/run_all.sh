@@ -11,17 +11,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-$(cd "$HERE/../.." && pwd)/.venv/bin/python}
 [ -x "$PY" ] || { echo "FAIL: no python venv at $PY (run .ci/client-deps.sh)" >&2; exit 1; }
 
-# Gateway bug: OffsetCommit is refused (REBALANCE_IN_PROGRESS) while a group is
-# PreparingRebalance, which Kafka accepts; drop this flag once that is fixed.
-confluent_groups_args=(--skip-revoke-commit)
-
 checks=(confluent kafka-python aiokafka kcat
         confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups)
 passed=0
 for check in "${checks[@]}"; do
     case $check in
         kcat) cmd=(bash "$HERE/kcat_roundtrip.sh" "$BOOTSTRAP") ;;
-        confluent-groups) cmd=("$PY" "$HERE/groups_confluent.py" --bootstrap "$BOOTSTRAP" "${confluent_groups_args[@]}") ;;
+        confluent-groups) cmd=("$PY" "$HERE/groups_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         kafka-python-groups) cmd=("$PY" "$HERE/groups_kafka_python.py" --bootstrap "$BOOTSTRAP") ;;
         kafkajs-groups) cmd=(node "$HERE/groups_kafkajs.js" "$BOOTSTRAP") ;;
         java-groups) cmd=(bash "$HERE/groups_java.sh" "$BOOTSTRAP") ;;
