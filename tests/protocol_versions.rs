@@ -384,6 +384,33 @@ fn join_group(c: &mut RawClient, v: i16) {
         );
         assert_eq!((r.error_code, r.generation_id), (0, 1), "{r:?}");
         assert_eq!(r.members[0].group_instance_id, Some(s("instance-1")));
+        let m = Member {
+            group: GroupId(s(&static_group)),
+            id: r.member_id,
+            generation: r.generation_id,
+            assignment: Bytes::from_static(b"static"),
+        };
+        assert_eq!(sync_at(c, 5, &m).error_code, 0);
+        // Restarted (same instance id, no member id) while Stable: a new member id in
+        // the same generation, no rebalance. The leader it was learns it from v9 by
+        // skip_assignment with the members (KIP-814); before v9 it is named the old
+        // leader id, so it follows and keeps its assignment.
+        let r = join_at(
+            c,
+            v,
+            &static_group,
+            &StrBytes::default(),
+            Some("instance-1"),
+        );
+        assert_eq!((r.error_code, r.generation_id), (0, 1), "{r:?}");
+        assert_ne!(r.member_id, m.id, "the old member id again");
+        let told = (&r.leader, r.skip_assignment, r.members.len());
+        let want = if v >= 9 {
+            (&r.member_id, true, 1)
+        } else {
+            (&m.id, false, 0)
+        };
+        assert_eq!(told, want, "{r:?}");
     }
 }
 

@@ -130,6 +130,7 @@ pub async fn join(
                 .map(|p| (p.name.to_string(), p.metadata))
                 .collect(),
             require_member_id: version >= 4,
+            supports_skip_assignment: version >= 9,
         })
         .await
         .unwrap_or_else(|_| crate::group_coordinator::Joined {
@@ -161,6 +162,7 @@ pub async fn join(
             _ => Some(s(joined.protocol.unwrap_or_default())),
         })
         .with_leader(s(joined.leader))
+        .with_skip_assignment(joined.skip_assignment)
         .with_member_id(s(joined.member_id))
         .with_members(members)
 }
