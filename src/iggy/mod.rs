@@ -57,6 +57,13 @@ const FETCH_MAX_MESSAGES: usize = 4_096;
 const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
 /// Batches kept per idempotent producer, as Kafka does.
 const PRODUCER_HISTORY_BATCHES: usize = 5;
+/// Unanswered idempotent appends remembered per partition.
+const UNCERTAIN_MAX: usize = 64;
+
+fn same_batch(a: &ProducerStamp, b: &ProducerStamp) -> bool {
+    (a.producer_id, a.producer_epoch, a.base_sequence)
+        == (b.producer_id, b.producer_epoch, b.base_sequence)
+}
 
 /// Checks topic overrides as startup would: no Kafka name twice, no Iggy topic twice.
 pub fn check_topic_overrides(stream: &str, topics: &[TopicOverride]) -> Result<(), String> {
@@ -126,8 +133,8 @@ struct Inner {
     mirror_groups: Mutex<HashSet<(String, String)>>,
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
     log_starts: Mutex<HashMap<TopicPartition, i64>>,
-    /// Partitions whose last append failed without an answer: it may have landed.
-    uncertain: Mutex<HashSet<TopicPartition>>,
+    /// Idempotent batches whose append failed without an answer: they may have landed.
+    uncertain: Mutex<HashMap<TopicPartition, Vec<ProducerStamp>>>,
     /// Partitions appended to since the last flush.
     written: Mutex<HashSet<TopicPartition>>,
     mirror_queue: tokio::sync::mpsc::Sender<MirrorUpdate>,
@@ -396,7 +403,7 @@ impl Inner {
             mirror_groups: Mutex::new(HashSet::new()),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             log_starts: Mutex::new(HashMap::new()),
-            uncertain: Mutex::new(HashSet::new()),
+            uncertain: Mutex::new(HashMap::new()),
             written: Mutex::new(HashSet::new()),
             mirror_queue,
         };
@@ -543,7 +550,7 @@ impl Inner {
         }
         self.catalog.lock().apply(record);
         self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
-        self.uncertain.lock().retain(|tp| &*tp.topic != name);
+        self.uncertain.lock().retain(|tp, _| &*tp.topic != name);
         self.mirror_groups.lock().retain(|(_, t)| t != name);
         Ok(())
     }
@@ -559,17 +566,16 @@ impl Inner {
             base_sequence: h.base_sequence,
             record_count: h.record_count,
         });
-        if let Some(stamp) = stamp {
-            if self.uncertain.lock().contains(&tp) {
-                if let Some(base_offset) = self.find_batch(&tp, stamp).await? {
-                    tracing::info!(partition = %tp, base_offset, "a batch whose append went unanswered had landed");
-                    self.uncertain.lock().remove(&tp);
-                    let watermarks = self.watermarks(&tp).await?;
-                    return Ok(Appended {
-                        base_offset,
-                        watermarks,
-                    });
-                }
+        if let Some(stamp) = stamp.filter(|s| self.is_uncertain(&tp, s)) {
+            let found = self.find_batch(&tp, stamp).await?;
+            self.settle(&tp, &stamp);
+            if let Some(base_offset) = found {
+                tracing::info!(partition = %tp, base_offset, "a batch whose append went unanswered had landed");
+                let watermarks = self.watermarks(&tp).await?;
+                return Ok(Appended {
+                    base_offset,
+                    watermarks,
+                });
             }
         }
         let origins = origin_timestamps(&decoded.records);
@@ -599,8 +605,14 @@ impl Inner {
             .collect();
         let conn = self.pools.producer(&tp.topic, tp.partition);
         let (stream, topic) = self.ids(&tp.topic)?;
-        // Until Iggy answers, this partition may hold a batch nobody acknowledged.
-        self.uncertain.lock().insert(tp.clone());
+        // Until Iggy answers, the partition may hold this batch unacknowledged.
+        if let Some(s) = stamp {
+            let mut uncertain = self.uncertain.lock();
+            let list = uncertain.entry(tp.clone()).or_default();
+            if list.len() < UNCERTAIN_MAX {
+                list.push(s);
+            }
+        }
         let sent = async {
             let partitioning = Partitioning::partition_id(partition);
             let c = conn.ready().await?;
@@ -614,14 +626,16 @@ impl Inner {
             Ok(sent) => sent,
             Err(e) => {
                 let e = backend_error(e, Some(&tp), &tp.topic);
-                if !matches!(e, BackendError::Unavailable(_)) {
+                if let (false, Some(s)) = (matches!(e, BackendError::Unavailable(_)), stamp) {
                     // Refused outright: nothing landed.
-                    self.uncertain.lock().remove(&tp);
+                    self.settle(&tp, &s);
                 }
                 return Err(e);
             }
         };
-        self.uncertain.lock().remove(&tp);
+        if let Some(s) = stamp {
+            self.settle(&tp, &s);
+        }
         self.written.lock().insert(tp.clone());
         let base_offset = match sent.confirmations.first() {
             Some(c) => c.base_offset as i64,
@@ -896,6 +910,25 @@ impl Inner {
             .collect();
         kept.reverse();
         Ok(kept)
+    }
+
+    /// Whether an earlier append of this very batch went unanswered.
+    fn is_uncertain(&self, tp: &TopicPartition, s: &ProducerStamp) -> bool {
+        self.uncertain
+            .lock()
+            .get(tp)
+            .is_some_and(|list| list.iter().any(|u| same_batch(u, s)))
+    }
+
+    /// The batch's fate is known: stop tracking it.
+    fn settle(&self, tp: &TopicPartition, s: &ProducerStamp) {
+        let mut uncertain = self.uncertain.lock();
+        if let Some(list) = uncertain.get_mut(tp) {
+            list.retain(|u| !same_batch(u, s));
+            if list.is_empty() {
+                uncertain.remove(tp);
+            }
+        }
     }
 
     /// Where a batch with this stamp landed, if it is in the partition's recent history.
