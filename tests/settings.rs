@@ -1,0 +1,65 @@
+//! Settings: an unknown or malformed setting stops startup with a message naming it,
+//! whether it comes from the environment or the configuration file.
+
+use std::process::{Command, Output};
+
+fn start(env: &[(&str, &str)], args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
+    cmd.env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_KAFKA_DATA_DIR", dir.path())
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    // Every case here must stop at startup; a gateway that started would hang the test,
+    // so it is bounded by the harness's own timeout via `timeout`.
+    let out = Command::new("timeout")
+        .arg("10")
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "gateway started instead of refusing"
+    );
+    out
+}
+
+fn refused_naming(out: &Output, words: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit status; stderr: {stderr}");
+    for w in words {
+        assert!(stderr.contains(w), "stderr does not name '{w}': {stderr}");
+    }
+}
+
+#[test]
+fn an_unknown_environment_setting_stops_startup() {
+    let out = start(&[("IGGY_KAFKA_MAX_CONECTIONS", "5")], &[]);
+    refused_naming(&out, &["max_conections"]);
+}
+
+#[test]
+fn a_malformed_value_stops_startup() {
+    let out = start(&[("IGGY_KAFKA_MAX_CONNECTIONS", "lots")], &[]);
+    refused_naming(&out, &["max_connections"]);
+    let out = start(&[("IGGY_KAFKA_DURABILITY", "sometimes")], &[]);
+    refused_naming(&out, &["sometimes"]);
+    let out = start(&[("IGGY_KAFKA_LOG_SLOTS", "0")], &[]);
+    refused_naming(&out, &["log_slots", "at least 1"]);
+}
+
+#[test]
+fn the_configuration_file_is_checked_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.toml");
+    std::fs::write(&file, "num_partitions = 3\nnot_a_setting = true\n").unwrap();
+    let out = start(&[], &["--config", file.to_str().unwrap()]);
+    refused_naming(&out, &["not_a_setting"]);
+    let out = start(&[], &["--config", "/no/such/file.toml"]);
+    refused_naming(&out, &["/no/such/file.toml"]);
+}
