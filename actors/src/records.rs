@@ -12,17 +12,21 @@
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 
+// Field positions and attribute bits, shared with every codec of batches (the Iggy
+// backend re-encodes records and reads them here too).
 pub const HEADER_LEN: usize = 61;
 const LENGTH_AT: usize = 8;
 const LEADER_EPOCH_AT: usize = 12;
 const MAGIC_AT: usize = 16;
 const CRC_AT: usize = 17;
-const ATTRIBUTES_AT: usize = 21;
-const MAX_TIMESTAMP_AT: usize = 35;
+pub const ATTRIBUTES_AT: usize = 21;
+pub const MAX_TIMESTAMP_AT: usize = 35;
+pub const RECORD_COUNT_AT: usize = 57;
 /// Bytes before the length field's end: base offset and the length itself.
-const LOG_OVERHEAD: usize = 12;
+pub const LOG_OVERHEAD: usize = 12;
 
-const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+pub const COMPRESSION_MASK: i16 = 0x07;
+pub const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 const TRANSACTIONAL_BIT: i16 = 0x10;
 const CONTROL_BIT: i16 = 0x20;
 

@@ -9,13 +9,10 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::compression::Decompressor;
 
-/// Batch header fields, at their byte positions (see `actors/src/records.rs`).
-const ATTRIBUTES_AT: usize = 21;
-const MAX_TIMESTAMP_AT: usize = 35;
-const RECORD_COUNT_AT: usize = 57;
-const HEADER_LEN: usize = 61;
-const COMPRESSION_MASK: i16 = 0x07;
-const TIMESTAMP_TYPE_BIT: i16 = 0x08;
+use iggy_kafka_actors::records::{
+    ATTRIBUTES_AT, COMPRESSION_MASK, HEADER_LEN, LOG_OVERHEAD, MAX_TIMESTAMP_AT, RECORD_COUNT_AT,
+    TIMESTAMP_TYPE_BIT,
+};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BatchCodecError {
@@ -209,7 +206,7 @@ pub fn encode(base_offset: i64, log_append_time: bool, records: &[KafkaRecord]) 
     }
     let mut out = BytesMut::with_capacity(HEADER_LEN + body.len());
     out.put_i64(base_offset);
-    out.put_i32((HEADER_LEN - 12 + body.len()) as i32);
+    out.put_i32((HEADER_LEN - LOG_OVERHEAD + body.len()) as i32);
     out.put_i32(0); // partition leader epoch
     out.put_i8(2); // magic
     out.put_u32(0); // CRC, filled in below
