@@ -23,14 +23,14 @@ use iggy::prelude::{
     StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions, UserClient,
 };
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, RequestKind, ResponseKind};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders, Timestamp};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::message::{Message, Timestamp};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
+use support::kafka::{admin, consume, create_topic, produce, Expected};
 use support::{Gateway, RawClient};
 
 const SKIPPED: &str = "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
@@ -181,14 +181,6 @@ fn id(name: &str) -> Identifier {
 }
 
 /// One record as written, to compare with what comes back.
-#[derive(Clone, Debug, PartialEq)]
-struct Expected {
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-    headers: Vec<(String, Option<Vec<u8>>)>,
-    timestamp: i64,
-}
-
 /// Every shape the mapping treats differently: null, empty, short and long keys;
 /// null and empty values; native headers; repeated, null, empty, long and reserved
 /// header names.
@@ -228,118 +220,6 @@ fn record(n: usize) -> Expected {
         headers,
         timestamp: 1_700_000_000_000 + n as i64,
     }
-}
-
-fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .expect("admin client")
-}
-
-async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
-    for (k, v) in configs {
-        topic = topic.set(k, v);
-    }
-    let results = admin(bootstrap)
-        .create_topics(
-            &[topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-        )
-        .await
-        .expect("create topics");
-    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
-}
-
-fn produce(bootstrap: &str, topic: &str, codec: &str, records: &[(i32, Expected)]) {
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("compression.codec", codec)
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5")
-        .create()
-        .expect("producer");
-    for (partition, r) in records {
-        let mut headers = OwnedHeaders::new();
-        for (k, v) in &r.headers {
-            headers = headers.insert(Header {
-                key: k,
-                value: v.as_deref(),
-            });
-        }
-        let mut base = BaseRecord::<[u8], [u8]>::to(topic)
-            .partition(*partition)
-            .timestamp(r.timestamp)
-            .headers(headers);
-        base.key = r.key.as_deref();
-        base.payload = r.value.as_deref();
-        let mut pending = base;
-        loop {
-            match producer.send(pending) {
-                Ok(()) => break,
-                Err((e, back)) => {
-                    assert!(
-                        matches!(
-                            e.rdkafka_error_code(),
-                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
-                        ),
-                        "{e}"
-                    );
-                    producer.poll(Duration::from_millis(10));
-                    pending = back;
-                }
-            }
-        }
-    }
-    producer.flush(Duration::from_secs(120)).expect("flush");
-    assert_eq!(producer.in_flight_count(), 0);
-}
-
-/// Reads every partition from the start until `want[p]` records came back.
-fn consume(
-    bootstrap: &str,
-    topic: &str,
-    want: &HashMap<i32, usize>,
-) -> HashMap<i32, Vec<(i64, Expected, Timestamp)>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        // librdkafka wants a group id, but with assign() and explicit offsets it joins no group.
-        .set("group.id", "unused")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in want.keys() {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let mut got: HashMap<i32, Vec<(i64, Expected, Timestamp)>> = HashMap::new();
-    let total: usize = want.values().sum();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while got.values().map(Vec::len).sum::<usize>() < total {
-        assert!(Instant::now() < deadline, "timed out consuming");
-        let Some(m) = consumer.poll(Duration::from_millis(200)) else {
-            continue;
-        };
-        let m = m.expect("consume error");
-        let headers = m.headers().map_or_else(Vec::new, |h| {
-            h.iter()
-                .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
-                .collect()
-        });
-        let e = Expected {
-            key: m.key().map(<[u8]>::to_vec),
-            value: m.payload().map(<[u8]>::to_vec),
-            headers,
-            timestamp: m.timestamp().to_millis().unwrap_or(-1),
-        };
-        got.entry(m.partition())
-            .or_default()
-            .push((m.offset(), e, m.timestamp()));
-    }
-    got
 }
 
 /// Every message of an Iggy partition, read with the SDK.

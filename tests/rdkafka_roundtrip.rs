@@ -5,30 +5,15 @@
 mod support;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders, Timestamp};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::message::Timestamp;
 
+use support::kafka::{consume, create_topic, produce, Expected};
 use support::Gateway;
 
 const PARTITIONS: i32 = 8;
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 const PER_CODEC: usize = 20_000;
-
-/// One record as written, to compare with what comes back.
-#[derive(Clone, Debug, PartialEq)]
-struct Expected {
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-    headers: Vec<(String, Option<Vec<u8>>)>,
-    timestamp: i64,
-}
 
 fn record(n: usize) -> Expected {
     // Null and empty keys and values stay distinct; headers repeat keys and carry nulls.
@@ -61,118 +46,6 @@ fn record(n: usize) -> Expected {
         headers,
         timestamp: 1_700_000_000_000 + n as i64,
     }
-}
-
-fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .expect("admin client")
-}
-
-async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
-    for (k, v) in configs {
-        topic = topic.set(k, v);
-    }
-    let results = admin(bootstrap)
-        .create_topics(
-            &[topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-        )
-        .await
-        .expect("create topics");
-    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
-}
-
-fn produce(bootstrap: &str, topic: &str, codec: &str, records: &[(i32, Expected)]) {
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("compression.codec", codec)
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5")
-        .create()
-        .expect("producer");
-    for (partition, r) in records {
-        let mut headers = OwnedHeaders::new();
-        for (k, v) in &r.headers {
-            headers = headers.insert(Header {
-                key: k,
-                value: v.as_deref(),
-            });
-        }
-        let mut base = BaseRecord::<[u8], [u8]>::to(topic)
-            .partition(*partition)
-            .timestamp(r.timestamp)
-            .headers(headers);
-        base.key = r.key.as_deref();
-        base.payload = r.value.as_deref();
-        let mut pending = base;
-        loop {
-            match producer.send(pending) {
-                Ok(()) => break,
-                Err((e, back)) => {
-                    assert!(
-                        matches!(
-                            e.rdkafka_error_code(),
-                            Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
-                        ),
-                        "{e}"
-                    );
-                    producer.poll(Duration::from_millis(10));
-                    pending = back;
-                }
-            }
-        }
-    }
-    producer.flush(Duration::from_secs(60)).expect("flush");
-    assert_eq!(producer.in_flight_count(), 0);
-}
-
-/// Reads every partition from the start until `want[p]` records came back.
-fn consume(
-    bootstrap: &str,
-    topic: &str,
-    want: &HashMap<i32, usize>,
-) -> HashMap<i32, Vec<(i64, Expected, Timestamp)>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        // librdkafka wants a group id, but with assign() and explicit offsets it joins no group.
-        .set("group.id", "unused")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in want.keys() {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let mut got: HashMap<i32, Vec<(i64, Expected, Timestamp)>> = HashMap::new();
-    let total: usize = want.values().sum();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while got.values().map(Vec::len).sum::<usize>() < total {
-        assert!(Instant::now() < deadline, "timed out consuming");
-        let Some(m) = consumer.poll(Duration::from_millis(200)) else {
-            continue;
-        };
-        let m = m.expect("consume error");
-        let headers = m.headers().map_or_else(Vec::new, |h| {
-            h.iter()
-                .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
-                .collect()
-        });
-        let e = Expected {
-            key: m.key().map(<[u8]>::to_vec),
-            value: m.payload().map(<[u8]>::to_vec),
-            headers,
-            timestamp: m.timestamp().to_millis().unwrap_or(-1),
-        };
-        got.entry(m.partition())
-            .or_default()
-            .push((m.offset(), e, m.timestamp()));
-    }
-    got
 }
 
 #[tokio::test(flavor = "multi_thread")]
