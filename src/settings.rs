@@ -116,6 +116,8 @@ pub struct Settings {
     pub offset_slots: usize,
     /// How long the first rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay_ms: u64,
+    /// How often topics are re-read from the backend (topics made by native Iggy clients).
+    pub topic_refresh_ms: u64,
     /// Threads serving connections; 0 means one per core.
     pub workers: usize,
 }
@@ -158,6 +160,7 @@ impl Default for Settings {
             log_slots: 4,
             offset_slots: 4,
             group_initial_rebalance_delay_ms: 3_000,
+            topic_refresh_ms: 5_000,
             workers: 0,
         }
     }
@@ -201,6 +204,7 @@ impl Settings {
             ),
             ("log_slots", self.log_slots as i64),
             ("offset_slots", self.offset_slots as i64),
+            ("topic_refresh_ms", self.topic_refresh_ms as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
         ];
         for (name, value) in at_least_one {
@@ -358,6 +362,7 @@ impl Settings {
             group_initial_rebalance_delay: Duration::from_millis(
                 self.group_initial_rebalance_delay_ms,
             ),
+            topic_refresh_interval: Duration::from_millis(self.topic_refresh_ms),
         }
     }
 }

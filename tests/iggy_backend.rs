@@ -22,7 +22,9 @@ use iggy::prelude::{
     Client, Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy,
     StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions, UserClient,
 };
-use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    ApiKey, InitProducerIdRequest, MetadataRequest, RequestKind, ResponseKind,
+};
 use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
@@ -432,6 +434,76 @@ async fn native_iggy_messages_are_served_to_kafka_consumers() {
             r.timestamp
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topics_made_natively_while_the_gateway_runs_appear_and_are_served() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let sdk = server.sdk().await;
+    sdk.create_topic(
+        &id(STREAM),
+        "late",
+        &TopicCreateOptions {
+            partitions_count: Some(1),
+            ..TopicCreateOptions::default()
+        },
+    )
+    .await
+    .expect("topic");
+    // The topic admin re-reads the backend every `topic_refresh_ms` (5 s by default).
+    let mut raw = RawClient::connect(gw.addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let request = MetadataRequest::default().with_topics(None);
+        let ResponseKind::Metadata(m) =
+            raw.call(ApiKey::Metadata, 12, RequestKind::Metadata(request))
+        else {
+            panic!("not a metadata answer");
+        };
+        if m.topics
+            .iter()
+            .any(|t| t.name.as_ref().is_some_and(|n| n.as_str() == "late"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a native topic never appeared in Metadata"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut messages: Vec<IggyMessage> = (0..3)
+        .map(|i| {
+            IggyMessage::builder()
+                .payload(Bytes::from(format!("late {i}")))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    sdk.send_messages(
+        &id(STREAM),
+        &id("late"),
+        &Partitioning::partition_id(0),
+        &mut messages,
+    )
+    .await
+    .expect("send");
+    let bootstrap = gw.bootstrap();
+    let got =
+        tokio::task::spawn_blocking(move || consume(&bootstrap, "late", &HashMap::from([(0, 3)])))
+            .await
+            .unwrap();
+    let values: Vec<_> = got[&0]
+        .iter()
+        .map(|(_, r, _)| r.value.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        values,
+        ["late 0", "late 1", "late 2"].map(|v| v.as_bytes().to_vec())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

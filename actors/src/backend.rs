@@ -170,6 +170,11 @@ pub trait Backend: Send + Sync + 'static {
     fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>>;
     /// Every group with at least one committed offset.
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>>;
+    /// True when writers other than this gateway append to the logs (native Iggy
+    /// producers): their appends raise no signal, so waiting fetches also re-read.
+    fn external_appends(&self) -> bool {
+        false
+    }
     /// Makes everything acknowledged so far durable (called on shutdown).
     fn flush(&self) -> BackendFuture<'_, ()>;
 }

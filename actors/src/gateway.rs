@@ -46,6 +46,8 @@ pub struct BrokerSettings {
     pub offset_slots: usize,
     /// How long a rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay: Duration,
+    /// How often the topic table is re-read from the backend.
+    pub topic_refresh_interval: Duration,
 }
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.

@@ -201,6 +201,43 @@ impl TopicAdmin {
 
 impl Actor for TopicAdmin {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(self.settings.topic_refresh_interval, |act, ctx| {
+            act.refresh(ctx)
+        });
+    }
+}
+
+impl TopicAdmin {
+    /// Re-reads the backend's topics, so topics made or removed by others (native Iggy
+    /// clients) appear and disappear. `wait` keeps creates and deletes out meanwhile.
+    fn refresh(&mut self, ctx: &mut Context<Self>) {
+        let backend = self.backend.clone();
+        ctx.wait(
+            async move { backend.topics().await }
+                .into_actor(self)
+                .map(|listed, act, _| {
+                    let mut listed = match listed {
+                        Ok(topics) => topics,
+                        Err(e) => return tracing::warn!(error = %e, "topic refresh failed"),
+                    };
+                    let mut known: Vec<TopicMeta> = act
+                        .table
+                        .borrow()
+                        .all()
+                        .into_iter()
+                        .map(|t| (**t).clone())
+                        .collect();
+                    listed.sort_by(|a, b| a.name.cmp(&b.name));
+                    known.sort_by(|a, b| a.name.cmp(&b.name));
+                    if listed != known {
+                        tracing::info!(topics = listed.len(), "topics changed in the backend");
+                        act.table.send_replace(Arc::new(TopicTable::new(listed)));
+                    }
+                }),
+        );
+    }
 }
 
 impl Handler<CreateTopic> for TopicAdmin {

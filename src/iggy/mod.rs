@@ -1087,6 +1087,11 @@ impl Inner {
 }
 
 impl Backend for IggyBackend {
+    /// Native Iggy producers write to the same topics.
+    fn external_appends(&self) -> bool {
+        true
+    }
+
     fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
         self.run(|s| async move { s.topics().await })
     }

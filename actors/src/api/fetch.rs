@@ -21,6 +21,9 @@ use crate::gateway::Gateway;
 /// Fetch v13 names topics by id (KIP-516).
 const TOPIC_IDS_FROM: i16 = 13;
 const READ_COMMITTED: i8 = 1;
+/// Bounds of the re-reads of a waiting fetch when others append to the backend.
+const FIRST_POLL: Duration = Duration::from_millis(20);
+const MAX_POLL: Duration = Duration::from_millis(500);
 /// The log start offset is answered from v5.
 const LOG_START_FROM: i16 = 5;
 
@@ -69,6 +72,9 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchRespon
     let min_bytes = req.min_bytes.max(0) as usize;
     let max_bytes = req.max_bytes.max(0) as usize;
     let read_committed = req.isolation_level == READ_COMMITTED;
+    // Appends by others (native Iggy producers) send no signal: look again now and
+    // then, backing off, besides waking at once on this gateway's own appends.
+    let mut poll = gw.backend.external_appends().then_some(FIRST_POLL);
     loop {
         // Subscribe before reading, so an append landing in between still wakes us.
         let mut signals: Vec<_> = topics
@@ -82,7 +88,12 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchRespon
             return FetchResponse::default().with_responses(responses);
         }
         let any_append = select_all(signals.iter_mut().map(|rx| Box::pin(rx.changed())));
-        if timeout_at(deadline, any_append).await.is_err() {
+        let wake_at = match poll {
+            Some(every) => deadline.min(Instant::now() + every),
+            None => deadline,
+        };
+        poll = poll.map(|every| (every * 2).min(MAX_POLL));
+        if timeout_at(wake_at, any_append).await.is_err() && wake_at == deadline {
             // One last read: the answer carries the latest watermarks.
             let (responses, _, _) =
                 read_all(&gw, version, &topics, max_bytes, read_committed).await;
