@@ -116,3 +116,190 @@ impl Handler<FetchOffsets> for OffsetSlot {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Slot behaviour with a backend whose commits are slow on purpose: an injected
+    //! delay behind the storage port, the one real seam (no Iggy is involved).
+
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use parking_lot::Mutex as SyncMutex;
+
+    use super::*;
+    use crate::backend::*;
+
+    /// Committed offsets in memory; commits take `delay`, reads are immediate.
+    #[derive(Default)]
+    struct SlowCommits {
+        delay: Duration,
+        stored: SyncMutex<HashMap<(String, TopicPartition), CommittedOffset>>,
+        /// Offsets in the order commits were applied.
+        applied: SyncMutex<Vec<i64>>,
+    }
+
+    fn unused<T>() -> BackendFuture<'static, T> {
+        Box::pin(async { Err(BackendError::Fatal("not used by these tests".into())) })
+    }
+
+    impl Backend for SlowCommits {
+        fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
+            unused()
+        }
+        fn create_topic(&self, _: TopicMeta) -> BackendFuture<'_, ()> {
+            unused()
+        }
+        fn delete_topic(&self, _: &str) -> BackendFuture<'_, ()> {
+            unused()
+        }
+        fn append(&self, _: &TopicPartition, _: AppendBatch) -> BackendFuture<'_, Appended> {
+            unused()
+        }
+        fn read(&self, _: &TopicPartition, _: i64, _: usize) -> BackendFuture<'_, ReadBatches> {
+            unused()
+        }
+        fn watermarks(&self, _: &TopicPartition) -> BackendFuture<'_, Watermarks> {
+            unused()
+        }
+        fn offset_for_timestamp(
+            &self,
+            _: &TopicPartition,
+            _: i64,
+        ) -> BackendFuture<'_, Option<TimestampedOffset>> {
+            unused()
+        }
+        fn max_timestamp(
+            &self,
+            _: &TopicPartition,
+        ) -> BackendFuture<'_, Option<TimestampedOffset>> {
+            unused()
+        }
+        fn producer_batches(&self, _: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
+            unused()
+        }
+        fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
+            unused()
+        }
+        fn commit_offset(
+            &self,
+            group: &str,
+            tp: &TopicPartition,
+            offset: Option<CommittedOffset>,
+        ) -> BackendFuture<'_, ()> {
+            let key = (group.to_string(), tp.clone());
+            Box::pin(async move {
+                tokio::time::sleep(self.delay).await;
+                if let Some(c) = offset {
+                    self.applied.lock().push(c.offset);
+                    self.stored.lock().insert(key, c);
+                }
+                Ok(())
+            })
+        }
+        fn committed_offset(
+            &self,
+            group: &str,
+            tp: &TopicPartition,
+        ) -> BackendFuture<'_, Option<CommittedOffset>> {
+            let found = self
+                .stored
+                .lock()
+                .get(&(group.to_string(), tp.clone()))
+                .cloned();
+            Box::pin(async move { Ok(found) })
+        }
+        fn committed_partitions(&self, _: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
+            unused()
+        }
+        fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
+            unused()
+        }
+        fn flush(&self) -> BackendFuture<'_, ()> {
+            unused()
+        }
+    }
+
+    fn tp() -> TopicPartition {
+        TopicPartition {
+            topic: "t".into(),
+            partition: 0,
+        }
+    }
+
+    fn commit(offset: i64, within: Duration) -> CommitOffsets {
+        let stored = CommittedOffset {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+        };
+        CommitOffsets {
+            group: "g".into(),
+            entries: vec![(tp(), Some(stored))],
+            deadline: Instant::now() + within,
+        }
+    }
+
+    fn slot(delay: Duration) -> (Arc<SlowCommits>, Addr<OffsetSlot>) {
+        let backend = Arc::new(SlowCommits {
+            delay,
+            ..Default::default()
+        });
+        (backend.clone(), OffsetSlot::new(backend).start())
+    }
+
+    #[actix_rt::test]
+    async fn commits_apply_in_arrival_order_one_at_a_time() {
+        let (backend, slot) = slot(Duration::from_millis(5));
+        let pending: Vec<_> = (0..20)
+            .map(|i| slot.send(commit(i, Duration::from_secs(10))))
+            .collect();
+        for p in pending {
+            assert!(p.await.unwrap().into_iter().all(|r| r.is_ok()));
+        }
+        assert_eq!(*backend.applied.lock(), (0..20).collect::<Vec<_>>());
+    }
+
+    #[actix_rt::test]
+    async fn reads_and_other_slots_never_wait_behind_a_slow_commit() {
+        let (_, slow) = slot(Duration::from_millis(800));
+        let (_, other) = slot(Duration::from_millis(0));
+        let started = Instant::now();
+        let stuck = slow.send(commit(1, Duration::from_secs(10)));
+        // Give the slow commit time to take the commit lane.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let read = slow
+            .send(FetchOffsets {
+                group: "g".into(),
+                partitions: vec![tp()],
+                deadline: Instant::now() + Duration::from_secs(10),
+            })
+            .await
+            .unwrap();
+        assert!(matches!(read[..], [Ok(None)]), "{read:?}");
+        other
+            .send(commit(2, Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_millis(600),
+            "a read or another slot waited for the slow commit: {:?}",
+            started.elapsed()
+        );
+        assert!(stuck.await.unwrap()[0].is_ok());
+    }
+
+    #[actix_rt::test]
+    async fn a_commit_past_its_deadline_answers_timeout() {
+        let (backend, slot) = slot(Duration::from_millis(500));
+        let result = slot
+            .send(commit(7, Duration::from_millis(100)))
+            .await
+            .unwrap();
+        assert!(
+            matches!(result[..], [Err(OffsetError::Timeout)]),
+            "{result:?}"
+        );
+        assert!(backend.applied.lock().is_empty());
+    }
+}
