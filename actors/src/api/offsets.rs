@@ -286,20 +286,36 @@ async fn fetch_group(
         .collect())
 }
 
-pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
-    let part = |p: i32, c: Option<CommittedOffset>| {
-        let c = c.unwrap_or(CommittedOffset {
-            offset: -1,
-            leader_epoch: -1,
-            metadata: String::new(),
-        });
-        (
-            p,
-            c.offset,
-            if version >= 5 { c.leader_epoch } else { -1 },
-            StrBytes::from_string(c.metadata),
-        )
+/// One group's offsets in OffsetFetch's answer types: v8+ and earlier versions name
+/// their topic and partition types differently but shape them alike.
+macro_rules! answer_topics {
+    ($topic:ident, $partition:ident, $topics:expr, $version:expr) => {
+        $topics
+            .into_iter()
+            .map(|(name, ps)| {
+                let partitions = ps
+                    .into_iter()
+                    .map(|(p, c): (i32, Option<CommittedOffset>)| {
+                        // No committed offset reads as -1, without error.
+                        let (offset, epoch, metadata) = c.map_or((-1, -1, String::new()), |c| {
+                            (c.offset, c.leader_epoch, c.metadata)
+                        });
+                        $partition::default()
+                            .with_partition_index(p)
+                            .with_committed_offset(offset)
+                            .with_committed_leader_epoch(if $version >= 5 { epoch } else { -1 })
+                            .with_metadata(Some(StrBytes::from_string(metadata)))
+                    })
+                    .collect();
+                $topic::default()
+                    .with_name(name)
+                    .with_partitions(partitions)
+            })
+            .collect()
     };
+}
+
+pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
     if version >= GROUPS_FROM {
         let mut groups = Vec::with_capacity(req.groups.len());
         for g in req.groups {
@@ -311,27 +327,12 @@ pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> Offset
             let answer = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
             groups.push(match fetch_group(&gw, &g.group_id, topics).await {
                 Err(e) => answer.with_error_code(e.code()),
-                Ok(topics) => answer.with_topics(
-                    topics
-                        .into_iter()
-                        .map(|(name, ps)| {
-                            OffsetFetchResponseTopics::default()
-                                .with_name(name)
-                                .with_partitions(
-                                    ps.into_iter()
-                                        .map(|(p, c)| {
-                                            let (p, offset, epoch, metadata) = part(p, c);
-                                            OffsetFetchResponsePartitions::default()
-                                                .with_partition_index(p)
-                                                .with_committed_offset(offset)
-                                                .with_committed_leader_epoch(epoch)
-                                                .with_metadata(Some(metadata))
-                                        })
-                                        .collect(),
-                                )
-                        })
-                        .collect(),
-                ),
+                Ok(topics) => answer.with_topics(answer_topics!(
+                    OffsetFetchResponseTopics,
+                    OffsetFetchResponsePartitions,
+                    topics,
+                    version
+                )),
             });
         }
         return OffsetFetchResponse::default().with_groups(groups);
@@ -342,27 +343,12 @@ pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> Offset
             .collect()
     });
     match fetch_group(&gw, &req.group_id, requested.clone()).await {
-        Ok(topics) => OffsetFetchResponse::default().with_topics(
-            topics
-                .into_iter()
-                .map(|(name, ps)| {
-                    OffsetFetchResponseTopic::default()
-                        .with_name(name)
-                        .with_partitions(
-                            ps.into_iter()
-                                .map(|(p, c)| {
-                                    let (p, offset, epoch, metadata) = part(p, c);
-                                    OffsetFetchResponsePartition::default()
-                                        .with_partition_index(p)
-                                        .with_committed_offset(offset)
-                                        .with_committed_leader_epoch(epoch)
-                                        .with_metadata(Some(metadata))
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
+        Ok(topics) => OffsetFetchResponse::default().with_topics(answer_topics!(
+            OffsetFetchResponseTopic,
+            OffsetFetchResponsePartition,
+            topics,
+            version
+        )),
         // v1 has no top-level error: every requested partition carries it.
         Err(e) if version < 2 => OffsetFetchResponse::default().with_topics(
             requested
