@@ -32,6 +32,7 @@ use rdkafka::message::{Message, Timestamp};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
+use support::groups;
 use support::kafka::{admin, consume, create_topic, produce, Expected};
 use support::{Gateway, RawClient};
 
@@ -162,7 +163,6 @@ impl IggyServer {
         client
     }
 
-    #[allow(dead_code)]
     fn restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -503,6 +503,46 @@ async fn topics_made_natively_while_the_gateway_runs_appear_and_are_served() {
     assert_eq!(
         values,
         ["late 0", "late 1", "late 2"].map(|v| v.as_bytes().to_vec())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consumer_group_resumes_from_its_commits_after_iggy_and_the_gateway_restart() {
+    let Some(mut server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let b = gw.bootstrap();
+    let first = tokio::task::spawn_blocking(move || {
+        groups::create_topic(&b, "grouped", 2);
+        groups::produce(&b, "grouped", 0, 100);
+        let c = groups::member(&b, "gi", "grouped", "cooperative-sticky");
+        let got = groups::consume(&[&c], 100, Duration::from_secs(60));
+        groups::commit(&c);
+        got[0].len()
+    })
+    .await
+    .unwrap();
+    assert_eq!(first, 100);
+    drop(gw);
+
+    // Both restart: group membership is gone, committed offsets are in Iggy.
+    server.restart();
+    let gw = server.gateway();
+    let b = gw.bootstrap();
+    let mut resumed: Vec<usize> = tokio::task::spawn_blocking(move || {
+        groups::produce(&b, "grouped", 100, 20);
+        let c = groups::member(&b, "gi", "grouped", "range");
+        let got = groups::consume(&[&c], 20, Duration::from_secs(60));
+        got[0].iter().map(|(_, v)| v.parse().unwrap()).collect()
+    })
+    .await
+    .unwrap();
+    resumed.sort_unstable();
+    assert_eq!(
+        resumed,
+        (100..120).collect::<Vec<_>>(),
+        "did not resume from the commits"
     );
 }
 

@@ -244,49 +244,46 @@ impl Pools {
     }
 }
 
-/// Connects and signs in the first client, telling an absent server (retried)
-/// from refused credentials (not retried).
+/// Connects and signs in the first client, telling an absent or not yet ready server
+/// (retried: a server just restarted may accept the socket and then drop it) from
+/// refused credentials (not retried).
 async fn first_contact(conn: &Conn, config: &IggyConfig) -> Result<(), ConnectError> {
     let started = Instant::now();
     let mut backoff = Duration::from_millis(100);
     loop {
-        match conn.client.connect().await {
-            Ok(()) => break,
-            Err(source) => {
-                let waited = started.elapsed();
-                let Some(left) = config
-                    .connect_timeout
-                    .checked_sub(waited)
-                    .filter(|l| !l.is_zero())
-                else {
-                    return Err(ConnectError::Unreachable {
-                        address: config.address.clone(),
-                        waited,
-                        source,
-                    });
-                };
-                tracing::warn!(address = %config.address, error = %source, retry_in = ?backoff.min(left), "Iggy server not reachable yet");
-                tokio::time::sleep(backoff.min(left)).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-                let _ = conn.client.disconnect().await;
+        let attempt = match conn.client.connect().await {
+            Ok(()) => conn
+                .client
+                .login_user(&config.username, &config.password)
+                .await
+                .map(drop),
+            Err(e) => Err(e),
+        };
+        let source = match attempt {
+            Ok(()) => return Ok(()),
+            Err(IggyError::InvalidCredentials | IggyError::Unauthenticated) => {
+                return Err(ConnectError::BadCredentials {
+                    address: config.address.clone(),
+                    username: config.username.clone(),
+                });
             }
-        }
-    }
-    match conn
-        .client
-        .login_user(&config.username, &config.password)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(IggyError::InvalidCredentials | IggyError::Unauthenticated) => {
-            Err(ConnectError::BadCredentials {
+            Err(source) => source,
+        };
+        let waited = started.elapsed();
+        let Some(left) = config
+            .connect_timeout
+            .checked_sub(waited)
+            .filter(|l| !l.is_zero())
+        else {
+            return Err(ConnectError::Unreachable {
                 address: config.address.clone(),
-                username: config.username.clone(),
-            })
-        }
-        Err(source) => Err(ConnectError::SignIn {
-            address: config.address.clone(),
-            source,
-        }),
+                waited,
+                source,
+            });
+        };
+        tracing::warn!(address = %config.address, error = %source, retry_in = ?backoff.min(left), "Iggy server not reachable yet");
+        tokio::time::sleep(backoff.min(left)).await;
+        backoff = (backoff * 2).min(Duration::from_secs(2));
+        let _ = conn.client.disconnect().await;
     }
 }
