@@ -1,0 +1,734 @@
+//! The gateway on the Iggy backend vs the `iggy` SDK straight into the same `iggy-server`, in
+//! one run: the cost of the Kafka layer over Iggy.
+//!
+//!   IGGY_SERVER_BIN=/path/to/iggy-server cargo bench --bench iggy
+//!
+//! Per record size (100 B, 1 KiB), 8 partitions:
+//! 1. SDK: 4 signed-in clients (as the gateway's 4 produce clients) send batches of 1000
+//!    messages, partitions round robin, then read everything back by offset (1000 per poll,
+//!    4 clients, a partition each at a time). Latency is one send_messages call.
+//! 2. Gateway: librdkafka (linger.ms=5, batch.num.messages=10000, acks=all, no compression, as
+//!    `benches/throughput.rs`) into a Kafka topic of the same shape, consumed by manual
+//!    assignment. Latency is send() -> delivery callback.
+//! 3. Latency at half the peak produce rate (the lower of the two paths' peaks), for a few seconds, both paths paced
+//!    the same way: the gateway by librdkafka (linger 5 ms), the SDK in 5 ms ticks (each tick's
+//!    messages sent as one batch per partition over the 4 clients). Latency is from a record's
+//!    scheduled time to its acknowledgement, so falling behind schedule shows up.
+//!
+//! Env: IGGY_SERVER_BIN (skipped without it), GATEWAY_BIN (default: this package's binary),
+//! BENCH_RECORDS (scale on the record counts), BENCH_RATE_SECS (length of phase 3, default 4),
+//! BENCH_TIMEOUT_SECS (bound on each phase, default 120). MB = 10^6 bytes of payload.
+
+use bytes::Bytes;
+use iggy::prelude::{
+    Client as _, Consumer as IggyConsumer, Identifier, IggyMessage, MessageClient, Partitioning,
+    PollingStrategy, StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions,
+    UserClient,
+};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::{Client, DefaultClientContext};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+use std::{env, fs, net, thread};
+
+const PARTITIONS: i32 = 8;
+/// (record size in bytes, record count before BENCH_RECORDS scaling)
+const SIZES: [(usize, f64); 2] = [(100, 300_000.0), (1024, 100_000.0)];
+/// Messages per SDK send_messages call and per SDK poll.
+const SDK_BATCH: usize = 1000;
+/// SDK clients, as the gateway's default `iggy_produce_clients` / `iggy_read_clients`.
+const SDK_CLIENTS: usize = 4;
+const STREAM: &str = "direct";
+/// The pacing tick of the rate-limited SDK producer, the same as the gateway's linger.ms.
+const TICK: Duration = Duration::from_millis(5);
+
+/// A child process killed on drop (also when a panic unwinds); its temp dir goes with it.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    dir: tempfile::TempDir,
+    addr: String,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_addr() -> String {
+    let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+fn spawn(name: &'static str, mut cmd: Command, dir: tempfile::TempDir, addr: String) -> Proc {
+    let log = fs::File::create(dir.path().join("log")).unwrap();
+    cmd.current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+    let mut p = Proc {
+        name,
+        child,
+        dir,
+        addr,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while net::TcpStream::connect(&p.addr).is_err() {
+        if let Ok(Some(status)) = p.child.try_wait() {
+            let log = fs::read_to_string(p.dir.path().join("log")).unwrap_or_default();
+            panic!("{} exited ({status}) before listening:\n{log}", p.name);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: not listening after 60 s"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    p
+}
+
+/// An iggy-server on a free loopback port with a temp dir (as `tests/iggy_backend.rs`).
+fn start_iggy(bin: &Path) -> Proc {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let mut cmd = Command::new(bin);
+    cmd.env("IGGY_TCP_ADDRESS", &addr)
+        .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
+        .env("IGGY_HTTP_ENABLED", "false")
+        .env("IGGY_QUIC_ENABLED", "false")
+        .env("IGGY_WEBSOCKET_ENABLED", "false")
+        .env("IGGY_ROOT_USERNAME", "iggy")
+        .env("IGGY_ROOT_PASSWORD", "iggy")
+        .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
+        .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false");
+    spawn("iggy-server", cmd, dir, addr)
+}
+
+fn start_gateway(bin: &Path, iggy: &str) -> Proc {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_addr();
+    let mut cmd = Command::new(bin);
+    cmd.env("IGGY_KAFKA_BIND_ADDRESS", &addr)
+        .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
+        .env("IGGY_KAFKA_BACKEND", "iggy")
+        .env("IGGY_KAFKA_IGGY_ADDRESS", iggy)
+        .env("IGGY_KAFKA_IGGY_CONNECT_TIMEOUT_MS", "10000")
+        .env("RUST_LOG", "warn");
+    spawn("gateway", cmd, dir, addr)
+}
+
+/// Runs `f` on its own thread and gives up after `limit` (a stuck thread is abandoned).
+fn bounded<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || tx.send(f()));
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result after {limit:?}"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
+    }
+}
+
+/// The value at quantile `p` of sorted nanoseconds, in ms.
+fn pct(sorted: &[u64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(i).map_or(f64::NAN, |&ns| ns as f64 / 1e6)
+}
+
+#[derive(Clone, Copy, Default)]
+struct Row {
+    records: u64,
+    produce_rps: f64,
+    produce_mbps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    consume_rps: f64,
+    consume_mbps: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The SDK path.
+
+fn id(name: &str) -> Identifier {
+    Identifier::named(name).unwrap()
+}
+
+async fn sdk_client(addr: &str) -> Arc<TcpClient> {
+    let client = TcpClient::create(Arc::new(TcpClientConfig {
+        server_address: addr.to_string(),
+        // As the gateway's pool: without it, small sends wait out delayed ACKs (~40 ms).
+        nodelay: true,
+        ..TcpClientConfig::default()
+    }))
+    .expect("client");
+    client.connect().await.expect("connect");
+    client.login_user("iggy", "iggy").await.expect("login");
+    Arc::new(client)
+}
+
+fn messages(payload: &Bytes, n: usize) -> Vec<IggyMessage> {
+    (0..n)
+        .map(|_| {
+            IggyMessage::builder()
+                .payload(payload.clone())
+                .build()
+                .expect("message")
+        })
+        .collect()
+}
+
+async fn sdk_send(c: &TcpClient, topic: &str, partition: u32, mut batch: Vec<IggyMessage>) {
+    c.send_messages(
+        &id(STREAM),
+        &id(topic),
+        &Partitioning::partition_id(partition),
+        &mut batch,
+    )
+    .await
+    .expect("send_messages");
+}
+
+/// Full-speed produce of `n` messages: batch j goes to partition j % 8, client j % 4.
+async fn sdk_produce(clients: &[Arc<TcpClient>], topic: &str, size: usize, n: u64) -> Row {
+    let payload = Bytes::from(vec![b'x'; size]);
+    let batches = n.div_ceil(SDK_BATCH as u64);
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let stride = clients.len();
+    for (k, c) in clients.iter().enumerate() {
+        let (c, topic, payload) = (c.clone(), topic.to_string(), payload.clone());
+        tasks.spawn(async move {
+            let mut lat = Vec::new();
+            for j in (k as u64..batches).step_by(stride) {
+                let count = (n - j * SDK_BATCH as u64).min(SDK_BATCH as u64) as usize;
+                let batch = messages(&payload, count);
+                let t = Instant::now();
+                sdk_send(&c, &topic, (j % PARTITIONS as u64) as u32, batch).await;
+                lat.push(t.elapsed().as_nanos() as u64);
+            }
+            lat
+        });
+    }
+    let mut lat = Vec::new();
+    while let Some(l) = tasks.join_next().await {
+        lat.extend(l.expect("produce task"));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    Row {
+        records: n,
+        produce_rps: n as f64 / secs,
+        produce_mbps: (n * size as u64) as f64 / secs / 1e6,
+        p50_ms: pct(&lat, 0.50),
+        p99_ms: pct(&lat, 0.99),
+        ..Row::default()
+    }
+}
+
+/// Reads every partition back from offset 0 until `n` messages came: (records/s, MB/s).
+async fn sdk_consume(clients: &[Arc<TcpClient>], topic: &str, size: usize, n: u64) -> (f64, f64) {
+    // Round robin by batch put these many messages in each partition.
+    let batches = n.div_ceil(SDK_BATCH as u64);
+    let per_partition = |p: u64| -> u64 {
+        (0..batches)
+            .filter(|j| j % PARTITIONS as u64 == p)
+            .map(|j| (n - j * SDK_BATCH as u64).min(SDK_BATCH as u64))
+            .sum()
+    };
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (k, c) in clients.iter().enumerate() {
+        let (c, topic) = (c.clone(), topic.to_string());
+        let mine: Vec<(u32, u64)> = (k as u64..PARTITIONS as u64)
+            .step_by(clients.len())
+            .map(|p| (p as u32, per_partition(p)))
+            .collect();
+        tasks.spawn(async move {
+            let (mut got, mut bytes) = (0u64, 0u64);
+            for (p, want) in mine {
+                let mut offset = 0u64;
+                while offset < want {
+                    let polled = c
+                        .poll_messages(
+                            &id(STREAM),
+                            &id(&topic),
+                            Some(p),
+                            &IggyConsumer::default(),
+                            &PollingStrategy::offset(offset),
+                            SDK_BATCH as u32,
+                            false,
+                        )
+                        .await
+                        .expect("poll_messages");
+                    assert!(
+                        !polled.messages.is_empty(),
+                        "partition {p}: ends at {offset}"
+                    );
+                    offset += polled.messages.len() as u64;
+                    bytes += polled
+                        .messages
+                        .iter()
+                        .map(|m| m.payload.len() as u64)
+                        .sum::<u64>();
+                }
+                got += offset;
+            }
+            (got, bytes)
+        });
+    }
+    let (mut got, mut bytes) = (0, 0);
+    while let Some(r) = tasks.join_next().await {
+        let (g, b) = r.expect("consume task");
+        got += g;
+        bytes += b;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!((got, bytes), (n, n * size as u64), "consume: counts differ");
+    (got as f64 / secs, bytes as f64 / secs / 1e6)
+}
+
+/// Paced produce at `rate` records/s for `secs`: every 5 ms tick, the records scheduled in it go
+/// out as one batch per partition (partition p on client p % 4), without waiting for earlier
+/// ticks. Returns sorted latencies from each record's scheduled time to its acknowledgement.
+async fn sdk_paced(
+    clients: &[Arc<TcpClient>],
+    topic: &str,
+    size: usize,
+    rate: f64,
+    secs: f64,
+) -> Vec<u64> {
+    let payload = Bytes::from(vec![b'x'; size]);
+    let n = (rate * secs) as u64;
+    let start = tokio::time::Instant::now();
+    let sched_ns = move |i: u64| (i as f64 / rate * 1e9) as u64;
+    // One sender task per client: a TcpClient takes one request at a time (concurrent sends
+    // on one client end in `Disconnected`), as the gateway's pool hands out a client per call.
+    let mut senders = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in clients {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u32, Vec<u64>)>();
+        senders.push(tx);
+        let (c, topic, payload) = (c.clone(), topic.to_string(), payload.clone());
+        tasks.spawn(async move {
+            let mut lat = Vec::new();
+            while let Some((p, idx)) = rx.recv().await {
+                sdk_send(&c, &topic, p, messages(&payload, idx.len())).await;
+                let done = start.elapsed().as_nanos() as u64;
+                lat.extend(idx.into_iter().map(|i| done.saturating_sub(sched_ns(i))));
+            }
+            lat
+        });
+    }
+    let mut next = 0u64;
+    let mut tick = 1u64;
+    while next < n {
+        tokio::time::sleep_until(start + TICK * tick as u32).await;
+        let end_ns = (TICK * tick as u32).as_nanos() as u64;
+        let first = next;
+        while next < n && sched_ns(next) < end_ns {
+            next += 1;
+        }
+        tick += 1;
+        for p in 0..PARTITIONS as u64 {
+            // Record i goes to partition i % 8, as the Kafka producer's round robin.
+            let idx: Vec<u64> = (first..next)
+                .filter(|i| i % PARTITIONS as u64 == p)
+                .collect();
+            if !idx.is_empty() {
+                senders[p as usize % senders.len()]
+                    .send((p as u32, idx))
+                    .expect("sender task");
+            }
+        }
+    }
+    drop(senders);
+    let mut lat = Vec::new();
+    while let Some(l) = tasks.join_next().await {
+        lat.extend(l.expect("paced task"));
+    }
+    lat.sort_unstable();
+    lat
+}
+
+async fn sdk_create_topic(c: &TcpClient, topic: &str) {
+    c.create_topic(
+        &id(STREAM),
+        topic,
+        &TopicCreateOptions {
+            partitions_count: Some(PARTITIONS as u32),
+            ..TopicCreateOptions::default()
+        },
+    )
+    .await
+    .expect("create topic");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gateway path (librdkafka), shaped as `benches/throughput.rs`.
+
+fn config(addr: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", addr);
+    config
+}
+
+fn create_topic(addr: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> = config(addr).create().unwrap();
+    let timeout = Some(Duration::from_secs(10));
+    let opts = AdminOptions::new()
+        .request_timeout(timeout)
+        .operation_timeout(timeout);
+    let new = NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let results = rt.block_on(admin.create_topics([&new], &opts));
+    results.expect("CreateTopics")[0]
+        .as_ref()
+        .expect("create topic");
+    await_partitions(admin.inner(), topic);
+}
+
+fn await_partitions<C: ClientContext>(client: &Client<C>, topic: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let md = client.fetch_metadata(Some(topic), Duration::from_secs(5));
+        let parts = md.map_or(0, |m| {
+            m.topics().first().map_or(0, |t| t.partitions().len())
+        });
+        if parts == PARTITIONS as usize {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{topic}: {parts} partitions, want {PARTITIONS}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[derive(Default)]
+struct Acks {
+    latencies_ns: Vec<u64>,
+    failed: u64,
+    first_error: Option<String>,
+}
+
+struct Stats {
+    base: Instant,
+    acks: Mutex<Acks>,
+}
+
+impl ClientContext for Stats {}
+
+impl ProducerContext for Stats {
+    /// Send (or scheduled) time in ns since `base`.
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
+        let now = self.base.elapsed().as_nanos() as u64;
+        let mut acks = self.acks.lock().unwrap();
+        match result {
+            Ok(_) => acks.latencies_ns.push(now.saturating_sub(sent_ns as u64)),
+            Err((e, _)) => {
+                acks.failed += 1;
+                acks.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+}
+
+/// Produces `n` records round robin over the partitions. With `rate`, record i is sent at its
+/// scheduled time i / rate and its latency counts from then; without, as fast as librdkafka
+/// takes them, latency from the successful send(). Returns (seconds, sorted latencies).
+fn kafka_produce(
+    addr: &str,
+    topic: &str,
+    size: usize,
+    n: u64,
+    rate: Option<f64>,
+    limit: Duration,
+) -> (f64, Vec<u64>) {
+    let stats = Stats {
+        base: Instant::now(),
+        acks: Mutex::default(),
+    };
+    let producer: ThreadedProducer<Stats> = config(addr)
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "10000")
+        .set("acks", "all")
+        .set("compression.type", "none")
+        .set("message.timeout.ms", limit.as_millis().to_string())
+        .create_with_context(stats)
+        .expect("producer");
+    await_partitions(producer.client(), topic);
+    let stats = producer.context().clone();
+    let done = || {
+        let acks = stats.acks.lock().unwrap();
+        acks.latencies_ns.len() as u64 + acks.failed
+    };
+    let payload = vec![b'x'; size];
+    let start = Instant::now();
+    let start_ns = stats.base.elapsed().as_nanos() as u64;
+    let deadline = start + limit;
+    for i in 0..n {
+        let partition = (i % PARTITIONS as u64) as i32;
+        let mut rec = BaseRecord::<(), [u8], usize>::with_opaque_to(topic, 0).payload(&payload);
+        rec = rec.partition(partition);
+        let scheduled = rate.map(|r| start_ns + (i as f64 / r * 1e9) as u64);
+        if let Some(at) = scheduled {
+            let now = stats.base.elapsed().as_nanos() as u64;
+            if at > now + 200_000 {
+                thread::sleep(Duration::from_nanos(at - now));
+            }
+        }
+        loop {
+            rec.delivery_opaque =
+                scheduled.unwrap_or_else(|| stats.base.elapsed().as_nanos() as u64) as usize;
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "produce: queue full for {limit:?}"
+                    );
+                    rec = r;
+                    thread::sleep(Duration::from_micros(200));
+                }
+                Err((e, _)) => panic!("produce: send failed: {e}"),
+            }
+        }
+    }
+    while done() < n {
+        assert!(
+            Instant::now() < deadline,
+            "produce: {} of {n} acked",
+            done()
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mut acks = stats.acks.lock().unwrap();
+    if let Some(e) = &acks.first_error {
+        eprintln!(
+            "  produce: {} records failed, first error: {e}",
+            acks.failed
+        );
+    }
+    let mut lat = std::mem::take(&mut acks.latencies_ns);
+    lat.sort_unstable();
+    (secs, lat)
+}
+
+fn kafka_consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> (f64, f64) {
+    let consumer: BaseConsumer = config(addr)
+        .set("group.id", "iggy-bench")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("queued.min.messages", "1000000")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    await_partitions(consumer.client(), topic);
+    let start = Instant::now();
+    consumer.assign(&tpl).expect("assign");
+    let (mut got, mut bytes, mut error_shown) = (0u64, 0u64, false);
+    while got < n {
+        assert!(start.elapsed() < limit, "consume: {got} of {n} records");
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                got += 1;
+                bytes += m.payload_len() as u64;
+            }
+            Some(Err(e)) if !error_shown => {
+                eprintln!("  consume: {e}");
+                error_shown = true;
+            }
+            _ => {}
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(bytes, n * size as u64, "consume: payload bytes differ");
+    (got as f64 / secs, bytes as f64 / secs / 1e6)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Measured {
+    size: usize,
+    sdk: Row,
+    gateway: Row,
+    rate: f64,
+    sdk_paced_p99: f64,
+    gateway_paced_p99: f64,
+    sdk_paced_p50: f64,
+    gateway_paced_p50: f64,
+}
+
+fn main() {
+    let Some(iggy_bin) = env::var_os("IGGY_SERVER_BIN").map(PathBuf::from) else {
+        println!("SKIPPED iggy bench: set IGGY_SERVER_BIN");
+        return;
+    };
+    let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
+    let scale = env_f64("BENCH_RECORDS").unwrap_or(1.0);
+    let rate_secs = env_f64("BENCH_RATE_SECS").unwrap_or(4.0);
+    let limit = Duration::from_secs_f64(env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
+    let hard = limit + Duration::from_secs(30);
+    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
+    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
+    let gateway_bin = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+
+    let iggy = start_iggy(&iggy_bin);
+    eprintln!("iggy-server: listening on {}", iggy.addr);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let clients: Vec<Arc<TcpClient>> = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..SDK_CLIENTS {
+            v.push(sdk_client(&iggy.addr).await);
+        }
+        v[0].create_stream(STREAM).await.expect("create stream");
+        v
+    });
+    let gateway = start_gateway(&gateway_bin, &iggy.addr);
+    eprintln!("gateway: listening on {}", gateway.addr);
+
+    let mut results = Vec::new();
+    for (size, base_n) in SIZES {
+        let n = ((base_n * scale) as u64).max(1);
+        let topic = format!("bench-{size}");
+
+        // (1) SDK.
+        rt.block_on(sdk_create_topic(&clients[0], &topic));
+        let mut sdk = rt.block_on(async {
+            tokio::time::timeout(limit, sdk_produce(&clients, &topic, size, n))
+                .await
+                .expect("sdk produce: timed out")
+        });
+        eprintln!("sdk {size} B: {n} produced, {:.0} rec/s", sdk.produce_rps);
+        (sdk.consume_rps, sdk.consume_mbps) = rt.block_on(async {
+            tokio::time::timeout(limit, sdk_consume(&clients, &topic, size, n))
+                .await
+                .expect("sdk consume: timed out")
+        });
+        eprintln!("sdk {size} B: consumed, {:.0} rec/s", sdk.consume_rps);
+
+        // (2) Gateway.
+        create_topic(&gateway.addr, &topic);
+        let (addr, t) = (gateway.addr.clone(), topic.clone());
+        let (secs, lat) = bounded("produce", hard, move || {
+            kafka_produce(&addr, &t, size, n, None, limit)
+        });
+        let acked = lat.len() as u64;
+        let mut gw = Row {
+            records: acked,
+            produce_rps: acked as f64 / secs,
+            produce_mbps: (acked * size as u64) as f64 / secs / 1e6,
+            p50_ms: pct(&lat, 0.50),
+            p99_ms: pct(&lat, 0.99),
+            ..Row::default()
+        };
+        eprintln!(
+            "gateway {size} B: {acked}/{n} acked, {:.0} rec/s",
+            gw.produce_rps
+        );
+        let (addr, t) = (gateway.addr.clone(), topic.clone());
+        (gw.consume_rps, gw.consume_mbps) = bounded("consume", hard, move || {
+            kafka_consume(&addr, &t, size, acked, limit)
+        });
+        eprintln!("gateway {size} B: consumed, {:.0} rec/s", gw.consume_rps);
+
+        // (3) Half the peak, both ways, into the same topics: half the lower of the two peaks,
+        // so that neither path is asked for more than it carried at full speed.
+        let rate = gw.produce_rps.min(sdk.produce_rps) / 2.0;
+        let paced_n = (rate * rate_secs) as u64;
+        let (addr, t) = (gateway.addr.clone(), topic.clone());
+        let (_, gw_lat) = bounded("paced produce", hard, move || {
+            kafka_produce(&addr, &t, size, paced_n, Some(rate), limit)
+        });
+        let sdk_lat = rt.block_on(async {
+            tokio::time::timeout(limit, sdk_paced(&clients, &topic, size, rate, rate_secs))
+                .await
+                .expect("sdk paced: timed out")
+        });
+        eprintln!(
+            "paced {size} B at {rate:.0} rec/s: p99 gateway {:.2} ms, sdk {:.2} ms",
+            pct(&gw_lat, 0.99),
+            pct(&sdk_lat, 0.99)
+        );
+        results.push(Measured {
+            size,
+            sdk,
+            gateway: gw,
+            rate,
+            sdk_paced_p99: pct(&sdk_lat, 0.99),
+            gateway_paced_p99: pct(&gw_lat, 0.99),
+            sdk_paced_p50: pct(&sdk_lat, 0.50),
+            gateway_paced_p50: pct(&gw_lat, 0.50),
+        });
+    }
+    drop(gateway);
+    drop(iggy);
+
+    println!("\n{PARTITIONS} partitions; SDK: {SDK_CLIENTS} clients, {SDK_BATCH} messages per send/poll;");
+    println!("gateway: librdkafka linger.ms=5, batch.num.messages=10000, acks=all, no compression");
+    print!("path       size   records | produce rec/s     MB/s   p50 ms   p99 ms |");
+    println!(" consume rec/s     MB/s");
+    for r in &results {
+        for (name, row) in [("sdk", &r.sdk), ("gateway", &r.gateway)] {
+            print!(
+                "{name:<8} {:>5}B {:>9} | {:>13.0} {:>8.1}",
+                r.size, row.records, row.produce_rps, row.produce_mbps
+            );
+            print!(" {:>8.1} {:>8.1} |", row.p50_ms, row.p99_ms);
+            println!(" {:>13.0} {:>8.1}", row.consume_rps, row.consume_mbps);
+        }
+    }
+    println!("\n(full-speed latency: SDK = one send_messages call of {SDK_BATCH}; gateway = send() to ack)");
+    println!("\nat half the peak produce rate (lower of the two) ({rate_secs} s each; from scheduled time to ack):");
+    println!(
+        " size   rate rec/s | sdk p50/p99 ms  | gateway p50/p99 ms | p99 overhead (target < 2 ms)"
+    );
+    for r in &results {
+        println!(
+            "{:>5}B {:>10.0} | {:>6.2} {:>7.2} | {:>8.2} {:>8.2} | {:>+7.2} ms",
+            r.size,
+            r.rate,
+            r.sdk_paced_p50,
+            r.sdk_paced_p99,
+            r.gateway_paced_p50,
+            r.gateway_paced_p99,
+            r.gateway_paced_p99 - r.sdk_paced_p99
+        );
+    }
+    println!("\ngateway / sdk throughput (target >= 0.7)");
+    for r in &results {
+        println!(
+            "{:>5}B  produce {:.2}x  consume {:.2}x",
+            r.size,
+            r.gateway.produce_rps / r.sdk.produce_rps,
+            r.gateway.consume_rps / r.sdk.consume_rps
+        );
+    }
+}
