@@ -222,17 +222,17 @@ fn backend_error(e: IggyError, tp: Option<&TopicPartition>, topic: &str) -> Back
             partition: tp.map_or(-1, |tp| tp.partition),
         },
         IggyError::TopicNameAlreadyExists(..) => BackendError::TopicExists(topic.to_string()),
-        IggyError::Disconnected
-        | IggyError::CannotEstablishConnection
-        | IggyError::NotConnected
-        | IggyError::ConnectionClosed
-        | IggyError::TcpError
-        | IggyError::StaleClient
-        | IggyError::EmptyResponse
-        | IggyError::Unauthenticated
-        | IggyError::TransientNotCommitted
-        | IggyError::TransientNotAccepted
-        | IggyError::TaskTimeout => BackendError::Unavailable(e.to_string()),
+        // A lost connection or a refusal the server says is passing: worth retrying.
+        e if pool::is_connection_error(&e)
+            || matches!(
+                e,
+                IggyError::TransientNotCommitted
+                    | IggyError::TransientNotAccepted
+                    | IggyError::TaskTimeout
+            ) =>
+        {
+            BackendError::Unavailable(e.to_string())
+        }
         other => BackendError::Fatal(format!("Iggy: {other}")),
     }
 }
@@ -416,6 +416,13 @@ impl Inner {
         Ok((named(stream)?, named(topic)?))
     }
 
+    /// Appends a record to one of the gateway's own logs; the offset it got.
+    async fn log(&self, log: &str, record: Bytes) -> BackendResult<u64> {
+        gateway_log::append(&self.pools.admin, &self.config.gateway_stream, log, record)
+            .await
+            .map_err(|e| backend_error(e, None, log))
+    }
+
     async fn admin(&self) -> BackendResult<pool::Lease<'_>> {
         self.pools
             .admin
@@ -484,22 +491,14 @@ impl Inner {
             configs: meta.configs.clone(),
             iggy_created_at: details.created_at.as_micros(),
         };
-        let stream = &self.config.gateway_stream;
-        if let Err(e) = gateway_log::append(
-            &self.pools.admin,
-            stream,
-            gateway_log::TOPICS,
-            record.encode(),
-        )
-        .await
-        {
+        if let Err(e) = self.log(gateway_log::TOPICS, record.encode()).await {
             // Without its record the topic would come back with another id and no
             // configs: undo it rather than leave it half made.
             tracing::warn!(topic = %name, error = %e, "cannot record the topic; deleting it again");
             if let Ok(c) = self.admin().await {
                 let _ = c.check(c.delete_topic(&stream_id, &named(&topic_name)?).await);
             }
-            return Err(err(e));
+            return Err(e);
         }
         self.catalog.lock().apply(record);
         Ok(())
@@ -507,21 +506,14 @@ impl Inner {
 
     async fn delete_topic(&self, name: &str) -> BackendResult<()> {
         let err = |e| backend_error(e, None, name);
-        let stream = &self.config.gateway_stream;
         // Offsets first: if this fails the topic is still whole and the client retries.
         let forget = self.offsets.lock().has_topic(name);
         if forget {
             let record = OffsetRecord::ForgetTopic {
                 topic: name.to_string(),
             };
-            gateway_log::append(
-                &self.pools.admin,
-                stream,
-                gateway_log::COMMITTED_OFFSETS,
-                record.encode(),
-            )
-            .await
-            .map_err(err)?;
+            self.log(gateway_log::COMMITTED_OFFSETS, record.encode())
+                .await?;
             self.offsets.lock().apply(record);
         }
         let (stream_id, topic_id) = self.ids(name)?;
@@ -538,14 +530,7 @@ impl Inner {
             configs: Default::default(),
             iggy_created_at: 0,
         };
-        if let Err(e) = gateway_log::append(
-            &self.pools.admin,
-            stream,
-            gateway_log::TOPICS,
-            record.encode(),
-        )
-        .await
-        {
+        if let Err(e) = self.log(gateway_log::TOPICS, record.encode()).await {
             tracing::warn!(topic = name, error = %e, "cannot record the topic deletion");
         }
         self.catalog.lock().apply(record);
@@ -955,14 +940,12 @@ impl Inner {
         let mut ids = self.producer_ids.lock().await;
         let (next, end) = &mut *ids;
         if *next >= *end {
-            let n = gateway_log::append(
-                &self.pools.admin,
-                &self.config.gateway_stream,
-                gateway_log::PRODUCER_IDS,
-                Bytes::from_static(b"producer-id-block"),
-            )
-            .await
-            .map_err(|e| backend_error(e, None, gateway_log::PRODUCER_IDS))?;
+            let n = self
+                .log(
+                    gateway_log::PRODUCER_IDS,
+                    Bytes::from_static(b"producer-id-block"),
+                )
+                .await?;
             *next = n as i64 * PRODUCER_ID_BLOCK;
             *end = *next + PRODUCER_ID_BLOCK;
         }
@@ -977,14 +960,8 @@ impl Inner {
         offset: Option<CommittedOffset>,
     ) -> BackendResult<()> {
         let record = OffsetRecord::commit(&group, &tp, offset.as_ref());
-        gateway_log::append(
-            &self.pools.admin,
-            &self.config.gateway_stream,
-            gateway_log::COMMITTED_OFFSETS,
-            record.encode(),
-        )
-        .await
-        .map_err(|e| backend_error(e, None, gateway_log::COMMITTED_OFFSETS))?;
+        self.log(gateway_log::COMMITTED_OFFSETS, record.encode())
+            .await?;
         self.offsets.lock().apply(record);
         // The commit stands; the mirror only informs Iggy tools, so it runs behind,
         // in commit order, without adding to the commit's latency.
