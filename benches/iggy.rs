@@ -25,20 +25,17 @@ use iggy::prelude::{
     PollingStrategy, StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions,
     UserClient,
 };
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{Client, DefaultClientContext};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+mod common;
+
+use common::{await_partitions, bounded, config, consume, create_topic, Stats, PARTITIONS};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use std::{env, fs, net, thread};
 
-const PARTITIONS: i32 = 8;
 /// (record size in bytes, record count before BENCH_RECORDS scaling)
 const SIZES: [(usize, f64); 2] = [(100, 300_000.0), (1024, 100_000.0)];
 /// Messages per SDK send_messages call and per SDK poll.
@@ -125,21 +122,6 @@ fn start_gateway(bin: &Path, iggy: &str) -> Proc {
         .env("IGGY_KAFKA_IGGY_CONNECT_TIMEOUT_MS", "10000")
         .env("RUST_LOG", "warn");
     spawn("gateway", cmd, dir, addr)
-}
-
-/// Runs `f` on its own thread and gives up after `limit` (a stuck thread is abandoned).
-fn bounded<T: Send + 'static>(
-    what: &str,
-    limit: Duration,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || tx.send(f()));
-    match rx.recv_timeout(limit) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result after {limit:?}"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
-    }
 }
 
 /// The value at quantile `p` of sorted nanoseconds, in ms.
@@ -379,78 +361,6 @@ async fn sdk_create_topic(c: &TcpClient, topic: &str) {
 // ---------------------------------------------------------------------------------------------
 // The gateway path (librdkafka), shaped as `benches/throughput.rs`.
 
-fn config(addr: &str) -> ClientConfig {
-    let mut config = ClientConfig::new();
-    config.set("bootstrap.servers", addr);
-    config
-}
-
-fn create_topic(addr: &str, topic: &str) {
-    let admin: AdminClient<DefaultClientContext> = config(addr).create().unwrap();
-    let timeout = Some(Duration::from_secs(10));
-    let opts = AdminOptions::new()
-        .request_timeout(timeout)
-        .operation_timeout(timeout);
-    let new = NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let results = rt.block_on(admin.create_topics([&new], &opts));
-    results.expect("CreateTopics")[0]
-        .as_ref()
-        .expect("create topic");
-    await_partitions(admin.inner(), topic);
-}
-
-fn await_partitions<C: ClientContext>(client: &Client<C>, topic: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let md = client.fetch_metadata(Some(topic), Duration::from_secs(5));
-        let parts = md.map_or(0, |m| {
-            m.topics().first().map_or(0, |t| t.partitions().len())
-        });
-        if parts == PARTITIONS as usize {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{topic}: {parts} partitions, want {PARTITIONS}"
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
-}
-
-#[derive(Default)]
-struct Acks {
-    latencies_ns: Vec<u64>,
-    failed: u64,
-    first_error: Option<String>,
-}
-
-struct Stats {
-    base: Instant,
-    acks: Mutex<Acks>,
-}
-
-impl ClientContext for Stats {}
-
-impl ProducerContext for Stats {
-    /// Send (or scheduled) time in ns since `base`.
-    type DeliveryOpaque = usize;
-
-    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
-        let now = self.base.elapsed().as_nanos() as u64;
-        let mut acks = self.acks.lock().unwrap();
-        match result {
-            Ok(_) => acks.latencies_ns.push(now.saturating_sub(sent_ns as u64)),
-            Err((e, _)) => {
-                acks.failed += 1;
-                acks.first_error.get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
-}
-
 /// Produces `n` records round robin over the partitions. With `rate`, record i is sent at its
 /// scheduled time i / rate and its latency counts from then; without, as fast as librdkafka
 /// takes them, latency from the successful send(). Returns (seconds, sorted latencies).
@@ -531,42 +441,6 @@ fn kafka_produce(
     let mut lat = std::mem::take(&mut acks.latencies_ns);
     lat.sort_unstable();
     (secs, lat)
-}
-
-fn kafka_consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> (f64, f64) {
-    let consumer: BaseConsumer = config(addr)
-        .set("group.id", "iggy-bench")
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("queued.min.messages", "1000000")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    await_partitions(consumer.client(), topic);
-    let start = Instant::now();
-    consumer.assign(&tpl).expect("assign");
-    let (mut got, mut bytes, mut error_shown) = (0u64, 0u64, false);
-    while got < n {
-        assert!(start.elapsed() < limit, "consume: {got} of {n} records");
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                got += 1;
-                bytes += m.payload_len() as u64;
-            }
-            Some(Err(e)) if !error_shown => {
-                eprintln!("  consume: {e}");
-                error_shown = true;
-            }
-            _ => {}
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    assert_eq!(bytes, n * size as u64, "consume: payload bytes differ");
-    (got as f64 / secs, bytes as f64 / secs / 1e6)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -655,7 +529,7 @@ fn main() {
         );
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         (gw.consume_rps, gw.consume_mbps) = bounded("consume", hard, move || {
-            kafka_consume(&addr, &t, size, acked, limit)
+            consume(&addr, &t, size, acked, limit)
         });
         eprintln!("gateway {size} B: consumed, {:.0} rec/s", gw.consume_rps);
 

@@ -9,20 +9,17 @@
 //! MB = 10^6 bytes of record payload. Latency is send() -> delivery callback: at full speed it is
 //! mostly time spent in librdkafka's queue (up to 100k records), the same for both brokers.
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{Client, DefaultClientContext};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+mod common;
+
+use common::{await_partitions, bounded, config, consume, create_topic, Stats, PARTITIONS};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use std::{env, fs, net, panic, thread};
 
-const PARTITIONS: i32 = 8;
 /// (record size in bytes, record count before BENCH_RECORDS scaling)
 const SIZES: [(usize, f64); 2] = [(100, 1_000_000.0), (1024, 300_000.0)];
 
@@ -76,100 +73,6 @@ fn start_broker(name: &str, bin: &Path) -> Broker {
         thread::sleep(Duration::from_millis(50));
     }
     broker
-}
-
-/// Runs `f` on its own thread and gives up after `limit`, so a wedged client call (e.g. a
-/// consumer close waiting on a broker) cannot hang the bench; a stuck thread is abandoned.
-fn bounded<T: Send + 'static>(
-    what: &str,
-    limit: Duration,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || tx.send(f()));
-    match rx.recv_timeout(limit) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result after {limit:?}"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
-    }
-}
-
-fn create_topic(addr: &str, topic: &str) {
-    let admin: AdminClient<DefaultClientContext> = config(addr).create().unwrap();
-    // Both timeouts are enforced inside librdkafka, so the future always completes.
-    let timeout = Some(Duration::from_secs(10));
-    let opts = AdminOptions::new()
-        .request_timeout(timeout)
-        .operation_timeout(timeout);
-    let new = NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let results = rt.block_on(admin.create_topics([&new], &opts));
-    results.expect("CreateTopics")[0]
-        .as_ref()
-        .expect("create topic");
-    // A broker may answer CreateTopics before its metadata shows the partitions.
-    await_partitions(admin.inner(), topic);
-}
-
-fn config(addr: &str) -> ClientConfig {
-    let mut config = ClientConfig::new();
-    config.set("bootstrap.servers", addr);
-    config
-}
-
-/// Waits until metadata lists all partitions of `topic`. Producer and consumer call it too:
-/// it connects them and tells them the leaders before their clock starts.
-fn await_partitions<C: ClientContext>(client: &Client<C>, topic: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let md = client.fetch_metadata(Some(topic), Duration::from_secs(5));
-        let parts = md.map_or(0, |m| {
-            m.topics().first().map_or(0, |t| t.partitions().len())
-        });
-        if parts == PARTITIONS as usize {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{topic}: {parts} partitions, want {PARTITIONS}"
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
-}
-
-#[derive(Default)]
-struct Acks {
-    latencies_ns: Vec<u64>,
-    failed: u64,
-    first_error: Option<String>,
-}
-
-/// Producer context. Delivery callbacks all run on the ThreadedProducer's polling thread, so
-/// the mutex is only contended by the main thread's cheap progress checks.
-struct Stats {
-    base: Instant,
-    acks: Mutex<Acks>,
-}
-
-impl ClientContext for Stats {}
-
-impl ProducerContext for Stats {
-    /// Send time in ns since `base`: a usize opaque costs no allocation per record (a Box would).
-    type DeliveryOpaque = usize;
-
-    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
-        let now = self.base.elapsed().as_nanos() as u64;
-        let mut acks = self.acks.lock().unwrap();
-        match result {
-            Ok(_) => acks.latencies_ns.push(now - sent_ns as u64),
-            Err((e, _)) => {
-                acks.failed += 1;
-                acks.first_error.get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -259,51 +162,6 @@ fn produce(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> Row
         p99_ms: pct(0.99),
         ..Row::default()
     }
-}
-
-/// Reads `n` records of `size` bytes back from the start of every partition: (records/s, MB/s).
-fn consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> (f64, f64) {
-    // librdkafka's assign() needs a group.id ("Requires a consumer with group.id configured").
-    // With assign (no subscribe) and no commits, the group is only used to look up a coordinator,
-    // which librdkafka skips on brokers whose ApiVersions lack FindCoordinator: the gateway sees
-    // no group traffic.
-    let consumer: BaseConsumer = config(addr)
-        .set("group.id", "throughput-bench")
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("queued.min.messages", "1000000")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    // Learn the leaders first: partitions assigned before that wait out a fixed 500 ms
-    // offset-lookup retry in librdkafka, which would dominate short runs.
-    await_partitions(consumer.client(), topic);
-    let start = Instant::now();
-    consumer.assign(&tpl).expect("assign");
-    let (mut got, mut bytes, mut error_shown) = (0u64, 0u64, false);
-    while got < n {
-        assert!(start.elapsed() < limit, "consume: {got} of {n} records");
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                got += 1;
-                bytes += m.payload_len() as u64;
-            }
-            // Fetch errors are retried by librdkafka: show the first and keep going.
-            Some(Err(e)) if !error_shown => {
-                eprintln!("  consume: {e}");
-                error_shown = true;
-            }
-            _ => {}
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    // Cheap integrity check: every record came back whole (contents are not compared).
-    assert_eq!(bytes, n * size as u64, "consume: payload bytes differ");
-    (got as f64 / secs, bytes as f64 / secs / 1e6)
 }
 
 fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {

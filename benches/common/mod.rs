@@ -1,0 +1,153 @@
+//! Shared by the benches that drive a broker with librdkafka (the `rdkafka` crate):
+//! bounded phases, topic creation, waiting for metadata, delivery-latency accounting
+//! and a full read-back by manual assignment.
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::{Client, DefaultClientContext};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{DeliveryResult, ProducerContext};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use std::sync::{mpsc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const PARTITIONS: i32 = 8;
+
+/// Runs `f` on its own thread and gives up after `limit`, so a wedged client call (e.g. a
+/// consumer close waiting on a broker) cannot hang the bench; a stuck thread is abandoned.
+pub fn bounded<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || tx.send(f()));
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result after {limit:?}"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
+    }
+}
+
+pub fn create_topic(addr: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> = config(addr).create().unwrap();
+    // Both timeouts are enforced inside librdkafka, so the future always completes.
+    let timeout = Some(Duration::from_secs(10));
+    let opts = AdminOptions::new()
+        .request_timeout(timeout)
+        .operation_timeout(timeout);
+    let new = NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let results = rt.block_on(admin.create_topics([&new], &opts));
+    results.expect("CreateTopics")[0]
+        .as_ref()
+        .expect("create topic");
+    // A broker may answer CreateTopics before its metadata shows the partitions.
+    await_partitions(admin.inner(), topic);
+}
+
+pub fn config(addr: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", addr);
+    config
+}
+
+/// Waits until metadata lists all partitions of `topic`. Producer and consumer call it too:
+/// it connects them and tells them the leaders before their clock starts.
+pub fn await_partitions<C: ClientContext>(client: &Client<C>, topic: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let md = client.fetch_metadata(Some(topic), Duration::from_secs(5));
+        let parts = md.map_or(0, |m| {
+            m.topics().first().map_or(0, |t| t.partitions().len())
+        });
+        if parts == PARTITIONS as usize {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{topic}: {parts} partitions, want {PARTITIONS}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[derive(Default)]
+pub struct Acks {
+    pub latencies_ns: Vec<u64>,
+    pub failed: u64,
+    pub first_error: Option<String>,
+}
+
+/// Producer context. Delivery callbacks all run on the ThreadedProducer's polling thread, so
+/// the mutex is only contended by the main thread's cheap progress checks.
+pub struct Stats {
+    pub base: Instant,
+    pub acks: Mutex<Acks>,
+}
+
+impl ClientContext for Stats {}
+
+impl ProducerContext for Stats {
+    /// Send time in ns since `base`: a usize opaque costs no allocation per record (a Box would).
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
+        let now = self.base.elapsed().as_nanos() as u64;
+        let mut acks = self.acks.lock().unwrap();
+        match result {
+            Ok(_) => acks.latencies_ns.push(now.saturating_sub(sent_ns as u64)),
+            Err((e, _)) => {
+                acks.failed += 1;
+                acks.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+}
+
+/// Reads `n` records of `size` bytes back from the start of every partition: (records/s, MB/s).
+pub fn consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> (f64, f64) {
+    // librdkafka's assign() needs a group.id ("Requires a consumer with group.id configured").
+    // With assign (no subscribe) and no commits, the group never joins: at most a coordinator
+    // lookup, outside the measured reads.
+    let consumer: BaseConsumer = config(addr)
+        .set("group.id", "bench")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("queued.min.messages", "1000000")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    // Learn the leaders first: partitions assigned before that wait out a fixed 500 ms
+    // offset-lookup retry in librdkafka, which would dominate short runs.
+    await_partitions(consumer.client(), topic);
+    let start = Instant::now();
+    consumer.assign(&tpl).expect("assign");
+    let (mut got, mut bytes, mut error_shown) = (0u64, 0u64, false);
+    while got < n {
+        assert!(start.elapsed() < limit, "consume: {got} of {n} records");
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                got += 1;
+                bytes += m.payload_len() as u64;
+            }
+            // Fetch errors are retried by librdkafka: show the first and keep going.
+            Some(Err(e)) if !error_shown => {
+                eprintln!("  consume: {e}");
+                error_shown = true;
+            }
+            _ => {}
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    // Cheap integrity check: every record came back whole (contents are not compared).
+    assert_eq!(bytes, n * size as u64, "consume: payload bytes differ");
+    (got as f64 / secs, bytes as f64 / secs / 1e6)
+}
