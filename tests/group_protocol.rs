@@ -31,8 +31,8 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use kafka_protocol::records::{Compression, Record, TimestampType};
-use support::{batch, Gateway, RawClient};
+use kafka_protocol::records::Compression;
+use support::{batch, call, record, Gateway, RawClient};
 
 /// No first-rebalance delay: a lone member's join completes at once.
 const NO_DELAY: &[(&str, &str)] = &[("group_initial_rebalance_delay_ms", "0")];
@@ -42,16 +42,6 @@ const MIN_SESSION_MS: i32 = 6000;
 type Committer<'a> = (i32, &'a str, Option<&'a str>);
 /// Admin tools and consumers without group management: no generation, no member.
 const ADMIN: Committer = (-1, "", None);
-
-/// Sends a typed request of API `$api` at version `$v` and returns the typed answer.
-macro_rules! call {
-    ($c:expr, $api:ident, $v:expr, $request:expr) => {
-        match $c.call(ApiKey::$api, $v, RequestKind::$api($request)) {
-            ResponseKind::$api(answer) => answer,
-            other => panic!("expected a {} answer, got {other:?}", stringify!($api)),
-        }
-    };
-}
 
 // ---- committed offsets --------------------------------------------------------------
 
@@ -849,21 +839,7 @@ fn delete_topic(c: &mut RawClient, name: &str) {
 /// Produces `count` one-record batches to a partition (Produce v9, acks=all).
 fn produce(c: &mut RawClient, topic: &str, partition: i32, count: usize) {
     for _ in 0..count {
-        let record = Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: 0,
-            sequence: -1,
-            timestamp: 1_700_000_000_000,
-            key: None,
-            value: Some(Bytes::from_static(b"v")),
-            headers: Default::default(),
-        };
+        let record = record(None, b"v", 1_700_000_000_000);
         let data = PartitionProduceData::default()
             .with_index(partition)
             .with_records(Some(batch(&[record], Compression::None)));

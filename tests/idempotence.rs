@@ -22,10 +22,10 @@ use kafka_protocol::messages::produce_request::{
 };
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
+use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
-use support::{batch, Gateway, RawClient};
+use support::{batch, record, Gateway, RawClient};
 
 const TOPIC: &str = "idem";
 // Newest versions that still name topics (v13 of Produce and Fetch use topic ids).
@@ -86,19 +86,16 @@ fn new_producer(c: &mut RawClient) -> i64 {
 fn records(pid: i64, epoch: i16, seq: i32, n: i32, tag: &str) -> Vec<Record> {
     (0..n)
         .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
             partition_leader_epoch: -1,
             producer_id: pid,
             producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
             offset: i as i64,
             sequence: seq.wrapping_add(i),
-            timestamp: 1_700_000_000_000 + i as i64,
-            key: None,
-            value: Some(Bytes::from(format!("{tag}-{i}"))),
-            headers: Default::default(),
+            ..record(
+                None,
+                format!("{tag}-{i}").as_bytes(),
+                1_700_000_000_000 + i as i64,
+            )
         })
         .collect()
 }

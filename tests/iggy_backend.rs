@@ -1078,22 +1078,15 @@ fn produce_idempotent(gw: &Gateway, topic: &str, pid: i64, seq: i32, n: i32) -> 
     use kafka_protocol::messages::produce_request::{
         PartitionProduceData, ProduceRequest, TopicProduceData,
     };
-    use kafka_protocol::records::{Compression, Record, TimestampType};
+    use kafka_protocol::records::{Compression, Record};
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
             partition_leader_epoch: -1,
             producer_id: pid,
             producer_epoch: 0,
-            timestamp_type: TimestampType::Creation,
             offset: i as i64,
             sequence: seq + i,
-            timestamp: 1_700_000_000_000,
-            key: None,
-            value: Some(Bytes::from(format!("s{}", seq + i))),
-            headers: Default::default(),
+            ..support::record(None, format!("s{}", seq + i).as_bytes(), 1_700_000_000_000)
         })
         .collect();
     let name = kafka_protocol::messages::TopicName(

@@ -36,20 +36,10 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
-use support::{batch, framed, i32_at, Gateway, RawClient};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use support::{batch, call, framed, i32_at, record, topic_name as name, Gateway, RawClient};
 use uuid::Uuid;
-
-/// Sends a typed request of API `$api` at version `$v` and returns the typed answer.
-macro_rules! call {
-    ($c:expr, $api:ident, $v:expr, $request:expr) => {
-        match call($c, ApiKey::$api, $v, RequestKind::$api($request)) {
-            ResponseKind::$api(answer) => answer,
-            other => panic!("expected a {} answer, got {other:?}", stringify!($api)),
-        }
-    };
-}
 
 /// The topic every version reads and writes, and what it holds.
 struct Topic {
@@ -754,20 +744,6 @@ fn offset_delete(c: &mut RawClient, v: i16, t: &Topic) {
 
 // ---- helpers -------------------------------------------------------------------------
 
-/// Sends one request and decodes its answer at the same version, to the last byte.
-fn call(c: &mut RawClient, key: ApiKey, v: i16, body: RequestKind) -> ResponseKind {
-    c.send(key, v, &body);
-    let mut frame = c.read_frame().expect("an answer");
-    let header_version = match key {
-        ApiKey::ApiVersions => 0, // KIP-511: always v0
-        _ => key.response_header_version(v),
-    };
-    ResponseHeader::decode(&mut frame, header_version).expect("response header decodes");
-    let answer = ResponseKind::decode(key, &mut frame, v).expect("response decodes");
-    assert!(frame.is_empty(), "{} bytes left over", frame.len());
-    answer
-}
-
 /// CreateTopics at `v`: one topic with one configuration set.
 fn create(c: &mut RawClient, v: i16, topic: &str, partitions: i32) -> CreatableTopicResult {
     let config = CreatableTopicConfig::default()
@@ -1025,25 +1001,9 @@ fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
 
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_string()))
-}
-
 fn one_record(value: &str, timestamp: i64) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: 0,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp,
-        key: Some(Bytes::from_static(b"k")),
-        value: Some(Bytes::copy_from_slice(value.as_bytes())),
-        headers: Default::default(),
-    };
-    batch(&[record], Compression::None)
+    batch(
+        &[record(Some(b"k"), value.as_bytes(), timestamp)],
+        Compression::None,
+    )
 }

@@ -18,18 +18,8 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
-use support::{batch, framed, i32_at, Gateway, RawClient};
-
-/// Sends a typed request of API `$api` at version `$v` and returns the typed answer.
-macro_rules! call {
-    ($c:expr, $api:ident, $v:expr, $request:expr) => {
-        match $c.call(ApiKey::$api, $v, RequestKind::$api($request)) {
-            ResponseKind::$api(answer) => answer,
-            other => panic!("expected a {} answer, got {other:?}", stringify!($api)),
-        }
-    };
-}
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
+use support::{batch, call, framed, i32_at, record, topic_name as name, Gateway, RawClient};
 
 #[test]
 fn unparseable_frames_close_only_their_own_connection() {
@@ -346,26 +336,10 @@ fn assert_served_list(r: &ApiVersionsResponse) {
 
 /// One uncompressed batch holding one record.
 fn one_record(value: &str) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: 0,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: 1_700_000_000_000,
-        key: None,
-        value: Some(Bytes::copy_from_slice(value.as_bytes())),
-        headers: Default::default(),
-    };
-    batch(&[record], Compression::None)
-}
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_string()))
+    batch(
+        &[record(None, value.as_bytes(), 1_700_000_000_000)],
+        Compression::None,
+    )
 }
 
 fn request_frame(key: ApiKey, version: i16, correlation: i32, body: &RequestKind) -> Vec<u8> {

@@ -158,7 +158,7 @@ impl RawClient {
         self.stream.write_all(bytes).expect("write");
     }
 
-    /// Reads one response to a request of `key` at `version`.
+    /// Reads one response to a request of `key` at `version`, decoded to the last byte.
     pub fn receive(&mut self, key: ApiKey, version: i16) -> ResponseKind {
         let mut frame = self.read_frame().expect("response frame");
         let header_version = if key == ApiKey::ApiVersions {
@@ -166,8 +166,11 @@ impl RawClient {
         } else {
             key.response_header_version(version)
         };
-        ResponseHeader::decode(&mut frame, header_version).unwrap();
-        ResponseKind::decode(key, &mut frame, version).unwrap()
+        ResponseHeader::decode(&mut frame, header_version).expect("response header decodes");
+        let answer = ResponseKind::decode(key, &mut frame, version).expect("response decodes");
+        // Every byte belongs to the answer at this version.
+        assert!(frame.is_empty(), "{} bytes left over", frame.len());
+        answer
     }
 
     /// One frame, or `None` if the gateway closed the connection.
@@ -183,6 +186,49 @@ impl RawClient {
     pub fn is_closed(&mut self) -> bool {
         let mut probe = [0; 1];
         matches!(self.stream.read(&mut probe), Ok(0) | Err(_))
+    }
+}
+
+/// Sends a typed request of API `$api` at version `$v` on a [`RawClient`] and returns
+/// the typed answer.
+#[allow(unused_macros)] // not every test file sends raw requests
+macro_rules! call {
+    ($c:expr, $api:ident, $v:expr, $request:expr) => {
+        match $c.call(
+            kafka_protocol::messages::ApiKey::$api,
+            $v,
+            kafka_protocol::messages::RequestKind::$api($request),
+        ) {
+            kafka_protocol::messages::ResponseKind::$api(answer) => answer,
+            other => panic!("expected a {} answer, got {other:?}", stringify!($api)),
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use call;
+
+/// A topic name as requests carry it.
+pub fn topic_name(topic: &str) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(StrBytes::from_string(topic.to_string()))
+}
+
+/// A record from no particular producer, for hand-built batches; set producer fields
+/// with struct update syntax.
+pub fn record(key: Option<&[u8]>, value: &[u8], timestamp: i64) -> kafka_protocol::records::Record {
+    kafka_protocol::records::Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: kafka_protocol::records::TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp,
+        key: key.map(Bytes::copy_from_slice),
+        value: Some(Bytes::copy_from_slice(value)),
+        headers: Default::default(),
     }
 }
 
