@@ -14,18 +14,8 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL kcat-groups: $*" >&2; exit 1; }
 
 command -v kcat >/dev/null || fail "kcat not installed (run .ci/client-deps.sh)"
-# Debian's kcat links librdkafka 2.0.2; load the confluent-kafka wheel's newer one
-# instead (same as kcat_roundtrip.sh).
-wheel_lib=$("$PY" - 2>/dev/null <<'PYEOF' || true
-import glob, os, confluent_kafka
-libs = os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)), "confluent_kafka.libs")
-print((glob.glob(os.path.join(libs, "librdkafka*.so.1")) + [""])[0])
-PYEOF
-)
-if [ -n "$wheel_lib" ]; then
-    ln -s "$wheel_lib" "$TMP/librdkafka.so.1"
-    export LD_LIBRARY_PATH=$TMP${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+. "$(dirname "$0")/kcat_env.sh"
+use_wheel_librdkafka "$PY" "$TMP"
 
 topic="kcat-groups-$(date +%s)-$$"
 group="$topic"

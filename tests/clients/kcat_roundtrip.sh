@@ -15,20 +15,8 @@ fail() { echo "FAIL kcat: $*" >&2; exit 1; }
 
 command -v kcat >/dev/null || fail "kcat not installed (run .ci/client-deps.sh)"
 
-# Debian 12's kcat links librdkafka 2.0.2, which fails ApiVersions against
-# current brokers ("ApiVersionRequest failed: Local: Read underflow").
-# The confluent-kafka wheel bundles a recent librdkafka under a hashed file
-# name; a librdkafka.so.1 symlink to it on LD_LIBRARY_PATH makes kcat load it.
-wheel_lib=$("$PY" - 2>/dev/null <<'EOF' || true
-import glob, os, confluent_kafka
-libs = os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)), "confluent_kafka.libs")
-print((glob.glob(os.path.join(libs, "librdkafka*.so.1")) + [""])[0])
-EOF
-)
-if [ -n "$wheel_lib" ]; then
-    ln -s "$wheel_lib" "$TMP/librdkafka.so.1"
-    export LD_LIBRARY_PATH=$TMP${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+. "$(dirname "$0")/kcat_env.sh"
+use_wheel_librdkafka "$PY" "$TMP"
 echo "kcat: $(kcat -V | grep -o 'librdkafka [0-9.]*')" >&2
 
 topic="kcat-roundtrip-$(date +%s)-$$"
