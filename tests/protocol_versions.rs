@@ -235,6 +235,20 @@ fn metadata(c: &mut RawClient, v: i16, t: &Topic) {
         // Topic ids are answered from v10.
         assert_eq!(topic.topic_id, if v >= 10 { t.id } else { Uuid::nil() });
     }
+    // Authorized operations (v8+), when asked: with no authorizer, every topic
+    // operation, READ (3) and WRITE (4) among them; i32::MIN means "not asked".
+    if v >= 8 {
+        let wanted = MetadataRequestTopic::default().with_name(Some(t.name.clone()));
+        let asked = MetadataRequest::default()
+            .with_topics(Some(vec![wanted]))
+            .with_allow_auto_topic_creation(false)
+            .with_include_topic_authorized_operations(true);
+        let ops = call!(c, Metadata, v, asked).topics[0].topic_authorized_operations;
+        assert!(
+            ops != i32::MIN && ops & (1 << 3) != 0 && ops & (1 << 4) != 0,
+            "v{v}: {ops:#b}"
+        );
+    }
 }
 
 fn api_versions(c: &mut RawClient, v: i16) {

@@ -277,6 +277,47 @@ fn a_fetch_waiting_at_the_end_wakes_when_a_record_arrives() {
     );
 }
 
+#[test]
+fn fetch_byte_limits_cut_at_batch_boundaries_but_always_return_one_batch() {
+    // KIP-74: max_bytes and partition_max_bytes bound the answer, except that the first
+    // batch comes whole even when it alone is larger, so a consumer never stalls.
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic(&mut c, "limits", &[]), 0);
+    let values = ["first", "second", "third"];
+    let sizes: Vec<usize> = values
+        .iter()
+        .map(|v| {
+            let batch = one_record(v);
+            assert_eq!(produce(&mut c, "limits", 0, batch.clone(), -1).0, 0);
+            batch.len()
+        })
+        .collect();
+    let fetch = |c: &mut RawClient, max: i32, partition_max: i32| {
+        let mut request = fetch_request("limits", 0, 0).with_max_bytes(max);
+        request.topics[0].partitions[0].partition_max_bytes = partition_max;
+        let answer = call!(c, Fetch, 12, request);
+        record_values(&answer.responses[0].partitions[0])
+    };
+    assert_eq!(fetch(&mut c, 1 << 20, 1 << 20), values, "everything fits");
+    let two = (sizes[0] + sizes[1]) as i32;
+    assert_eq!(
+        fetch(&mut c, two, 1 << 20),
+        ["first", "second"],
+        "request max_bytes"
+    );
+    assert_eq!(
+        fetch(&mut c, 1 << 20, two),
+        ["first", "second"],
+        "partition_max_bytes"
+    );
+    assert_eq!(
+        fetch(&mut c, 1, 1),
+        ["first"],
+        "one batch even over every limit"
+    );
+}
+
 // ---- helpers -------------------------------------------------------------------------
 
 fn raw_connection(gw: &Gateway) -> TcpStream {
