@@ -59,6 +59,22 @@ pub struct TopicMeta {
     pub configs: BTreeMap<String, String>,
 }
 
+/// What a backend enforces of a topic's configuration, worked out by the config catalog
+/// from the topic's and the broker's values (`docs/CONFIGS.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopicLimits {
+    /// Records older than this many milliseconds may go; `None` keeps them.
+    pub retention_ms: Option<u64>,
+    /// Bytes each partition keeps at most; `None` is no limit.
+    pub retention_bytes: Option<u64>,
+    /// Size of the log's segments; `None` leaves the backend's own.
+    pub segment_bytes: Option<u64>,
+}
+
+/// Named string maps every gateway on one backend shares (dynamic broker
+/// configurations, finalized features): name → (key → value).
+pub type ClusterConfigs = BTreeMap<String, BTreeMap<String, String>>;
+
 /// A validated record batch to append. `bytes` is the batch exactly as it will be
 /// served back, except its base offset, which the backend assigns.
 #[derive(Clone, Debug)]
@@ -120,10 +136,26 @@ pub struct CommittedOffset {
 pub trait Backend: Send + Sync + 'static {
     /// Every topic the backend holds.
     fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>>;
-    /// Creates a topic; `TopicExists` if the name is taken.
-    fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()>;
-    /// Deletes a topic with its records and every committed offset on it.
+    /// Creates a topic with `limits` applied; `TopicExists` if the name is taken.
+    fn create_topic(&self, topic: TopicMeta, limits: TopicLimits) -> BackendFuture<'_, ()>;
+    /// Deletes a topic with its records, its stored configurations and every committed
+    /// offset on it.
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()>;
+    /// Replaces a topic's stored configurations and applies `limits`.
+    fn alter_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        limits: TopicLimits,
+    ) -> BackendFuture<'_, ()>;
+    /// The shared maps as stored now, written by this gateway or any other.
+    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs>;
+    /// Replaces one shared map; an empty map removes it. Survives a crash once resolved.
+    fn set_cluster_config(
+        &self,
+        name: &str,
+        values: BTreeMap<String, String>,
+    ) -> BackendFuture<'_, ()>;
 
     /// Appends one batch and says where it landed. Calls for one partition are
     /// never concurrent (the log slots serialize them); when the future resolves the

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
 use crate::backend::{Backend, BackendError, TopicPartition};
-use crate::config_catalog::ConfigCatalog;
+use crate::config_catalog::{ClusterConfig, ConfigCatalog};
 use crate::group_coordinator::GroupCoordinator;
 use crate::log_slot::LogSlot;
 use crate::offset_slot::OffsetSlot;
@@ -58,6 +58,9 @@ pub struct Gateway {
     pub topic_admin: Addr<TopicAdmin>,
     /// The topic table as the topic-admin actor last published it.
     pub topics: watch::Receiver<Arc<TopicTable>>,
+    pub catalog: Addr<ConfigCatalog>,
+    /// The configurations in force as the config catalog last published them.
+    pub configs: watch::Receiver<Arc<ClusterConfig>>,
     pub log_slots: Arc<[Addr<LogSlot>]>,
     pub offset_slots: Arc<[Addr<OffsetSlot>]>,
     pub groups: Addr<GroupCoordinator>,
@@ -73,9 +76,13 @@ impl Gateway {
     ) -> Result<Gateway, BackendError> {
         let settings = Arc::new(settings);
         let topics = backend.topics().await?;
-        let catalog = ConfigCatalog.start();
-        let (topic_admin, table) =
-            TopicAdmin::start_with(topics, backend.clone(), catalog, settings.clone());
+        let (catalog, configs) = ConfigCatalog::start_with(backend.clone(), &settings).await?;
+        let (topic_admin, table) = TopicAdmin::start_with(
+            topics,
+            backend.clone(),
+            (catalog.clone(), configs.clone()),
+            settings.clone(),
+        );
         let signals = Arc::new(AppendSignals::default());
         let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
             .map(|i| {
@@ -96,6 +103,8 @@ impl Gateway {
             backend,
             topic_admin,
             topics: table,
+            catalog,
+            configs,
             log_slots,
             offset_slots,
             groups,
@@ -106,6 +115,11 @@ impl Gateway {
     /// The topic table as of now.
     pub fn topic_table(&self) -> Arc<TopicTable> {
         self.topics.borrow().clone()
+    }
+
+    /// The configurations in force as of now.
+    pub fn cluster_config(&self) -> Arc<ClusterConfig> {
+        self.configs.borrow().clone()
     }
 
     /// The log slot that owns a partition; always the same one, so appends to a

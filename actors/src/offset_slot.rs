@@ -147,10 +147,28 @@ mod tests {
         fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
             unused()
         }
-        fn create_topic(&self, _: TopicMeta) -> BackendFuture<'_, ()> {
+        fn create_topic(&self, _: TopicMeta, _: TopicLimits) -> BackendFuture<'_, ()> {
             unused()
         }
         fn delete_topic(&self, _: &str) -> BackendFuture<'_, ()> {
+            unused()
+        }
+        fn alter_topic_configs(
+            &self,
+            _: &str,
+            _: std::collections::BTreeMap<String, String>,
+            _: TopicLimits,
+        ) -> BackendFuture<'_, ()> {
+            unused()
+        }
+        fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
+            unused()
+        }
+        fn set_cluster_config(
+            &self,
+            _: &str,
+            _: std::collections::BTreeMap<String, String>,
+        ) -> BackendFuture<'_, ()> {
             unused()
         }
         fn append(&self, _: &TopicPartition, _: AppendBatch) -> BackendFuture<'_, Appended> {

@@ -14,7 +14,10 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::backend::{Backend, BackendError, TopicMeta};
-use crate::config_catalog::{ConfigCatalog, ConfigError, ValidateTopicConfigs};
+use crate::config_catalog::{
+    ChangeTopicConfigs, ClusterConfig, ConfigCatalog, ConfigChange, ConfigError,
+    ValidateTopicConfigs,
+};
 use crate::gateway::BrokerSettings;
 
 /// Partitions one topic may have: far above any real use, low enough that a
@@ -50,7 +53,7 @@ impl TopicError {
             TopicError::Exists(_) => ResponseError::TopicAlreadyExists,
             TopicError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
             TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
-            TopicError::Config(_) => ResponseError::InvalidConfig,
+            TopicError::Config(e) => e.code(),
             TopicError::Unknown(_) => ResponseError::UnknownTopicOrPartition,
             TopicError::Backend(BackendError::TopicExists(_)) => ResponseError::TopicAlreadyExists,
             TopicError::Backend(BackendError::UnknownTopic(_)) => {
@@ -137,9 +140,28 @@ pub struct CreateTopic {
 #[rtype(result = "Result<Arc<TopicMeta>, TopicError>")]
 pub struct DeleteTopic(pub String);
 
+/// Change one topic's configurations (or, with validate_only, check the change).
+#[derive(Message)]
+#[rtype(result = "Result<Arc<TopicMeta>, TopicError>")]
+pub struct AlterTopicConfigs {
+    pub name: String,
+    pub change: ConfigChange,
+    pub validate_only: bool,
+}
+
+/// Broker configurations changed from `before`: apply the new limits of every topic
+/// whose limits that changes.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct BrokerConfigsChanged {
+    pub before: Arc<ClusterConfig>,
+}
+
 pub struct TopicAdmin {
     backend: Arc<dyn Backend>,
     catalog: Addr<ConfigCatalog>,
+    /// The configurations in force, as the catalog publishes them.
+    configs: watch::Receiver<Arc<ClusterConfig>>,
     settings: Arc<BrokerSettings>,
     table: watch::Sender<Arc<TopicTable>>,
 }
@@ -148,18 +170,29 @@ impl TopicAdmin {
     pub fn start_with(
         topics: Vec<TopicMeta>,
         backend: Arc<dyn Backend>,
-        catalog: Addr<ConfigCatalog>,
+        (catalog, configs): (Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>),
         settings: Arc<BrokerSettings>,
     ) -> (Addr<TopicAdmin>, watch::Receiver<Arc<TopicTable>>) {
         let (table, rx) = watch::channel(Arc::new(TopicTable::new(topics)));
         let admin = TopicAdmin {
             backend,
             catalog,
+            configs,
             settings,
             table,
         }
         .start();
         (admin, rx)
+    }
+
+    /// A topic by name, if the name is valid and the topic exists.
+    fn existing(&self, name: &str) -> Result<Arc<TopicMeta>, TopicError> {
+        validate_topic_name(name)?;
+        self.table
+            .borrow()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| TopicError::Unknown(name.to_string()))
     }
 
     /// Publishes a new table with `change` applied.
@@ -246,6 +279,7 @@ impl Handler<CreateTopic> for TopicAdmin {
     fn handle(&mut self, msg: CreateTopic, _: &mut Self::Context) -> Self::Result {
         let topic = self.new_topic(&msg);
         let catalog = self.catalog.clone();
+        let configs = self.configs.clone();
         let backend = self.backend.clone();
         let create = async move {
             let mut topic = topic?;
@@ -254,7 +288,8 @@ impl Handler<CreateTopic> for TopicAdmin {
                 .await
                 .map_err(|_| TopicError::CatalogGone)??;
             if !msg.validate_only {
-                backend.create_topic(topic.clone()).await?;
+                let limits = configs.borrow().limits(&topic.configs);
+                backend.create_topic(topic.clone(), limits).await?;
             }
             Ok((Arc::new(topic), msg.validate_only))
         };
@@ -275,13 +310,7 @@ impl Handler<DeleteTopic> for TopicAdmin {
     type Result = AtomicResponse<Self, Result<Arc<TopicMeta>, TopicError>>;
 
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
-        let found = validate_topic_name(&msg.0).and_then(|_| {
-            self.table
-                .borrow()
-                .get(&msg.0)
-                .cloned()
-                .ok_or(TopicError::Unknown(msg.0))
-        });
+        let found = self.existing(&msg.0);
         let backend = self.backend.clone();
         let delete = async move {
             let topic = found?;
@@ -299,6 +328,81 @@ impl Handler<DeleteTopic> for TopicAdmin {
                 Ok(topic)
             },
         )))
+    }
+}
+
+impl Handler<AlterTopicConfigs> for TopicAdmin {
+    type Result = AtomicResponse<Self, Result<Arc<TopicMeta>, TopicError>>;
+
+    fn handle(&mut self, msg: AlterTopicConfigs, _: &mut Self::Context) -> Self::Result {
+        let found = self.existing(&msg.name);
+        let catalog = self.catalog.clone();
+        let configs = self.configs.clone();
+        let backend = self.backend.clone();
+        let alter = async move {
+            let topic = found?;
+            let changed = catalog
+                .send(ChangeTopicConfigs {
+                    current: topic.configs.clone(),
+                    change: msg.change,
+                })
+                .await
+                .map_err(|_| TopicError::CatalogGone)??;
+            let altered = Arc::new(TopicMeta {
+                configs: changed,
+                ..(*topic).clone()
+            });
+            if !msg.validate_only && altered.configs != topic.configs {
+                let limits = configs.borrow().limits(&altered.configs);
+                backend
+                    .alter_topic_configs(&topic.name, altered.configs.clone(), limits)
+                    .await?;
+            }
+            Ok((altered, msg.validate_only))
+        };
+        AtomicResponse::new(Box::pin(alter.into_actor(self).map(
+            |done: Result<_, TopicError>, act, _| {
+                let (topic, validate_only) = done?;
+                if !validate_only {
+                    tracing::info!(topic = %topic.name, configs = ?topic.configs, "topic configurations changed");
+                    act.publish(|t| t.insert(topic.clone()));
+                }
+                Ok(topic)
+            },
+        )))
+    }
+}
+
+impl Handler<BrokerConfigsChanged> for TopicAdmin {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, msg: BrokerConfigsChanged, _: &mut Self::Context) -> Self::Result {
+        let now = self.configs.borrow().clone();
+        let changed: Vec<_> = self
+            .table
+            .borrow()
+            .all()
+            .into_iter()
+            .filter_map(|t| {
+                let limits = now.limits(&t.configs);
+                (limits != msg.before.limits(&t.configs)).then(|| (t.clone(), limits))
+            })
+            .collect();
+        let backend = self.backend.clone();
+        AtomicResponse::new(Box::pin(
+            async move {
+                for (t, limits) in changed {
+                    let applied = backend
+                        .alter_topic_configs(&t.name, t.configs.clone(), limits)
+                        .await;
+                    match applied {
+                        Ok(()) => tracing::info!(topic = %t.name, ?limits, "broker configuration change applied to the topic"),
+                        Err(e) => tracing::warn!(topic = %t.name, error = %e, "broker configuration change not applied to the topic"),
+                    }
+                }
+            }
+            .into_actor(self),
+        ))
     }
 }
 

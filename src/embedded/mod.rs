@@ -1,8 +1,8 @@
 //! The embedded store: the default backend, on disk under the data directory, built
 //! on fjall (an LSM-tree key-value store; `docs/STORAGE.md` says why).
 //!
-//! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON) and the
-//! producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
+//! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON), the shared
+//! cluster configurations (`cluster/<name>` → JSON) and the producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
 //! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
 //! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
 //! written in one atomic fjall batch. At start the small index entries are read into
@@ -14,7 +14,7 @@
 mod index;
 mod offsets;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +22,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, CommittedOffset,
-    ProducerBatch, ReadBatches, TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
+    CommittedOffset, ProducerBatch, ReadBatches, TimestampedOffset, TopicLimits, TopicMeta,
+    TopicPartition, Watermarks,
 };
 use iggy_kafka_actors::records;
 use parking_lot::{Mutex, RwLock};
@@ -36,6 +37,7 @@ use offsets::Offsets;
 const PRODUCER_ID_BLOCK: i64 = 1_000;
 const PRODUCER_ID_KEY: &str = "producer-id-block-end";
 const TOPIC_PREFIX: &str = "topic/";
+const CLUSTER_PREFIX: &str = "cluster/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -46,6 +48,8 @@ pub enum StoreError {
         key: String,
         source: serde_json::Error,
     },
+    #[error("stored cluster configuration '{0}' is unreadable")]
+    BadClusterConfig(String),
     #[error("committed offsets of group '{0}' are unreadable")]
     BadOffset(String),
     #[error("index of topic '{topic}' is damaged: {detail}")]
@@ -65,11 +69,12 @@ struct StoredTopic {
     id: uuid::Uuid,
     partitions: i32,
     replication_factor: i16,
-    configs: std::collections::BTreeMap<String, String>,
+    configs: BTreeMap<String, String>,
 }
 
 struct TopicLog {
-    meta: TopicMeta,
+    /// Locked for the configurations, which AlterConfigs changes.
+    meta: RwLock<TopicMeta>,
     records: Keyspace,
     index: Keyspace,
     partitions: Vec<Mutex<PartitionIndex>>,
@@ -130,8 +135,8 @@ impl EmbeddedStore {
                 replication_factor: stored.replication_factor,
                 configs: stored.configs,
             };
-            let log = open_log(&db, meta, true)?;
-            topics.insert(log.meta.name.clone(), Arc::new(log));
+            let name = meta.name.clone();
+            topics.insert(name, Arc::new(open_log(&db, meta, true)?));
         }
         let block_end = match meta.get(PRODUCER_ID_KEY)? {
             Some(v) => i64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])),
@@ -214,7 +219,7 @@ fn open_log(db: &Database, meta: TopicMeta, load: bool) -> Result<TopicLog, Stor
         }
     }
     Ok(TopicLog {
-        meta,
+        meta: RwLock::new(meta),
         records,
         index,
         partitions: partitions.into_iter().map(Mutex::new).collect(),
@@ -331,11 +336,8 @@ impl Inner {
             }))
     }
 
-    fn create_topic(&self, topic: TopicMeta) -> BackendResult<()> {
-        let mut topics = self.topics.write();
-        if topics.contains_key(&topic.name) {
-            return Err(BackendError::TopicExists(topic.name.to_string()));
-        }
+    /// Writes a topic's definition and makes it durable.
+    fn store_topic(&self, topic: &TopicMeta) -> BackendResult<()> {
         let stored = StoredTopic {
             name: topic.name.to_string(),
             id: topic.id,
@@ -344,14 +346,75 @@ impl Inner {
             configs: topic.configs.clone(),
         };
         let json = serde_json::to_vec(&stored).map_err(|e| BackendError::Fatal(e.to_string()))?;
-        let key = format!("{TOPIC_PREFIX}{}", topic.name);
-        let log = open_log(&self.db, topic, false)?;
-        self.meta.insert(key, json).map_err(StoreError::from)?;
+        self.meta
+            .insert(format!("{TOPIC_PREFIX}{}", topic.name), json)
+            .map_err(StoreError::from)?;
+        self.persist()
+    }
+
+    fn persist(&self) -> BackendResult<()> {
         self.db
             .persist(PersistMode::SyncAll)
             .map_err(StoreError::from)?;
-        topics.insert(log.meta.name.clone(), Arc::new(log));
         Ok(())
+    }
+
+    fn create_topic(&self, topic: TopicMeta) -> BackendResult<()> {
+        let mut topics = self.topics.write();
+        if topics.contains_key(&topic.name) {
+            return Err(BackendError::TopicExists(topic.name.to_string()));
+        }
+        self.store_topic(&topic)?;
+        let name = topic.name.clone();
+        topics.insert(name, Arc::new(open_log(&self.db, topic, false)?));
+        Ok(())
+    }
+
+    fn alter_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> BackendResult<()> {
+        let topics = self.topics.read();
+        let log = topics
+            .get(name)
+            .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
+        let mut meta = log.meta.write();
+        let altered = TopicMeta {
+            configs,
+            ..meta.clone()
+        };
+        self.store_topic(&altered)?;
+        *meta = altered;
+        Ok(())
+    }
+
+    fn cluster_configs(&self) -> BackendResult<ClusterConfigs> {
+        let mut out = ClusterConfigs::new();
+        for kv in self.meta.prefix(CLUSTER_PREFIX) {
+            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
+            let name = String::from_utf8_lossy(&key[CLUSTER_PREFIX.len()..]).into_owned();
+            let values = serde_json::from_slice(&value)
+                .map_err(|_| StoreError::BadClusterConfig(name.clone()))?;
+            out.insert(name, values);
+        }
+        Ok(out)
+    }
+
+    fn set_cluster_config(
+        &self,
+        name: &str,
+        values: BTreeMap<String, String>,
+    ) -> BackendResult<()> {
+        let key = format!("{CLUSTER_PREFIX}{name}");
+        if values.is_empty() {
+            self.meta.remove(key).map_err(StoreError::from)?;
+        } else {
+            let json =
+                serde_json::to_vec(&values).map_err(|e| BackendError::Fatal(e.to_string()))?;
+            self.meta.insert(key, json).map_err(StoreError::from)?;
+        }
+        self.persist()
     }
 
     fn delete_topic(&self, name: &str) -> BackendResult<()> {
@@ -363,9 +426,7 @@ impl Inner {
             .remove(format!("{TOPIC_PREFIX}{name}"))
             .map_err(StoreError::from)?;
         self.offsets.forget_topic(name)?;
-        self.db
-            .persist(PersistMode::SyncAll)
-            .map_err(StoreError::from)?;
+        self.persist()?;
         self.db
             .delete_keyspace(log.records.clone())
             .map_err(StoreError::from)?;
@@ -382,9 +443,7 @@ impl Inner {
             self.meta
                 .insert(PRODUCER_ID_KEY, end.to_be_bytes().to_vec())
                 .map_err(StoreError::from)?;
-            self.db
-                .persist(PersistMode::SyncAll)
-                .map_err(StoreError::from)?;
+            self.persist()?;
             ids.block_end = end;
         }
         ids.next += 1;
@@ -412,13 +471,37 @@ impl Backend for EmbeddedStore {
             .topics
             .read()
             .values()
-            .map(|log| log.meta.clone())
+            .map(|log| log.meta.read().clone())
             .collect();
         Box::pin(async move { Ok(topics) })
     }
 
-    fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()> {
+    /// Nothing here removes records, so the limits are stored configurations only.
+    fn create_topic(&self, topic: TopicMeta, _: TopicLimits) -> BackendFuture<'_, ()> {
         blocking(&self.inner, move |s| s.create_topic(topic))
+    }
+
+    fn alter_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        _: TopicLimits,
+    ) -> BackendFuture<'_, ()> {
+        let name = name.to_string();
+        blocking(&self.inner, move |s| s.alter_topic_configs(&name, configs))
+    }
+
+    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
+        blocking(&self.inner, |s| s.cluster_configs())
+    }
+
+    fn set_cluster_config(
+        &self,
+        name: &str,
+        values: BTreeMap<String, String>,
+    ) -> BackendFuture<'_, ()> {
+        let name = name.to_string();
+        blocking(&self.inner, move |s| s.set_cluster_config(&name, values))
     }
 
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {

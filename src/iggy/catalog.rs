@@ -1,6 +1,6 @@
 //! What Iggy does not keep about a Kafka topic: its Kafka topic id, the replication
-//! factor asked for and the configurations set at creation. Each change appends a
-//! record to the gateway log `topics`; the latest record of a name wins.
+//! factor asked for and its configurations. Each change (create, alter, delete)
+//! appends a record to the gateway log `topics`; the latest record of a name wins.
 //!
 //! A record names the Iggy creation time of the topic it describes. A topic deleted
 //! and made again by a native Iggy client no longer matches its old record and is
@@ -13,6 +13,8 @@ use bytes::Bytes;
 use iggy_kafka_actors::backend::TopicMeta;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use super::gateway_log::Replay;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TopicRecord {
@@ -37,24 +39,42 @@ pub struct Catalog {
     records: HashMap<String, TopicRecord>,
 }
 
-impl Catalog {
-    /// Replays the `topics` log; unreadable records are skipped with a warning.
-    pub fn replay(log: &[(u64, Bytes)]) -> Catalog {
-        let mut catalog = Catalog::default();
-        for (offset, payload) in log {
-            match serde_json::from_slice::<TopicRecord>(payload) {
-                Ok(r) => catalog.apply(r),
-                Err(e) => tracing::warn!(offset, error = %e, "skipping unreadable topic record"),
-            }
+impl Replay for Catalog {
+    /// Unreadable records are skipped with a warning.
+    fn apply(&mut self, offset: u64, record: &Bytes) {
+        match serde_json::from_slice::<TopicRecord>(record) {
+            Ok(r) => self.record(r),
+            Err(e) => tracing::warn!(offset, error = %e, "skipping unreadable topic record"),
         }
-        catalog
     }
+}
 
-    pub fn apply(&mut self, r: TopicRecord) {
+impl Catalog {
+    fn record(&mut self, r: TopicRecord) {
         if r.deleted {
             self.records.remove(&r.name);
         } else {
             self.records.insert(r.name.clone(), r);
+        }
+    }
+
+    /// The record of a topic, as a record of the Iggy topic made at `created_at`:
+    /// the stored one if it describes that topic, else one for a native topic.
+    pub fn record_of(
+        &self,
+        stream: &str,
+        name: &str,
+        created_at: u64,
+        partitions: u32,
+    ) -> TopicRecord {
+        let meta = self.meta(stream, name, created_at, partitions);
+        TopicRecord {
+            name: name.to_string(),
+            deleted: false,
+            id: meta.id,
+            replication_factor: meta.replication_factor,
+            configs: meta.configs,
+            iggy_created_at: created_at,
         }
     }
 
@@ -122,7 +142,8 @@ mod tests {
             .enumerate()
             .map(|(i, r)| (i as u64, r.encode()))
             .collect();
-        let mut catalog = Catalog::replay(&log);
+        let mut catalog = Catalog::default();
+        log.iter().for_each(|(o, r)| catalog.apply(*o, r));
         let meta = catalog.meta("kafka", "t", 20, 4);
         assert_eq!(meta.id, Uuid::from_u128(2));
         assert_eq!(meta.replication_factor, 3);
@@ -133,7 +154,8 @@ mod tests {
         assert!(native.configs.is_empty());
         assert_eq!(native.id, catalog.meta("kafka", "t", 30, 1).id, "stable");
         assert_ne!(native.id, catalog.meta("kafka", "t", 31, 1).id);
-        catalog.apply(record(2, 20, true));
+        assert_eq!(catalog.record_of("kafka", "t", 20, 4), record(2, 20, false));
+        catalog.record(record(2, 20, true));
         assert_eq!(catalog.meta("kafka", "t", 20, 4).replication_factor, 1);
     }
 }

@@ -18,6 +18,8 @@ pub const TOPICS: &str = "topics";
 pub const PRODUCER_IDS: &str = "producer-ids";
 /// Committed consumer-group offsets, as Kafka sent them.
 pub const COMMITTED_OFFSETS: &str = "committed-offsets";
+/// Configurations shared by every gateway (dynamic broker configurations, features).
+pub const CLUSTER_CONFIGS: &str = "cluster-configs";
 const PAGE: u32 = 1_000;
 
 fn named(name: &str) -> Result<Identifier, IggyError> {
@@ -40,7 +42,7 @@ pub async fn ensure_stream(conn: &Conn, stream: &str) -> Result<(), IggyError> {
 /// (fsync too with `fsync`).
 pub async fn ensure_logs(conn: &Conn, stream: &str, fsync: bool) -> Result<(), IggyError> {
     ensure_stream(conn, stream).await?;
-    for topic in [TOPICS, PRODUCER_IDS, COMMITTED_OFFSETS] {
+    for topic in [TOPICS, PRODUCER_IDS, COMMITTED_OFFSETS, CLUSTER_CONFIGS] {
         let c = conn.ready().await?;
         let (stream_id, topic_id) = (named(stream)?, named(topic)?);
         if c.check(c.get_topic(&stream_id, &topic_id).await)?.is_some() {
@@ -86,8 +88,17 @@ pub async fn read_all(
     stream: &str,
     log: &str,
 ) -> Result<Vec<(u64, Bytes)>, IggyError> {
+    read_from(conn, stream, log, 0).await
+}
+
+/// The records of a log from offset `next` on, oldest first, with their offsets.
+pub async fn read_from(
+    conn: &Conn,
+    stream: &str,
+    log: &str,
+    mut next: u64,
+) -> Result<Vec<(u64, Bytes)>, IggyError> {
     let mut out = Vec::new();
-    let mut next = 0;
     loop {
         let c = conn.ready().await?;
         let strategy = PollingStrategy::offset(next);
@@ -113,5 +124,72 @@ pub async fn read_all(
                 .into_iter()
                 .map(|m| (m.header.offset, m.payload)),
         );
+    }
+}
+
+/// State rebuilt from a log's records, one at a time, in log order.
+pub trait Replay: Default {
+    fn apply(&mut self, offset: u64, record: &Bytes);
+}
+
+/// State replayed from a log that other gateways append to as well: it takes new
+/// records in log order only, so every gateway ends in the same state.
+#[derive(Default)]
+pub struct Replayed<S> {
+    next: u64,
+    state: S,
+}
+
+impl<S: Replay> Replayed<S> {
+    pub fn new(log: &[(u64, Bytes)]) -> Self {
+        let mut replayed = Replayed::default();
+        replayed.extend(log);
+        replayed
+    }
+
+    /// Applies the records not seen yet; any already applied are skipped.
+    pub fn extend(&mut self, log: &[(u64, Bytes)]) {
+        for (offset, record) in log {
+            if *offset >= self.next {
+                self.state.apply(*offset, record);
+                self.next = offset + 1;
+            }
+        }
+    }
+
+    /// The offset of the first record not applied yet.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Seen(Vec<u64>);
+
+    impl Replay for Seen {
+        fn apply(&mut self, offset: u64, _: &Bytes) {
+            self.0.push(offset);
+        }
+    }
+
+    #[test]
+    fn records_apply_once_in_log_order() {
+        let log = |offsets: &[u64]| -> Vec<(u64, Bytes)> {
+            offsets.iter().map(|&o| (o, Bytes::new())).collect()
+        };
+        let mut r: Replayed<Seen> = Replayed::new(&log(&[0, 1]));
+        // Two overlapping reads of the tail, the later one finishing first.
+        r.extend(&log(&[2, 3, 4]));
+        r.extend(&log(&[2, 3]));
+        assert_eq!(r.state().0, vec![0, 1, 2, 3, 4]);
+        assert_eq!(r.next(), 5);
     }
 }

@@ -5,14 +5,16 @@
 //!   partitions and offsets are the same numbers on both sides.
 //! - One Kafka record is one Iggy message ([`mapping`], `docs/IGGY_MAPPING.md`).
 //! - What Iggy does not hold (Kafka topic ids and configs, producer-id blocks,
-//!   committed offsets as Kafka sends them) lives in append-only logs in the
-//!   gateway's own stream `iggy_gateway_stream` ([`gateway_log`]).
+//!   committed offsets as Kafka sends them, shared broker configurations) lives in
+//!   append-only logs in the gateway's own stream `iggy_gateway_stream`
+//!   ([`gateway_log`]); the shared ones are re-read for what other gateways appended.
 //!
 //! Every call runs on a tokio runtime of its own, so SDK I/O and batch
 //! (de)compression never run on the actor threads, and each call is bounded by
 //! `iggy_request_timeout_ms`: a stalled server gives clients a retriable error.
 
 mod catalog;
+mod cluster;
 mod gateway_log;
 mod kafka_batch;
 mod mapping;
@@ -20,7 +22,7 @@ mod names;
 mod offsets;
 mod pool;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -31,14 +33,18 @@ use iggy::prelude::{
     Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyByteSize, IggyDuration,
     IggyError, IggyExpiry, IggyMessage, IggyMessageHeader, IggyTimestamp, MaxTopicSize,
     MessageClient, Partitioning, PollingStrategy, TopicClient, TopicCreateOptions,
+    TopicUpdateOptions,
 };
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, CommittedOffset,
-    ProducerBatch, ReadBatches, TimestampedOffset, TopicMeta, TopicPartition, Watermarks,
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
+    CommittedOffset, ProducerBatch, ReadBatches, TimestampedOffset, TopicLimits, TopicMeta,
+    TopicPartition, Watermarks,
 };
 use parking_lot::Mutex;
 
 use catalog::{Catalog, TopicRecord};
+use cluster::{ClusterRecord, ClusterState};
+use gateway_log::{Replay, Replayed};
 use kafka_batch::KafkaRecord;
 use mapping::{FromIggy, IggyView, ProducerStamp};
 use names::Names;
@@ -127,7 +133,8 @@ struct Inner {
     config: IggyConfig,
     names: Names,
     pools: Pools,
-    catalog: Mutex<Catalog>,
+    catalog: Mutex<Replayed<Catalog>>,
+    cluster: Mutex<Replayed<ClusterState>>,
     offsets: Mutex<Offsets>,
     /// (Kafka group, topic) pairs whose Iggy mirror group exists.
     mirror_groups: Mutex<HashSet<(String, String)>>,
@@ -256,39 +263,40 @@ fn partition_id(tp: &TopicPartition) -> BackendResult<u32> {
     })
 }
 
-/// Iggy options for a new topic, from the Kafka configurations that map onto them
-/// (`docs/IGGY_MAPPING.md`, "Topics").
-fn topic_options(meta: &TopicMeta, fsync: bool) -> TopicCreateOptions {
-    let get = |k: &str| {
-        meta.configs
-            .get(k)
-            .and_then(|v| v.trim().parse::<i64>().ok())
-    };
-    // A compacted topic must not lose data before compaction exists: never expire.
-    let compact = meta
-        .configs
-        .get("cleanup.policy")
-        .is_some_and(|p| p.contains("compact"));
-    let message_expiry = match get("retention.ms") {
-        Some(ms) if ms > 0 && !compact => {
-            IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_millis(ms as u64)))
-        }
-        _ => IggyExpiry::NeverExpire,
-    };
-    let max_topic_size = match get("retention.bytes") {
-        Some(b) if b > 0 && !compact => MaxTopicSize::Custom(IggyByteSize::from(
-            (b as u64).saturating_mul(meta.partitions.max(1) as u64),
+/// Iggy's message expiry for a topic's limits.
+fn message_expiry(limits: &TopicLimits) -> IggyExpiry {
+    // Iggy counts in microseconds: longer than that can hold is forever.
+    match limits
+        .retention_ms
+        .filter(|ms| ms.checked_mul(1000).is_some())
+    {
+        Some(ms) => IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_millis(ms))),
+        None => IggyExpiry::NeverExpire,
+    }
+}
+
+/// Iggy's topic size cap for a topic's limits: Kafka's is per partition.
+fn max_topic_size(limits: &TopicLimits, partitions: u32) -> MaxTopicSize {
+    match limits.retention_bytes {
+        Some(b) => MaxTopicSize::Custom(IggyByteSize::from(
+            b.saturating_mul(u64::from(partitions.max(1))),
         )),
-        _ => MaxTopicSize::Unlimited,
-    };
+        None => MaxTopicSize::Unlimited,
+    }
+}
+
+/// Iggy options for a new topic (`docs/IGGY_MAPPING.md`, "Topics").
+fn topic_options(meta: &TopicMeta, limits: &TopicLimits, fsync: bool) -> TopicCreateOptions {
+    let partitions = meta.partitions.max(1) as u32;
     // Iggy's bounds: a multiple of 512 bytes from 1 MiB to 1 GiB; otherwise its default.
-    let segment_size = get("segment.bytes")
+    let segment_size = limits
+        .segment_bytes
         .filter(|b| (1 << 20..=1 << 30).contains(b) && b % 512 == 0)
-        .map(|b| IggyByteSize::from(b as u64));
+        .map(IggyByteSize::from);
     TopicCreateOptions {
-        partitions_count: Some(meta.partitions.max(1) as u32),
-        message_expiry: Some(message_expiry),
-        max_topic_size: Some(max_topic_size),
+        partitions_count: Some(partitions),
+        message_expiry: Some(message_expiry(limits)),
+        max_topic_size: Some(max_topic_size(limits, partitions)),
         segment_size,
         enforce_fsync: fsync.then_some(true),
         // Iggy acknowledges writes it holds in memory and saves them every 1024
@@ -388,6 +396,13 @@ impl Inner {
         )
         .await
         .map_err(setup(&config.gateway_stream))?;
+        let cluster = gateway_log::read_all(
+            &pools.admin,
+            &config.gateway_stream,
+            gateway_log::CLUSTER_CONFIGS,
+        )
+        .await
+        .map_err(setup(&config.gateway_stream))?;
         tracing::info!(
             topic_records = topics.len(),
             offset_records = commits.len(),
@@ -395,7 +410,8 @@ impl Inner {
         );
         let (mirror_queue, mirror_receiver) = tokio::sync::mpsc::channel(MIRROR_QUEUE);
         let inner = Inner {
-            catalog: Mutex::new(Catalog::replay(&topics)),
+            catalog: Mutex::new(Replayed::new(&topics)),
+            cluster: Mutex::new(Replayed::new(&cluster)),
             offsets: Mutex::new(Offsets::replay(&commits)),
             config,
             names,
@@ -423,6 +439,22 @@ impl Inner {
             .map_err(|e| backend_error(e, None, log))
     }
 
+    /// Applies what this or another gateway appended to a shared log since it was
+    /// last read.
+    async fn catch_up<S: Replay>(
+        &self,
+        log: &str,
+        state: &Mutex<Replayed<S>>,
+    ) -> BackendResult<()> {
+        let next = state.lock().next();
+        let records =
+            gateway_log::read_from(&self.pools.admin, &self.config.gateway_stream, log, next)
+                .await
+                .map_err(|e| backend_error(e, None, log))?;
+        state.lock().extend(&records);
+        Ok(())
+    }
+
     async fn admin(&self) -> BackendResult<pool::Lease<'_>> {
         self.pools
             .admin
@@ -432,6 +464,7 @@ impl Inner {
     }
 
     async fn topics(&self) -> BackendResult<Vec<TopicMeta>> {
+        self.catch_up(gateway_log::TOPICS, &self.catalog).await?;
         let err = |e| backend_error(e, None, "");
         let default = self.names.default_stream();
         let c = self.admin().await?;
@@ -460,6 +493,7 @@ impl Inner {
             }
         }
         let catalog = self.catalog.lock();
+        let catalog = catalog.state();
         Ok(found
             .into_iter()
             .filter(|(kafka, ..)| is_kafka_name(kafka))
@@ -469,7 +503,7 @@ impl Inner {
             .collect())
     }
 
-    async fn create_topic(&self, meta: TopicMeta) -> BackendResult<()> {
+    async fn create_topic(&self, meta: TopicMeta, limits: TopicLimits) -> BackendResult<()> {
         let name = meta.name.to_string();
         let err = |e| backend_error(e, None, &name);
         let (stream, topic) = self.names.iggy(&name);
@@ -477,7 +511,7 @@ impl Inner {
             .await
             .map_err(err)?;
         let (stream_id, topic_name) = (named(stream)?, topic.to_string());
-        let options = topic_options(&meta, self.config.fsync);
+        let options = topic_options(&meta, &limits, self.config.fsync);
         let c = self.admin().await?;
         let details = c
             .check(c.create_topic(&stream_id, &topic_name, &options).await)
@@ -500,8 +534,62 @@ impl Inner {
             }
             return Err(e);
         }
-        self.catalog.lock().apply(record);
         Ok(())
+    }
+
+    /// Records the new configurations, then applies the limits Iggy enforces. A native
+    /// topic gets its first record here (with the id it was served under).
+    async fn alter_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        limits: TopicLimits,
+    ) -> BackendResult<()> {
+        let err = |e| backend_error(e, None, name);
+        self.catch_up(gateway_log::TOPICS, &self.catalog).await?;
+        let (stream, topic) = self.names.iggy(name);
+        let (stream_id, topic_id) = (named(stream)?, named(topic)?);
+        let c = self.admin().await?;
+        let details = c
+            .check(c.get_topic(&stream_id, &topic_id).await)
+            .map_err(err)?
+            .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
+        drop(c);
+        let record = TopicRecord {
+            configs,
+            ..self.catalog.lock().state().record_of(
+                stream,
+                name,
+                details.created_at.as_micros(),
+                details.partitions_count,
+            )
+        };
+        self.log(gateway_log::TOPICS, record.encode()).await?;
+        let options = TopicUpdateOptions {
+            message_expiry: Some(message_expiry(&limits)),
+            max_topic_size: Some(max_topic_size(&limits, details.partitions_count)),
+            ..TopicUpdateOptions::default()
+        };
+        let c = self.admin().await?;
+        c.check(c.update_topic(&stream_id, &topic_id, topic, &options).await)
+            .map_err(err)
+    }
+
+    async fn cluster_configs(&self) -> BackendResult<ClusterConfigs> {
+        self.catch_up(gateway_log::CLUSTER_CONFIGS, &self.cluster)
+            .await?;
+        Ok(self.cluster.lock().state().configs().clone())
+    }
+
+    async fn set_cluster_config(
+        &self,
+        name: String,
+        values: BTreeMap<String, String>,
+    ) -> BackendResult<()> {
+        let record = ClusterRecord { name, values };
+        self.log(gateway_log::CLUSTER_CONFIGS, record.encode())
+            .await
+            .map(drop)
     }
 
     async fn delete_topic(&self, name: &str) -> BackendResult<()> {
@@ -533,7 +621,6 @@ impl Inner {
         if let Err(e) = self.log(gateway_log::TOPICS, record.encode()).await {
             tracing::warn!(topic = name, error = %e, "cannot record the topic deletion");
         }
-        self.catalog.lock().apply(record);
         self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
         self.uncertain.lock().retain(|tp, _| &*tp.topic != name);
         self.mirror_groups.lock().retain(|(_, t)| t != name);
@@ -1073,8 +1160,31 @@ impl Backend for IggyBackend {
         self.run(|s| async move { s.topics().await })
     }
 
-    fn create_topic(&self, topic: TopicMeta) -> BackendFuture<'_, ()> {
-        self.run(|s| async move { s.create_topic(topic).await })
+    fn create_topic(&self, topic: TopicMeta, limits: TopicLimits) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.create_topic(topic, limits).await })
+    }
+
+    fn alter_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        limits: TopicLimits,
+    ) -> BackendFuture<'_, ()> {
+        let name = name.to_string();
+        self.run(|s| async move { s.alter_topic_configs(&name, configs, limits).await })
+    }
+
+    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
+        self.run(|s| async move { s.cluster_configs().await })
+    }
+
+    fn set_cluster_config(
+        &self,
+        name: &str,
+        values: BTreeMap<String, String>,
+    ) -> BackendFuture<'_, ()> {
+        let name = name.to_string();
+        self.run(|s| async move { s.set_cluster_config(name, values).await })
     }
 
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
@@ -1163,29 +1273,24 @@ impl Backend for IggyBackend {
 mod tests {
     use super::*;
 
-    fn meta(configs: &[(&str, &str)]) -> TopicMeta {
+    fn meta() -> TopicMeta {
         TopicMeta {
             name: "t".into(),
             id: uuid::Uuid::nil(),
             partitions: 3,
             replication_factor: 1,
-            configs: configs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            configs: Default::default(),
         }
     }
 
     #[test]
-    fn kafka_configs_map_onto_iggy_topic_options() {
-        let o = topic_options(
-            &meta(&[
-                ("retention.ms", "60000"),
-                ("retention.bytes", "1000"),
-                ("segment.bytes", "1048576"),
-            ]),
-            false,
-        );
+    fn topic_limits_map_onto_iggy_topic_options() {
+        let limits = TopicLimits {
+            retention_ms: Some(60_000),
+            retention_bytes: Some(1000),
+            segment_bytes: Some(1 << 20),
+        };
+        let o = topic_options(&meta(), &limits, false);
         assert_eq!(o.partitions_count, Some(3));
         assert_eq!(
             o.message_expiry,
@@ -1198,17 +1303,20 @@ mod tests {
             Some(MaxTopicSize::Custom(IggyByteSize::from(3000)))
         );
         assert_eq!(o.segment_size, Some(IggyByteSize::from(1 << 20)));
-        let compact = topic_options(
-            &meta(&[("cleanup.policy", "compact"), ("retention.ms", "1")]),
-            true,
-        );
-        assert_eq!(compact.message_expiry, Some(IggyExpiry::NeverExpire));
-        assert_eq!(compact.enforce_fsync, Some(true));
-        assert_eq!(compact.messages_required_to_save, Some(1));
-        assert_eq!(
-            topic_options(&meta(&[("segment.bytes", "100")]), false).segment_size,
-            None
-        );
+        let kept = topic_options(&meta(), &TopicLimits::default(), true);
+        assert_eq!(kept.message_expiry, Some(IggyExpiry::NeverExpire));
+        assert_eq!(kept.max_topic_size, Some(MaxTopicSize::Unlimited));
+        assert_eq!(kept.enforce_fsync, Some(true));
+        assert_eq!(kept.messages_required_to_save, Some(1));
+        let odd = TopicLimits {
+            // Kafka's Long.MAX_VALUE "forever", and a size Iggy cannot take.
+            retention_ms: Some(i64::MAX as u64),
+            segment_bytes: Some(100),
+            ..TopicLimits::default()
+        };
+        let o = topic_options(&meta(), &odd, false);
+        assert_eq!(o.message_expiry, Some(IggyExpiry::NeverExpire));
+        assert_eq!(o.segment_size, None);
     }
 
     #[test]

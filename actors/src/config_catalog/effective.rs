@@ -1,0 +1,421 @@
+//! Effective values: where each configuration's value comes from, in Kafka's order.
+//!
+//! A topic configuration is the topic's own value (DYNAMIC_TOPIC_CONFIG), else its
+//! broker synonym's; a broker configuration is this gateway's dynamic value
+//! (DYNAMIC_BROKER_CONFIG), else the one set for every gateway
+//! (DYNAMIC_DEFAULT_BROKER_CONFIG), else the gateway's static setting
+//! (STATIC_BROKER_CONFIG, when it differs from Kafka's default), else the default
+//! (DEFAULT_CONFIG). [`ClusterConfig`] is the immutable snapshot the catalog publishes.
+
+use std::collections::BTreeMap;
+
+use super::definitions::{
+    broker_config, broker_configs, topic_config, BrokerConfig, ConfigType, Definition,
+    TOPIC_CONFIGS,
+};
+use super::rules::list_items;
+use crate::backend::TopicLimits;
+use crate::gateway::BrokerSettings;
+
+/// DescribeConfigs' `ConfigSource` codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    DynamicTopic = 1,
+    DynamicBroker = 2,
+    DynamicDefaultBroker = 3,
+    StaticBroker = 4,
+    Default = 5,
+}
+
+/// One place a value comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Synonym {
+    pub name: &'static str,
+    pub value: String,
+    pub source: ConfigSource,
+}
+
+/// A configuration as DescribeConfigs reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub name: &'static str,
+    pub value: String,
+    pub source: ConfigSource,
+    pub read_only: bool,
+    /// Every place a value comes from, the one in force first.
+    pub synonyms: Vec<Synonym>,
+    pub kind: ConfigType,
+    pub doc: &'static str,
+}
+
+/// The broker configurations in force, as the config catalog last published them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// The gateway's static settings that differ from Kafka's defaults.
+    statics: BTreeMap<&'static str, String>,
+    /// Dynamic broker configurations of every gateway (resource name "").
+    cluster_default: BTreeMap<String, String>,
+    /// Dynamic broker configurations of this gateway (resource name: its node id).
+    this_broker: BTreeMap<String, String>,
+}
+
+impl ClusterConfig {
+    pub fn new(settings: &BrokerSettings) -> ClusterConfig {
+        ClusterConfig {
+            statics: static_configs(settings)
+                .into_iter()
+                .filter(|(name, value)| {
+                    broker_config(name).is_some_and(|b| b.definition_default() != value)
+                })
+                .collect(),
+            ..ClusterConfig::default()
+        }
+    }
+
+    /// The same statics with these dynamic broker configurations.
+    pub fn with_dynamic(
+        &self,
+        cluster_default: BTreeMap<String, String>,
+        this_broker: BTreeMap<String, String>,
+    ) -> ClusterConfig {
+        ClusterConfig {
+            statics: self.statics.clone(),
+            cluster_default,
+            this_broker,
+        }
+    }
+
+    pub fn cluster_default(&self) -> &BTreeMap<String, String> {
+        &self.cluster_default
+    }
+
+    pub fn this_broker(&self) -> &BTreeMap<String, String> {
+        &self.this_broker
+    }
+
+    /// Where a broker configuration's value may come from, the one in force first.
+    fn broker_chain(&self, b: BrokerConfig) -> Vec<Synonym> {
+        let name = b.name();
+        let dynamic = [
+            (&self.this_broker, ConfigSource::DynamicBroker),
+            (&self.cluster_default, ConfigSource::DynamicDefaultBroker),
+        ];
+        let mut chain: Vec<Synonym> = dynamic
+            .into_iter()
+            .filter_map(|(map, source)| {
+                map.get(name).map(|v| Synonym {
+                    name,
+                    value: v.clone(),
+                    source,
+                })
+            })
+            .collect();
+        if let Some(v) = self.statics.get(name) {
+            chain.push(Synonym {
+                name,
+                value: v.clone(),
+                source: ConfigSource::StaticBroker,
+            });
+        }
+        chain.push(Synonym {
+            name,
+            value: b.definition_default().to_string(),
+            source: ConfigSource::Default,
+        });
+        chain
+    }
+
+    /// A broker configuration of this gateway.
+    pub fn broker_entry(&self, b: BrokerConfig) -> Entry {
+        let synonyms = self.broker_chain(b);
+        let d = b.definition();
+        Entry {
+            name: b.name(),
+            value: synonyms[0].value.clone(),
+            source: synonyms[0].source,
+            read_only: !d.dynamic,
+            synonyms,
+            kind: d.kind,
+            doc: d.doc,
+        }
+    }
+
+    /// Every broker configuration of this gateway.
+    pub fn broker_entries(&self) -> Vec<Entry> {
+        broker_configs()
+            .into_iter()
+            .map(|b| self.broker_entry(b))
+            .collect()
+    }
+
+    /// The configurations set for every gateway (resource name ""), as Kafka
+    /// describes the cluster default: those only.
+    pub fn cluster_default_entries(&self) -> Vec<Entry> {
+        self.cluster_default
+            .iter()
+            .filter_map(|(name, value)| {
+                let b = broker_config(name)?;
+                let d = b.definition();
+                let synonym = Synonym {
+                    name: b.name(),
+                    value: value.clone(),
+                    source: ConfigSource::DynamicDefaultBroker,
+                };
+                Some(Entry {
+                    name: b.name(),
+                    value: value.clone(),
+                    source: synonym.source,
+                    read_only: !d.dynamic,
+                    synonyms: vec![synonym],
+                    kind: d.kind,
+                    doc: d.doc,
+                })
+            })
+            .collect()
+    }
+
+    /// The value in force of a broker configuration (`num.partitions`, …).
+    pub fn broker_value(&self, name: &str) -> Option<String> {
+        broker_config(name).map(|b| self.broker_chain(b).swap_remove(0).value)
+    }
+
+    /// A topic configuration of a topic whose own values are `overrides`.
+    pub fn topic_entry(
+        &self,
+        d: &'static Definition,
+        overrides: &BTreeMap<String, String>,
+    ) -> Entry {
+        let mut synonyms: Vec<Synonym> = overrides
+            .get(d.name)
+            .map(|v| Synonym {
+                name: d.name,
+                value: v.clone(),
+                source: ConfigSource::DynamicTopic,
+            })
+            .into_iter()
+            .collect();
+        if let Some(b) = d.synonym.and_then(broker_config) {
+            synonyms.extend(self.broker_chain(b));
+        }
+        let (value, source) = match synonyms.first() {
+            Some(s) => (s.value.clone(), s.source),
+            None => (d.default.to_string(), ConfigSource::Default),
+        };
+        Entry {
+            name: d.name,
+            value,
+            source,
+            read_only: false,
+            synonyms,
+            kind: d.kind,
+            doc: d.doc,
+        }
+    }
+
+    /// Every topic configuration of a topic whose own values are `overrides`.
+    pub fn topic_entries(&self, overrides: &BTreeMap<String, String>) -> Vec<Entry> {
+        TOPIC_CONFIGS
+            .iter()
+            .map(|d| self.topic_entry(d, overrides))
+            .collect()
+    }
+
+    /// The value in force of one topic configuration, and where it comes from.
+    pub fn topic_value(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        name: &str,
+    ) -> Option<(String, ConfigSource)> {
+        let e = self.topic_entry(topic_config(name)?, overrides);
+        Some((e.value, e.source))
+    }
+
+    /// What the backend enforces for a topic. Retention and segment size set anywhere
+    /// (topic or broker) apply; Kafka's built-in defaults do not, so a topic nobody
+    /// configured keeps its data (longer than Kafka's 7 days, never shorter). A topic
+    /// whose policy is not "delete" alone never loses data to retention: there is no
+    /// compaction to keep the latest value of each key.
+    pub fn limits(&self, overrides: &BTreeMap<String, String>) -> TopicLimits {
+        let set = |name: &str| {
+            self.topic_value(overrides, name)
+                .filter(|(_, source)| *source != ConfigSource::Default)
+                .and_then(|(v, _)| v.parse::<i64>().ok())
+                .filter(|&n| n > 0)
+                .map(|n| n as u64)
+        };
+        let policy = self
+            .topic_value(overrides, "cleanup.policy")
+            .map(|(v, _)| v)
+            .unwrap_or_default();
+        let policy = list_items(&policy);
+        let deletes = policy.contains(&"delete") && !policy.contains(&"compact");
+        TopicLimits {
+            retention_ms: set("retention.ms").filter(|_| deletes),
+            retention_bytes: set("retention.bytes").filter(|_| deletes),
+            segment_bytes: set("segment.bytes"),
+        }
+    }
+}
+
+impl BrokerConfig {
+    fn definition_default(&self) -> &'static str {
+        self.definition().default
+    }
+}
+
+/// The gateway's settings that are Kafka broker configurations, as Kafka names them.
+pub fn static_configs(s: &BrokerSettings) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "auto.create.topics.enable",
+            s.auto_create_topics.to_string(),
+        ),
+        ("broker.id", s.node_id.to_string()),
+        (
+            "connections.max.idle.ms",
+            s.idle_timeout.as_millis().to_string(),
+        ),
+        (
+            "default.replication.factor",
+            s.default_replication_factor.to_string(),
+        ),
+        (
+            "group.initial.rebalance.delay.ms",
+            s.group_initial_rebalance_delay.as_millis().to_string(),
+        ),
+        ("max.connections", s.max_connections.to_string()),
+        ("message.max.bytes", s.message_max_bytes.to_string()),
+        ("node.id", s.node_id.to_string()),
+        ("num.partitions", s.num_partitions.to_string()),
+        ("socket.request.max.bytes", s.max_request_bytes.to_string()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn config() -> ClusterConfig {
+        ClusterConfig {
+            statics: BTreeMap::from([("message.max.bytes", "2000000".to_string())]),
+            ..ClusterConfig::default()
+        }
+    }
+
+    #[test]
+    fn topic_values_come_from_the_topic_then_the_broker_then_the_default() {
+        let c = config().with_dynamic(
+            map(&[
+                ("log.retention.ms", "1000"),
+                ("log.cleanup.policy", "compact"),
+            ]),
+            map(&[("log.retention.ms", "2000")]),
+        );
+        let e = c.topic_entry(
+            topic_config("retention.ms").unwrap(),
+            &map(&[("retention.ms", "5")]),
+        );
+        assert_eq!(
+            (e.value.as_str(), e.source),
+            ("5", ConfigSource::DynamicTopic)
+        );
+        let chain: Vec<_> = e
+            .synonyms
+            .iter()
+            .map(|s| (s.name, s.value.as_str(), s.source))
+            .collect();
+        assert_eq!(
+            chain,
+            [
+                ("retention.ms", "5", ConfigSource::DynamicTopic),
+                ("log.retention.ms", "2000", ConfigSource::DynamicBroker),
+                (
+                    "log.retention.ms",
+                    "1000",
+                    ConfigSource::DynamicDefaultBroker
+                ),
+                ("log.retention.ms", "604800000", ConfigSource::Default),
+            ]
+        );
+        let none = BTreeMap::new();
+        assert_eq!(
+            c.topic_value(&none, "retention.ms"),
+            Some(("2000".into(), ConfigSource::DynamicBroker))
+        );
+        assert_eq!(
+            c.topic_value(&none, "max.message.bytes"),
+            Some(("2000000".into(), ConfigSource::StaticBroker))
+        );
+        assert_eq!(
+            c.topic_value(&none, "segment.ms"),
+            Some(("604800000".into(), ConfigSource::Default))
+        );
+        // No broker synonym: the default, and no synonyms at all (as Kafka).
+        let e = c.topic_entry(topic_config("remote.storage.enable").unwrap(), &none);
+        assert_eq!(
+            (e.value.as_str(), e.source, e.synonyms.len()),
+            ("false", ConfigSource::Default, 0)
+        );
+    }
+
+    #[test]
+    fn limits_follow_the_policy_and_ignore_built_in_defaults() {
+        let c = config();
+        assert_eq!(c.limits(&BTreeMap::new()), TopicLimits::default());
+        let l = c.limits(&map(&[
+            ("retention.ms", "60000"),
+            ("retention.bytes", "1000"),
+            ("segment.bytes", "1048576"),
+        ]));
+        assert_eq!(
+            l,
+            TopicLimits {
+                retention_ms: Some(60000),
+                retention_bytes: Some(1000),
+                segment_bytes: Some(1048576)
+            }
+        );
+        for policy in ["compact", "compact,delete", ""] {
+            let l = c.limits(&map(&[
+                ("retention.ms", "60000"),
+                ("cleanup.policy", policy),
+            ]));
+            assert_eq!(l.retention_ms, None, "{policy}");
+        }
+        let minus_one = c.limits(&map(&[("retention.ms", "-1"), ("retention.bytes", "-1")]));
+        assert_eq!(minus_one, TopicLimits::default());
+        let broker =
+            config().with_dynamic(map(&[("log.retention.ms", "3600000")]), BTreeMap::new());
+        assert_eq!(
+            broker.limits(&BTreeMap::new()).retention_ms,
+            Some(3_600_000)
+        );
+    }
+
+    #[test]
+    fn broker_entries_say_which_are_read_only() {
+        let c = config().with_dynamic(map(&[("num.partitions", "3")]), BTreeMap::new());
+        let e = c.broker_entry(broker_config("num.partitions").unwrap());
+        assert_eq!(
+            (e.value.as_str(), e.source, e.read_only),
+            ("3", ConfigSource::DynamicDefaultBroker, false)
+        );
+        let e = c.broker_entry(broker_config("delete.topic.enable").unwrap());
+        assert_eq!(
+            (e.value.as_str(), e.source, e.read_only),
+            ("true", ConfigSource::Default, true)
+        );
+        assert_eq!(c.cluster_default_entries().len(), 1);
+        assert_eq!(
+            c.broker_value("message.max.bytes").as_deref(),
+            Some("2000000")
+        );
+    }
+}

@@ -1,0 +1,389 @@
+//! The config-catalog actor: owner of every configuration definition
+//! ([`definitions`]) and of the dynamic broker configurations, which live in the
+//! backend so every gateway on it shares them.
+//!
+//! It checks what clients send (CreateTopics, AlterConfigs, IncrementalAlterConfigs),
+//! changes broker configurations one at a time, and publishes the configurations in
+//! force as an immutable [`ClusterConfig`] after every change and every re-read of
+//! the backend, so readers (DescribeConfigs, Produce, the topic admin) never wait on it.
+
+mod changes;
+pub mod definitions;
+mod effective;
+mod rules;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use kafka_protocol::error::ResponseError;
+use tokio::sync::watch;
+
+use crate::backend::{Backend, BackendError, ClusterConfigs};
+use crate::gateway::BrokerSettings;
+pub use changes::{ConfigChange, Op};
+use definitions::{broker_config, topic_config, Definition};
+pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, Synonym};
+
+/// Shared map holding the dynamic broker configurations of every gateway.
+const CLUSTER_DEFAULT: &str = "broker-configs";
+
+/// Shared map holding one gateway's own dynamic broker configurations.
+fn per_broker(node_id: i32) -> String {
+    format!("{CLUSTER_DEFAULT}/{node_id}")
+}
+
+/// Which kind of resource a configuration belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Topic,
+    Broker,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Topic => "topic",
+            Level::Broker => "broker",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown {level} configuration '{name}'")]
+    Unknown { level: Level, name: String },
+    #[error("topic configuration '{0}' has no value")]
+    Null(String),
+    #[error("null value not supported for: {0}")]
+    NullUpdate(String),
+    #[error("invalid value '{value}' for {level} configuration '{name}': {rule}")]
+    Invalid {
+        level: Level,
+        name: String,
+        value: String,
+        rule: String,
+    },
+    #[error("configuration '{0}' appears more than once in the request")]
+    Duplicate(String),
+    #[error("unknown operation {code} for configuration '{name}'")]
+    UnknownOp { name: String, code: i8 },
+    #[error("{op:?} is not allowed for {level} configuration '{name}': it is not a list")]
+    NotList { level: Level, name: String, op: Op },
+    #[error("cannot update these configs dynamically: {0}")]
+    ReadOnly(String),
+    #[error("conflicting topic configurations: {0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("the config catalog is not running")]
+    CatalogGone,
+}
+
+impl ConfigError {
+    /// The error Kafka answers: INVALID_CONFIG for a topic configuration that is
+    /// unknown or has a bad value; INVALID_REQUEST for malformed changes and for
+    /// broker configurations Kafka's dynamic-config check refuses.
+    pub fn code(&self) -> ResponseError {
+        match self {
+            ConfigError::Unknown { .. }
+            | ConfigError::Null(_)
+            | ConfigError::NotList { .. }
+            | ConfigError::Conflict(_)
+            | ConfigError::Invalid {
+                level: Level::Topic,
+                ..
+            } => ResponseError::InvalidConfig,
+            ConfigError::Invalid {
+                level: Level::Broker,
+                ..
+            }
+            | ConfigError::NullUpdate(_)
+            | ConfigError::Duplicate(_)
+            | ConfigError::UnknownOp { .. }
+            | ConfigError::ReadOnly(_) => ResponseError::InvalidRequest,
+            ConfigError::Backend(e) => crate::api::backend_error_code(e),
+            ConfigError::CatalogGone => ResponseError::UnknownServerError,
+        }
+    }
+}
+
+/// Check the configurations a client sent for a new topic; the answer holds them as
+/// they are stored (normalised).
+#[derive(Message)]
+#[rtype(result = "Result<BTreeMap<String, String>, ConfigError>")]
+pub struct ValidateTopicConfigs(pub Vec<(String, Option<String>)>);
+
+/// Work out a topic's stored configurations after a change; nothing is stored here.
+#[derive(Message)]
+#[rtype(result = "Result<BTreeMap<String, String>, ConfigError>")]
+pub struct ChangeTopicConfigs {
+    pub current: BTreeMap<String, String>,
+    pub change: ConfigChange,
+}
+
+/// Which broker resource a change is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BrokerScope {
+    /// Resource name "": every gateway.
+    Cluster,
+    /// Resource name = this gateway's node id.
+    ThisBroker,
+}
+
+/// Change dynamic broker configurations. The answer is the configuration in force
+/// before, so the caller can tell what the change did to topics.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<ClusterConfig>, ConfigError>")]
+pub struct AlterBrokerConfigs {
+    pub scope: BrokerScope,
+    pub change: ConfigChange,
+    pub validate_only: bool,
+}
+
+pub struct ConfigCatalog {
+    backend: Arc<dyn Backend>,
+    node_id: i32,
+    /// The gateway's static settings as broker configurations.
+    statics: ClusterConfig,
+    published: watch::Sender<Arc<ClusterConfig>>,
+    refresh: Duration,
+}
+
+impl ConfigCatalog {
+    /// Reads the stored broker configurations and starts the catalog.
+    pub async fn start_with(
+        backend: Arc<dyn Backend>,
+        settings: &BrokerSettings,
+    ) -> Result<(Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>), BackendError> {
+        let stored = backend.cluster_configs().await?;
+        let statics = ClusterConfig::new(settings);
+        let node_id = settings.node_id;
+        let (published, rx) = watch::channel(Arc::new(in_force(&statics, node_id, &stored)));
+        let catalog = ConfigCatalog {
+            backend,
+            node_id,
+            statics,
+            published,
+            refresh: settings.topic_refresh_interval,
+        };
+        Ok((catalog.start(), rx))
+    }
+
+    fn current(&self) -> Arc<ClusterConfig> {
+        self.published.borrow().clone()
+    }
+
+    /// Kafka's checks across a topic's values (`LogConfig.validateValues` and the
+    /// tiered-storage check of a broker without tiered storage).
+    fn check_topic(&self, configs: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+        let config = self.current();
+        let value = |name: &str| {
+            config
+                .topic_value(configs, name)
+                .map(|(v, _)| v)
+                .unwrap_or_default()
+        };
+        if value("remote.storage.enable") == "true" {
+            return Err(ConfigError::Conflict(
+                "tiered storage is not available on this gateway; remote.storage.enable must be false"
+                    .into(),
+            ));
+        }
+        let lag = |name| value(name).parse::<i64>().unwrap_or_default();
+        let (min, max) = (lag("min.compaction.lag.ms"), lag("max.compaction.lag.ms"));
+        if min > max {
+            return Err(ConfigError::Conflict(format!(
+                "min.compaction.lag.ms ({min}) is greater than max.compaction.lag.ms ({max})"
+            )));
+        }
+        Ok(())
+    }
+
+    fn change_topic(
+        &self,
+        current: &BTreeMap<String, String>,
+        change: ConfigChange,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let changed = changes::apply(current, change, Level::Topic, settable_topic_config)?;
+        self.check_topic(&changed)?;
+        Ok(changed)
+    }
+
+    /// Re-reads the stored broker configurations, so changes made through other
+    /// gateways apply here too. `wait` keeps alters out meanwhile.
+    fn reread(&mut self, ctx: &mut Context<Self>) {
+        let backend = self.backend.clone();
+        ctx.wait(
+            async move { backend.cluster_configs().await }
+                .into_actor(self)
+                .map(|stored, act, _| match stored {
+                    Ok(stored) => act.publish(in_force(&act.statics, act.node_id, &stored)),
+                    Err(e) => tracing::warn!(error = %e, "cannot re-read broker configurations"),
+                }),
+        );
+    }
+
+    fn publish(&self, next: ClusterConfig) {
+        self.published.send_if_modified(|current| {
+            let changed = **current != next;
+            if changed {
+                tracing::info!(
+                    cluster = ?next.cluster_default(),
+                    this_broker = ?next.this_broker(),
+                    "dynamic broker configurations in force"
+                );
+                *current = Arc::new(next);
+            }
+            changed
+        });
+    }
+}
+
+/// The configuration in force given what the backend stores.
+fn in_force(statics: &ClusterConfig, node_id: i32, stored: &ClusterConfigs) -> ClusterConfig {
+    let map = |name: &str| stored.get(name).cloned().unwrap_or_default();
+    statics.with_dynamic(map(CLUSTER_DEFAULT), map(&per_broker(node_id)))
+}
+
+/// A topic configuration, or why a client may not set it.
+fn settable_topic_config(name: &str) -> Result<&'static Definition, ConfigError> {
+    topic_config(name).ok_or_else(|| ConfigError::Unknown {
+        level: Level::Topic,
+        name: name.to_string(),
+    })
+}
+
+/// A broker configuration a client may change, or why not.
+fn alterable_broker_config(name: &str) -> Result<&'static Definition, ConfigError> {
+    match broker_config(name) {
+        Some(b) if b.dynamic() => Ok(b.definition()),
+        Some(_) => Err(ConfigError::ReadOnly(name.to_string())),
+        None => Err(ConfigError::Unknown {
+            level: Level::Broker,
+            name: name.to_string(),
+        }),
+    }
+}
+
+impl Actor for ConfigCatalog {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(self.refresh, |act, ctx| act.reread(ctx));
+    }
+}
+
+impl Handler<ValidateTopicConfigs> for ConfigCatalog {
+    type Result = Result<BTreeMap<String, String>, ConfigError>;
+
+    fn handle(&mut self, msg: ValidateTopicConfigs, _: &mut Self::Context) -> Self::Result {
+        if let Some((name, _)) = msg.0.iter().find(|(_, v)| v.is_none()) {
+            return Err(ConfigError::Null(name.clone()));
+        }
+        self.change_topic(&BTreeMap::new(), ConfigChange::Replace(msg.0))
+    }
+}
+
+impl Handler<ChangeTopicConfigs> for ConfigCatalog {
+    type Result = Result<BTreeMap<String, String>, ConfigError>;
+
+    fn handle(&mut self, msg: ChangeTopicConfigs, _: &mut Self::Context) -> Self::Result {
+        self.change_topic(&msg.current, msg.change)
+    }
+}
+
+impl Handler<AlterBrokerConfigs> for ConfigCatalog {
+    type Result = AtomicResponse<Self, Result<Arc<ClusterConfig>, ConfigError>>;
+
+    fn handle(&mut self, msg: AlterBrokerConfigs, _: &mut Self::Context) -> Self::Result {
+        let backend = self.backend.clone();
+        let name = match msg.scope {
+            BrokerScope::Cluster => CLUSTER_DEFAULT.to_string(),
+            BrokerScope::ThisBroker => per_broker(self.node_id),
+        };
+        let alter = async move {
+            // The latest stored values: another gateway may have changed them.
+            let stored = backend.cluster_configs().await?;
+            let current = stored.get(&name).cloned().unwrap_or_default();
+            let changed =
+                changes::apply(&current, msg.change, Level::Broker, alterable_broker_config)?;
+            if !msg.validate_only && changed != current {
+                backend.set_cluster_config(&name, changed.clone()).await?;
+            }
+            let mut stored = stored;
+            stored.insert(name, changed);
+            Ok((stored, msg.validate_only))
+        };
+        AtomicResponse::new(Box::pin(alter.into_actor(self).map(
+            |done: Result<_, ConfigError>, act, _| {
+                let (stored, validate_only) = done?;
+                let before = act.current();
+                if !validate_only {
+                    act.publish(in_force(&act.statics, act.node_id, &stored));
+                }
+                Ok(before)
+            },
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(pairs: &[(&str, &str)]) -> Result<BTreeMap<String, String>, ConfigError> {
+        let changes = ConfigChange::Replace(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                .collect(),
+        );
+        changes::apply(
+            &BTreeMap::new(),
+            changes,
+            Level::Topic,
+            settable_topic_config,
+        )
+    }
+
+    #[test]
+    fn accepts_what_frameworks_send() {
+        let ok = validate(&[
+            ("cleanup.policy", "compact,delete"),
+            ("retention.bytes", "-1"),
+            ("retention.ms", "604800000"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("min.cleanable.dirty.ratio", "0.5"),
+        ])
+        .unwrap();
+        assert_eq!(ok["cleanup.policy"], "compact,delete");
+    }
+
+    #[test]
+    fn names_the_key_and_the_rule_it_broke() {
+        let e = validate(&[("no.such", "1")]).unwrap_err();
+        assert_eq!(e.code(), ResponseError::InvalidConfig);
+        assert!(e.to_string().contains("no.such"), "{e}");
+        let e = validate(&[("retention.ms", "-7")]).unwrap_err();
+        assert_eq!(e.code(), ResponseError::InvalidConfig);
+        let e = e.to_string();
+        assert!(
+            e.contains("retention.ms") && e.contains("at least -1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn broker_changes_are_refused_as_kafka_does() {
+        let e = alterable_broker_config("delete.topic.enable").unwrap_err();
+        assert_eq!(e.code(), ResponseError::InvalidRequest);
+        assert!(e.to_string().contains("delete.topic.enable"));
+        assert!(alterable_broker_config("num.partitions").is_ok());
+        assert!(alterable_broker_config("log.retention.ms").is_ok());
+        let e = alterable_broker_config("no.such").unwrap_err();
+        assert_eq!(e.code(), ResponseError::InvalidConfig);
+    }
+}
