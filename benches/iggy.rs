@@ -26,6 +26,7 @@ use iggy::prelude::{
     UserClient,
 };
 mod common;
+mod raw_fetch;
 
 use common::{await_partitions, bounded, config, consume, create_topic, Stats, PARTITIONS};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -449,6 +450,8 @@ struct Measured {
     size: usize,
     sdk: Row,
     gateway: Row,
+    /// The gateway read by plain Fetch requests on SDK_CLIENTS connections (`raw_fetch`).
+    raw_consume: (f64, f64),
     rate: f64,
     sdk_paced_p99: f64,
     gateway_paced_p99: f64,
@@ -532,6 +535,14 @@ fn main() {
             consume(&addr, &t, size, acked, limit)
         });
         eprintln!("gateway {size} B: consumed, {:.0} rec/s", gw.consume_rps);
+        let (addr, t) = (gateway.addr.clone(), topic.clone());
+        let raw_consume = bounded("raw consume", hard, move || {
+            raw_fetch::consume(&addr, &t, PARTITIONS, SDK_CLIENTS, limit)
+        });
+        eprintln!(
+            "gateway {size} B: raw Fetch consumed, {:.0} rec/s",
+            raw_consume.0
+        );
 
         // (3) Half the peak, both ways, into the same topics: half the lower of the two peaks,
         // so that neither path is asked for more than it carried at full speed.
@@ -555,6 +566,7 @@ fn main() {
             size,
             sdk,
             gateway: gw,
+            raw_consume,
             rate,
             sdk_paced_p99: pct(&sdk_lat, 0.99),
             gateway_paced_p99: pct(&gw_lat, 0.99),
@@ -567,6 +579,7 @@ fn main() {
 
     println!("\n{PARTITIONS} partitions; SDK: {SDK_CLIENTS} clients, {SDK_BATCH} messages per send/poll;");
     println!("gateway: librdkafka linger.ms=5, batch.num.messages=10000, acks=all, no compression");
+    println!("gw-raw: the gateway read by plain Fetch requests on {SDK_CLIENTS} connections (benches/raw_fetch)");
     print!("path       size   records | produce rec/s     MB/s   p50 ms   p99 ms |");
     println!(" consume rec/s     MB/s");
     for r in &results {
@@ -578,6 +591,11 @@ fn main() {
             print!(" {:>8.1} {:>8.1} |", row.p50_ms, row.p99_ms);
             println!(" {:>13.0} {:>8.1}", row.consume_rps, row.consume_mbps);
         }
+        let (rps, mbps) = r.raw_consume;
+        println!(
+            "gw-raw   {:>5}B {:>9} | {:>50} | {rps:>13.0} {mbps:>8.1}",
+            r.size, r.gateway.records, ""
+        );
     }
     println!("\n(full-speed latency: SDK = one send_messages call of {SDK_BATCH}; gateway = send() to ack)");
     println!("\nat half the peak produce rate (lower of the two) ({rate_secs} s each; from scheduled time to ack):");
@@ -599,10 +617,11 @@ fn main() {
     println!("\ngateway / sdk throughput (target >= 0.7)");
     for r in &results {
         println!(
-            "{:>5}B  produce {:.2}x  consume {:.2}x",
+            "{:>5}B  produce {:.2}x  consume {:.2}x (librdkafka)  {:.2}x (raw Fetch)",
             r.size,
             r.gateway.produce_rps / r.sdk.produce_rps,
-            r.gateway.consume_rps / r.sdk.consume_rps
+            r.gateway.consume_rps / r.sdk.consume_rps,
+            r.raw_consume.0 / r.sdk.consume_rps
         );
     }
 }

@@ -92,6 +92,8 @@ pub struct Settings {
     pub iggy_produce_clients: usize,
     /// Clients for Fetch and ListOffsets.
     pub iggy_read_clients: usize,
+    /// Most bytes of Fetch reads started ahead of consumers catching up (0: none).
+    pub iggy_read_ahead_bytes: usize,
     /// How long startup keeps retrying an unreachable Iggy server.
     pub iggy_connect_timeout_ms: u64,
     /// Longest wait for one Iggy call before clients get a retriable error.
@@ -142,6 +144,7 @@ impl Default for Settings {
             iggy_gateway_stream: "kafka-gateway".into(),
             iggy_produce_clients: 4,
             iggy_read_clients: 4,
+            iggy_read_ahead_bytes: 64 << 20,
             iggy_connect_timeout_ms: 30_000,
             iggy_request_timeout_ms: 15_000,
             iggy_fsync: false,
@@ -320,6 +323,7 @@ impl Settings {
             gateway_stream: self.iggy_gateway_stream.clone(),
             produce_clients: self.iggy_produce_clients,
             read_clients: self.iggy_read_clients,
+            read_ahead_bytes: self.iggy_read_ahead_bytes,
             connect_timeout: Duration::from_millis(self.iggy_connect_timeout_ms),
             request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),
             fsync: self.iggy_fsync,

@@ -21,6 +21,7 @@ mod mapping;
 mod names;
 mod offsets;
 mod pool;
+mod read_ahead;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -52,13 +53,16 @@ pub use names::TopicOverride;
 use offsets::{OffsetRecord, Offsets};
 pub use pool::ConnectError;
 use pool::{Conn, Pools};
+use read_ahead::{Read, ReadAhead};
 
 /// Producer ids handed out per record appended to the `producer-ids` log.
 const PRODUCER_ID_BLOCK: i64 = 1_000;
 /// Messages read per poll when scanning a partition.
 const SCAN_PAGE: u32 = 1_000;
 /// Most messages a Fetch polls for one partition.
-const FETCH_MAX_MESSAGES: usize = 4_096;
+const FETCH_MAX_MESSAGES: usize = 16_384;
+/// Record size assumed for a partition not read yet, to size its first poll.
+const FIRST_RECORD_SIZE_GUESS: usize = 128;
 /// How far back from the end producer history is rebuilt after a restart.
 const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
 /// Batches kept per idempotent producer, as Kafka does.
@@ -87,6 +91,8 @@ pub struct IggyConfig {
     pub gateway_stream: String,
     pub produce_clients: usize,
     pub read_clients: usize,
+    /// Most bytes of Fetch reads started ahead of their consumers (0: none).
+    pub read_ahead_bytes: usize,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     /// Ask Iggy to fsync every write to topics the gateway creates.
@@ -140,6 +146,11 @@ struct Inner {
     mirror_groups: Mutex<HashSet<(String, String)>>,
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
     log_starts: Mutex<HashMap<TopicPartition, i64>>,
+    /// Average Kafka size of a partition's records in its last read: the next poll
+    /// asks for about as many messages as the fetch can take, no more (a poll of
+    /// messages that do not fit is Iggy work thrown away).
+    record_sizes: Mutex<HashMap<TopicPartition, usize>>,
+    read_ahead: ReadAhead,
     /// Idempotent batches whose append failed without an answer: they may have landed.
     uncertain: Mutex<HashMap<TopicPartition, Vec<ProducerStamp>>>,
     /// Partitions appended to since the last flush.
@@ -184,26 +195,25 @@ impl IggyBackend {
         })
     }
 
-    /// Runs a call on the client runtime, bounded by the request timeout.
+    /// Runs a call on the client runtime; the caller waits at most the request
+    /// timeout. A call that outlives it runs on unseen: dropping an SDK call midway
+    /// would leave its answer unread on the connection, for the next call to misread.
     fn run<T, F>(&self, call: impl FnOnce(Arc<Inner>) -> F) -> BackendFuture<'static, T>
     where
         T: Send + 'static,
         F: Future<Output = BackendResult<T>> + Send + 'static,
     {
         let timeout = self.request_timeout;
-        let work = call(self.inner.clone());
-        let task = self.handle.spawn(async move {
-            tokio::time::timeout(timeout, work)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(BackendError::Unavailable(format!(
-                        "Iggy did not answer within {timeout:?}"
-                    )))
-                })
-        });
+        let task = self.handle.spawn(call(self.inner.clone()));
         Box::pin(async move {
-            task.await
-                .map_err(|e| BackendError::Fatal(format!("Iggy call failed: {e}")))?
+            match tokio::time::timeout(timeout, task).await {
+                Ok(done) => {
+                    done.map_err(|e| BackendError::Fatal(format!("Iggy call failed: {e}")))?
+                }
+                Err(_) => Err(BackendError::Unavailable(format!(
+                    "Iggy did not answer within {timeout:?}"
+                ))),
+            }
         })
     }
 }
@@ -328,7 +338,8 @@ fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
 
 /// Messages decoded for Kafka, grouped into record batches: a new batch starts at
 /// a gap in offsets or where the timestamp type (or a log-append time) changes.
-fn encode_batches(messages: Vec<(u64, FromIggy)>, max_bytes: usize) -> Vec<Bytes> {
+/// Also returns the offset after the last message taken.
+fn encode_batches(messages: Vec<(u64, FromIggy)>, max_bytes: usize) -> (Vec<Bytes>, u64) {
     fn flush(out: &mut Vec<Bytes>, group: &mut Vec<KafkaRecord>, start: u64, lat: bool) {
         if !group.is_empty() {
             out.push(kafka_batch::encode(start as i64, lat, group));
@@ -355,8 +366,9 @@ fn encode_batches(messages: Vec<(u64, FromIggy)>, max_bytes: usize) -> Vec<Bytes
         }
         group.push(m.record);
     }
+    let next = group_start + group.len() as u64;
     flush(&mut out, &mut group, group_start, group_lat);
-    out
+    (out, next)
 }
 
 fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
@@ -409,6 +421,7 @@ impl Inner {
             "loaded the gateway's state from Iggy"
         );
         let (mirror_queue, mirror_receiver) = tokio::sync::mpsc::channel(MIRROR_QUEUE);
+        let read_ahead = ReadAhead::new(config.read_ahead_bytes);
         let inner = Inner {
             catalog: Mutex::new(Replayed::new(&topics)),
             cluster: Mutex::new(Replayed::new(&cluster)),
@@ -419,6 +432,8 @@ impl Inner {
             mirror_groups: Mutex::new(HashSet::new()),
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             log_starts: Mutex::new(HashMap::new()),
+            record_sizes: Mutex::new(HashMap::new()),
+            read_ahead,
             uncertain: Mutex::new(HashMap::new()),
             written: Mutex::new(HashSet::new()),
             mirror_queue,
@@ -622,6 +637,8 @@ impl Inner {
             tracing::warn!(topic = name, error = %e, "cannot record the topic deletion");
         }
         self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
+        self.record_sizes.lock().retain(|tp, _| &*tp.topic != name);
+        self.read_ahead.forget_topic(name);
         self.uncertain.lock().retain(|tp, _| &*tp.topic != name);
         self.mirror_groups.lock().retain(|(_, t)| t != name);
         Ok(())
@@ -755,20 +772,51 @@ impl Inner {
         .map_err(err)
     }
 
+    /// Batches from `offset`, from the read started ahead for it when there is one; a
+    /// read that leaves data behind starts the next (`read_ahead.rs`).
     async fn read(
-        &self,
+        self: Arc<Self>,
         tp: TopicPartition,
         offset: i64,
         max_bytes: usize,
     ) -> BackendResult<ReadBatches> {
+        let ahead = match self.read_ahead.take(&tp, offset, max_bytes) {
+            // A read ahead that failed or found nothing is simply done again.
+            Some(task) => task.await.ok().and_then(Result::ok),
+            None => None,
+        };
+        let read = match ahead.filter(|r| !r.batches.batches.is_empty()) {
+            Some(read) => read,
+            None => self.read_now(&tp, offset, max_bytes).await?,
+        };
+        if let Some(next) = read.more_from.filter(|_| self.read_ahead.fits(max_bytes)) {
+            let (me, at) = (self.clone(), tp.clone());
+            let task = tokio::spawn(async move { me.read_now(&at, next, max_bytes).await });
+            self.read_ahead.keep(tp, next, max_bytes, task);
+        }
+        Ok(read.batches)
+    }
+
+    async fn read_now(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendResult<Read> {
+        let tp = tp.clone();
+        let done = |batches| Read {
+            batches,
+            more_from: None,
+        };
         if offset < 0 {
             let watermarks = self.watermarks(&tp).await?;
-            return Ok(ReadBatches {
+            return Ok(done(ReadBatches {
                 batches: Vec::new(),
                 watermarks,
-            });
+            }));
         }
-        let count = (max_bytes / 128).clamp(1, FETCH_MAX_MESSAGES) as u32;
+        let size = (self.record_sizes.lock().get(&tp).copied()).unwrap_or(FIRST_RECORD_SIZE_GUESS);
+        let count = (max_bytes / size.max(1)).clamp(1, FETCH_MAX_MESSAGES) as u32;
         let conn = self.pools.reader();
         let polled = self
             .poll(conn, &tp, PollingStrategy::offset(offset as u64), count)
@@ -782,11 +830,18 @@ impl Inner {
         let Some(first) = messages.first().map(|(o, _)| *o as i64) else {
             // Nothing at or after `offset`: the partition state says why.
             let watermarks = self.watermarks(&tp).await?;
-            return Ok(ReadBatches {
+            return Ok(done(ReadBatches {
                 batches: Vec::new(),
                 watermarks,
-            });
+            }));
         };
+        let polled_bytes: usize = messages
+            .iter()
+            .map(|(_, m)| kafka_batch::approximate_size(&m.record))
+            .sum();
+        self.record_sizes
+            .lock()
+            .insert(tp.clone(), polled_bytes / messages.len());
         let high = polled.current_offset as i64 + 1;
         let log_start = match self.log_starts.lock().get(&tp) {
             Some(&start) => start.min(first),
@@ -795,17 +850,21 @@ impl Inner {
         if first > offset {
             // Older messages were removed (expiry): the fetch is out of range.
             self.log_starts.lock().insert(tp.clone(), first);
-            return Ok(ReadBatches {
+            return Ok(done(ReadBatches {
                 batches: Vec::new(),
                 watermarks: Watermarks {
                     log_start: first,
                     high,
                 },
-            });
+            }));
         }
-        Ok(ReadBatches {
-            batches: encode_batches(messages, max_bytes),
-            watermarks: Watermarks { log_start, high },
+        let (batches, next) = encode_batches(messages, max_bytes);
+        Ok(Read {
+            batches: ReadBatches {
+                batches,
+                watermarks: Watermarks { log_start, high },
+            },
+            more_from: (next < high as u64).then_some(next as i64),
         })
     }
 
@@ -1349,7 +1408,7 @@ mod tests {
             log_append_time: lat,
             producer: None,
         };
-        let batches = encode_batches(
+        let (batches, next) = encode_batches(
             vec![
                 (5, m(1, false)),
                 (6, m(2, false)),
@@ -1365,7 +1424,9 @@ mod tests {
             .map(|b| iggy_kafka_actors::records::base_offset(b))
             .collect();
         assert_eq!(bases, vec![5, 7, 9, 11]);
-        let one = encode_batches(vec![(0, m(1, false)), (1, m(1, false))], 1);
+        assert_eq!(next, 12);
+        let (one, next) = encode_batches(vec![(0, m(1, false)), (1, m(1, false))], 1);
+        assert_eq!(next, 1, "the read ahead starts after what was taken");
         assert_eq!(one.len(), 1, "at least one record even over budget");
         assert_eq!(
             kafka_batch::decode(&one[0]).unwrap().records.len(),

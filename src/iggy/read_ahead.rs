@@ -1,0 +1,144 @@
+//! Read-ahead for consumers catching up on Iggy.
+//!
+//! A Kafka consumer keeps one Fetch in flight per broker: it sends the next only after
+//! decoding the last answer. Served straight from Iggy, every Fetch would wait for
+//! fresh polls while the consumer sits idle, and the consumer's decoding would wait for
+//! those polls in turn. So when a read leaves more data behind it, the next read of that
+//! partition, from where this one ended and with the same byte limit, starts at once in
+//! the background; a Fetch that asks for exactly that takes its answer, often already
+//! there. Log data never changes once written, so such an answer is only as stale as its
+//! watermarks, which the next Fetch refreshes.
+//!
+//! Bounded: at most `budget` bytes of read limits are outstanding (a new read-ahead
+//! evicts the oldest), one per partition, and an entry older than [`FRESH_FOR`] is not
+//! used (a consumer that stopped, or a topic deleted and re-made elsewhere).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use iggy_kafka_actors::backend::{BackendResult, ReadBatches, TopicPartition};
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+
+/// How long a read-ahead answer may wait for its Fetch.
+const FRESH_FOR: Duration = Duration::from_secs(5);
+
+/// One read's answer, and where the next would start when it left data behind.
+pub struct Read {
+    pub batches: ReadBatches,
+    pub more_from: Option<i64>,
+}
+
+pub type ReadTask = JoinHandle<BackendResult<Read>>;
+
+struct Entry {
+    offset: i64,
+    max_bytes: usize,
+    started: Instant,
+    task: ReadTask,
+}
+
+pub struct ReadAhead {
+    /// Most bytes of read limits outstanding; 0 turns read-ahead off.
+    budget: usize,
+    entries: Mutex<HashMap<TopicPartition, Entry>>,
+}
+
+impl ReadAhead {
+    pub fn new(budget: usize) -> ReadAhead {
+        ReadAhead {
+            budget,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether a read of `max_bytes` may run ahead at all.
+    pub fn fits(&self, max_bytes: usize) -> bool {
+        max_bytes <= self.budget
+    }
+
+    /// The read started ahead for exactly this place and limit, if one is fresh.
+    pub fn take(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Option<ReadTask> {
+        let mut entries = self.entries.lock();
+        let e = entries.get(tp)?;
+        if e.offset != offset || e.max_bytes != max_bytes || e.started.elapsed() > FRESH_FOR {
+            return None;
+        }
+        entries.remove(tp).map(|e| e.task)
+    }
+
+    /// Keeps a read started ahead. A replaced or evicted one runs to its end unseen:
+    /// stopping an Iggy call midway would leave its answer unread on the connection.
+    pub fn keep(&self, tp: TopicPartition, offset: i64, max_bytes: usize, task: ReadTask) {
+        let mut entries = self.entries.lock();
+        entries.insert(
+            tp,
+            Entry {
+                offset,
+                max_bytes,
+                started: Instant::now(),
+                task,
+            },
+        );
+        while entries.values().map(|e| e.max_bytes).sum::<usize>() > self.budget {
+            let oldest = entries
+                .iter()
+                .min_by_key(|(_, e)| e.started)
+                .map(|(tp, _)| tp.clone());
+            match oldest {
+                Some(tp) => entries.remove(&tp),
+                None => break,
+            };
+        }
+    }
+
+    pub fn forget_topic(&self, name: &str) {
+        self.entries.lock().retain(|tp, _| &*tp.topic != name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(p: i32) -> TopicPartition {
+        TopicPartition {
+            topic: "t".into(),
+            partition: p,
+        }
+    }
+
+    fn done() -> ReadTask {
+        tokio::spawn(async {
+            Ok(Read {
+                batches: ReadBatches::default(),
+                more_from: None,
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn serves_only_the_exact_place_and_limit() {
+        let ra = ReadAhead::new(1 << 20);
+        ra.keep(tp(0), 10, 100, done());
+        assert!(ra.take(&tp(0), 11, 100).is_none());
+        assert!(ra.take(&tp(0), 10, 99).is_none());
+        assert!(ra.take(&tp(1), 10, 100).is_none());
+        assert!(ra.take(&tp(0), 10, 100).is_some());
+        assert!(ra.take(&tp(0), 10, 100).is_none(), "taken once");
+    }
+
+    #[tokio::test]
+    async fn evicts_the_oldest_past_the_budget() {
+        let ra = ReadAhead::new(250);
+        ra.keep(tp(0), 0, 100, done());
+        ra.keep(tp(1), 0, 100, done());
+        ra.keep(tp(2), 0, 100, done());
+        assert!(ra.take(&tp(0), 0, 100).is_none(), "oldest evicted");
+        assert!(ra.take(&tp(1), 0, 100).is_some());
+        assert!(ra.take(&tp(2), 0, 100).is_some());
+        ra.keep(tp(3), 0, 100, done());
+        ra.forget_topic("t");
+        assert!(ra.take(&tp(3), 0, 100).is_none());
+    }
+}
