@@ -14,14 +14,15 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::TopicPartitionList;
 
 use support::groups::{commit, consume, create_topic, member, produce};
-use support::Gateway;
+use support::{Gateway, Store};
 
 /// Settings that keep group tests quick: a short first-rebalance delay.
 const FAST_GROUPS: &[(&str, &str)] = &[("group_initial_rebalance_delay_ms", "200")];
 
-#[test]
-fn members_share_partitions_and_resume_from_commits() {
-    let gw = Gateway::start_with(FAST_GROUPS);
+fn members_share_partitions_and_resume_from_commits(store: Store) {
+    let Some(gw) = Gateway::start_on(store, FAST_GROUPS) else {
+        return;
+    };
     let b = gw.bootstrap();
     create_topic(&b, "shared", 6);
     produce(&b, "shared", 0, 600);
@@ -68,9 +69,10 @@ fn members_share_partitions_and_resume_from_commits() {
     assert_eq!(values, (600..660).collect::<Vec<_>>());
 }
 
-#[test]
-fn a_leaving_member_hands_its_partitions_over_cooperatively() {
-    let gw = Gateway::start_with(FAST_GROUPS);
+fn a_leaving_member_hands_its_partitions_over_cooperatively(store: Store) {
+    let Some(gw) = Gateway::start_on(store, FAST_GROUPS) else {
+        return;
+    };
     let b = gw.bootstrap();
     create_topic(&b, "handover", 4);
     produce(&b, "handover", 0, 200);
@@ -92,9 +94,10 @@ fn a_leaving_member_hands_its_partitions_over_cooperatively() {
     );
 }
 
-#[test]
-fn commits_survive_a_gateway_kill() {
-    let mut gw = Gateway::start_with(FAST_GROUPS);
+fn commits_survive_a_gateway_kill(store: Store) {
+    let Some(mut gw) = Gateway::start_on(store, FAST_GROUPS) else {
+        return;
+    };
     let b = gw.bootstrap();
     create_topic(&b, "durable", 2);
     produce(&b, "durable", 0, 100);
@@ -128,9 +131,10 @@ fn commits_survive_a_gateway_kill() {
     assert_eq!(total, 100, "committed offsets: {committed:?}");
 }
 
-#[test]
-fn groups_are_listed_described_and_deleted() {
-    let gw = Gateway::start_with(FAST_GROUPS);
+fn groups_are_listed_described_and_deleted(store: Store) {
+    let Some(gw) = Gateway::start_on(store, FAST_GROUPS) else {
+        return;
+    };
     let b = gw.bootstrap();
     create_topic(&b, "admin", 1);
     produce(&b, "admin", 0, 10);
@@ -180,3 +184,10 @@ fn groups_are_listed_described_and_deleted() {
     let c = member(&b, "g4", "admin", "range");
     assert_eq!(consume(&[&c], 10, Duration::from_secs(30))[0].len(), 10);
 }
+
+support::on_every_store!(
+    members_share_partitions_and_resume_from_commits,
+    a_leaving_member_hands_its_partitions_over_cooperatively,
+    commits_survive_a_gateway_kill,
+    groups_are_listed_described_and_deleted,
+);

@@ -32,7 +32,7 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::Compression;
-use support::{batch, call, record, Gateway, RawClient};
+use support::{batch, call, record, Gateway, RawClient, Store};
 
 /// No first-rebalance delay: a lone member's join completes at once.
 const NO_DELAY: &[(&str, &str)] = &[("group_initial_rebalance_delay_ms", "0")];
@@ -45,9 +45,10 @@ const ADMIN: Committer = (-1, "", None);
 
 // ---- committed offsets --------------------------------------------------------------
 
-#[test]
-fn committed_offsets_are_stored_as_sent() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn committed_offsets_are_stored_as_sent(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 2);
     // Partition 0 holds offsets 0-2; partition 1 is empty.
@@ -76,9 +77,10 @@ fn committed_offsets_are_stored_as_sent() {
     assert_eq!(read, want);
 }
 
-#[test]
-fn a_negative_offset_deletes_the_entry_and_a_missing_entry_reads_minus_one() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn a_negative_offset_deletes_the_entry_and_a_missing_entry_reads_minus_one(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 2);
     let g = "negative";
@@ -98,9 +100,10 @@ fn a_negative_offset_deletes_the_entry_and_a_missing_entry_reads_minus_one() {
     assert_eq!(fetch(&mut c, "never-committed", None), []);
 }
 
-#[test]
-fn offset_fetch_with_a_null_topic_list_returns_every_committed_partition() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn offset_fetch_with_a_null_topic_list_returns_every_committed_partition(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     for (topic, partitions) in [("a", 3), ("b", 1), ("uncommitted", 2)] {
         create_topic(&mut c, topic, partitions);
@@ -122,9 +125,10 @@ fn offset_fetch_with_a_null_topic_list_returns_every_committed_partition() {
 
 // ---- commits and heartbeats checked against the group -------------------------------
 
-#[test]
-fn commits_and_heartbeats_are_checked_against_generation_and_member() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn commits_and_heartbeats_are_checked_against_generation_and_member(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 1);
     let mut m = Member::new(gw.addr, "g", &["t"]);
@@ -150,12 +154,13 @@ fn commits_and_heartbeats_are_checked_against_generation_and_member() {
     assert_eq!(m.heartbeat(), 0);
 }
 
-#[test]
-fn while_members_rejoin_commits_of_the_current_generation_are_accepted() {
+fn while_members_rejoin_commits_of_the_current_generation_are_accepted(store: Store) {
     // Kafka accepts a commit with the current generation while the group prepares a
     // rebalance (the Java consumer commits in onJoinPrepare, before it rejoins), and
     // refuses one between the join and the sync with REBALANCE_IN_PROGRESS (27).
-    let gw = Gateway::start_with(NO_DELAY);
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 1);
     let mut a = Member::new(gw.addr, "g", &["t"]);
@@ -182,9 +187,10 @@ fn while_members_rejoin_commits_of_the_current_generation_are_accepted() {
     assert_eq!(committed(&mut c, "g", "t", 0), 8);
 }
 
-#[test]
-fn after_a_restart_members_rejoin_and_resume_from_their_commits() {
-    let mut gw = Gateway::start_with(NO_DELAY);
+fn after_a_restart_members_rejoin_and_resume_from_their_commits(store: Store) {
+    let Some(mut gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 1);
     let mut m = Member::new(gw.addr, "g", &["t"]);
@@ -202,9 +208,7 @@ fn after_a_restart_members_rejoin_and_resume_from_their_commits() {
         "commit from before the restart"
     );
     assert_eq!(m.heartbeat(), 25, "heartbeat from before the restart");
-    // ...so it rejoins from scratch (restart_after_kill starts the gateway with default
-    // settings: this join waits out the 3 s first-rebalance delay, within the 10 s a
-    // RawClient waits for an answer).
+    // ...so it rejoins from scratch.
     m.id.clear();
     m.join_alone();
     assert_eq!(m.generation, 1);
@@ -219,9 +223,10 @@ fn after_a_restart_members_rejoin_and_resume_from_their_commits() {
 
 // ---- rebalances ----------------------------------------------------------------------
 
-#[test]
-fn a_second_member_rebalances_the_group_into_the_next_generation() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn a_second_member_rebalances_the_group_into_the_next_generation(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 2);
     create_topic(&mut c, "u", 1);
@@ -257,12 +262,13 @@ fn a_second_member_rebalances_the_group_into_the_next_generation() {
     );
 }
 
-#[test]
-fn a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id() {
+fn a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id(store: Store) {
     // KIP-345: a consumer restarted with the same group.instance.id joins with no member
     // id; while the group is Stable it gets a new id in the same generation, with no
     // rebalance, and the id it had before is fenced (FENCED_INSTANCE_ID, 82).
-    let gw = Gateway::start_with(NO_DELAY);
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 2);
     let mut a = Member::new(gw.addr, "g", &["t"]).instance("a");
@@ -326,9 +332,10 @@ fn a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id() {
     assert_eq!(leader.heartbeat(), 82, "heartbeat from the old leader id");
 }
 
-#[test]
-fn a_silent_member_is_removed_after_its_session_timeout() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn a_silent_member_is_removed_after_its_session_timeout(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 2);
     let mut a = Member::new(gw.addr, "g", &["t"]);
@@ -363,9 +370,10 @@ fn a_silent_member_is_removed_after_its_session_timeout() {
 
 // ---- deleting groups, offsets and topics ---------------------------------------------
 
-#[test]
-fn delete_groups_refuses_groups_with_members_and_unknown_groups() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn delete_groups_refuses_groups_with_members_and_unknown_groups(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "t", 1);
     let mut m = Member::new(gw.addr, "g", &["t"]);
@@ -386,9 +394,10 @@ fn delete_groups_refuses_groups_with_members_and_unknown_groups() {
     assert_eq!(delete_groups(&mut c, &["g"]), [69]);
 }
 
-#[test]
-fn offset_delete_refuses_topics_a_live_member_subscribes_to() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn offset_delete_refuses_topics_a_live_member_subscribes_to(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "subscribed", 1);
     create_topic(&mut c, "other", 1);
@@ -415,9 +424,10 @@ fn offset_delete_refuses_topics_a_live_member_subscribes_to() {
     assert_eq!(fetch(&mut c, "g", None), []);
 }
 
-#[test]
-fn deleting_a_topic_removes_its_committed_offsets() {
-    let gw = Gateway::start_with(NO_DELAY);
+fn deleting_a_topic_removes_its_committed_offsets(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, "doomed", 2);
     create_topic(&mut c, "kept", 1);
@@ -871,3 +881,18 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
+
+support::on_every_store!(
+    committed_offsets_are_stored_as_sent,
+    a_negative_offset_deletes_the_entry_and_a_missing_entry_reads_minus_one,
+    offset_fetch_with_a_null_topic_list_returns_every_committed_partition,
+    commits_and_heartbeats_are_checked_against_generation_and_member,
+    while_members_rejoin_commits_of_the_current_generation_are_accepted,
+    after_a_restart_members_rejoin_and_resume_from_their_commits,
+    a_second_member_rebalances_the_group_into_the_next_generation,
+    a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id,
+    a_silent_member_is_removed_after_its_session_timeout,
+    delete_groups_refuses_groups_with_members_and_unknown_groups,
+    offset_delete_refuses_topics_a_live_member_subscribes_to,
+    deleting_a_topic_removes_its_committed_offsets,
+);

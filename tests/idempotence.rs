@@ -25,7 +25,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
-use support::{batch, record, Gateway, RawClient};
+use support::{batch, record, Gateway, RawClient, Store};
 
 const TOPIC: &str = "idem";
 // Newest versions that still name topics (v13 of Produce and Fetch use topic ids).
@@ -200,11 +200,12 @@ fn stored_values(c: &mut RawClient) -> Vec<String> {
     stored.into_iter().map(|(_, v)| v).collect()
 }
 
-fn gateway_with_topic(partitions: i32) -> (Gateway, RawClient) {
-    let gw = Gateway::start();
+/// `None` when the store cannot run here (see `Gateway::start_on`).
+fn gateway_with_topic(store: Store, partitions: i32) -> Option<(Gateway, RawClient)> {
+    let gw = Gateway::start_on(store, &[])?;
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, TOPIC, partitions);
-    (gw, c)
+    Some((gw, c))
 }
 
 /// Produces `n` records of producer `pid` from sequence `seq`: `(error code, base offset)`.
@@ -212,9 +213,10 @@ fn send(c: &mut RawClient, pid: i64, epoch: i16, seq: i32, n: i32, tag: &str) ->
     produce(c, idempotent_batch(pid, epoch, seq, n, tag), None)
 }
 
-#[test]
-fn a_retried_batch_gets_its_first_offset_and_is_stored_once() {
-    let (_gw, mut c) = gateway_with_topic(1);
+fn a_retried_batch_gets_its_first_offset_and_is_stored_once(store: Store) {
+    let Some((_gw, mut c)) = gateway_with_topic(store, 1) else {
+        return;
+    };
     let pid = new_producer(&mut c);
     let a = idempotent_batch(pid, 0, 0, 5, "a");
     assert_eq!(produce(&mut c, a.clone(), None), (0, 0));
@@ -233,9 +235,10 @@ fn a_retried_batch_gets_its_first_offset_and_is_stored_once() {
     assert_eq!(stored_values(&mut c), values(&[("a", 5), ("b", 3)]));
 }
 
-#[test]
-fn an_older_epoch_is_fenced() {
-    let (_gw, mut c) = gateway_with_topic(1);
+fn an_older_epoch_is_fenced(store: Store) {
+    let Some((_gw, mut c)) = gateway_with_topic(store, 1) else {
+        return;
+    };
     let pid = new_producer(&mut c);
     assert_eq!(send(&mut c, pid, 0, 0, 2, "e0"), (0, 0));
     // A bumped epoch restarts the sequence at 0.
@@ -245,9 +248,10 @@ fn an_older_epoch_is_fenced() {
     assert_eq!(stored_values(&mut c), values(&[("e0", 2), ("e1", 2)]));
 }
 
-#[test]
-fn producer_state_survives_a_crash() {
-    let (mut gw, mut c) = gateway_with_topic(1);
+fn producer_state_survives_a_crash(store: Store) {
+    let Some((mut gw, mut c)) = gateway_with_topic(store, 1) else {
+        return;
+    };
     let pid = new_producer(&mut c);
     assert_eq!(send(&mut c, pid, 0, 0, 3, "a"), (0, 0));
     let b = idempotent_batch(pid, 0, 3, 2, "b");
@@ -266,9 +270,10 @@ fn producer_state_survives_a_crash() {
     assert_eq!(stored_values(&mut c), expected);
 }
 
-#[test]
-fn sequences_wrap_past_i32_max_across_a_crash() {
-    let (mut gw, mut c) = gateway_with_topic(1);
+fn sequences_wrap_past_i32_max_across_a_crash(store: Store) {
+    let Some((mut gw, mut c)) = gateway_with_topic(store, 1) else {
+        return;
+    };
     let pid = new_producer(&mut c);
     // Sequences MAX-1, MAX, 0: the stored index must compute the same last sequence (0)
     // as the live check, or the restarted gateway misjudges the retry and the next batch.
@@ -286,9 +291,10 @@ fn sequences_wrap_past_i32_max_across_a_crash() {
     assert_eq!(stored_values(&mut c), values(&[("w", 3), ("next", 2)]));
 }
 
-#[test]
-fn producer_ids_are_never_reused() {
-    let mut gw = Gateway::start();
+fn producer_ids_are_never_reused(store: Store) {
+    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     let mut ids = BTreeSet::new();
     ids.insert(new_producer(&mut c));
@@ -303,9 +309,10 @@ fn producer_ids_are_never_reused() {
     }
 }
 
-#[test]
-fn transactions_are_refused_and_nothing_is_stored() {
-    let (_gw, mut c) = gateway_with_topic(1);
+fn transactions_are_refused_and_nothing_is_stored(store: Store) {
+    let Some((_gw, mut c)) = gateway_with_topic(store, 1) else {
+        return;
+    };
     let pid = new_producer(&mut c);
     let mut txn = records(pid, 0, 0, 2, "txn");
     txn.iter_mut().for_each(|r| r.transactional = true);
@@ -329,11 +336,12 @@ fn transactions_are_refused_and_nothing_is_stored() {
     assert!(stored_values(&mut c).is_empty());
 }
 
-#[test]
-fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash() {
+fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash(store: Store) {
     const PARTITIONS: u32 = 3;
     const HALF: u32 = 600;
-    let (mut gw, _) = gateway_with_topic(PARTITIONS as i32);
+    let Some((mut gw, _)) = gateway_with_topic(store, PARTITIONS as i32) else {
+        return;
+    };
     let producer: ThreadedProducer<_> = ClientConfig::new()
         .set("bootstrap.servers", gw.bootstrap())
         .set("enable.idempotence", "true")
@@ -380,3 +388,13 @@ fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash() {
         .collect();
     assert!(missing.is_empty(), "acknowledged but missing: {missing:?}");
 }
+
+support::on_every_store!(
+    a_retried_batch_gets_its_first_offset_and_is_stored_once,
+    an_older_epoch_is_fenced,
+    producer_state_survives_a_crash,
+    sequences_wrap_past_i32_max_across_a_crash,
+    producer_ids_are_never_reused,
+    transactions_are_refused_and_nothing_is_stored,
+    rdkafka_idempotent_producer_writes_exactly_once_across_a_crash,
+);

@@ -11,16 +11,15 @@ mod support;
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iggy::prelude::{
-    Client, Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy,
-    StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions, UserClient,
+    Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
+    TcpClient, TopicClient, TopicCreateOptions,
 };
 use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, MetadataRequest, RequestKind, ResponseKind,
@@ -33,150 +32,11 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
 use support::groups;
+use support::iggy::{free_port, IggyServer};
 use support::kafka::{admin, consume, create_topic, produce, Expected};
 use support::{Gateway, RawClient};
 
-const SKIPPED: &str = "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
 const STREAM: &str = "kafka";
-
-/// The server binary, or `None` after printing the SKIPPED line (once per run).
-fn server_bin() -> Option<PathBuf> {
-    static SKIP_NOTICE: Once = Once::new();
-    let found = std::env::var_os("IGGY_SERVER_BIN")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|dir| dir.join("iggy-server"))
-                .find(|p| p.is_file())
-        })
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        // Written to the stream directly: the test harness captures `println!`.
-        SKIP_NOTICE.call_once(|| {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "{SKIPPED}");
-        });
-    }
-    found
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
-/// An `iggy-server` process on its own port and data directory; killed when dropped.
-struct IggyServer {
-    bin: PathBuf,
-    child: Child,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-}
-
-impl IggyServer {
-    fn start() -> Option<IggyServer> {
-        let bin = server_bin()?;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let child = Self::spawn(&bin, &dir, addr);
-        let server = IggyServer {
-            bin,
-            child,
-            addr,
-            dir,
-        };
-        server.wait_ready();
-        Some(server)
-    }
-
-    fn spawn(bin: &PathBuf, dir: &tempfile::TempDir, addr: SocketAddr) -> Child {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.path().join("server.log"))
-            .expect("server log");
-        // Run in the temp dir: the server reads `core/server/config.toml` and `.env`
-        // from its working directory when present, its embedded defaults otherwise.
-        Command::new(bin)
-            .current_dir(dir.path())
-            .env("IGGY_TCP_ADDRESS", addr.to_string())
-            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
-            .env("IGGY_HTTP_ENABLED", "false")
-            .env("IGGY_QUIC_ENABLED", "false")
-            .env("IGGY_WEBSOCKET_ENABLED", "false")
-            .env("IGGY_ROOT_USERNAME", "iggy")
-            .env("IGGY_ROOT_PASSWORD", "iggy")
-            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
-            .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("start iggy-server")
-    }
-
-    fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "iggy-server did not listen on {}: {}",
-                self.addr,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log(&self) -> String {
-        let mut s = String::new();
-        let _ = std::fs::File::open(self.dir.path().join("server.log"))
-            .and_then(|mut f| f.read_to_string(&mut s));
-        s
-    }
-
-    /// Settings that point a gateway at this server.
-    fn gateway_settings(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("backend", "iggy".into()),
-            ("iggy_address", self.addr.to_string()),
-            ("iggy_connect_timeout_ms", "10000".into()),
-        ]
-    }
-
-    fn gateway(&self) -> Gateway {
-        let settings = self.gateway_settings();
-        let refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        Gateway::start_with(&refs)
-    }
-
-    /// A signed-in native SDK client.
-    async fn sdk(&self) -> TcpClient {
-        let client = TcpClient::create(Arc::new(TcpClientConfig {
-            server_address: self.addr.to_string(),
-            ..TcpClientConfig::default()
-        }))
-        .expect("client");
-        client.connect().await.expect("connect");
-        client.login_user("iggy", "iggy").await.expect("login");
-        client
-    }
-
-    fn restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.child = Self::spawn(&self.bin, &self.dir, self.addr);
-        self.wait_ready();
-    }
-}
-
-impl Drop for IggyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn id(name: &str) -> Identifier {
     Identifier::named(name).unwrap()

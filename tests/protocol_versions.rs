@@ -38,7 +38,7 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
-use support::{batch, call, framed, i32_at, record, topic_name as name, Gateway, RawClient};
+use support::{batch, call, framed, i32_at, record, topic_name as name, Gateway, RawClient, Store};
 use uuid::Uuid;
 
 /// The topic every version reads and writes, and what it holds.
@@ -50,10 +50,11 @@ struct Topic {
     producer_ids: HashSet<i64>,
 }
 
-#[test]
-fn every_served_version_of_every_api_answers_as_kafka_does() {
+fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
     // No first-rebalance delay: a lone member's JoinGroup is answered at once.
-    let gw = Gateway::start_with(&[("group_initial_rebalance_delay_ms", "0")]);
+    let Some(gw) = Gateway::start_on(store, &[("group_initial_rebalance_delay_ms", "0")]) else {
+        return;
+    };
     let mut c = RawClient::connect(gw.addr);
     let id = create(&mut c, 7, "versions", 1).topic_id;
     let (name, values, producer_ids) = (name("versions"), Vec::new(), HashSet::new());
@@ -1021,3 +1022,5 @@ fn one_record(value: &str, timestamp: i64) -> Bytes {
         Compression::None,
     )
 }
+
+support::on_every_store!(every_served_version_of_every_api_answers_as_kafka_does,);

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rdkafka::message::Timestamp;
 
 use support::kafka::{consume, create_topic, produce, Expected};
-use support::Gateway;
+use support::{Gateway, Store};
 
 const PARTITIONS: i32 = 8;
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -48,9 +48,10 @@ fn record(n: usize) -> Expected {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn hundred_thousand_records_every_codec_byte_exact() {
-    let gw = Gateway::start();
+async fn hundred_thousand_records_every_codec_byte_exact(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
     let topic = "roundtrip";
     create_topic(&gw.bootstrap(), topic, PARTITIONS, &[]).await;
 
@@ -91,9 +92,10 @@ async fn hundred_thousand_records_every_codec_byte_exact() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn log_append_time_topics_stamp_the_broker_time() {
-    let gw = Gateway::start();
+async fn log_append_time_topics_stamp_the_broker_time(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
     let topic = "appended";
     create_topic(
         &gw.bootstrap(),
@@ -125,3 +127,9 @@ async fn log_append_time_topics_stamp_the_broker_time() {
         assert_eq!(r.value, record(*offset as usize).value);
     }
 }
+
+support::on_every_store!(
+    async:
+    hundred_thousand_records_every_codec_byte_exact,
+    log_append_time_topics_stamp_the_broker_time,
+);

@@ -10,11 +10,12 @@ use rskafka::client::partition::{Compression, OffsetAt, UnknownTopicHandling};
 use rskafka::client::ClientBuilder;
 use rskafka::record::Record;
 
-use support::Gateway;
+use support::{Gateway, Store};
 
-#[tokio::test]
-async fn produce_fetch_and_offsets() {
-    let gw = Gateway::start();
+async fn produce_fetch_and_offsets(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
     let client = ClientBuilder::new(vec![gw.bootstrap()])
         .build()
         .await
@@ -97,3 +98,8 @@ async fn produce_fetch_and_offsets() {
     assert!(records.is_empty());
     assert_eq!(high, 0);
 }
+
+support::on_every_store!(
+    async:
+    produce_fetch_and_offsets,
+);

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses its own part of this module
 
 pub mod groups;
+pub mod iggy;
 pub mod kafka;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,7 +21,11 @@ pub struct Gateway {
     child: Child,
     pub addr: SocketAddr,
     data: PathBuf,
+    /// `IGGY_KAFKA_*` settings it was started with, kept for restarts.
+    settings: Vec<(String, String)>,
     _dir: Option<tempfile::TempDir>,
+    /// The server it keeps its data in, on the Iggy store; stopped after the gateway.
+    iggy: Option<iggy::IggyServer>,
 }
 
 impl Gateway {
@@ -29,17 +34,36 @@ impl Gateway {
         Self::start_with(&[])
     }
 
+    /// Starts a gateway on `store` with extra settings; `None` (after the SKIPPED line)
+    /// for the Iggy store when there is no `iggy-server` to run.
+    pub fn start_on(store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
+        if store == Store::Embedded {
+            return Some(Self::start_with(settings));
+        }
+        let server = iggy::IggyServer::start()?;
+        let mut all = server.gateway_settings();
+        all.extend(settings.iter().map(|(k, v)| (*k, v.to_string())));
+        let all: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut gw = Self::start_with(&all);
+        gw.iggy = Some(server);
+        Some(gw)
+    }
+
     /// Starts a gateway with extra `IGGY_KAFKA_*` settings (name without the prefix).
     pub fn start_with(settings: &[(&str, &str)]) -> Gateway {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
+        let settings = settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let mut gw = Self::spawn(&data, "127.0.0.1:0", settings);
         gw._dir = Some(dir);
         gw
     }
 
     /// Starts a gateway on `data`, listening on `bind`.
-    fn spawn(data: &Path, bind: &str, settings: &[(&str, &str)]) -> Gateway {
+    fn spawn(data: &Path, bind: &str, settings: Vec<(String, String)>) -> Gateway {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
         cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind)
             .env("IGGY_KAFKA_DATA_DIR", data)
@@ -49,7 +73,7 @@ impl Gateway {
             )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        for (k, v) in settings {
+        for (k, v) in &settings {
             cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
         }
         let mut child = cmd.spawn().expect("start gateway");
@@ -68,7 +92,9 @@ impl Gateway {
             child,
             addr,
             data: data.to_path_buf(),
+            settings,
             _dir: None,
+            iggy: None,
         }
     }
 
@@ -91,12 +117,13 @@ impl Gateway {
         self.child.wait().expect("wait for gateway")
     }
 
-    /// Kills the process and starts a new one on the same data and port.
+    /// Kills the process and starts a new one on the same data, port and settings.
     pub fn restart_after_kill(&mut self) {
         self.kill();
-        let next = Self::spawn(&self.data, &self.addr.to_string(), &[]);
+        let next = Self::spawn(&self.data, &self.addr.to_string(), self.settings.clone());
         let mut old = std::mem::replace(self, next);
         self._dir = old._dir.take();
+        self.iggy = old.iggy.take();
     }
 }
 
@@ -105,6 +132,48 @@ impl Drop for Gateway {
         self.kill();
     }
 }
+
+/// Where a gateway under test keeps its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    Embedded,
+    Iggy,
+}
+
+/// Defines each listed test, a `fn name(store: Store)` of the calling file, once per
+/// store: `embedded::name` and `iggy::name`. The same code runs on both backends; the
+/// Iggy copies skip (one SKIPPED line) without an `iggy-server`.
+#[allow(unused_macros)] // not every test file runs on both stores
+macro_rules! on_every_store {
+    (async: $($test:ident),+ $(,)?) => {
+        $crate::support::on_every_store!(@stores $($test => |store| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(super::$test(store))
+        }),+);
+    };
+    (@stores $($test:ident => $run:expr),+) => {
+        mod embedded {
+            $(#[test]
+            fn $test() {
+                ($run)($crate::support::Store::Embedded)
+            })+
+        }
+        mod iggy {
+            $(#[test]
+            fn $test() {
+                ($run)($crate::support::Store::Iggy)
+            })+
+        }
+    };
+    ($($test:ident),+ $(,)?) => {
+        $crate::support::on_every_store!(@stores $($test => super::$test),+);
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use on_every_store;
 
 /// A raw Kafka connection for requests no client library sends on purpose.
 pub struct RawClient {

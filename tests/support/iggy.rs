@@ -1,0 +1,158 @@
+//! A real `iggy-server` for the tests that run the gateway on the Iggy backend.
+//!
+//! The binary comes from `IGGY_SERVER_BIN` or `iggy-server` on PATH; each test starts
+//! its own on a free loopback port with a temporary directory. Without one, callers
+//! get `None` and one SKIPPED line is printed per test binary.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+use iggy::prelude::{Client, TcpClient, TcpClientConfig, UserClient};
+
+use super::Gateway;
+
+pub const SKIPPED: &str =
+    "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
+
+/// The server binary, or `None` after printing the SKIPPED line (once per run).
+pub fn server_bin() -> Option<PathBuf> {
+    static SKIP_NOTICE: Once = Once::new();
+    let found = std::env::var_os("IGGY_SERVER_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|dir| dir.join("iggy-server"))
+                .find(|p| p.is_file())
+        })
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        // Written to the stream directly: the test harness captures `println!`.
+        SKIP_NOTICE.call_once(|| {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{SKIPPED}");
+        });
+    }
+    found
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// An `iggy-server` process on its own port and data directory; killed when dropped.
+pub struct IggyServer {
+    bin: PathBuf,
+    child: Child,
+    pub addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl IggyServer {
+    pub fn start() -> Option<IggyServer> {
+        let bin = server_bin()?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let child = Self::spawn(&bin, &dir, addr);
+        let server = IggyServer {
+            bin,
+            child,
+            addr,
+            dir,
+        };
+        server.wait_ready();
+        Some(server)
+    }
+
+    fn spawn(bin: &PathBuf, dir: &tempfile::TempDir, addr: SocketAddr) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("server.log"))
+            .expect("server log");
+        // Run in the temp dir: the server reads `core/server/config.toml` and `.env`
+        // from its working directory when present, its embedded defaults otherwise.
+        Command::new(bin)
+            .current_dir(dir.path())
+            .env("IGGY_TCP_ADDRESS", addr.to_string())
+            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
+            .env("IGGY_HTTP_ENABLED", "false")
+            .env("IGGY_QUIC_ENABLED", "false")
+            .env("IGGY_WEBSOCKET_ENABLED", "false")
+            .env("IGGY_ROOT_USERNAME", "iggy")
+            .env("IGGY_ROOT_PASSWORD", "iggy")
+            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
+            .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start iggy-server")
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "iggy-server did not listen on {}: {}",
+                self.addr,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        let _ = std::fs::File::open(self.dir.path().join("server.log"))
+            .and_then(|mut f| f.read_to_string(&mut s));
+        s
+    }
+
+    /// Settings that point a gateway at this server.
+    pub fn gateway_settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("backend", "iggy".into()),
+            ("iggy_address", self.addr.to_string()),
+            ("iggy_connect_timeout_ms", "10000".into()),
+        ]
+    }
+
+    pub fn gateway(&self) -> Gateway {
+        let settings = self.gateway_settings();
+        let refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Gateway::start_with(&refs)
+    }
+
+    /// A signed-in native SDK client.
+    pub async fn sdk(&self) -> TcpClient {
+        let client = TcpClient::create(Arc::new(TcpClientConfig {
+            server_address: self.addr.to_string(),
+            ..TcpClientConfig::default()
+        }))
+        .expect("client");
+        client.connect().await.expect("connect");
+        client.login_user("iggy", "iggy").await.expect("login");
+        client
+    }
+
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn(&self.bin, &self.dir, self.addr);
+        self.wait_ready();
+    }
+}
+
+impl Drop for IggyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
