@@ -31,6 +31,7 @@ use rdkafka::message::{Message, Timestamp};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
+use support::configs;
 use support::groups;
 use support::iggy::{free_port, IggyServer};
 use support::kafka::{admin, consume, create_topic, produce, Expected};
@@ -476,6 +477,64 @@ async fn create_and_delete_topics_map_to_iggy_topics_and_keep_the_stream() {
     drop(gw);
     let gw = server.gateway();
     assert_eq!(topic_ids(&gw), metadata_before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topic_configs_map_onto_iggy_topics() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    // retention.ms → expiry, retention.bytes → size cap × partitions; a compacted topic
+    // never expires; segment.bytes → segment size.
+    let mut c = RawClient::connect(gw.addr);
+    let limited = [
+        ("retention.ms", Some("60000")),
+        ("retention.bytes", Some("2097152")),
+        ("segment.bytes", Some("1048576")),
+    ];
+    assert_eq!(
+        configs::create(&mut c, 7, "limited", &limited, false).error_code,
+        0
+    );
+    let compacted = [
+        ("cleanup.policy", Some("compact")),
+        ("retention.ms", Some("60000")),
+    ];
+    assert_eq!(
+        configs::create(&mut c, 7, "compacted", &compacted, false).error_code,
+        0
+    );
+    let sdk = server.sdk().await;
+    let topic = |name: &'static str| {
+        let sdk = &sdk;
+        async move {
+            sdk.get_topic(&id(STREAM), &id(name))
+                .await
+                .unwrap()
+                .expect(name)
+        }
+    };
+    let t = topic("limited").await;
+    assert_eq!(
+        t.message_expiry,
+        iggy::prelude::IggyExpiry::ExpireDuration(iggy::prelude::IggyDuration::new(
+            Duration::from_secs(60)
+        ))
+    );
+    assert_eq!(
+        t.max_topic_size,
+        iggy::prelude::MaxTopicSize::Custom(iggy::prelude::IggyByteSize::from(3 * 2097152))
+    );
+    let segment = t
+        .options
+        .iter()
+        .find(|(k, _)| k.as_bytes() == b"segment_size");
+    let segment = segment.map(|(_, o)| o.value.to_string_value());
+    assert_eq!(segment.as_deref(), Some("1048576"), "{:?}", t.options);
+    let t = topic("compacted").await;
+    assert_eq!(t.message_expiry, iggy::prelude::IggyExpiry::NeverExpire);
+    assert_eq!(t.max_topic_size, iggy::prelude::MaxTopicSize::Unlimited);
 }
 
 /// Topic name → id, from a Metadata v12 answer.

@@ -1,5 +1,6 @@
 //! CreateTopics: each topic is created (or, with validate_only, checked) by the
-//! topic-admin actor and answered on its own.
+//! topic-admin actor and answered on its own; from v5 with every configuration of the
+//! topic as DescribeConfigs would give it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -19,8 +20,6 @@ use crate::topic_admin::CreateTopic;
 /// Partitions, replication factor and configurations are answered from v5; the topic id from v7.
 const DETAILS_FROM: i16 = 5;
 const TOPIC_ID_FROM: i16 = 7;
-/// `DYNAMIC_TOPIC_CONFIG` in DescribeConfigs' `ConfigSource`.
-const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 
 pub fn handle(
     gw: &Gateway,
@@ -54,13 +53,16 @@ pub fn handle(
             (name, sent)
         })
         .collect();
+    let configs = gw.configs.clone();
 
     async move {
         let mut topics = Vec::with_capacity(pending.len());
         for (name, sent) in pending {
-            let result = CreatableTopicResult::default().with_name(name.clone());
+            let result = CreatableTopicResult::default()
+                .with_name(name.clone())
+                .with_error_message(None);
             topics.push(match sent {
-                Err(message) => failed(version, result, ResponseError::InvalidRequest, message),
+                Err(message) => failed(result, ResponseError::InvalidRequest, message),
                 Ok(request) => match request.await {
                     Ok(Ok(_)) if version < DETAILS_FROM => result,
                     Ok(Ok(topic)) => result
@@ -72,23 +74,24 @@ pub fn handle(
                         .with_num_partitions(topic.partitions)
                         .with_replication_factor(topic.replication_factor)
                         .with_configs(Some(
-                            topic
-                                .configs
-                                .iter()
-                                .map(|(k, v)| {
+                            configs
+                                .borrow()
+                                .topic_entries(&topic.configs)
+                                .into_iter()
+                                .map(|e| {
                                     CreatableTopicConfigs::default()
-                                        .with_name(StrBytes::from_string(k.clone()))
-                                        .with_value(Some(StrBytes::from_string(v.clone())))
-                                        .with_config_source(DYNAMIC_TOPIC_CONFIG)
+                                        .with_name(StrBytes::from_static_str(e.name))
+                                        .with_value(Some(StrBytes::from_string(e.value)))
+                                        .with_read_only(e.read_only)
+                                        .with_config_source(e.source as i8)
                                 })
                                 .collect(),
                         )),
                     Ok(Err(e)) => {
                         tracing::info!(topic = %name.as_str(), error = %e, "topic not created");
-                        failed(version, result, e.code(), e.to_string())
+                        failed(result, e.code(), e.to_string())
                     }
                     Err(_) => failed(
-                        version,
                         result,
                         ResponseError::UnknownServerError,
                         "topic admin unavailable".into(),
@@ -122,17 +125,11 @@ fn creation(t: &CreatableTopic, repeated: bool) -> Result<(i32, i16), String> {
 }
 
 fn failed(
-    version: i16,
     result: CreatableTopicResult,
     code: ResponseError,
     message: String,
 ) -> CreatableTopicResult {
-    let result = result
+    result
         .with_error_code(code.code())
-        .with_error_message(Some(StrBytes::from_string(message)));
-    if version >= DETAILS_FROM && code == ResponseError::InvalidConfig {
-        result.with_topic_config_error_code(code.code())
-    } else {
-        result
-    }
+        .with_error_message(Some(StrBytes::from_string(message)))
 }

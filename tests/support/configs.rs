@@ -1,0 +1,130 @@
+//! Raw requests and Kafka facts for the configuration tests (`tests/topic_configs.rs`,
+//! `tests/iggy_backend.rs`).
+
+use std::ops::RangeInclusive;
+
+use iggy_kafka_actors::api::served_versions;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, MetadataRequest};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{call, topic_name, RawClient};
+
+pub const INVALID_CONFIG: i16 = 40;
+pub const UNKNOWN_TOPIC: i16 = 3;
+pub const INVALID_TOPIC: i16 = 17;
+pub const INVALID_REQUEST: i16 = 42;
+pub const TOPIC_EXISTS: i16 = 36;
+
+/// DescribeConfigs' sources.
+pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+pub const DYNAMIC_BROKER_CONFIG: i8 = 2;
+pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
+pub const STATIC_BROKER_CONFIG: i8 = 4;
+pub const DEFAULT_CONFIG: i8 = 5;
+
+/// Every topic configuration of Kafka 4.1 (`org.apache.kafka.common.config.TopicConfig`
+/// and `LogConfig`), each with a valid value other than its default, as sent and as a
+/// broker shows it back.
+pub const KAFKA_TOPIC_CONFIGS: &[(&str, &str, &str)] = &[
+    ("cleanup.policy", "compact, delete", "compact,delete"),
+    ("compression.type", "zstd", "zstd"),
+    ("compression.gzip.level", "5", "5"),
+    ("compression.lz4.level", "10", "10"),
+    ("compression.zstd.level", "-5", "-5"),
+    ("delete.retention.ms", "3600000", "3600000"),
+    ("file.delete.delay.ms", "1000", "1000"),
+    ("flush.messages", "1000", "1000"),
+    ("flush.ms", "1000", "1000"),
+    (
+        "follower.replication.throttled.replicas",
+        "0:1,1:2",
+        "0:1,1:2",
+    ),
+    ("index.interval.bytes", "8192", "8192"),
+    ("leader.replication.throttled.replicas", "*", "*"),
+    ("local.retention.bytes", "-2", "-2"),
+    ("local.retention.ms", "1000", "1000"),
+    ("max.compaction.lag.ms", "86400000", "86400000"),
+    ("max.message.bytes", "2097152", "2097152"),
+    ("message.timestamp.after.max.ms", "60000", "60000"),
+    ("message.timestamp.before.max.ms", "60000", "60000"),
+    ("message.timestamp.type", "LogAppendTime", "LogAppendTime"),
+    ("min.cleanable.dirty.ratio", "0.25", "0.25"),
+    ("min.compaction.lag.ms", "1000", "1000"),
+    ("min.insync.replicas", "2", "2"),
+    ("preallocate", "TRUE", "true"),
+    ("remote.log.copy.disable", "true", "true"),
+    ("remote.log.delete.on.disable", "true", "true"),
+    ("remote.storage.enable", "false", "false"),
+    ("retention.bytes", "-1", "-1"),
+    ("retention.ms", "86400000", "86400000"),
+    ("segment.bytes", "2097152", "2097152"),
+    ("segment.index.bytes", "1048576", "1048576"),
+    ("segment.jitter.ms", "10", "10"),
+    ("segment.ms", "3600000", "3600000"),
+    ("unclean.leader.election.enable", "true", "true"),
+];
+
+pub fn versions(key: ApiKey) -> RangeInclusive<i16> {
+    let served = served_versions(key).expect("served");
+    served.min..=served.max
+}
+
+pub fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// CreateTopics at `v` of one topic (3 partitions, replication factor 1).
+pub fn create(
+    c: &mut RawClient,
+    v: i16,
+    topic: &str,
+    configs: &[(&str, Option<&str>)],
+    validate_only: bool,
+) -> CreatableTopicResult {
+    create_with(c, v, topic, 3, 1, configs, validate_only)
+}
+
+/// CreateTopics at `v` of one topic.
+pub fn create_with(
+    c: &mut RawClient,
+    v: i16,
+    topic: &str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &[(&str, Option<&str>)],
+    validate_only: bool,
+) -> CreatableTopicResult {
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            CreatableTopicConfig::default()
+                .with_name(s(k))
+                .with_value(v.map(s))
+        })
+        .collect();
+    let topic = CreatableTopic::default()
+        .with_name(topic_name(topic))
+        .with_num_partitions(partitions)
+        .with_replication_factor(replication_factor)
+        .with_configs(configs);
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_validate_only(validate_only)
+        .with_topics(vec![topic]);
+    let r = call!(c, CreateTopics, v, request);
+    r.topics.into_iter().next().expect("one result")
+}
+
+/// Whether Metadata (v12, without auto-creation) lists the topic.
+pub fn exists(c: &mut RawClient, topic: &str) -> bool {
+    let wanted = MetadataRequestTopic::default().with_name(Some(topic_name(topic)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![wanted]))
+        .with_allow_auto_topic_creation(false);
+    let r = call!(c, Metadata, 12, request);
+    r.topics[0].error_code == 0
+}
