@@ -21,9 +21,7 @@ use iggy::prelude::{
     Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
     TcpClient, TopicClient, TopicCreateOptions,
 };
-use kafka_protocol::messages::{
-    ApiKey, InitProducerIdRequest, MetadataRequest, RequestKind, ResponseKind,
-};
+use kafka_protocol::messages::{ApiKey, MetadataRequest, RequestKind, ResponseKind};
 use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
@@ -557,42 +555,6 @@ fn topic_ids(gw: &Gateway) -> Vec<(String, uuid::Uuid)> {
     ids
 }
 
-fn init_producer_id(gw: &Gateway) -> i64 {
-    let mut raw = RawClient::connect(gw.addr);
-    let ResponseKind::InitProducerId(r) = raw.call(
-        ApiKey::InitProducerId,
-        4,
-        RequestKind::InitProducerId(
-            InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000)
-                .with_producer_id(kafka_protocol::messages::ProducerId(-1))
-                .with_producer_epoch(-1),
-        ),
-    ) else {
-        panic!("not an InitProducerId answer")
-    };
-    assert_eq!(r.error_code, 0);
-    r.producer_id.0
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn producer_ids_stay_unique_across_gateway_restarts() {
-    let Some(server) = IggyServer::start() else {
-        return;
-    };
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let gw = server.gateway();
-        ids.push(init_producer_id(&gw));
-        ids.push(init_producer_id(&gw));
-    }
-    let mut unique = ids.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), ids.len(), "{ids:?}");
-}
-
 /// Runs the gateway binary expecting it to fail at startup; returns its stderr.
 fn failed_start(settings: &[(&str, String)]) -> (std::process::ExitStatus, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -991,71 +953,6 @@ async fn list_offsets_by_time_and_log_append_time_topics_work_on_iggy() {
     );
 }
 
-/// One idempotent batch of `n` records from sequence `seq`, to partition 0 of
-/// `topic` with acks=all: `(error code, base offset)`.
-fn produce_idempotent(gw: &Gateway, topic: &str, pid: i64, seq: i32, n: i32) -> (i16, i64) {
-    use kafka_protocol::messages::produce_request::{
-        PartitionProduceData, ProduceRequest, TopicProduceData,
-    };
-    use kafka_protocol::records::{Compression, Record};
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: 0,
-            offset: i as i64,
-            sequence: seq + i,
-            ..support::record(None, format!("s{}", seq + i).as_bytes(), 1_700_000_000_000)
-        })
-        .collect();
-    let name = kafka_protocol::messages::TopicName(
-        kafka_protocol::protocol::StrBytes::from_string(topic.to_string()),
-    );
-    let req = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(10_000)
-        .with_transactional_id(None)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(name)
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(support::batch(&records, Compression::None)))])]);
-    let mut raw = RawClient::connect(gw.addr);
-    let ResponseKind::Produce(r) = raw.call(ApiKey::Produce, 12, RequestKind::Produce(req)) else {
-        panic!("not a Produce answer")
-    };
-    let p = &r.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn idempotent_producer_state_is_rebuilt_from_iggy_after_a_gateway_restart() {
-    let Some(server) = IggyServer::start() else {
-        return;
-    };
-    let gw = server.gateway();
-    create_topic(&gw.bootstrap(), "idem", 1, &[]).await;
-    let pid = init_producer_id(&gw);
-    assert_eq!(produce_idempotent(&gw, "idem", pid, 0, 3), (0, 0));
-    assert_eq!(produce_idempotent(&gw, "idem", pid, 3, 2), (0, 3));
-    drop(gw);
-
-    let gw = server.gateway();
-    // A retry of the last batch: its first offset, nothing stored again.
-    assert_eq!(produce_idempotent(&gw, "idem", pid, 3, 2), (0, 3));
-    // A gap: OUT_OF_ORDER_SEQUENCE_NUMBER.
-    assert_eq!(produce_idempotent(&gw, "idem", pid, 9, 1).0, 45);
-    assert_eq!(produce_idempotent(&gw, "idem", pid, 5, 1), (0, 5));
-    let sdk = server.sdk().await;
-    let values: Vec<Bytes> = iggy_messages(&sdk, "idem", 0)
-        .await
-        .into_iter()
-        .map(|m| m.payload)
-        .collect();
-    let want: Vec<Bytes> = (0..6).map(|s| Bytes::from(format!("s{s}"))).collect();
-    assert_eq!(values, want);
-}
-
 /// A gateway started with a settings file (`--config`), for settings the
 /// environment cannot express; killed when dropped.
 struct ConfiguredGateway {
@@ -1199,5 +1096,41 @@ topic = "orders-v1"
     assert!(
         stderr.contains("'orders' and 'orders2' both map to Iggy topic 'legacy/orders-v1'"),
         "{stderr}"
+    );
+}
+
+/// Each offset slot commits through an Iggy connection of its own (`iggy_offset_slots`
+/// more clients on the server), so one slot's commits never queue behind another's.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_offset_slot_has_its_own_iggy_commit_client() {
+    use iggy::prelude::SystemClient;
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let sdk = server.sdk().await;
+    let mut clients = Vec::new();
+    for slots in ["1", "6"] {
+        let mut settings = server.gateway_settings();
+        settings.push(("offset_slots", slots.to_string()));
+        let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let gw = Gateway::start_with(&settings);
+        clients.push(sdk.get_clients().await.expect("clients").len());
+        // Commits still land, whichever slot a partition hashes to.
+        let topic = format!("slots-{slots}");
+        create_topic(&gw.bootstrap(), &topic, 4, &[]).await;
+        let offsets: Vec<(i32, i64)> = (0..4).map(|p| (p, 10 + p as i64)).collect();
+        commit_offsets(&gw.bootstrap(), "g", &topic, &offsets);
+        assert_eq!(committed(&gw.bootstrap(), "g", &topic, 4), [10, 11, 12, 13]);
+        drop(gw);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sdk.get_clients().await.expect("clients").len() > 1 {
+            assert!(Instant::now() < deadline, "the gateway's clients stayed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert_eq!(
+        clients[1] - clients[0],
+        5,
+        "clients by slot count: {clients:?}"
     );
 }

@@ -135,8 +135,8 @@ impl Gateway {
 }
 
 /// A partition's slot among `n`: a stable hash, so the same partition always lands
-/// on the same actor.
-fn slot_of(tp: &TopicPartition, n: usize) -> usize {
+/// on the same actor (and, on Iggy, the same client).
+pub fn slot_of(tp: &TopicPartition, n: usize) -> usize {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     tp.hash(&mut h);
     (h.finish() % n as u64) as usize

@@ -91,6 +91,8 @@ pub struct IggyConfig {
     pub gateway_stream: String,
     pub produce_clients: usize,
     pub read_clients: usize,
+    /// One per offset slot: a slot's commits go through its own connection.
+    pub commit_clients: usize,
     /// Most bytes of Fetch reads started ahead of their consumers (0: none).
     pub read_ahead_bytes: usize,
     pub connect_timeout: Duration,
@@ -449,7 +451,11 @@ impl Inner {
 
     /// Appends a record to one of the gateway's own logs; the offset it got.
     async fn log(&self, log: &str, record: Bytes) -> BackendResult<u64> {
-        gateway_log::append(&self.pools.admin, &self.config.gateway_stream, log, record)
+        self.log_via(&self.pools.admin, log, record).await
+    }
+
+    async fn log_via(&self, conn: &Conn, log: &str, record: Bytes) -> BackendResult<u64> {
+        gateway_log::append(conn, &self.config.gateway_stream, log, record)
             .await
             .map_err(|e| backend_error(e, None, log))
     }
@@ -692,7 +698,7 @@ impl Inner {
                 }
             })
             .collect();
-        let conn = self.pools.producer(&tp.topic, tp.partition);
+        let conn = self.pools.producer(&tp);
         let (stream, topic) = self.ids(&tp.topic)?;
         // Until Iggy answers, the partition may hold this batch unacknowledged.
         if let Some(s) = stamp {
@@ -1106,7 +1112,8 @@ impl Inner {
         offset: Option<CommittedOffset>,
     ) -> BackendResult<()> {
         let record = OffsetRecord::commit(&group, &tp, offset.as_ref());
-        self.log(gateway_log::COMMITTED_OFFSETS, record.encode())
+        let conn = self.pools.committer(&tp);
+        self.log_via(conn, gateway_log::COMMITTED_OFFSETS, record.encode())
             .await?;
         self.offsets.lock().apply(record);
         // The commit stands; the mirror only informs Iggy tools, so it runs behind,

@@ -22,6 +22,8 @@ use iggy::prelude::{
     UserClient,
 };
 use iggy_common::{AutoLogin, BinaryTransport, ClientState};
+use iggy_kafka_actors::backend::TopicPartition;
+use iggy_kafka_actors::gateway::slot_of;
 
 use super::IggyConfig;
 
@@ -186,6 +188,7 @@ pub struct Pools {
     pub mirror: Conn,
     produce: Vec<Conn>,
     read: Vec<Conn>,
+    commit: Vec<Conn>,
 }
 
 impl Pools {
@@ -199,24 +202,31 @@ impl Pools {
         let admin = Conn::new(&config.address, credentials.clone())?;
         first_contact(&admin, config).await?;
         let mirror = Conn::new(&config.address, credentials.clone())?;
-        let mut produce = Vec::new();
-        let mut read = Vec::new();
-        for i in 0..config.produce_clients + config.read_clients {
+        let signed_in = || async {
             let conn = Conn::new(&config.address, credentials.clone())?;
             conn.ready().await.map_err(|source| ConnectError::SignIn {
                 address: config.address.clone(),
                 source,
             })?;
-            if i < config.produce_clients {
-                produce.push(conn);
-            } else {
-                read.push(conn);
-            }
+            Ok::<_, ConnectError>(conn)
+        };
+        let mut produce = Vec::new();
+        for _ in 0..config.produce_clients {
+            produce.push(signed_in().await?);
+        }
+        let mut read = Vec::new();
+        for _ in 0..config.read_clients {
+            read.push(signed_in().await?);
+        }
+        let mut commit = Vec::new();
+        for _ in 0..config.commit_clients.max(1) {
+            commit.push(signed_in().await?);
         }
         tracing::info!(
             address = %config.address,
             produce = produce.len(),
             read = read.len(),
+            commit = commit.len(),
             "connected to Iggy"
         );
         Ok(Pools {
@@ -224,15 +234,19 @@ impl Pools {
             mirror,
             produce,
             read,
+            commit,
         })
     }
 
     /// The produce client of a partition, for life.
-    pub fn producer(&self, topic: &str, partition: i32) -> &Conn {
-        let mut h = std::hash::DefaultHasher::new();
-        std::hash::Hash::hash(&(topic, partition), &mut h);
-        let i = std::hash::Hasher::finish(&h) as usize % self.produce.len();
-        &self.produce[i]
+    pub fn producer(&self, tp: &TopicPartition) -> &Conn {
+        &self.produce[slot_of(tp, self.produce.len())]
+    }
+
+    /// The commit client of a partition's offset slot: the slot's commits run one at a
+    /// time, so they go out in order on it, never behind another slot's.
+    pub fn committer(&self, tp: &TopicPartition) -> &Conn {
+        &self.commit[slot_of(tp, self.commit.len())]
     }
 
     /// The read client with the fewest calls in progress.
