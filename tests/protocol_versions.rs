@@ -93,6 +93,7 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::OffsetCommit => offset_commit(&mut c, v, &t),
                 ApiKey::OffsetFetch => offset_fetch(&mut c, v, &t),
                 ApiKey::OffsetDelete => offset_delete(&mut c, v, &t),
+                ApiKey::DescribeConfigs => describe_configs(&mut c, v, &t),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {
@@ -755,6 +756,61 @@ fn offset_delete(c: &mut RawClient, v: i16, t: &Topic) {
     let unknown = GroupId(s(&format!("offset-delete-unknown-v{v}")));
     let r = call!(c, OffsetDelete, v, request.with_group_id(unknown));
     assert_eq!(r.error_code, 69, "{r:?}");
+}
+
+// ---- configurations ------------------------------------------------------------------
+
+fn describe_configs(c: &mut RawClient, v: i16, t: &Topic) {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let resource = |kind: i8, name: &str| {
+        DescribeConfigsResource::default()
+            .with_resource_type(kind)
+            .with_resource_name(s(name))
+            .with_configuration_keys(Some(vec![s("retention.ms"), s("num.partitions")]))
+    };
+    let mut request = DescribeConfigsRequest::default()
+        .with_resources(vec![
+            resource(2, &t.name),
+            resource(4, "0"),
+            resource(2, "missing"),
+        ])
+        .with_include_synonyms(true);
+    if v >= 3 {
+        request = request.with_include_documentation(true);
+    }
+    let r = call!(c, DescribeConfigs, v, request);
+    let [topic, broker, missing] = &r.results[..] else {
+        panic!("three resources asked, {} answered", r.results.len())
+    };
+    assert_eq!(
+        (topic.error_code, &topic.error_message),
+        (0, &None),
+        "{topic:?}"
+    );
+    // The versions topic was created with retention.ms=86400000 (LONG, type 5).
+    let [e] = &topic.configs[..] else {
+        panic!("{topic:?}")
+    };
+    let shown = (
+        e.name.as_str(),
+        e.value.as_deref(),
+        e.config_source,
+        e.read_only,
+    );
+    assert_eq!(shown, ("retention.ms", Some("86400000"), 1, false));
+    let sources: Vec<i8> = e.synonyms.iter().map(|x| x.source).collect();
+    assert_eq!(sources, [1, 5], "topic value, then the broker default");
+    let documented = e.documentation.as_deref().is_some_and(|d| !d.is_empty());
+    let typed = (e.config_type, documented);
+    assert_eq!(typed, if v >= 3 { (5, true) } else { (0, false) });
+    let [n] = &broker.configs[..] else {
+        panic!("{broker:?}")
+    };
+    assert_eq!(
+        (n.name.as_str(), n.value.as_deref()),
+        ("num.partitions", Some("1"))
+    );
+    assert_eq!(missing.error_code, 3, "{missing:?}");
 }
 
 // ---- helpers -------------------------------------------------------------------------

@@ -1,13 +1,19 @@
 //! Raw requests and Kafka facts for the configuration tests (`tests/topic_configs.rs`,
 //! `tests/iggy_backend.rs`).
 
+use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
 use iggy_kafka_actors::api::served_versions;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, MetadataRequest};
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, MetadataRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{call, topic_name, RawClient};
@@ -127,4 +133,48 @@ pub fn exists(c: &mut RawClient, topic: &str) -> bool {
         .with_allow_auto_topic_creation(false);
     let r = call!(c, Metadata, 12, request);
     r.topics[0].error_code == 0
+}
+
+/// DescribeConfigs at `v` of one resource (`2` topic, `4` broker); `keys` None for all.
+pub fn describe(
+    c: &mut RawClient,
+    v: i16,
+    (resource_type, name): (i8, &str),
+    keys: Option<&[&str]>,
+    synonyms: bool,
+) -> DescribeConfigsResult {
+    let resource = DescribeConfigsResource::default()
+        .with_resource_type(resource_type)
+        .with_resource_name(s(name))
+        .with_configuration_keys(keys.map(|k| k.iter().map(|k| s(k)).collect()));
+    let mut request = DescribeConfigsRequest::default()
+        .with_resources(vec![resource])
+        .with_include_synonyms(synonyms);
+    if v >= 3 {
+        request = request.with_include_documentation(true);
+    }
+    let r = call!(c, DescribeConfigs, v, request);
+    r.results.into_iter().next().expect("one result")
+}
+
+/// A topic's configurations (DescribeConfigs v4): name → (value, source).
+pub fn topic_configs(c: &mut RawClient, topic: &str) -> BTreeMap<String, (String, i8)> {
+    let r = describe(c, 4, (2, topic), None, false);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    r.configs
+        .into_iter()
+        .map(|e| {
+            let value = e.value.map(|v| v.to_string()).unwrap_or_default();
+            (e.name.to_string(), (value, e.config_source))
+        })
+        .collect()
+}
+
+/// DeleteTopics v6 of one topic by name: its error code.
+pub fn delete(c: &mut RawClient, topic: &str) -> i16 {
+    let state = DeleteTopicState::default().with_name(Some(topic_name(topic)));
+    let request = DeleteTopicsRequest::default()
+        .with_topics(vec![state])
+        .with_timeout_ms(5000);
+    call!(c, DeleteTopics, 6, request).responses[0].error_code
 }

@@ -5,8 +5,10 @@
 //! pipelined requests reach the actors in the order they arrived.
 
 mod api_versions;
+mod config_resources;
 mod create_topics;
 mod delete_topics;
+mod describe_configs;
 mod fetch;
 mod groups;
 mod init_producer_id;
@@ -50,6 +52,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 9),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeConfigs, 1, 4),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -102,6 +105,9 @@ pub fn route(
             delete_topics::handle(gw, version, r),
             ResponseKind::DeleteTopics,
         ),
+        RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
+            describe_configs::handle(gw, version, r),
+        )),
         RequestKind::InitProducerId(r) => answer(
             init_producer_id::handle(gw.clone(), r),
             ResponseKind::InitProducerId,
