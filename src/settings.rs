@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
-use iggy_kafka_actors::BrokerSettings;
+use iggy_kafka_actors::topic_admin::MAX_PARTITIONS;
+use iggy_kafka_actors::{BrokerSettings, TopicRules};
 use serde::Deserialize;
 
 use crate::embedded::SyncPolicy;
@@ -110,9 +111,14 @@ pub struct Settings {
     pub write_timeout_ms: u64,
     pub shutdown_timeout_ms: u64,
     pub message_max_bytes: usize,
-    pub auto_create_topics: bool,
+    /// Kafka's `auto.create.topics.enable`: Metadata creates missing topics (KIP-361).
+    pub auto_create_topics_enable: bool,
+    /// Partitions of a topic created with -1 or auto-created (`num.partitions`).
     pub num_partitions: i32,
+    /// Replication factor recorded for -1 and auto-created topics (`default.replication.factor`).
     pub default_replication_factor: i16,
+    /// Most topics one DeleteTopics request may name; beyond it none is deleted.
+    pub delete_topics_max_names: usize,
     pub log_slots: usize,
     /// Actors that commit and read consumer-group offsets (a partition always uses the same one).
     pub offset_slots: usize,
@@ -157,9 +163,10 @@ impl Default for Settings {
             write_timeout_ms: 30_000,
             shutdown_timeout_ms: 10_000,
             message_max_bytes: 1_048_588,
-            auto_create_topics: true,
+            auto_create_topics_enable: true,
             num_partitions: 1,
             default_replication_factor: 1,
+            delete_topics_max_names: 100,
             log_slots: 4,
             offset_slots: 4,
             group_initial_rebalance_delay_ms: 3_000,
@@ -205,6 +212,10 @@ impl Settings {
                 "default_replication_factor",
                 self.default_replication_factor as i64,
             ),
+            (
+                "delete_topics_max_names",
+                self.delete_topics_max_names as i64,
+            ),
             ("log_slots", self.log_slots as i64),
             ("offset_slots", self.offset_slots as i64),
             ("topic_refresh_ms", self.topic_refresh_ms as i64),
@@ -217,6 +228,15 @@ impl Settings {
                     reason: format!("must be at least 1, got {value}"),
                 });
             }
+        }
+        if self.num_partitions > MAX_PARTITIONS {
+            return Err(SettingsError::Invalid {
+                name: "num_partitions",
+                reason: format!(
+                    "must be at most {MAX_PARTITIONS}, got {}",
+                    self.num_partitions
+                ),
+            });
         }
         if self
             .advertised_host
@@ -358,9 +378,12 @@ impl Settings {
             read_timeout: Duration::from_millis(self.read_timeout_ms),
             write_timeout: Duration::from_millis(self.write_timeout_ms),
             message_max_bytes: self.message_max_bytes,
-            auto_create_topics: self.auto_create_topics,
-            num_partitions: self.num_partitions,
-            default_replication_factor: self.default_replication_factor,
+            topic_rules: TopicRules {
+                auto_create_topics_enable: self.auto_create_topics_enable,
+                num_partitions: self.num_partitions,
+                default_replication_factor: self.default_replication_factor,
+                delete_topics_max_names: self.delete_topics_max_names,
+            },
             max_connections: self.max_connections,
             log_slots: self.log_slots,
             offset_slots: self.offset_slots,

@@ -21,7 +21,10 @@ use iggy::prelude::{
     Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
     TcpClient, TopicClient, TopicCreateOptions,
 };
-use kafka_protocol::messages::{ApiKey, MetadataRequest, RequestKind, ResponseKind};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::{
+    ApiKey, DeleteTopicsRequest, MetadataRequest, RequestKind, ResponseKind,
+};
 use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
@@ -32,7 +35,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use support::configs;
 use support::groups;
 use support::iggy::{free_port, IggyServer};
-use support::kafka::{admin, consume, create_topic, produce, Expected};
+use support::kafka::{admin, commit_offsets, committed, consume, create_topic, produce, Expected};
 use support::{Gateway, RawClient};
 
 const STREAM: &str = "kafka";
@@ -535,6 +538,41 @@ async fn topic_configs_map_onto_iggy_topics() {
     assert_eq!(t.max_topic_size, iggy::prelude::MaxTopicSize::Unlimited);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_topics_never_reaches_a_stream_or_an_unreachable_topic() {
+    // Kafka names map to Iggy topics only: the streams' names are topics that do not
+    // exist (3), and an Iggy topic whose name no Kafka name can be is never looked up
+    // (17 before any call to Iggy).
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let sdk = server.sdk().await;
+    let unreachable = "made natively";
+    let options = TopicCreateOptions {
+        partitions_count: Some(1),
+        ..TopicCreateOptions::default()
+    };
+    sdk.create_topic(&id(STREAM), unreachable, &options)
+        .await
+        .expect("native topic");
+    let names = [STREAM, "kafka-gateway", unreachable]
+        .map(|n| DeleteTopicState::default().with_name(Some(support::topic_name(n))));
+    let request = DeleteTopicsRequest::default().with_topics(names.to_vec());
+    let mut raw = RawClient::connect(gw.addr);
+    let r = support::call!(raw, DeleteTopics, 6, request.with_timeout_ms(5000));
+    let codes: Vec<i16> = r.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, [3, 3, 17]);
+    for stream in [STREAM, "kafka-gateway"] {
+        assert!(
+            sdk.get_stream(&id(stream)).await.unwrap().is_some(),
+            "{stream}"
+        );
+    }
+    let native = sdk.get_topic(&id(STREAM), &id(unreachable)).await.unwrap();
+    assert!(native.is_some(), "the native topic was deleted");
+}
+
 /// Topic name → id, from a Metadata v12 answer.
 fn topic_ids(gw: &Gateway) -> Vec<(String, uuid::Uuid)> {
     use kafka_protocol::messages::MetadataRequest;
@@ -774,46 +812,6 @@ async fn iggy_restarted_mid_stream_loses_no_acknowledged_record() {
     values.sort();
     values.dedup();
     assert_eq!(values.len(), total, "duplicates stored");
-}
-
-/// Commits `offsets` for `group` (an empty group: generation -1, like admin tools).
-fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for (p, o) in offsets {
-        tpl.add_partition_offset(topic, *p, Offset::Offset(*o))
-            .unwrap();
-    }
-    consumer
-        .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
-        .expect("commit");
-}
-
-/// The group's committed offsets for partitions `0..partitions` (-1: none).
-fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition(topic, p);
-    }
-    let got = consumer
-        .committed_offsets(tpl, Duration::from_secs(10))
-        .expect("committed offsets");
-    (0..partitions)
-        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
-            Offset::Offset(o) => o,
-            _ => -1,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -51,6 +51,12 @@ fn a_malformed_value_stops_startup() {
     refused_naming(&out, &["sometimes"]);
     let out = start(&[("IGGY_KAFKA_LOG_SLOTS", "0")], &[]);
     refused_naming(&out, &["log_slots", "at least 1"]);
+    let out = start(&[("IGGY_KAFKA_DELETE_TOPICS_MAX_NAMES", "0")], &[]);
+    refused_naming(&out, &["delete_topics_max_names", "at least 1"]);
+    let out = start(&[("IGGY_KAFKA_NUM_PARTITIONS", "100001")], &[]);
+    refused_naming(&out, &["num_partitions", "at most 100000"]);
+    let out = start(&[("IGGY_KAFKA_AUTO_CREATE_TOPICS_ENABLE", "maybe")], &[]);
+    refused_naming(&out, &["auto_create_topics_enable"]);
 }
 
 #[test]

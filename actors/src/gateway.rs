@@ -35,9 +35,8 @@ pub struct BrokerSettings {
     pub write_timeout: Duration,
     /// Largest record batch a topic accepts unless it sets `max.message.bytes`.
     pub message_max_bytes: usize,
-    pub auto_create_topics: bool,
-    pub num_partitions: i32,
-    pub default_replication_factor: i16,
+    /// Topic defaults and limits; read through [`Gateway::topic_rules`] only.
+    pub topic_rules: TopicRules,
     /// Open connections allowed at once; more are closed on accept.
     pub max_connections: usize,
     /// Number of log-slot actors appends are spread over.
@@ -48,6 +47,39 @@ pub struct BrokerSettings {
     pub group_initial_rebalance_delay: Duration,
     /// How often the topic table is re-read from the backend.
     pub topic_refresh_interval: Duration,
+}
+
+/// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and
+/// `default.replication.factor`, and how many names one DeleteTopics may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopicRules {
+    /// Metadata creates missing topics (with the request's consent from v4, KIP-361).
+    pub auto_create_topics_enable: bool,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    /// A DeleteTopics naming more topics deletes none (POLICY_VIOLATION for each).
+    pub delete_topics_max_names: usize,
+}
+
+impl TopicRules {
+    /// Partitions asked for; -1 means the broker default at every version, as Kafka's
+    /// controller has it.
+    pub fn partitions(&self, asked: i32) -> i32 {
+        if asked == -1 {
+            self.num_partitions
+        } else {
+            asked
+        }
+    }
+
+    /// Replication factor asked for; -1 means the broker default at every version.
+    pub fn replication_factor(&self, asked: i16) -> i16 {
+        if asked == -1 {
+            self.default_replication_factor
+        } else {
+            asked
+        }
+    }
 }
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
@@ -110,6 +142,12 @@ impl Gateway {
             groups,
             signals,
         })
+    }
+
+    /// The topic rules in force. The one place they are read, so a value changed at
+    /// runtime (dynamic broker configs) takes effect everywhere by changing only this.
+    pub fn topic_rules(&self) -> TopicRules {
+        self.settings.topic_rules
     }
 
     /// The topic table as of now.

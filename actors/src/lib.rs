@@ -25,4 +25,4 @@ pub mod topic_admin;
 pub mod wire;
 
 pub use backend::{Backend, BackendError};
-pub use gateway::{BrokerSettings, Gateway};
+pub use gateway::{BrokerSettings, Gateway, TopicRules};

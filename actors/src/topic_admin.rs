@@ -69,6 +69,8 @@ impl TopicError {
 pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     let reason = if name.is_empty() {
         "the name is empty"
+    } else if name.trim() != name {
+        "leading or trailing whitespace is not allowed"
     } else if name == "." || name == ".." {
         "'.' and '..' are not allowed"
     } else if name.len() > MAX_NAME_LEN {
@@ -124,7 +126,8 @@ impl TopicTable {
     }
 }
 
-/// Create one topic; -1 partitions or replication factor mean the broker defaults.
+/// Create one topic. The sender resolves -1 (the broker defaults) through
+/// [`crate::gateway::TopicRules`] first.
 #[derive(Message)]
 #[rtype(result = "Result<Arc<TopicMeta>, TopicError>")]
 pub struct CreateTopic {
@@ -212,21 +215,18 @@ impl TopicAdmin {
         if self.table.borrow().get(&msg.name).is_some() {
             return Err(TopicError::Exists(msg.name.clone()));
         }
-        let partitions = match msg.partitions {
-            -1 => self.settings.num_partitions,
-            n if (1..=MAX_PARTITIONS).contains(&n) => n,
-            n => return Err(TopicError::InvalidPartitions(n)),
-        };
-        let replication_factor = match msg.replication_factor {
-            -1 => self.settings.default_replication_factor,
-            n if n >= 1 => n,
-            n => return Err(TopicError::InvalidReplicationFactor(n)),
-        };
+        if !(1..=MAX_PARTITIONS).contains(&msg.partitions) {
+            return Err(TopicError::InvalidPartitions(msg.partitions));
+        }
+        // Any factor is recorded; the backend keeps what it keeps (one copy here).
+        if msg.replication_factor < 1 {
+            return Err(TopicError::InvalidReplicationFactor(msg.replication_factor));
+        }
         Ok(TopicMeta {
             name: msg.name.as_str().into(),
             id: Uuid::new_v4(),
-            partitions,
-            replication_factor,
+            partitions: msg.partitions,
+            replication_factor: msg.replication_factor,
             configs: Default::default(),
         })
     }

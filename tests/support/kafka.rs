@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders, Timestamp};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -131,4 +131,42 @@ pub fn consume(
             .push((m.offset(), e, m.timestamp()));
     }
     got
+}
+
+/// Commits `offsets` for `group` (an empty group: generation -1, like admin tools).
+pub fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for (p, o) in offsets {
+        tpl.add_partition_offset(topic, *p, Offset::Offset(*o))
+            .unwrap();
+    }
+    consumer.commit(&tpl, CommitMode::Sync).expect("commit");
+}
+
+/// The group's committed offsets for partitions `0..partitions` (-1: none).
+pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = consumer
+        .committed_offsets(tpl, Duration::from_secs(10))
+        .expect("committed offsets");
+    (0..partitions)
+        .map(|p| match got.find_partition(topic, p).unwrap().offset() {
+            Offset::Offset(o) => o,
+            _ => -1,
+        })
+        .collect()
 }

@@ -26,6 +26,7 @@ pub fn handle(
     version: i16,
     req: CreateTopicsRequest,
 ) -> impl Future<Output = CreateTopicsResponse> {
+    let rules = gw.topic_rules();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for t in &req.topics {
         *seen.entry(t.name.to_string()).or_default() += 1;
@@ -40,8 +41,8 @@ pub fn handle(
                 Err(message) => Err(message),
                 Ok((partitions, replication_factor)) => Ok(gw.topic_admin.send(CreateTopic {
                     name: t.name.to_string(),
-                    partitions,
-                    replication_factor,
+                    partitions: rules.partitions(partitions),
+                    replication_factor: rules.replication_factor(replication_factor),
                     configs: t
                         .configs
                         .into_iter()
@@ -103,8 +104,9 @@ pub fn handle(
     }
 }
 
-/// Partitions and replication factor asked for, taking a manual assignment into
-/// account as Kafka does; an error message for a request Kafka refuses outright.
+/// Partitions and replication factor asked for (-1: the broker default, at every
+/// version), taking a manual assignment into account as Kafka does; an error message
+/// for a request Kafka refuses outright.
 fn creation(t: &CreatableTopic, repeated: bool) -> Result<(i32, i16), String> {
     if repeated {
         return Err(format!(

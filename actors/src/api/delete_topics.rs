@@ -1,5 +1,9 @@
-//! DeleteTopics: by name, or by topic id from v6. Each name is answered on its own;
-//! a name repeated in one request is deleted once, then found missing.
+//! DeleteTopics: by name, or by topic id from v6. Each name is answered on its own
+//! (an invalid one INVALID_TOPIC_EXCEPTION without reaching the backend, a missing one
+//! UNKNOWN_TOPIC_OR_PARTITION); a name repeated in one request is deleted once, then
+//! found missing. A request naming more topics than `delete_topics_max_names` deletes
+//! none: POLICY_VIOLATION for each. Only the topic a name maps to goes, with its
+//! stored configurations and committed offsets (`Backend::delete_topic`).
 
 use std::future::Future;
 
@@ -37,13 +41,29 @@ pub fn handle(
             .map(|n| (Some(n), Uuid::nil()))
             .collect()
     };
+    // Over the limit nothing is sent: every name answers the same refusal.
+    let limit = gw.topic_rules().delete_topics_max_names;
+    let refused = (targets.len() > limit).then(|| {
+        let message = format!(
+            "the request names {} topics; at most {limit} may be deleted at once",
+            targets.len()
+        );
+        (ResponseError::PolicyViolation, message)
+    });
     let pending: Vec<_> = targets
         .into_iter()
         .map(|(name, id)| {
             let name = name
                 .map(|n| n.to_string())
                 .or_else(|| table.by_id(&id).map(|t| t.name.to_string()));
-            let sent = name.clone().map(|n| gw.topic_admin.send(DeleteTopic(n)));
+            let sent = match (&refused, &name) {
+                (Some(refusal), _) => Err(refusal.clone()),
+                (None, None) => Err((
+                    ResponseError::UnknownTopicId,
+                    format!("no topic has id {id}"),
+                )),
+                (None, Some(n)) => Ok(gw.topic_admin.send(DeleteTopic(n.clone()))),
+            };
             (name, id, sent)
         })
         .collect();
@@ -56,11 +76,8 @@ pub fn handle(
                 .with_name(name.map(|n| TopicName(StrBytes::from_string(n))))
                 .with_topic_id(id);
             let outcome = match sent {
-                None => Err((
-                    ResponseError::UnknownTopicId,
-                    format!("no topic has id {id}"),
-                )),
-                Some(request) => match request.await {
+                Err(refusal) => Err(refusal),
+                Ok(request) => match request.await {
                     Ok(Ok(topic)) => {
                         slots
                             .iter()

@@ -18,6 +18,8 @@ use crate::backend::TopicMeta;
 use crate::gateway::Gateway;
 use crate::topic_admin::{validate_topic_name, CreateTopic};
 
+/// Metadata carries `allow_auto_topic_creation` from v4 (KIP-361).
+const AUTO_CREATE_FLAG_FROM: i16 = 4;
 /// "Not requested" in authorized-operations fields.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 /// With no authorizer every operation is allowed. Bits are Kafka's `AclOperation`
@@ -57,9 +59,9 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
             .map(|t| describe(t, version, node, topic_ops))
             .collect(),
         Some(wanted) => {
-            // KIP-361: before v4 the broker setting alone decides.
-            let may_create =
-                gw.settings.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+            // KIP-361: from v4 the request must allow it too; before, the setting decides.
+            let may_create = gw.topic_rules().auto_create_topics_enable
+                && (version < AUTO_CREATE_FLAG_FROM || req.allow_auto_topic_creation);
             let mut out = Vec::with_capacity(wanted.len());
             for t in wanted {
                 let found = match &t.name {
@@ -104,12 +106,13 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
 
 /// Creates a topic with the broker defaults; the answer for it this time.
 async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
+    let rules = gw.topic_rules();
     let created = gw
         .topic_admin
         .send(CreateTopic {
             name: name.to_string(),
-            partitions: -1,
-            replication_factor: -1,
+            partitions: rules.num_partitions,
+            replication_factor: rules.default_replication_factor,
             configs: Vec::new(),
             validate_only: false,
         })
@@ -127,6 +130,8 @@ async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
     }
 }
 
+/// Every partition on this node, led by it, with the one replica the backend really
+/// keeps, whatever replication factor the topic was created with.
 fn describe(t: &Arc<TopicMeta>, version: i16, node: i32, operations: i32) -> MetadataResponseTopic {
     // Leader epochs are answered from v7.
     let epoch = if version >= 7 { 0 } else { -1 };

@@ -268,7 +268,7 @@ pub fn static_configs(s: &BrokerSettings) -> Vec<(&'static str, String)> {
     vec![
         (
             "auto.create.topics.enable",
-            s.auto_create_topics.to_string(),
+            s.topic_rules.auto_create_topics_enable.to_string(),
         ),
         ("broker.id", s.node_id.to_string()),
         (
@@ -277,7 +277,7 @@ pub fn static_configs(s: &BrokerSettings) -> Vec<(&'static str, String)> {
         ),
         (
             "default.replication.factor",
-            s.default_replication_factor.to_string(),
+            s.topic_rules.default_replication_factor.to_string(),
         ),
         (
             "group.initial.rebalance.delay.ms",
@@ -286,7 +286,7 @@ pub fn static_configs(s: &BrokerSettings) -> Vec<(&'static str, String)> {
         ("max.connections", s.max_connections.to_string()),
         ("message.max.bytes", s.message_max_bytes.to_string()),
         ("node.id", s.node_id.to_string()),
-        ("num.partitions", s.num_partitions.to_string()),
+        ("num.partitions", s.topic_rules.num_partitions.to_string()),
         ("socket.request.max.bytes", s.max_request_bytes.to_string()),
     ]
 }
