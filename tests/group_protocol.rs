@@ -262,6 +262,44 @@ fn a_second_member_rebalances_the_group_into_the_next_generation(store: Store) {
     );
 }
 
+fn a_leader_joining_again_before_it_syncs_gets_its_answer_again(store: Store) {
+    // Kafka's GroupCoordinator (CompletingRebalance, metadata unchanged): a member that
+    // joins again while the leader owes the assignment only missed its answer. The
+    // leader gets the same generation and the members again, and nobody rebalances.
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    create_topic(&mut c, "t", 2);
+    let mut a = Member::new(gw.addr, "g", &["t"]);
+    a.join_alone();
+    let mut b = Member::new(gw.addr, "g", &["t"]);
+    rebalance(&mut a, &mut b);
+    let generation = a.generation;
+    let (leader, follower) = if a.leader == a.id {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    let roster = leader.roster.clone();
+    let r = leader.join();
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert_eq!(leader.generation, generation, "a new rebalance");
+    assert_eq!(leader.leader, leader.id);
+    assert_eq!(leader.roster, roster, "the members again");
+    assert_eq!(
+        follower.heartbeat(),
+        0,
+        "the follower was sent into a rebalance"
+    );
+    let state = describe(&mut c, "g").group_state.to_string();
+    assert_eq!(state, "CompletingRebalance");
+    // The generation completes as if the first answer had arrived.
+    sync_both(leader, follower);
+    assert_eq!(a.assignment, assignment_of(&a.id, generation));
+    assert_eq!(b.assignment, assignment_of(&b.id, generation));
+}
+
 fn a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id(store: Store) {
     // KIP-345: a consumer restarted with the same group.instance.id joins with no member
     // id; while the group is Stable it gets a new id in the same generation, with no
@@ -391,6 +429,29 @@ fn delete_groups_refuses_groups_with_members_and_unknown_groups(store: Store) {
     assert_eq!(delete_groups(&mut c, &["g"]), [0]);
     assert_eq!(fetch(&mut c, "g", None), []);
     assert_eq!(committed(&mut c, "g", "t", 0), -1);
+    assert_eq!(delete_groups(&mut c, &["g"]), [69]);
+}
+
+fn an_empty_group_without_offsets_stays_until_deleted(store: Store) {
+    // Kafka keeps a group that lost its last member (Empty) until DeleteGroups or its
+    // periodic cleanup (`offsets.retention.check.interval.ms`, 10 min), offsets or not.
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    create_topic(&mut c, "t", 1);
+    let mut m = Member::new(gw.addr, "g", &["t"]);
+    m.join_alone();
+    assert_eq!(m.leave(), 0);
+    // Several of the coordinator's 100 ms ticks.
+    std::thread::sleep(Duration::from_millis(500));
+    let described = describe(&mut c, "g");
+    let shown = (
+        described.group_state.as_str(),
+        described.protocol_type.as_str(),
+    );
+    assert_eq!(shown, ("Empty", "consumer"));
+    assert_eq!(delete_groups(&mut c, &["g"]), [0]);
     assert_eq!(delete_groups(&mut c, &["g"]), [69]);
 }
 
@@ -890,9 +951,11 @@ support::on_every_store!(
     while_members_rejoin_commits_of_the_current_generation_are_accepted,
     after_a_restart_members_rejoin_and_resume_from_their_commits,
     a_second_member_rebalances_the_group_into_the_next_generation,
+    a_leader_joining_again_before_it_syncs_gets_its_answer_again,
     a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id,
     a_silent_member_is_removed_after_its_session_timeout,
     delete_groups_refuses_groups_with_members_and_unknown_groups,
+    an_empty_group_without_offsets_stays_until_deleted,
     offset_delete_refuses_topics_a_live_member_subscribes_to,
     deleting_a_topic_removes_its_committed_offsets,
 );

@@ -24,6 +24,10 @@ use tokio::sync::oneshot;
 const MIN_SESSION: Duration = Duration::from_secs(6);
 const MAX_SESSION: Duration = Duration::from_secs(1800);
 const TICK: Duration = Duration::from_millis(100);
+/// Kafka's `offsets.retention.check.interval.ms` default: how often groups left empty
+/// are dropped. Until then an empty group is described, listed and deletable, as in
+/// Kafka, whose cleanup removes an Empty group without offsets at that pass.
+const EMPTY_GROUP_CLEANUP: Duration = Duration::from_secs(600);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupState {
@@ -458,6 +462,11 @@ impl GroupCoordinator {
                 .retain(|_, handed_out| now.duration_since(*handed_out) < MAX_SESSION);
             g.try_complete_join(now);
         }
+    }
+
+    /// Forgets groups with no members and no member ids handed out. One with committed
+    /// offsets is still known by them (listed and described Empty, deletable).
+    fn drop_empty_groups(&mut self) {
         self.groups.retain(|_, g| {
             g.state != GroupState::Empty || !g.members.is_empty() || !g.pending.is_empty()
         });
@@ -469,6 +478,7 @@ impl Actor for GroupCoordinator {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(TICK, |act, _| act.tick());
+        ctx.run_interval(EMPTY_GROUP_CLEANUP, |act, _| act.drop_empty_groups());
     }
 }
 
@@ -617,16 +627,21 @@ impl Handler<Join> for GroupCoordinator {
                 };
                 return answer(joined);
             }
-            // Nothing changed for a follower: it only missed its answer; no rebalance.
-            GroupState::Stable | GroupState::CompletingRebalance if unchanged && !is_leader => {
+            // A member joining again unchanged only missed its answer: it gets the
+            // current one, no rebalance; while the assignment is still owed, the leader
+            // gets the members again. A leader rejoining a Stable group rebalances it
+            // (Kafka's doCurrentMemberJoinGroup: how a leader asks for a new assignment).
+            GroupState::Stable | GroupState::CompletingRebalance
+                if unchanged && !(is_leader && g.state == GroupState::Stable) =>
+            {
                 let joined = Joined {
                     error: None,
                     generation: g.generation,
                     protocol_type: g.protocol_type.clone(),
                     protocol: g.protocol.clone(),
                     leader: g.leader.clone().unwrap_or_default(),
+                    members: if is_leader { g.roster() } else { Vec::new() },
                     member_id,
-                    members: Vec::new(),
                     skip_assignment: false,
                 };
                 return answer(joined);
@@ -843,5 +858,24 @@ impl Handler<Forget> for GroupCoordinator {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_groups_outlive_the_tick_and_go_at_the_cleanup() {
+        let mut coordinator = GroupCoordinator::new(Duration::ZERO);
+        coordinator.groups.insert("left".into(), Group::new());
+        let mut pending = Group::new();
+        pending.pending.insert("member-1".into(), Instant::now());
+        coordinator.groups.insert("joining".into(), pending);
+        coordinator.tick();
+        assert_eq!(coordinator.groups.len(), 2, "dropped by the tick");
+        coordinator.drop_empty_groups();
+        let kept: Vec<&String> = coordinator.groups.keys().collect();
+        assert_eq!(kept, ["joining"]);
     }
 }
