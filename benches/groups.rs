@@ -100,6 +100,7 @@ fn start_gateway(bin: &PathBuf) -> Gateway {
     let log = fs::File::create(dir.path().join("gateway.log")).unwrap();
     let child = Command::new(bin)
         .env("IGGY_KAFKA_BIND_ADDRESS", &addr)
+        .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
         .env(

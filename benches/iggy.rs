@@ -117,6 +117,7 @@ fn start_gateway(bin: &Path, iggy: &str) -> Proc {
     let addr = free_addr();
     let mut cmd = Command::new(bin);
     cmd.env("IGGY_KAFKA_BIND_ADDRESS", &addr)
+        .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_BACKEND", "iggy")
         .env("IGGY_KAFKA_IGGY_ADDRESS", iggy)

@@ -53,6 +53,7 @@ fn start_broker(name: &str, bin: &Path) -> Broker {
             .args(["--storage-engine", "memory://tansu/"]);
     } else {
         cmd.env("IGGY_KAFKA_BIND_ADDRESS", &addr);
+        cmd.env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0");
         cmd.env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"));
     }
     cmd.stdin(Stdio::null())

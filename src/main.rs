@@ -1,16 +1,19 @@
-//! The gateway program: settings, storage, actors, listener, and a graceful stop.
+//! The gateway program: settings, storage, actors, listeners, and a graceful stop.
 
+mod admin;
 mod embedded;
 mod iggy;
 mod settings;
 
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Arbiter;
-use iggy_kafka_actors::{server, Backend, Gateway};
+use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
@@ -26,7 +29,7 @@ enum StartError {
     },
     #[error("cannot listen on {addr}: {source}")]
     Bind {
-        addr: std::net::SocketAddr,
+        addr: SocketAddr,
         source: std::io::Error,
     },
     #[error(transparent)]
@@ -81,7 +84,23 @@ fn parse_args() -> Result<Option<PathBuf>, String> {
     }
 }
 
+/// Binds a listener; port 0 picks a free port. Returns it with the address it got.
+async fn listen(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
+    let bind = |source| StartError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind)?;
+    let bound = listener.local_addr().map_err(bind)?;
+    Ok((listener, bound))
+}
+
 async fn run(settings: Settings) -> Result<(), StartError> {
+    // The admin listener comes first: liveness holds while the backend connects, and
+    // readiness says why the gateway is not serving yet.
+    let metrics = Metrics::new();
+    let admin_state = admin::AdminState::new(metrics.clone());
+    let (admin_listener, admin_bound) = listen(settings.admin_bind_address).await?;
+    actix_rt::spawn(admin::serve(admin_listener, admin_state.clone()));
+    tracing::info!(%admin_bound, "admin listener up (/healthz, /readyz, /metrics)");
+
     let backend: Arc<dyn Backend> = match settings.backend {
         BackendKind::Embedded => {
             let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy()).map_err(
@@ -94,23 +113,16 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         }
         BackendKind::Iggy => Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?),
     };
-    let listener = TcpListener::bind(settings.bind_address)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: settings.bind_address,
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| StartError::Bind {
-        addr: settings.bind_address,
-        source,
-    })?;
+    let (listener, bound) = listen(settings.bind_address).await?;
     let worker_count = match settings.workers {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
     let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
-    let gateway = Gateway::start(settings.broker(bound), backend.clone(), &handles).await?;
+    let gateway =
+        Gateway::start(settings.broker(bound), backend.clone(), metrics, &handles).await?;
+    let metered_backend = gateway.backend.clone();
 
     let (stop, stopping) = watch::channel(false);
     let connections = Arc::new(Semaphore::new(settings.max_connections));
@@ -121,12 +133,18 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         connections.clone(),
         stopping,
     ));
+    admin_state.set_serving(Some(metered_backend));
     tracing::info!(%bound, data_dir = %settings.data_dir.display(), "gateway ready");
-    // Tests and scripts read the bound address from this line.
-    println!("iggy-kafka-gateway listening on {bound}");
+    // Tests and scripts read the bound addresses from these lines. One write, so a reader
+    // that stops after the first line cannot make the second fail.
+    let lines = format!(
+        "iggy-kafka-gateway listening on {bound}\niggy-kafka-gateway admin on http://{admin_bound}\n"
+    );
+    let _ = std::io::stdout().lock().write_all(lines.as_bytes());
 
     wait_for_signal().await;
     tracing::info!("shutting down: no new connections, finishing requests in flight");
+    admin_state.set_serving(None);
     let _ = stop.send(true);
     let _ = accept.await;
     let drained =

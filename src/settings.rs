@@ -72,6 +72,9 @@ pub struct Settings {
     pub advertised_host: Option<String>,
     /// Port clients are told to connect to; the bound port when unset.
     pub advertised_port: Option<u16>,
+    /// Address of the HTTP admin listener (`/healthz`, `/readyz`, `/metrics`); port 0
+    /// picks a free port. Loopback by default, like the Kafka listener.
+    pub admin_bind_address: SocketAddr,
     pub node_id: i32,
     pub cluster_id: String,
     pub backend: BackendKind,
@@ -136,6 +139,7 @@ impl Default for Settings {
             bind_address: SocketAddr::from(([127, 0, 0, 1], 9092)),
             advertised_host: None,
             advertised_port: None,
+            admin_bind_address: SocketAddr::from(([127, 0, 0, 1], 9644)),
             node_id: 0,
             cluster_id: "iggy-kafka-gateway".into(),
             backend: BackendKind::Embedded,

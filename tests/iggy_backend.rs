@@ -32,6 +32,7 @@ use rdkafka::message::{Message, Timestamp};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 
+use support::admin::{eventually, get, Scrape};
 use support::configs;
 use support::groups;
 use support::iggy::{free_port, IggyServer};
@@ -598,6 +599,7 @@ fn failed_start(settings: &[(&str, String)]) -> (std::process::ExitStatus, Strin
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
     cmd.env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -973,6 +975,7 @@ impl ConfiguredGateway {
         cmd.arg("--config")
             .arg(&path)
             .env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
             .env("IGGY_KAFKA_DATA_DIR", dir.path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -1130,5 +1133,37 @@ async fn each_offset_slot_has_its_own_iggy_commit_client() {
         clients[1] - clients[0],
         5,
         "clients by slot count: {clients:?}"
+    );
+}
+
+#[test]
+fn readiness_follows_the_iggy_server() {
+    let Some(mut server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let status = |path| get(gw.admin, path).status;
+    assert!(eventually(Duration::from_secs(10), || status("/readyz") == 200));
+
+    server.stop();
+    assert!(
+        eventually(Duration::from_secs(10), || status("/readyz") == 503),
+        "still ready with Iggy stopped"
+    );
+    let not_ready = get(gw.admin, "/readyz");
+    assert!(not_ready.body.contains("backend"), "{not_ready:?}");
+    // Alive all the same: a restart would not bring Iggy back.
+    assert_eq!(status("/healthz"), 200);
+    let failed_pings = Scrape::take(gw.admin).sum(
+        "iggy_kafka_gateway_backend_errors_total",
+        &[("call", "ping"), ("error", "unavailable")],
+    );
+    assert!(failed_pings >= 1.0, "{failed_pings}");
+
+    server.start_again();
+    assert!(
+        eventually(Duration::from_secs(30), || status("/readyz") == 200),
+        "not ready again after Iggy came back: {:?}",
+        get(gw.admin, "/readyz")
     );
 }

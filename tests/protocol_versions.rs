@@ -105,6 +105,21 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
         }
     }
     assert!(failures.is_empty(), "failed:\n{}", failures.join("\n"));
+
+    // Every served API's answers are counted by error code on /metrics.
+    let scrape = support::admin::Scrape::take(gw.admin);
+    let uncounted: Vec<ApiKey> = SERVED
+        .iter()
+        .map(|&(key, ..)| key)
+        .filter(|key| {
+            let api = format!("{key:?}");
+            scrape.sum("iggy_kafka_gateway_errors_total", &[("api", &api)]) == 0.0
+        })
+        .collect();
+    assert!(
+        uncounted.is_empty(),
+        "no error codes counted for {uncounted:?}: teach actors/src/metrics/error_codes.rs"
+    );
 }
 
 #[test]

@@ -57,6 +57,8 @@ fn a_malformed_value_stops_startup() {
     refused_naming(&out, &["num_partitions", "at most 100000"]);
     let out = start(&[("IGGY_KAFKA_AUTO_CREATE_TOPICS_ENABLE", "maybe")], &[]);
     refused_naming(&out, &["auto_create_topics_enable"]);
+    let out = start(&[("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "anywhere")], &[]);
+    refused_naming(&out, &["admin_bind_address"]);
 }
 
 #[test]

@@ -133,6 +133,8 @@ pub struct CommittedOffset {
     pub metadata: String,
 }
 
+/// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method
+/// by name: a method added here is added there too, defaults included.
 pub trait Backend: Send + Sync + 'static {
     /// Every topic the backend holds.
     fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>>;
@@ -207,6 +209,8 @@ pub trait Backend: Send + Sync + 'static {
     fn external_appends(&self) -> bool {
         false
     }
+    /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
+    fn ping(&self) -> BackendFuture<'_, ()>;
     /// Makes everything acknowledged so far durable (called on shutdown).
     fn flush(&self) -> BackendFuture<'_, ()>;
 }

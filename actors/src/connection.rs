@@ -13,7 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use tokio_util::codec::FramedRead;
 use crate::api::{self, Answer};
 use crate::gateway::Gateway;
 use crate::group_coordinator::Caller;
+use crate::metrics::ConnectionMeter;
 use crate::wire::{self, FrameCodec, WireError};
 use kafka_protocol::messages::RequestHeader;
 
@@ -77,6 +78,7 @@ impl Connection {
             settings.write_timeout,
             peer,
             slot,
+            gateway.metrics.connection_opened(),
         ));
         Connection::create(move |ctx| {
             let inflight = Arc::new(Semaphore::new(settings.max_inflight_per_connection.max(1)));
@@ -188,6 +190,8 @@ impl Handler<Frame> for Connection {
     fn handle(&mut self, Frame(frame, permit): Frame, ctx: &mut Self::Context) {
         let seq = self.next_request;
         self.next_request += 1;
+        let started = Instant::now();
+        self.gateway.metrics.received(frame.len());
         if self.last_request.is_some() {
             return; // closing: nothing after a bad request is served
         }
@@ -214,6 +218,7 @@ impl Handler<Frame> for Connection {
         };
         let peer = self.peer;
         ctx.spawn(reply.into_actor(self).map(move |answer, act, ctx| {
+            act.gateway.metrics.answered(key, version, &answer, started);
             let bytes = match answer {
                 Answer::Send(r) => wire::encode_response(key, answer_version, correlation_id, &r)
                     .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
@@ -304,17 +309,19 @@ async fn next_frame(
     }
 }
 
-/// Writes queued answers; gives up on a client that does not read them in time.
+/// Writes queued answers; gives up on a client that does not read them in time. The
+/// connection counts as open, in the limit and the metrics, until this ends.
 async fn write_answers(
     mut socket: OwnedWriteHalf,
     mut answers: mpsc::UnboundedReceiver<(Bytes, OwnedSemaphorePermit)>,
     timeout: Duration,
     peer: SocketAddr,
     _slot: OwnedSemaphorePermit,
+    meter: ConnectionMeter,
 ) {
     while let Some((bytes, _permit)) = answers.recv().await {
         match tokio::time::timeout(timeout, socket.write_all(&bytes)).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => meter.sent(bytes.len()),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "write failed");
                 return;

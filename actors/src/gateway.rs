@@ -4,14 +4,16 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::dev::Request;
 use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::backend::{Backend, BackendError, TopicPartition};
+use crate::backend::{AppendBatch, Backend, BackendError, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog};
 use crate::group_coordinator::GroupCoordinator;
-use crate::log_slot::LogSlot;
+use crate::log_slot::{Append, LogSlot};
+use crate::metrics::{MeteredBackend, Metrics};
 use crate::offset_slot::OffsetSlot;
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
@@ -86,6 +88,7 @@ impl TopicRules {
 #[derive(Clone)]
 pub struct Gateway {
     pub settings: Arc<BrokerSettings>,
+    /// The backend, wrapped in [`MeteredBackend`].
     pub backend: Arc<dyn Backend>,
     pub topic_admin: Addr<TopicAdmin>,
     /// The topic table as the topic-admin actor last published it.
@@ -97,16 +100,20 @@ pub struct Gateway {
     pub offset_slots: Arc<[Addr<OffsetSlot>]>,
     pub groups: Addr<GroupCoordinator>,
     pub signals: Arc<AppendSignals>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Gateway {
-    /// Loads the topics and starts the state-owning actors, log slots spread over `arbiters`.
+    /// Loads the topics and starts the state-owning actors, log slots spread over
+    /// `arbiters`. Every backend call from here on is metered.
     pub async fn start(
         settings: BrokerSettings,
         backend: Arc<dyn Backend>,
+        metrics: Arc<Metrics>,
         arbiters: &[ArbiterHandle],
     ) -> Result<Gateway, BackendError> {
         let settings = Arc::new(settings);
+        let backend: Arc<dyn Backend> = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let topics = backend.topics().await?;
         let (catalog, configs) = ConfigCatalog::start_with(backend.clone(), &settings).await?;
         let (topic_admin, table) = TopicAdmin::start_with(
@@ -129,7 +136,10 @@ impl Gateway {
                 OffsetSlot::start_in_arbiter(&arbiters[i % arbiters.len()], |_| slot)
             })
             .collect();
-        let groups = GroupCoordinator::new(settings.group_initial_rebalance_delay).start();
+        metrics.log_slots.show(log_slots.len());
+        metrics.offset_slots.show(offset_slots.len());
+        let groups =
+            GroupCoordinator::new(settings.group_initial_rebalance_delay, metrics.clone()).start();
         Ok(Gateway {
             settings,
             backend,
@@ -141,6 +151,7 @@ impl Gateway {
             offset_slots,
             groups,
             signals,
+            metrics,
         })
     }
 
@@ -160,10 +171,12 @@ impl Gateway {
         self.configs.borrow().clone()
     }
 
-    /// The log slot that owns a partition; always the same one, so appends to a
-    /// partition keep the order they arrived in.
-    pub fn log_slot(&self, tp: &TopicPartition) -> &Addr<LogSlot> {
-        &self.log_slots[slot_of(tp, self.log_slots.len())]
+    /// Sends an append to the log slot that owns the partition; always the same one, so
+    /// appends to a partition keep the order they arrived in.
+    pub fn append(&self, tp: TopicPartition, batch: AppendBatch) -> Request<LogSlot, Append> {
+        let slot = slot_of(&tp, self.log_slots.len());
+        let queued = self.metrics.log_slots.enter(slot);
+        self.log_slots[slot].send(Append { tp, batch, queued })
     }
 
     /// The offset slot that owns a partition's committed offsets; always the same one.

@@ -12,13 +12,17 @@
 //! and rejoin; committed offsets are in the backend.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::oneshot;
+
+use crate::metrics::Metrics;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
 const MIN_SESSION: Duration = Duration::from_secs(6);
@@ -38,6 +42,13 @@ pub enum GroupState {
 }
 
 impl GroupState {
+    pub const ALL: [GroupState; 4] = [
+        GroupState::Empty,
+        GroupState::PreparingRebalance,
+        GroupState::CompletingRebalance,
+        GroupState::Stable,
+    ];
+
     /// The name Kafka's DescribeGroups and ListGroups use.
     pub fn name(self) -> &'static str {
         match self {
@@ -185,10 +196,12 @@ struct Group {
     /// A rebalance of an empty group waits this long for more members (Kafka's
     /// `group.initial.rebalance.delay.ms`).
     not_before: Instant,
+    /// Counts every rebalance this group begins (the gateway-wide metric).
+    rebalances: Counter,
 }
 
 impl Group {
-    fn new() -> Self {
+    fn new(rebalances: Counter) -> Self {
         Group {
             state: GroupState::Empty,
             generation: 0,
@@ -200,6 +213,7 @@ impl Group {
             instances: HashMap::new(),
             deadline: Instant::now(),
             not_before: Instant::now(),
+            rebalances,
         }
     }
 
@@ -226,6 +240,7 @@ impl Group {
         }
         if self.state != GroupState::PreparingRebalance {
             self.deadline = now + self.rebalance_timeout();
+            self.rebalances.inc();
         }
         self.state = GroupState::PreparingRebalance;
     }
@@ -423,13 +438,15 @@ impl Synced {
 pub struct GroupCoordinator {
     groups: HashMap<String, Group>,
     initial_delay: Duration,
+    metrics: Arc<Metrics>,
 }
 
 impl GroupCoordinator {
-    pub fn new(initial_delay: Duration) -> Self {
+    pub fn new(initial_delay: Duration, metrics: Arc<Metrics>) -> Self {
         GroupCoordinator {
             groups: HashMap::new(),
             initial_delay,
+            metrics,
         }
     }
 
@@ -470,6 +487,13 @@ impl GroupCoordinator {
         self.groups.retain(|_, g| {
             g.state != GroupState::Empty || !g.members.is_empty() || !g.pending.is_empty()
         });
+        let mut counts = [0; GroupState::ALL.len()];
+        for g in self.groups.values() {
+            counts[g.state as usize] += 1;
+        }
+        self.metrics
+            .groups
+            .set_counts(|state| counts[state as usize]);
     }
 }
 
@@ -503,10 +527,11 @@ impl Handler<Join> for GroupCoordinator {
             ));
         }
         let delay = self.initial_delay;
+        let rebalances = &self.metrics.groups;
         let g = self
             .groups
             .entry(msg.group.clone())
-            .or_insert_with(Group::new);
+            .or_insert_with(|| Group::new(rebalances.rebalance_counter()));
         if msg.protocols.is_empty()
             || g.protocol_type
                 .as_ref()

@@ -7,7 +7,8 @@
 //! configurations), [`log_slot::LogSlot`] (appends, ordered per partition),
 //! [`group_coordinator::GroupCoordinator`] (consumer-group membership) and
 //! [`offset_slot::OffsetSlot`] (committed offsets). Reads go straight to the
-//! [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow.
+//! [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow. [`metrics`] holds
+//! what they measure.
 
 pub mod api;
 pub mod append_signals;
@@ -17,6 +18,7 @@ pub mod connection;
 pub mod gateway;
 pub mod group_coordinator;
 pub mod log_slot;
+pub mod metrics;
 pub mod offset_slot;
 pub mod producer_state;
 pub mod records;
@@ -26,3 +28,4 @@ pub mod wire;
 
 pub use backend::{Backend, BackendError};
 pub use gateway::{BrokerSettings, Gateway, TopicRules};
+pub use metrics::Metrics;

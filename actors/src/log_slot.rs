@@ -1,6 +1,6 @@
 //! Log slots: the actors that append to partitions.
 //!
-//! Every partition belongs to exactly one slot ([`crate::Gateway::log_slot`]), and a
+//! Every partition belongs to exactly one slot ([`crate::Gateway::append`]), and a
 //! slot handles one append at a time, so batches reach a partition in the order the
 //! connections sent them and idempotent-producer checks see a settled state. Slots
 //! share nothing, so a slow append on one never holds up another.
@@ -13,6 +13,7 @@ use kafka_protocol::error::ResponseError;
 
 use crate::append_signals::AppendSignals;
 use crate::backend::{AppendBatch, Appended, Backend, BackendError, ProducerBatch, TopicPartition};
+use crate::metrics::Queued;
 use crate::producer_state::{ProducerStates, SequenceError};
 
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +42,8 @@ impl AppendError {
 pub struct Append {
     pub tp: TopicPartition,
     pub batch: AppendBatch,
+    /// In the slot's queue until the append is done.
+    pub queued: Queued,
 }
 
 pub struct LogSlot {
@@ -75,7 +78,7 @@ impl Handler<Append> for LogSlot {
     type Result = AtomicResponse<Self, Result<Appended, AppendError>>;
 
     fn handle(&mut self, msg: Append, _: &mut Self::Context) -> Self::Result {
-        let Append { tp, batch } = msg;
+        let Append { tp, batch, queued } = msg;
         let header = batch.header;
         let backend = self.backend.clone();
         let history = (header.is_idempotent() && !self.producers.contains_key(&tp)).then(|| {
@@ -127,6 +130,7 @@ impl Handler<Append> for LogSlot {
                     .into_actor(act)
                 })
                 .map(move |result: Result<_, AppendError>, act, _| {
+                    drop(queued);
                     let (tp, base_offset, appended, written) = result?;
                     if written {
                         if header.is_idempotent() {

@@ -15,6 +15,7 @@ use actix::prelude::*;
 use tokio::sync::Mutex;
 
 use crate::backend::{Backend, BackendError, CommittedOffset, TopicPartition};
+use crate::metrics::Queued;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OffsetError {
@@ -31,6 +32,8 @@ pub struct CommitOffsets {
     pub group: Arc<str>,
     pub entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
     pub deadline: Instant,
+    /// In the slot's queue until the commit is done.
+    pub queued: Queued,
 }
 
 /// Read committed offsets of one group.
@@ -40,6 +43,8 @@ pub struct FetchOffsets {
     pub group: Arc<str>,
     pub partitions: Vec<TopicPartition>,
     pub deadline: Instant,
+    /// In the slot's queue until the read is done.
+    pub queued: Queued,
 }
 
 pub struct OffsetSlot {
@@ -80,6 +85,8 @@ impl Handler<CommitOffsets> for OffsetSlot {
         // The lock is requested now, in arrival order (tokio's Mutex is fair).
         let turn = lane.lock_owned();
         Box::pin(async move {
+            // In the slot's queue until this future ends.
+            let _queued = msg.queued;
             let Ok(_turn) = tokio::time::timeout_at(msg.deadline.into(), turn).await else {
                 return msg
                     .entries
@@ -108,6 +115,7 @@ impl Handler<FetchOffsets> for OffsetSlot {
     fn handle(&mut self, msg: FetchOffsets, _: &mut Self::Context) -> Self::Result {
         let backend = self.backend.clone();
         Box::pin(async move {
+            let _queued = msg.queued;
             let mut out = Vec::with_capacity(msg.partitions.len());
             for tp in &msg.partitions {
                 out.push(before(msg.deadline, backend.committed_offset(&msg.group, tp)).await);
@@ -123,12 +131,17 @@ mod tests {
     //! delay behind the storage port, the one real seam (no Iggy is involved).
 
     use std::collections::HashMap;
+    use std::sync::LazyLock;
     use std::time::Duration;
 
     use parking_lot::Mutex as SyncMutex;
 
     use super::*;
     use crate::backend::*;
+    use crate::metrics::Metrics;
+
+    /// Queue tickets of the tests that do not look at queue depths.
+    static UNWATCHED: LazyLock<Arc<Metrics>> = LazyLock::new(Metrics::new);
 
     /// Committed offsets in memory; commits take `delay`, reads are immediate.
     #[derive(Default)]
@@ -233,6 +246,9 @@ mod tests {
         fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
             unused()
         }
+        fn ping(&self) -> BackendFuture<'_, ()> {
+            unused()
+        }
         fn flush(&self) -> BackendFuture<'_, ()> {
             unused()
         }
@@ -255,6 +271,7 @@ mod tests {
             group: "g".into(),
             entries: vec![(tp(), Some(stored))],
             deadline: Instant::now() + within,
+            queued: UNWATCHED.offset_slots.enter(0),
         }
     }
 
@@ -291,6 +308,7 @@ mod tests {
                 group: "g".into(),
                 partitions: vec![tp()],
                 deadline: Instant::now() + Duration::from_secs(10),
+                queued: UNWATCHED.offset_slots.enter(0),
             })
             .await
             .unwrap();
@@ -305,6 +323,29 @@ mod tests {
             started.elapsed()
         );
         assert!(stuck.await.unwrap()[0].is_ok());
+    }
+
+    #[actix_rt::test]
+    async fn queue_depth_counts_commits_until_they_are_done() {
+        let metrics = Metrics::new();
+        let depth =
+            |d: usize| format!("iggy_kafka_gateway_offset_slot_queue_depth{{slot=\"3\"}} {d}\n");
+        let (_, slot) = slot(Duration::from_millis(300));
+        let pending: Vec<_> = (0..3)
+            .map(|i| {
+                slot.send(CommitOffsets {
+                    queued: metrics.offset_slots.enter(3),
+                    ..commit(i, Duration::from_secs(10))
+                })
+            })
+            .collect();
+        // One commit holds the lane, two wait for it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(metrics.encode().contains(&depth(3)), "{}", metrics.encode());
+        for p in pending {
+            p.await.unwrap();
+        }
+        assert!(metrics.encode().contains(&depth(0)), "{}", metrics.encode());
     }
 
     #[actix_rt::test]

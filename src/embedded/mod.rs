@@ -604,6 +604,11 @@ impl Backend for EmbeddedStore {
         blocking(&self.inner, |s| Ok(s.offsets.groups()?))
     }
 
+    /// In-process: nothing to reach.
+    fn ping(&self) -> BackendFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
     fn flush(&self) -> BackendFuture<'_, ()> {
         blocking(&self.inner, |s| {
             s.db.persist(PersistMode::SyncAll)

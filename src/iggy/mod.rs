@@ -33,7 +33,7 @@ use bytes::Bytes;
 use iggy::prelude::{
     Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyByteSize, IggyDuration,
     IggyError, IggyExpiry, IggyMessage, IggyMessageHeader, IggyTimestamp, MaxTopicSize,
-    MessageClient, Partitioning, PollingStrategy, TopicClient, TopicCreateOptions,
+    MessageClient, Partitioning, PollingStrategy, SystemClient, TopicClient, TopicCreateOptions,
     TopicUpdateOptions,
 };
 use iggy_kafka_actors::backend::{
@@ -1199,6 +1199,12 @@ impl Inner {
         }
     }
 
+    async fn ping(&self) -> BackendResult<()> {
+        let c = self.admin().await?;
+        c.check(c.ping().await)
+            .map_err(|e| backend_error(e, None, ""))
+    }
+
     /// Asks Iggy to persist what it holds for every partition written lately.
     async fn flush(&self) -> BackendResult<()> {
         let written: Vec<TopicPartition> = self.written.lock().drain().collect();
@@ -1328,6 +1334,10 @@ impl Backend for IggyBackend {
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
         let found = self.inner.offsets.lock().groups();
         Box::pin(async move { Ok(found) })
+    }
+
+    fn ping(&self) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.ping().await })
     }
 
     fn flush(&self) -> BackendFuture<'_, ()> {

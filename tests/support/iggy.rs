@@ -143,8 +143,17 @@ impl IggyServer {
     }
 
     pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+
+    /// SIGKILL; `start_again` brings it back on the same port and data.
+    pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    pub fn start_again(&mut self) {
         self.child = Self::spawn(&self.bin, &self.dir, self.addr);
         self.wait_ready();
     }

@@ -2,6 +2,7 @@
 //! free loopback port, and a minimal raw Kafka client for hand-built requests.
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod admin;
 pub mod configs;
 pub mod groups;
 pub mod iggy;
@@ -21,6 +22,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 pub struct Gateway {
     child: Child,
     pub addr: SocketAddr,
+    /// The admin listener (`/healthz`, `/readyz`, `/metrics`).
+    pub admin: SocketAddr,
     data: PathBuf,
     /// `IGGY_KAFKA_*` settings it was started with, kept for restarts.
     settings: Vec<(String, String)>,
@@ -67,6 +70,7 @@ impl Gateway {
     fn spawn(data: &Path, bind: &str, settings: Vec<(String, String)>) -> Gateway {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
         cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind)
+            .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
             .env("IGGY_KAFKA_DATA_DIR", data)
             .env(
                 "RUST_LOG",
@@ -78,20 +82,22 @@ impl Gateway {
             cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
         }
         let mut child = cmd.spawn().expect("start gateway");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read gateway stdout");
-        let addr = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("gateway did not report its address: {line:?}"));
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        // "... listening on HOST:PORT", then "... admin on http://HOST:PORT".
+        let mut address = || {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("read gateway stdout");
+            line.trim()
+                .rsplit([' ', '/'])
+                .next()
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("gateway did not report its address: {line:?}"))
+        };
+        let (addr, admin) = (address(), address());
         Gateway {
             child,
             addr,
+            admin,
             data: data.to_path_buf(),
             settings,
             _dir: None,

@@ -91,6 +91,7 @@ async fn commit_all(
                     group,
                     entries,
                     deadline,
+                    queued: gw.metrics.offset_slots.enter(slot),
                 }),
             )
         })
@@ -121,6 +122,7 @@ async fn fetch_all(
                     group,
                     partitions,
                     deadline,
+                    queued: gw.metrics.offset_slots.enter(slot),
                 }),
             )
         })

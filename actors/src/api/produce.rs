@@ -89,7 +89,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
                             partition: p.index,
                         };
                         // Enqueued now, while requests are still in arrival order.
-                        let append = gw.log_slot(&tp).send(Append { tp, batch });
+                        let append = gw.append(tp, batch);
                         Outcome::Appending {
                             index: p.index,
                             log_append_time,

@@ -1,0 +1,133 @@
+//! The error codes an answer carries, counted the way Kafka's `errorCounts()` counts
+//! them: one per partition, topic, group or member result. A request-level code that
+//! sits beside such results counts only when set, so a Fetch without a top-level error
+//! is not counted twice. An API added to `api::SERVED` is taught here too;
+//! `tests/protocol_versions.rs` fails for a served API whose answers are not counted.
+
+use kafka_protocol::messages::ResponseKind;
+
+/// Every error code in `response`, `0` (NONE) included.
+pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
+    let mut codes = Vec::new();
+    match response {
+        ResponseKind::Produce(r) => codes.extend(
+            r.responses
+                .iter()
+                .flat_map(|t| &t.partition_responses)
+                .map(|p| p.error_code),
+        ),
+        ResponseKind::Fetch(r) => {
+            codes.extend(
+                r.responses
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::ListOffsets(r) => codes.extend(
+            r.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
+        ResponseKind::Metadata(r) => {
+            for t in &r.topics {
+                codes.push(t.error_code);
+                codes.extend(t.partitions.iter().map(|p| p.error_code));
+            }
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::ApiVersions(r) => codes.push(r.error_code),
+        ResponseKind::CreateTopics(r) => codes.extend(r.topics.iter().map(|t| t.error_code)),
+        ResponseKind::DeleteTopics(r) => codes.extend(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::InitProducerId(r) => codes.push(r.error_code),
+        ResponseKind::FindCoordinator(r) => {
+            // v4+ answers per key; earlier versions at the top.
+            codes.extend(r.coordinators.iter().map(|c| c.error_code));
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::JoinGroup(r) => codes.push(r.error_code),
+        ResponseKind::SyncGroup(r) => codes.push(r.error_code),
+        ResponseKind::Heartbeat(r) => codes.push(r.error_code),
+        ResponseKind::LeaveGroup(r) => {
+            codes.extend(r.members.iter().map(|m| m.error_code));
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::DescribeGroups(r) => codes.extend(r.groups.iter().map(|g| g.error_code)),
+        ResponseKind::ListGroups(r) => codes.push(r.error_code),
+        ResponseKind::DeleteGroups(r) => codes.extend(r.results.iter().map(|g| g.error_code)),
+        ResponseKind::OffsetCommit(r) => codes.extend(
+            r.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
+        ResponseKind::OffsetFetch(r) => {
+            // v8+ answers per group; earlier versions for the one group at the top.
+            for g in &r.groups {
+                codes.extend(
+                    g.topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .map(|p| p.error_code),
+                );
+                beside(&mut codes, g.error_code);
+            }
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::OffsetDelete(r) => {
+            codes.extend(
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::DescribeConfigs(r) => codes.extend(r.results.iter().map(|c| c.error_code)),
+        _ => {}
+    }
+    codes
+}
+
+/// A request-level code next to per-item results: counted when set, or when there are
+/// no item results to count.
+fn beside(codes: &mut Vec<i16>, code: i16) {
+    if code != 0 || codes.is_empty() {
+        codes.push(code);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use kafka_protocol::messages::{FetchResponse, ProduceResponse};
+
+    use super::*;
+
+    #[test]
+    fn partition_results_count_one_each() {
+        let partitions =
+            [0, 3, 3].map(|code| PartitionProduceResponse::default().with_error_code(code));
+        let r = ProduceResponse::default().with_responses(vec![
+            TopicProduceResponse::default().with_partition_responses(partitions.into())
+        ]);
+        assert_eq!(of(&ResponseKind::Produce(r)), vec![0, 3, 3]);
+    }
+
+    #[test]
+    fn an_unset_request_level_code_beside_results_is_not_counted() {
+        assert_eq!(of(&ResponseKind::Fetch(FetchResponse::default())), vec![0]);
+        let failed = FetchResponse::default().with_error_code(87);
+        assert_eq!(of(&ResponseKind::Fetch(failed)), vec![87]);
+    }
+}
