@@ -892,9 +892,11 @@ mod tests {
 
     #[test]
     fn empty_groups_outlive_the_tick_and_go_at_the_cleanup() {
-        let mut coordinator = GroupCoordinator::new(Duration::ZERO);
-        coordinator.groups.insert("left".into(), Group::new());
-        let mut pending = Group::new();
+        let mut coordinator = GroupCoordinator::new(Duration::ZERO, crate::metrics::Metrics::new());
+        coordinator
+            .groups
+            .insert("left".into(), Group::new(Counter::default()));
+        let mut pending = Group::new(Counter::default());
         pending.pending.insert("member-1".into(), Instant::now());
         coordinator.groups.insert("joining".into(), pending);
         coordinator.tick();
