@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iggy::prelude::{
-    Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
-    TcpClient, TopicClient, TopicCreateOptions,
+    Consumer, Identifier, IggyByteSize, IggyDuration, IggyExpiry, IggyMessage, MaxTopicSize,
+    MessageClient, Partitioning, PollingStrategy, StreamClient, TcpClient, TopicClient,
+    TopicCreateOptions,
 };
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{
@@ -436,9 +437,7 @@ async fn create_and_delete_topics_map_to_iggy_topics_and_keep_the_stream() {
     );
     assert_eq!(
         details.message_expiry,
-        iggy::prelude::IggyExpiry::ExpireDuration(iggy::prelude::IggyDuration::new(
-            Duration::from_secs(3600)
-        ))
+        IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_secs(3600)))
     );
 
     // A second create of the same name is refused, the first stays whole.
@@ -520,13 +519,11 @@ async fn topic_configs_map_onto_iggy_topics() {
     let t = topic("limited").await;
     assert_eq!(
         t.message_expiry,
-        iggy::prelude::IggyExpiry::ExpireDuration(iggy::prelude::IggyDuration::new(
-            Duration::from_secs(60)
-        ))
+        IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_secs(60)))
     );
     assert_eq!(
         t.max_topic_size,
-        iggy::prelude::MaxTopicSize::Custom(iggy::prelude::IggyByteSize::from(3 * 2097152))
+        MaxTopicSize::Custom(IggyByteSize::from(3 * 2097152))
     );
     let segment = t
         .options
@@ -535,8 +532,229 @@ async fn topic_configs_map_onto_iggy_topics() {
     let segment = segment.map(|(_, o)| o.value.to_string_value());
     assert_eq!(segment.as_deref(), Some("1048576"), "{:?}", t.options);
     let t = topic("compacted").await;
-    assert_eq!(t.message_expiry, iggy::prelude::IggyExpiry::NeverExpire);
-    assert_eq!(t.max_topic_size, iggy::prelude::MaxTopicSize::Unlimited);
+    assert_eq!(t.message_expiry, IggyExpiry::NeverExpire);
+    assert_eq!(t.max_topic_size, MaxTopicSize::Unlimited);
+}
+
+/// The Iggy topic's (expiry, size cap) as the SDK reads them.
+async fn iggy_limits(sdk: &TcpClient, topic: &str) -> (IggyExpiry, MaxTopicSize) {
+    let t = sdk
+        .get_topic(&id(STREAM), &id(topic))
+        .await
+        .unwrap()
+        .expect(topic);
+    (t.message_expiry, t.max_topic_size)
+}
+
+fn expires_after(secs: u64) -> IggyExpiry {
+    IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_secs(secs)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn altered_configs_reach_the_iggy_topic() {
+    use configs::{incremental, APPEND, DELETE, SET};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let sdk = server.sdk().await;
+    let mut c = RawClient::connect(gw.addr);
+    let kept = (IggyExpiry::NeverExpire, MaxTopicSize::Unlimited);
+    let segment = [("segment.bytes", Some("1048576"))];
+    assert_eq!(
+        configs::create(&mut c, 7, "altered", &segment, false).error_code,
+        0
+    );
+    assert_eq!(
+        configs::create(&mut c, 7, "own-retention", &[], false).error_code,
+        0
+    );
+    assert_eq!(iggy_limits(&sdk, "altered").await, kept);
+    // Iggy keeps at least one segment: a smaller cap is raised to the segment size.
+    let tiny = [("retention.bytes", Some("1000"))];
+    assert_eq!(
+        configs::create(&mut c, 7, "tiny-cap", &tiny, false).error_code,
+        0
+    );
+    let set = [("retention.bytes", SET, Some("2000"))];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "own-retention"), &set)], false),
+        [(0, None)]
+    );
+    for t in ["tiny-cap", "own-retention"] {
+        let MaxTopicSize::Custom(cap) = iggy_limits(&sdk, t).await.1 else {
+            panic!("{t}: no cap")
+        };
+        assert!(cap.as_bytes_u64() >= 1 << 20, "{t}: {cap}");
+    }
+    assert_eq!(
+        incremental(
+            &mut c,
+            1,
+            &[((2, "own-retention"), &[("retention.bytes", DELETE, None)])],
+            false
+        ),
+        [(0, None)]
+    );
+
+    let set = [
+        ("retention.ms", SET, Some("120000")),
+        ("retention.bytes", SET, Some("1048576")),
+    ];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "altered"), &set)], false),
+        [(0, None)]
+    );
+    let capped = MaxTopicSize::Custom(IggyByteSize::from(3 << 20));
+    assert_eq!(
+        iggy_limits(&sdk, "altered").await,
+        (expires_after(120), capped)
+    );
+    // Compaction keeps everything; taking it out again restores the limits.
+    let compact = [("cleanup.policy", APPEND, Some("compact"))];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "altered"), &compact)], false),
+        [(0, None)]
+    );
+    assert_eq!(iggy_limits(&sdk, "altered").await, kept);
+    let delete = [("cleanup.policy", DELETE, None)];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "altered"), &delete)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        iggy_limits(&sdk, "altered").await,
+        (expires_after(120), capped)
+    );
+
+    // A broker-wide retention reaches topics without their own, and only those.
+    let own = [("retention.ms", SET, Some("60000"))];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "own-retention"), &own)], false),
+        [(0, None)]
+    );
+    let broker = [("log.retention.ms", SET, Some("3600000"))];
+    assert_eq!(
+        incremental(&mut c, 1, &[((4, ""), &broker)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        iggy_limits(&sdk, "own-retention").await.0,
+        expires_after(60)
+    );
+    let unset = [("retention.ms", DELETE, None)];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "own-retention"), &unset)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        iggy_limits(&sdk, "own-retention").await.0,
+        expires_after(3600)
+    );
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "altered"), &unset)], false),
+        [(0, None)]
+    );
+    assert_eq!(iggy_limits(&sdk, "altered").await.0, expires_after(3600));
+    let clear = [("log.retention.ms", DELETE, None)];
+    assert_eq!(
+        incremental(&mut c, 1, &[((4, ""), &clear)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        iggy_limits(&sdk, "own-retention").await.0,
+        IggyExpiry::NeverExpire
+    );
+
+    // A topic made natively gets its first record, with the id it was served under.
+    let options = TopicCreateOptions {
+        partitions_count: Some(2),
+        ..TopicCreateOptions::default()
+    };
+    sdk.create_topic(&id(STREAM), "native-configs", &options)
+        .await
+        .expect("native topic");
+    let served = wait_for_topic(&gw, "native-configs");
+    let set = [("retention.ms", SET, Some("240000"))];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "native-configs"), &set)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        iggy_limits(&sdk, "native-configs").await.0,
+        expires_after(240)
+    );
+    drop(gw);
+    let gw = server.gateway();
+    let mut c = RawClient::connect(gw.addr);
+    let retention = configs::topic_configs(&mut c, "native-configs")["retention.ms"].clone();
+    assert_eq!(retention, ("240000".into(), configs::DYNAMIC_TOPIC_CONFIG));
+    assert_eq!(
+        topic_ids(&gw)
+            .into_iter()
+            .find(|(n, _)| n == "native-configs")
+            .map(|(_, id)| id),
+        Some(served)
+    );
+}
+
+/// Waits (up to 10 s) until the gateway serves `topic`; its topic id.
+fn wait_for_topic(gw: &Gateway, topic: &str) -> uuid::Uuid {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some((_, id)) = topic_ids(gw).into_iter().find(|(n, _)| n == topic) {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "{topic} never appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gateways_on_one_iggy_share_topic_and_broker_configs() {
+    use configs::{incremental, SET};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let fast = [("topic_refresh_ms", "200")];
+    let (one, two) = (server.gateway_with(&fast), server.gateway_with(&fast));
+    let (mut c1, mut c2) = (RawClient::connect(one.addr), RawClient::connect(two.addr));
+    assert_eq!(
+        configs::create(&mut c1, 7, "shared", &[], false).error_code,
+        0
+    );
+    let topic = [("cleanup.policy", SET, Some("compact"))];
+    assert_eq!(
+        incremental(&mut c1, 1, &[((2, "shared"), &topic)], false),
+        [(0, None)]
+    );
+    let broker = [("num.partitions", SET, Some("4"))];
+    assert_eq!(
+        incremental(&mut c1, 1, &[((4, ""), &broker)], false),
+        [(0, None)]
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = (
+            configs::exists(&mut c2, "shared")
+                .then(|| configs::topic_configs(&mut c2, "shared")["cleanup.policy"].clone()),
+            configs::broker_configs(&mut c2, "")
+                .get("num.partitions")
+                .cloned(),
+        );
+        let want = (
+            Some(("compact".to_string(), configs::DYNAMIC_TOPIC_CONFIG)),
+            Some(("4".to_string(), configs::DYNAMIC_DEFAULT_BROKER_CONFIG)),
+        );
+        if seen == want {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the second gateway still sees {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -94,6 +94,8 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::OffsetFetch => offset_fetch(&mut c, v, &t),
                 ApiKey::OffsetDelete => offset_delete(&mut c, v, &t),
                 ApiKey::DescribeConfigs => describe_configs(&mut c, v, &t),
+                ApiKey::AlterConfigs => alter_configs(&mut c, v),
+                ApiKey::IncrementalAlterConfigs => incremental_alter_configs(&mut c, v),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {
@@ -826,6 +828,72 @@ fn describe_configs(c: &mut RawClient, v: i16, t: &Topic) {
         ("num.partitions", Some("1"))
     );
     assert_eq!(missing.error_code, 3, "{missing:?}");
+}
+
+/// retention.ms of a topic (DescribeConfigs v4): its value and source.
+fn retention(c: &mut RawClient, topic: &str) -> (String, i8) {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let resource = DescribeConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(s(topic))
+        .with_configuration_keys(Some(vec![s("retention.ms")]));
+    let request = DescribeConfigsRequest::default().with_resources(vec![resource]);
+    let r = call!(c, DescribeConfigs, 4, request);
+    let e = &r.results[0].configs[0];
+    (
+        e.value.as_deref().unwrap_or_default().to_string(),
+        e.config_source,
+    )
+}
+
+fn alter_configs(c: &mut RawClient, v: i16) {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let topic = format!("altered-v{v}");
+    assert_eq!(create(c, 7, &topic, 1).error_code, 0);
+    let resource = |name: &str| {
+        let config = AlterableConfig::default()
+            .with_name(s("retention.ms"))
+            .with_value(Some(s("1000")));
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s(name))
+            .with_configs(vec![config])
+    };
+    let request =
+        AlterConfigsRequest::default().with_resources(vec![resource(&topic), resource("missing")]);
+    let r = call!(c, AlterConfigs, v, request);
+    let codes: Vec<_> = r
+        .responses
+        .iter()
+        .map(|x| (x.resource_name.as_str(), x.error_code))
+        .collect();
+    assert_eq!(codes, [(topic.as_str(), 0), ("missing", 3)], "{r:?}");
+    assert_eq!(retention(c, &topic), ("1000".into(), 1));
+}
+
+fn incremental_alter_configs(c: &mut RawClient, v: i16) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    let topic = format!("incremental-v{v}");
+    assert_eq!(create(c, 7, &topic, 1).error_code, 0);
+    // DELETE (1) takes the topic's retention.ms back to the default.
+    let config = AlterableConfig::default()
+        .with_name(s("retention.ms"))
+        .with_config_operation(1)
+        .with_value(None);
+    let resource = AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(s(&topic))
+        .with_configs(vec![config]);
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+    let r = call!(c, IncrementalAlterConfigs, v, request);
+    assert_eq!(
+        (r.responses[0].error_code, &r.responses[0].error_message),
+        (0, &None),
+        "{r:?}"
+    );
+    assert_eq!(retention(c, &topic), ("604800000".into(), 5));
 }
 
 // ---- helpers -------------------------------------------------------------------------

@@ -287,17 +287,30 @@ fn message_expiry(limits: &TopicLimits) -> IggyExpiry {
     }
 }
 
-/// Iggy's topic size cap for a topic's limits: Kafka's is per partition.
-fn max_topic_size(limits: &TopicLimits, partitions: u32) -> MaxTopicSize {
+/// Iggy's topic size cap for a topic's limits: Kafka's is per partition. Iggy refuses
+/// a cap below one segment (`segment`, when known), so a smaller one is raised to it.
+fn max_topic_size(limits: &TopicLimits, partitions: u32, segment: Option<u64>) -> MaxTopicSize {
     match limits.retention_bytes {
-        Some(b) => MaxTopicSize::Custom(IggyByteSize::from(
-            b.saturating_mul(u64::from(partitions.max(1))),
-        )),
+        Some(b) => {
+            let cap = b.saturating_mul(u64::from(partitions.max(1)));
+            MaxTopicSize::Custom(IggyByteSize::from(cap.max(segment.unwrap_or(0))))
+        }
         None => MaxTopicSize::Unlimited,
     }
 }
 
-/// Iggy options for a new topic (`docs/IGGY_MAPPING.md`, "Topics").
+/// The segment size an Iggy topic was made with, as it reports it.
+fn segment_size(details: &iggy::prelude::TopicDetails) -> Option<u64> {
+    details
+        .options
+        .iter()
+        .find(|(key, _)| key.as_bytes() == iggy_common::topic_option_keys::SEGMENT_SIZE.as_bytes())
+        .and_then(|(_, option)| option.value.as_uint64().ok())
+}
+
+/// Iggy options for a new topic (`docs/IGGY_MAPPING.md`, "Topics"). The size cap is
+/// set once the topic exists ([`Inner::apply_limits`]): it depends on the segment size
+/// Iggy chose.
 fn topic_options(meta: &TopicMeta, limits: &TopicLimits, fsync: bool) -> TopicCreateOptions {
     let partitions = meta.partitions.max(1) as u32;
     // Iggy's bounds: a multiple of 512 bytes from 1 MiB to 1 GiB; otherwise its default.
@@ -308,7 +321,7 @@ fn topic_options(meta: &TopicMeta, limits: &TopicLimits, fsync: bool) -> TopicCr
     TopicCreateOptions {
         partitions_count: Some(partitions),
         message_expiry: Some(message_expiry(limits)),
-        max_topic_size: Some(max_topic_size(limits, partitions)),
+        max_topic_size: Some(MaxTopicSize::Unlimited),
         segment_size,
         enforce_fsync: fsync.then_some(true),
         // Iggy acknowledges writes it holds in memory and saves them every 1024
@@ -538,6 +551,7 @@ impl Inner {
             .check(c.create_topic(&stream_id, &topic_name, &options).await)
             .map_err(err)?;
         drop(c);
+        let topic_id = named(&topic_name)?;
         let record = TopicRecord {
             name: name.clone(),
             deleted: false,
@@ -546,16 +560,53 @@ impl Inner {
             configs: meta.configs.clone(),
             iggy_created_at: details.created_at.as_micros(),
         };
-        if let Err(e) = self.log(gateway_log::TOPICS, record.encode()).await {
+        // The size cap needs the segment size the topic got (see `max_topic_size`).
+        let capped = match limits.retention_bytes {
+            Some(_) => {
+                self.apply_limits((&stream_id, &topic_id, &topic_name), &details, &limits)
+                    .await
+            }
+            None => Ok(()),
+        };
+        let recorded = match capped {
+            Ok(()) => self
+                .log(gateway_log::TOPICS, record.encode())
+                .await
+                .map(drop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = recorded {
             // Without its record the topic would come back with another id and no
-            // configs: undo it rather than leave it half made.
-            tracing::warn!(topic = %name, error = %e, "cannot record the topic; deleting it again");
+            // configs, without its cap it would keep too much: undo it rather than
+            // leave it half made.
+            tracing::warn!(topic = %name, error = %e, "cannot finish making the topic; deleting it again");
             if let Ok(c) = self.admin().await {
-                let _ = c.check(c.delete_topic(&stream_id, &named(&topic_name)?).await);
+                let _ = c.check(c.delete_topic(&stream_id, &topic_id).await);
             }
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Sets an Iggy topic's message expiry and size cap from `limits`.
+    async fn apply_limits(
+        &self,
+        (stream_id, topic_id, topic_name): (&Identifier, &Identifier, &str),
+        details: &iggy::prelude::TopicDetails,
+        limits: &TopicLimits,
+    ) -> BackendResult<()> {
+        let partitions = details.partitions_count;
+        let options = TopicUpdateOptions {
+            message_expiry: Some(message_expiry(limits)),
+            max_topic_size: Some(max_topic_size(limits, partitions, segment_size(details))),
+            ..TopicUpdateOptions::default()
+        };
+        let c = self.admin().await?;
+        c.check(
+            c.update_topic(stream_id, topic_id, topic_name, &options)
+                .await,
+        )
+        .map_err(|e| backend_error(e, None, topic_name))
     }
 
     /// Records the new configurations, then applies the limits Iggy enforces. A native
@@ -586,14 +637,8 @@ impl Inner {
             )
         };
         self.log(gateway_log::TOPICS, record.encode()).await?;
-        let options = TopicUpdateOptions {
-            message_expiry: Some(message_expiry(&limits)),
-            max_topic_size: Some(max_topic_size(&limits, details.partitions_count)),
-            ..TopicUpdateOptions::default()
-        };
-        let c = self.admin().await?;
-        c.check(c.update_topic(&stream_id, &topic_id, topic, &options).await)
-            .map_err(err)
+        self.apply_limits((&stream_id, &topic_id, topic), &details, &limits)
+            .await
     }
 
     async fn cluster_configs(&self) -> BackendResult<ClusterConfigs> {
@@ -1374,9 +1419,15 @@ mod tests {
                 Duration::from_secs(60)
             )))
         );
+        assert_eq!(o.max_topic_size, Some(MaxTopicSize::Unlimited));
         assert_eq!(
-            o.max_topic_size,
-            Some(MaxTopicSize::Custom(IggyByteSize::from(3000)))
+            max_topic_size(&limits, 3, None),
+            MaxTopicSize::Custom(IggyByteSize::from(3000))
+        );
+        assert_eq!(
+            max_topic_size(&limits, 3, Some(1 << 20)),
+            MaxTopicSize::Custom(IggyByteSize::from(1 << 20)),
+            "at least one segment"
         );
         assert_eq!(o.segment_size, Some(IggyByteSize::from(1 << 20)));
         let kept = topic_options(&meta(), &TopicLimits::default(), true);

@@ -12,7 +12,8 @@ use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, MetadataRequest,
+    AlterConfigsRequest, ApiKey, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, MetadataRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -157,9 +158,9 @@ pub fn describe(
     r.results.into_iter().next().expect("one result")
 }
 
-/// A topic's configurations (DescribeConfigs v4): name → (value, source).
-pub fn topic_configs(c: &mut RawClient, topic: &str) -> BTreeMap<String, (String, i8)> {
-    let r = describe(c, 4, (2, topic), None, false);
+/// A resource's configurations (DescribeConfigs v4): name → (value, source).
+pub fn configs_of(c: &mut RawClient, resource: (i8, &str)) -> BTreeMap<String, (String, i8)> {
+    let r = describe(c, 4, resource, None, false);
     assert_eq!(r.error_code, 0, "{r:?}");
     r.configs
         .into_iter()
@@ -170,6 +171,11 @@ pub fn topic_configs(c: &mut RawClient, topic: &str) -> BTreeMap<String, (String
         .collect()
 }
 
+/// A topic's configurations: name → (value, source).
+pub fn topic_configs(c: &mut RawClient, topic: &str) -> BTreeMap<String, (String, i8)> {
+    configs_of(c, (2, topic))
+}
+
 /// DeleteTopics v6 of one topic by name: its error code.
 pub fn delete(c: &mut RawClient, topic: &str) -> i16 {
     let state = DeleteTopicState::default().with_name(Some(topic_name(topic)));
@@ -177,4 +183,83 @@ pub fn delete(c: &mut RawClient, topic: &str) -> i16 {
         .with_topics(vec![state])
         .with_timeout_ms(5000);
     call!(c, DeleteTopics, 6, request).responses[0].error_code
+}
+
+/// IncrementalAlterConfigs operations.
+pub const SET: i8 = 0;
+pub const DELETE: i8 = 1;
+pub const APPEND: i8 = 2;
+pub const SUBTRACT: i8 = 3;
+
+/// One resource to alter: `(type, name)` and its `(name, value)` entries.
+pub type Replace<'a> = ((i8, &'a str), &'a [(&'a str, Option<&'a str>)]);
+/// Incremental changes: `(name, operation, value)` entries.
+pub type Ops<'a> = &'a [(&'a str, i8, Option<&'a str>)];
+/// One resource to alter incrementally: `(type, name)` and its changes.
+pub type Incremental<'a> = ((i8, &'a str), Ops<'a>);
+
+/// AlterConfigs at `v`: each resource's `(error code, error message)`, in order.
+pub fn alter(
+    c: &mut RawClient,
+    v: i16,
+    resources: &[Replace],
+    validate_only: bool,
+) -> Vec<(i16, Option<String>)> {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let resources = resources.iter().map(|((kind, name), configs)| {
+        let configs = configs.iter().map(|(k, v)| {
+            AlterableConfig::default()
+                .with_name(s(k))
+                .with_value(v.map(s))
+        });
+        AlterConfigsResource::default()
+            .with_resource_type(*kind)
+            .with_resource_name(s(name))
+            .with_configs(configs.collect())
+    });
+    let request = AlterConfigsRequest::default()
+        .with_resources(resources.collect())
+        .with_validate_only(validate_only);
+    let r = call!(c, AlterConfigs, v, request);
+    r.responses
+        .into_iter()
+        .map(|x| (x.error_code, x.error_message.map(|m| m.to_string())))
+        .collect()
+}
+
+/// IncrementalAlterConfigs at `v`: each resource's `(error code, error message)`.
+pub fn incremental(
+    c: &mut RawClient,
+    v: i16,
+    resources: &[Incremental],
+    validate_only: bool,
+) -> Vec<(i16, Option<String>)> {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    let resources = resources.iter().map(|((kind, name), configs)| {
+        let configs = configs.iter().map(|(k, op, v)| {
+            AlterableConfig::default()
+                .with_name(s(k))
+                .with_config_operation(*op)
+                .with_value(v.map(s))
+        });
+        AlterConfigsResource::default()
+            .with_resource_type(*kind)
+            .with_resource_name(s(name))
+            .with_configs(configs.collect())
+    });
+    let request = IncrementalAlterConfigsRequest::default()
+        .with_resources(resources.collect())
+        .with_validate_only(validate_only);
+    let r = call!(c, IncrementalAlterConfigs, v, request);
+    r.responses
+        .into_iter()
+        .map(|x| (x.error_code, x.error_message.map(|m| m.to_string())))
+        .collect()
+}
+
+/// A broker's configurations (`name` "" for every broker's): name → (value, source).
+pub fn broker_configs(c: &mut RawClient, name: &str) -> BTreeMap<String, (String, i8)> {
+    configs_of(c, (4, name))
 }

@@ -125,8 +125,14 @@ impl IggyServer {
     }
 
     pub fn gateway(&self) -> Gateway {
+        self.gateway_with(&[])
+    }
+
+    /// A gateway on this server with `extra` settings too.
+    pub fn gateway_with(&self, extra: &[(&str, &str)]) -> Gateway {
         let settings = self.gateway_settings();
-        let refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        refs.extend_from_slice(extra);
         Gateway::start_with(&refs)
     }
 

@@ -1,11 +1,13 @@
 //! The resources DescribeConfigs, AlterConfigs and IncrementalAlterConfigs name: a
 //! topic, or a broker (this gateway by its node id, or "" for every gateway).
 
+use futures_util::future::{ready, LocalBoxFuture};
+use futures_util::FutureExt;
 use kafka_protocol::error::ResponseError;
 
-use crate::config_catalog::BrokerScope;
+use crate::config_catalog::{AlterBrokerConfigs, BrokerScope, ConfigChange};
 use crate::gateway::Gateway;
-use crate::topic_admin::validate_topic_name;
+use crate::topic_admin::{validate_topic_name, AlterTopicConfigs, BrokerConfigsChanged};
 
 /// Kafka's `ConfigResource.Type` codes served here.
 pub const TOPIC: i8 = 2;
@@ -45,4 +47,71 @@ pub fn resource(
             format!("unsupported resource type {other}: this gateway serves TOPIC ({TOPIC}) and BROKER ({BROKER})"),
         )),
     }
+}
+
+/// Why a resource was not altered: the error code and message it is answered with.
+pub type Refusal = (ResponseError, String);
+
+/// Changes one resource's configurations (or, with `validate_only`, checks the change).
+/// The change is sent to its owner now, so changes apply in request order; a broker
+/// change has reached every topic it affects when the future resolves.
+pub fn alter(
+    gw: &Gateway,
+    (resource_type, name): (i8, &str),
+    change: ConfigChange,
+    validate_only: bool,
+) -> LocalBoxFuture<'static, Result<(), Refusal>> {
+    let outcome = match resource(gw, resource_type, name) {
+        Err(refusal) => ready(Err(refusal)).boxed_local(),
+        Ok(Resource::Topic(topic)) => {
+            let sent = gw.topic_admin.send(AlterTopicConfigs {
+                name: topic,
+                change,
+                validate_only,
+            });
+            async move {
+                match sent.await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err((e.code(), e.to_string())),
+                    Err(_) => Err(unavailable("topic admin")),
+                }
+            }
+            .boxed_local()
+        }
+        Ok(Resource::Broker(scope)) => {
+            let sent = gw.catalog.send(AlterBrokerConfigs {
+                scope,
+                change,
+                validate_only,
+            });
+            let admin = gw.topic_admin.clone();
+            async move {
+                match sent.await {
+                    Ok(Ok(_)) if validate_only => Ok(()),
+                    Ok(Ok(before)) => admin
+                        .send(BrokerConfigsChanged { before })
+                        .await
+                        .map_err(|_| unavailable("topic admin")),
+                    Ok(Err(e)) => Err((e.code(), e.to_string())),
+                    Err(_) => Err(unavailable("config catalog")),
+                }
+            }
+            .boxed_local()
+        }
+    };
+    let what = format!("{resource_type}:{name}");
+    outcome
+        .inspect(move |done| {
+            if let Err((code, message)) = done {
+                tracing::info!(resource = %what, ?code, %message, "configurations not altered");
+            }
+        })
+        .boxed_local()
+}
+
+fn unavailable(owner: &str) -> Refusal {
+    (
+        ResponseError::UnknownServerError,
+        format!("the {owner} is not running"),
+    )
 }

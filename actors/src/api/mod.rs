@@ -4,6 +4,7 @@
 //! message to the actor owning it; they do that before returning their future, so
 //! pipelined requests reach the actors in the order they arrived.
 
+mod alter_configs;
 mod api_versions;
 mod config_resources;
 mod create_topics;
@@ -11,6 +12,7 @@ mod delete_topics;
 mod describe_configs;
 mod fetch;
 mod groups;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
@@ -53,6 +55,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 1, 9),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -108,6 +112,13 @@ pub fn route(
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
             describe_configs::handle(gw, version, r),
         )),
+        RequestKind::AlterConfigs(r) => {
+            answer(alter_configs::handle(gw, r), ResponseKind::AlterConfigs)
+        }
+        RequestKind::IncrementalAlterConfigs(r) => answer(
+            incremental_alter_configs::handle(gw, r),
+            ResponseKind::IncrementalAlterConfigs,
+        ),
         RequestKind::InitProducerId(r) => answer(
             init_producer_id::handle(gw.clone(), r),
             ResponseKind::InitProducerId,

@@ -15,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Answer, Reply};
 use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
+use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
 use crate::records;
@@ -37,6 +38,7 @@ enum Outcome {
 
 pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
     let table = gw.topic_table();
+    let config = gw.cluster_config();
     let acks = req.acks;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -81,7 +83,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
                     };
                     return refused(code, "unknown topic or partition".into());
                 };
-                match check_batch(gw, meta, p.records.unwrap_or_default(), now) {
+                match check_batch(&config, meta, p.records.unwrap_or_default(), now) {
                     Err((code, message)) => refused(code, message),
                     Ok((batch, log_append_time)) => {
                         let tp = TopicPartition {
@@ -167,19 +169,18 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
     })
 }
 
-/// Checks one partition's records and prepares them for the log; the append time
-/// is set when the topic keeps LogAppendTime.
+/// Checks one partition's records and prepares them for the log, by the topic's
+/// configurations in force; the append time is set when the topic keeps LogAppendTime.
 fn check_batch(
-    gw: &Gateway,
+    config: &ClusterConfig,
     meta: &TopicMeta,
     records: Bytes,
     now: i64,
 ) -> Result<(AppendBatch, i64), (ResponseError, String)> {
-    let max = meta
-        .configs
-        .get("max.message.bytes")
+    let value = |name| config.topic_value(&meta.configs, name).map(|(v, _)| v);
+    let max = value("max.message.bytes")
         .and_then(|v| v.parse().ok())
-        .unwrap_or(gw.settings.message_max_bytes);
+        .unwrap_or(usize::MAX);
     if records.len() > max {
         return Err((
             ResponseError::MessageTooLarge,
@@ -196,11 +197,7 @@ fn check_batch(
             "transactional batches are not supported by this gateway".into(),
         ));
     }
-    let log_append = meta
-        .configs
-        .get("message.timestamp.type")
-        .map(String::as_str)
-        == Some("LogAppendTime");
+    let log_append = value("message.timestamp.type") == Some("LogAppendTime");
     let (bytes, log_append_time) = if log_append {
         (
             records::stamp_log_append_time(records, &mut header, now),

@@ -93,36 +93,31 @@ impl ClusterConfig {
         &self.this_broker
     }
 
-    /// Where a broker configuration's value may come from, the one in force first.
-    fn broker_chain(&self, b: BrokerConfig) -> Vec<Synonym> {
+    /// Where a broker configuration's value may come from, in Kafka's order: the
+    /// first is the one in force.
+    fn broker_sources(&self, b: BrokerConfig) -> impl Iterator<Item = (&str, ConfigSource)> {
         let name = b.name();
-        let dynamic = [
-            (&self.this_broker, ConfigSource::DynamicBroker),
-            (&self.cluster_default, ConfigSource::DynamicDefaultBroker),
-        ];
-        let mut chain: Vec<Synonym> = dynamic
-            .into_iter()
-            .filter_map(|(map, source)| {
-                map.get(name).map(|v| Synonym {
-                    name,
-                    value: v.clone(),
-                    source,
-                })
+        [
+            (self.this_broker.get(name), ConfigSource::DynamicBroker),
+            (
+                self.cluster_default.get(name),
+                ConfigSource::DynamicDefaultBroker,
+            ),
+            (self.statics.get(name), ConfigSource::StaticBroker),
+        ]
+        .into_iter()
+        .filter_map(|(value, source)| Some((value?.as_str(), source)))
+        .chain([(b.definition_default(), ConfigSource::Default)])
+    }
+
+    fn broker_chain(&self, b: BrokerConfig) -> Vec<Synonym> {
+        self.broker_sources(b)
+            .map(|(value, source)| Synonym {
+                name: b.name(),
+                value: value.to_string(),
+                source,
             })
-            .collect();
-        if let Some(v) = self.statics.get(name) {
-            chain.push(Synonym {
-                name,
-                value: v.clone(),
-                source: ConfigSource::StaticBroker,
-            });
-        }
-        chain.push(Synonym {
-            name,
-            value: b.definition_default().to_string(),
-            source: ConfigSource::Default,
-        });
-        chain
+            .collect()
     }
 
     /// A broker configuration of this gateway.
@@ -175,8 +170,9 @@ impl ClusterConfig {
     }
 
     /// The value in force of a broker configuration (`num.partitions`, …).
-    pub fn broker_value(&self, name: &str) -> Option<String> {
-        broker_config(name).map(|b| self.broker_chain(b).swap_remove(0).value)
+    pub fn broker_value(&self, name: &str) -> Option<&str> {
+        let b = broker_config(name)?;
+        self.broker_sources(b).next().map(|(value, _)| value)
     }
 
     /// A topic configuration of a topic whose own values are `overrides`.
@@ -221,13 +217,19 @@ impl ClusterConfig {
     }
 
     /// The value in force of one topic configuration, and where it comes from.
-    pub fn topic_value(
-        &self,
-        overrides: &BTreeMap<String, String>,
+    pub fn topic_value<'a>(
+        &'a self,
+        overrides: &'a BTreeMap<String, String>,
         name: &str,
-    ) -> Option<(String, ConfigSource)> {
-        let e = self.topic_entry(topic_config(name)?, overrides);
-        Some((e.value, e.source))
+    ) -> Option<(&'a str, ConfigSource)> {
+        let d = topic_config(name)?;
+        if let Some(v) = overrides.get(name) {
+            return Some((v, ConfigSource::DynamicTopic));
+        }
+        Some(match d.synonym.and_then(broker_config) {
+            Some(b) => self.broker_sources(b).next()?,
+            None => (d.default, ConfigSource::Default),
+        })
     }
 
     /// What the backend enforces for a topic. Retention and segment size set anywhere
@@ -247,7 +249,7 @@ impl ClusterConfig {
             .topic_value(overrides, "cleanup.policy")
             .map(|(v, _)| v)
             .unwrap_or_default();
-        let policy = list_items(&policy);
+        let policy = list_items(policy);
         let deletes = policy.contains(&"delete") && !policy.contains(&"compact");
         TopicLimits {
             retention_ms: set("retention.ms").filter(|_| deletes),
@@ -347,15 +349,15 @@ mod tests {
         let none = BTreeMap::new();
         assert_eq!(
             c.topic_value(&none, "retention.ms"),
-            Some(("2000".into(), ConfigSource::DynamicBroker))
+            Some(("2000", ConfigSource::DynamicBroker))
         );
         assert_eq!(
             c.topic_value(&none, "max.message.bytes"),
-            Some(("2000000".into(), ConfigSource::StaticBroker))
+            Some(("2000000", ConfigSource::StaticBroker))
         );
         assert_eq!(
             c.topic_value(&none, "segment.ms"),
-            Some(("604800000".into(), ConfigSource::Default))
+            Some(("604800000", ConfigSource::Default))
         );
         // No broker synonym: the default, and no synonyms at all (as Kafka).
         let e = c.topic_entry(topic_config("remote.storage.enable").unwrap(), &none);
@@ -413,9 +415,6 @@ mod tests {
             ("true", ConfigSource::Default, true)
         );
         assert_eq!(c.cluster_default_entries().len(), 1);
-        assert_eq!(
-            c.broker_value("message.max.bytes").as_deref(),
-            Some("2000000")
-        );
+        assert_eq!(c.broker_value("message.max.bytes"), Some("2000000"));
     }
 }

@@ -180,12 +180,7 @@ impl ConfigCatalog {
     /// tiered-storage check of a broker without tiered storage).
     fn check_topic(&self, configs: &BTreeMap<String, String>) -> Result<(), ConfigError> {
         let config = self.current();
-        let value = |name: &str| {
-            config
-                .topic_value(configs, name)
-                .map(|(v, _)| v)
-                .unwrap_or_default()
-        };
+        let value = |name: &str| config.topic_value(configs, name).map_or("", |(v, _)| v);
         if value("remote.storage.enable") == "true" {
             return Err(ConfigError::Conflict(
                 "tiered storage is not available on this gateway; remote.storage.enable must be false"
