@@ -873,6 +873,65 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
     );
 }
 
+/// `num.partitions`, `default.replication.factor` and `auto.create.topics.enable` set
+/// as dynamic broker configurations are what CreateTopics' -1 and Metadata's
+/// auto-creation use; deleting them brings the static settings back.
+fn dynamic_broker_configs_drive_topic_defaults(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[("num_partitions", "2")]) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    let r = create_with(&mut c, 7, "static-default", -1, -1, &[], false);
+    assert_eq!(
+        (r.error_code, r.num_partitions, r.replication_factor),
+        (0, 2, 1),
+        "{r:?}"
+    );
+    let set = [
+        ("num.partitions", SET, Some("5")),
+        ("default.replication.factor", SET, Some("3")),
+        ("auto.create.topics.enable", SET, Some("false")),
+    ];
+    assert_eq!(
+        incremental(&mut c, 1, &[((4, ""), &set)], false),
+        [(0, None)]
+    );
+    let r = create_with(&mut c, 7, "dynamic-default", -1, -1, &[], false);
+    assert_eq!(
+        (r.error_code, r.num_partitions, r.replication_factor),
+        (0, 5, 3),
+        "{r:?}"
+    );
+    assert_eq!(auto_create(&mut c, "not-made"), UNKNOWN_TOPIC);
+    assert!(!exists(&mut c, "not-made"));
+    let unset = [
+        ("auto.create.topics.enable", DELETE, None),
+        ("num.partitions", DELETE, None),
+    ];
+    assert_eq!(
+        incremental(&mut c, 1, &[((4, ""), &unset)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        auto_create(&mut c, "made"),
+        5,
+        "LEADER_NOT_AVAILABLE while it is made"
+    );
+    let r = create_with(&mut c, 7, "static-again", -1, 1, &[], false);
+    assert_eq!((r.error_code, r.num_partitions), (0, 2), "{r:?}");
+}
+
+/// Metadata v12 for a missing topic, allowing auto-creation: the topic's error code.
+fn auto_create(c: &mut RawClient, topic: &str) -> i16 {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::MetadataRequest;
+    let wanted = MetadataRequestTopic::default().with_name(Some(support::topic_name(topic)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![wanted]))
+        .with_allow_auto_topic_creation(true);
+    call!(c, Metadata, 12, request).topics[0].error_code
+}
+
 support::on_every_store!(
     create_topics_accepts_every_kafka_config,
     create_topics_refuses_bad_configs_naming_them,
@@ -885,4 +944,5 @@ support::on_every_store!(
     incremental_alter_configs_applies_every_op,
     altered_configs_take_effect_on_produce,
     broker_configs_are_alterable_where_kafka_allows,
+    dynamic_broker_configs_drive_topic_defaults,
 );

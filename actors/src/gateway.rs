@@ -155,10 +155,11 @@ impl Gateway {
         })
     }
 
-    /// The topic rules in force. The one place they are read, so a value changed at
-    /// runtime (dynamic broker configs) takes effect everywhere by changing only this.
+    /// The topic rules in force: the dynamic broker configurations stored in the
+    /// backend (`num.partitions`, …) where set, else the static settings. The one place
+    /// they are read.
     pub fn topic_rules(&self) -> TopicRules {
-        self.settings.topic_rules
+        self.cluster_config().topic_rules(self.settings.topic_rules)
     }
 
     /// The topic table as of now.

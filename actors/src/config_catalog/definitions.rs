@@ -50,6 +50,8 @@ pub struct Definition {
     pub doc: &'static str,
 }
 
+use crate::topic_admin::MAX_PARTITIONS;
+
 const COMPRESSION: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 const LONG_MAX: &str = "9223372036854775807";
 
@@ -173,7 +175,7 @@ const BROKER_ONLY: &[Definition] = &[
         "The broker id of this server (the gateway's node_id)."),
     broker("connections.max.idle.ms", Long, "600000", Rule::AtLeast(1), false,
         "Idle connections are closed after this many milliseconds."),
-    broker("default.replication.factor", Int, "1", Rule::AtLeast(1), true,
+    broker("default.replication.factor", Int, "1", Rule::Between(1, i16::MAX as i64), true,
         "The replication factor of automatically created topics and of topics created with -1."),
     broker("delete.topic.enable", Boolean, "true", Rule::Any, false,
         "Enables topic deletion."),
@@ -183,7 +185,7 @@ const BROKER_ONLY: &[Definition] = &[
         "The most connections the broker accepts at any time."),
     broker("node.id", Int, "-1", Rule::Any, false,
         "The node id of this server (the gateway's node_id)."),
-    broker("num.partitions", Int, "1", Rule::AtLeast(1), true,
+    broker("num.partitions", Int, "1", Rule::Between(1, MAX_PARTITIONS as i64), true,
         "The number of partitions of automatically created topics and of topics created with -1."),
     broker("socket.request.max.bytes", Int, "104857600", Rule::AtLeast(1), false,
         "The largest request the broker reads."),

@@ -15,7 +15,7 @@ use super::definitions::{
 };
 use super::rules::list_items;
 use crate::backend::TopicLimits;
-use crate::gateway::BrokerSettings;
+use crate::gateway::{BrokerSettings, TopicRules};
 
 /// DescribeConfigs' `ConfigSource` codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +173,24 @@ impl ClusterConfig {
     pub fn broker_value(&self, name: &str) -> Option<&str> {
         let b = broker_config(name)?;
         self.broker_sources(b).next().map(|(value, _)| value)
+    }
+
+    /// The topic rules in force: these configurations where set dynamically, else
+    /// `statics` (the settings the gateway started with).
+    pub fn topic_rules(&self, statics: TopicRules) -> TopicRules {
+        let value = |name| self.broker_value(name).unwrap_or_default();
+        TopicRules {
+            auto_create_topics_enable: value("auto.create.topics.enable")
+                .parse()
+                .unwrap_or(statics.auto_create_topics_enable),
+            num_partitions: value("num.partitions")
+                .parse()
+                .unwrap_or(statics.num_partitions),
+            default_replication_factor: value("default.replication.factor")
+                .parse()
+                .unwrap_or(statics.default_replication_factor),
+            ..statics
+        }
     }
 
     /// A topic configuration of a topic whose own values are `overrides`.
@@ -399,6 +417,36 @@ mod tests {
             broker.limits(&BTreeMap::new()).retention_ms,
             Some(3_600_000)
         );
+    }
+
+    #[test]
+    fn topic_rules_follow_dynamic_broker_configs() {
+        let statics = TopicRules {
+            auto_create_topics_enable: true,
+            num_partitions: 2,
+            default_replication_factor: 1,
+            delete_topics_max_names: 100,
+        };
+        let c = ClusterConfig {
+            statics: BTreeMap::from([("num.partitions", "2".to_string())]),
+            ..ClusterConfig::default()
+        };
+        assert_eq!(c.topic_rules(statics), statics);
+        let dynamic = c.with_dynamic(
+            map(&[
+                ("num.partitions", "6"),
+                ("auto.create.topics.enable", "false"),
+            ]),
+            map(&[("default.replication.factor", "3")]),
+        );
+        let rules = dynamic.topic_rules(statics);
+        let want = TopicRules {
+            auto_create_topics_enable: false,
+            num_partitions: 6,
+            default_replication_factor: 3,
+            ..statics
+        };
+        assert_eq!(rules, want);
     }
 
     #[test]
