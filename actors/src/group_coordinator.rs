@@ -479,6 +479,13 @@ impl GroupCoordinator {
                 .retain(|_, handed_out| now.duration_since(*handed_out) < MAX_SESSION);
             g.try_complete_join(now);
         }
+        let mut counts = [0; GroupState::ALL.len()];
+        for g in self.groups.values() {
+            counts[g.state as usize] += 1;
+        }
+        self.metrics
+            .groups
+            .set_counts(|state| counts[state as usize]);
     }
 
     /// Forgets groups with no members and no member ids handed out. One with committed
@@ -487,13 +494,6 @@ impl GroupCoordinator {
         self.groups.retain(|_, g| {
             g.state != GroupState::Empty || !g.members.is_empty() || !g.pending.is_empty()
         });
-        let mut counts = [0; GroupState::ALL.len()];
-        for g in self.groups.values() {
-            counts[g.state as usize] += 1;
-        }
-        self.metrics
-            .groups
-            .set_counts(|state| counts[state as usize]);
     }
 }
 
