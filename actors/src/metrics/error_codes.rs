@@ -92,6 +92,10 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
             beside(&mut codes, r.error_code);
         }
         ResponseKind::DescribeConfigs(r) => codes.extend(r.results.iter().map(|c| c.error_code)),
+        ResponseKind::AlterConfigs(r) => codes.extend(r.responses.iter().map(|c| c.error_code)),
+        ResponseKind::IncrementalAlterConfigs(r) => {
+            codes.extend(r.responses.iter().map(|c| c.error_code))
+        }
         _ => {}
     }
     codes
