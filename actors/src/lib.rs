@@ -23,6 +23,8 @@ pub mod offset_slot;
 pub mod producer_state;
 pub mod records;
 pub mod server;
+#[cfg(test)]
+mod test_backend;
 pub mod topic_admin;
 pub mod wire;
 

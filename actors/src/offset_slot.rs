@@ -130,129 +130,15 @@ mod tests {
     //! Slot behaviour with a backend whose commits are slow on purpose: an injected
     //! delay behind the storage port, the one real seam (no Iggy is involved).
 
-    use std::collections::HashMap;
     use std::sync::LazyLock;
     use std::time::Duration;
 
-    use parking_lot::Mutex as SyncMutex;
-
     use super::*;
-    use crate::backend::*;
     use crate::metrics::Metrics;
+    use crate::test_backend::TestOffsets;
 
     /// Queue tickets of the tests that do not look at queue depths.
     static UNWATCHED: LazyLock<Arc<Metrics>> = LazyLock::new(Metrics::new);
-
-    /// Committed offsets in memory; commits take `delay`, reads are immediate.
-    #[derive(Default)]
-    struct SlowCommits {
-        delay: Duration,
-        stored: SyncMutex<HashMap<(String, TopicPartition), CommittedOffset>>,
-        /// Offsets in the order commits were applied.
-        applied: SyncMutex<Vec<i64>>,
-    }
-
-    fn unused<T>() -> BackendFuture<'static, T> {
-        Box::pin(async { Err(BackendError::Fatal("not used by these tests".into())) })
-    }
-
-    impl Backend for SlowCommits {
-        fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
-            unused()
-        }
-        fn create_topic(&self, _: TopicMeta, _: TopicLimits) -> BackendFuture<'_, ()> {
-            unused()
-        }
-        fn delete_topic(&self, _: &str) -> BackendFuture<'_, ()> {
-            unused()
-        }
-        fn alter_topic_configs(
-            &self,
-            _: &str,
-            _: std::collections::BTreeMap<String, String>,
-            _: TopicLimits,
-        ) -> BackendFuture<'_, ()> {
-            unused()
-        }
-        fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
-            unused()
-        }
-        fn set_cluster_config(
-            &self,
-            _: &str,
-            _: std::collections::BTreeMap<String, String>,
-        ) -> BackendFuture<'_, ()> {
-            unused()
-        }
-        fn append(&self, _: &TopicPartition, _: AppendBatch) -> BackendFuture<'_, Appended> {
-            unused()
-        }
-        fn read(&self, _: &TopicPartition, _: i64, _: usize) -> BackendFuture<'_, ReadBatches> {
-            unused()
-        }
-        fn watermarks(&self, _: &TopicPartition) -> BackendFuture<'_, Watermarks> {
-            unused()
-        }
-        fn offset_for_timestamp(
-            &self,
-            _: &TopicPartition,
-            _: i64,
-        ) -> BackendFuture<'_, Option<TimestampedOffset>> {
-            unused()
-        }
-        fn max_timestamp(
-            &self,
-            _: &TopicPartition,
-        ) -> BackendFuture<'_, Option<TimestampedOffset>> {
-            unused()
-        }
-        fn producer_batches(&self, _: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
-            unused()
-        }
-        fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
-            unused()
-        }
-        fn commit_offset(
-            &self,
-            group: &str,
-            tp: &TopicPartition,
-            offset: Option<CommittedOffset>,
-        ) -> BackendFuture<'_, ()> {
-            let key = (group.to_string(), tp.clone());
-            Box::pin(async move {
-                tokio::time::sleep(self.delay).await;
-                if let Some(c) = offset {
-                    self.applied.lock().push(c.offset);
-                    self.stored.lock().insert(key, c);
-                }
-                Ok(())
-            })
-        }
-        fn committed_offset(
-            &self,
-            group: &str,
-            tp: &TopicPartition,
-        ) -> BackendFuture<'_, Option<CommittedOffset>> {
-            let found = self
-                .stored
-                .lock()
-                .get(&(group.to_string(), tp.clone()))
-                .cloned();
-            Box::pin(async move { Ok(found) })
-        }
-        fn committed_partitions(&self, _: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
-            unused()
-        }
-        fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
-            unused()
-        }
-        fn ping(&self) -> BackendFuture<'_, ()> {
-            unused()
-        }
-        fn flush(&self) -> BackendFuture<'_, ()> {
-            unused()
-        }
-    }
 
     fn tp() -> TopicPartition {
         TopicPartition {
@@ -275,8 +161,8 @@ mod tests {
         }
     }
 
-    fn slot(delay: Duration) -> (Arc<SlowCommits>, Addr<OffsetSlot>) {
-        let backend = Arc::new(SlowCommits {
+    fn slot(delay: Duration) -> (Arc<TestOffsets>, Addr<OffsetSlot>) {
+        let backend = Arc::new(TestOffsets {
             delay,
             ..Default::default()
         });

@@ -25,7 +25,7 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition,
     OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{ConsumerProtocolSubscription, TopicName};
+use kafka_protocol::messages::{ConsumerProtocolSubscription, GroupId, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
 use crate::backend::{CommittedOffset, TopicPartition};
@@ -288,93 +288,98 @@ async fn fetch_group(
         .collect())
 }
 
-/// One group's offsets in OffsetFetch's answer types: v8+ and earlier versions name
-/// their topic and partition types differently but shape them alike.
-macro_rules! answer_topics {
-    ($topic:ident, $partition:ident, $topics:expr, $version:expr) => {
-        $topics
-            .into_iter()
-            .map(|(name, ps)| {
-                let partitions = ps
-                    .into_iter()
-                    .map(|(p, c): (i32, Option<CommittedOffset>)| {
-                        // No committed offset reads as -1, without error.
-                        let (offset, epoch, metadata) = c.map_or((-1, -1, String::new()), |c| {
-                            (c.offset, c.leader_epoch, c.metadata)
-                        });
-                        $partition::default()
-                            .with_partition_index(p)
-                            .with_committed_offset(offset)
-                            .with_committed_leader_epoch(if $version >= 5 { epoch } else { -1 })
-                            .with_metadata(Some(StrBytes::from_string(metadata)))
-                    })
-                    .collect();
-                $topic::default()
-                    .with_name(name)
-                    .with_partitions(partitions)
-            })
-            .collect()
+/// Topics asked for, by name with their partitions; `None` asks for every one.
+type Wanted = Option<Vec<(TopicName, Vec<i32>)>>;
+
+/// OffsetFetch. From v8 a request names several groups, before one at the top level;
+/// both are answered by one path, in the v8 shape, then moved to the top level for the
+/// older versions.
+pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    let groups: Vec<(GroupId, Wanted)> = if version >= GROUPS_FROM {
+        let each = req.groups.into_iter().map(|g| {
+            let topics = g.topics.map(|ts| {
+                let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
+                each.collect()
+            });
+            (g.group_id, topics)
+        });
+        each.collect()
+    } else {
+        let topics = req.topics.map(|ts| {
+            let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
+            each.collect()
+        });
+        vec![(req.group_id, topics)]
     };
+    let mut answers = Vec::with_capacity(groups.len());
+    for (group, topics) in groups {
+        answers.push(answer_group(&gw, version, group, topics).await);
+    }
+    if version >= GROUPS_FROM {
+        return OffsetFetchResponse::default().with_groups(answers);
+    }
+    let group = answers.pop().unwrap_or_default();
+    let topics = group.topics.into_iter().map(|t| {
+        let partitions = t.partitions.into_iter().map(|p| {
+            OffsetFetchResponsePartition::default()
+                .with_partition_index(p.partition_index)
+                .with_committed_offset(p.committed_offset)
+                .with_committed_leader_epoch(p.committed_leader_epoch)
+                .with_metadata(p.metadata)
+                .with_error_code(p.error_code)
+        });
+        OffsetFetchResponseTopic::default()
+            .with_name(t.name)
+            .with_partitions(partitions.collect())
+    });
+    OffsetFetchResponse::default()
+        .with_error_code(group.error_code)
+        .with_topics(topics.collect())
 }
 
-pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
-    if version >= GROUPS_FROM {
-        let mut groups = Vec::with_capacity(req.groups.len());
-        for g in req.groups {
-            let topics = g.topics.map(|ts| {
-                ts.into_iter()
-                    .map(|t| (t.name, t.partition_indexes))
-                    .collect()
-            });
-            let answer = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
-            groups.push(match fetch_group(&gw, &g.group_id, topics).await {
-                Err(e) => answer.with_error_code(e.code()),
-                Ok(topics) => answer.with_topics(answer_topics!(
-                    OffsetFetchResponseTopics,
-                    OffsetFetchResponsePartitions,
-                    topics,
-                    version
-                )),
-            });
+/// One group's answer to OffsetFetch, in the v8+ shape.
+async fn answer_group(
+    gw: &Gateway,
+    version: i16,
+    group: GroupId,
+    topics: Wanted,
+) -> OffsetFetchResponseGroup {
+    let read = fetch_group(gw, &group, topics.clone()).await;
+    let error = read.as_ref().err().copied();
+    let read = match read {
+        Ok(read) => read,
+        // v1 has no group-level error: every partition asked for carries it instead.
+        Err(_) if version < 2 => {
+            let unread = topics.unwrap_or_default().into_iter();
+            let unread = unread.map(|(t, ps)| (t, ps.into_iter().map(|p| (p, None)).collect()));
+            unread.collect()
         }
-        return OffsetFetchResponse::default().with_groups(groups);
-    }
-    let requested: Option<Vec<(TopicName, Vec<i32>)>> = req.topics.map(|ts| {
-        ts.into_iter()
-            .map(|t| (t.name, t.partition_indexes))
-            .collect()
+        Err(_) => Vec::new(),
+    };
+    let partition_error = if version < 2 { error } else { None };
+    let topics = read.into_iter().map(|(name, ps)| {
+        let partitions = ps
+            .into_iter()
+            .map(|(p, c): (i32, Option<CommittedOffset>)| {
+                // No committed offset reads as -1, without error.
+                let (offset, epoch, metadata) = c.map_or((-1, -1, String::new()), |c| {
+                    (c.offset, c.leader_epoch, c.metadata)
+                });
+                OffsetFetchResponsePartitions::default()
+                    .with_partition_index(p)
+                    .with_committed_offset(offset)
+                    .with_committed_leader_epoch(if version >= 5 { epoch } else { -1 })
+                    .with_metadata(Some(StrBytes::from_string(metadata)))
+                    .with_error_code(partition_error.map_or(0, |e| e.code()))
+            });
+        OffsetFetchResponseTopics::default()
+            .with_name(name)
+            .with_partitions(partitions.collect())
     });
-    match fetch_group(&gw, &req.group_id, requested.clone()).await {
-        Ok(topics) => OffsetFetchResponse::default().with_topics(answer_topics!(
-            OffsetFetchResponseTopic,
-            OffsetFetchResponsePartition,
-            topics,
-            version
-        )),
-        // v1 has no top-level error: every requested partition carries it.
-        Err(e) if version < 2 => OffsetFetchResponse::default().with_topics(
-            requested
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(name, ps)| {
-                    OffsetFetchResponseTopic::default()
-                        .with_name(name)
-                        .with_partitions(
-                            ps.into_iter()
-                                .map(|p| {
-                                    OffsetFetchResponsePartition::default()
-                                        .with_partition_index(p)
-                                        .with_committed_offset(-1)
-                                        .with_metadata(Some(StrBytes::default()))
-                                        .with_error_code(e.code())
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
-        Err(e) => OffsetFetchResponse::default().with_error_code(e.code()),
-    }
+    OffsetFetchResponseGroup::default()
+        .with_group_id(group)
+        .with_error_code(error.map_or(0, |e| e.code()))
+        .with_topics(topics.collect())
 }
 
 /// Topics the group's live members subscribe to (from their consumer-protocol metadata).
@@ -481,4 +486,69 @@ pub async fn delete_group_offsets(gw: &Gateway, group: &str) -> Result<(), Respo
         .await
         .into_iter()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use actix::Arbiter;
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+    };
+
+    use super::*;
+    use crate::metrics::Metrics;
+    use crate::test_backend::{settings, TestOffsets};
+
+    /// OffsetFetch of partition 0 of topic "t" for group "g" at `v`.
+    fn request(v: i16) -> OffsetFetchRequest {
+        let name = TopicName(StrBytes::from_static_str("t"));
+        let group = GroupId(StrBytes::from_static_str("g"));
+        if v >= GROUPS_FROM {
+            let topic = OffsetFetchRequestTopics::default()
+                .with_name(name)
+                .with_partition_indexes(vec![0]);
+            let g = OffsetFetchRequestGroup::default()
+                .with_group_id(group)
+                .with_topics(Some(vec![topic]));
+            OffsetFetchRequest::default().with_groups(vec![g])
+        } else {
+            let topic = OffsetFetchRequestTopic::default()
+                .with_name(name)
+                .with_partition_indexes(vec![0]);
+            OffsetFetchRequest::default()
+                .with_group_id(group)
+                .with_topics(Some(vec![topic]))
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_failed_read_is_an_error_where_each_version_has_one_never_minus_one_alone() {
+        let backend = Arc::new(TestOffsets {
+            failing_reads: true,
+            ..Default::default()
+        });
+        let gw = Gateway::start(settings(), backend, Metrics::new(), &[Arbiter::current()])
+            .await
+            .unwrap();
+        // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
+        let retriable = ResponseError::CoordinatorLoadInProgress.code();
+        for v in 1..=9 {
+            let r = fetch(gw.clone(), v, request(v)).await;
+            match v {
+                // v1 has no top-level error: the partition carries it.
+                1 => {
+                    let p = &r.topics[0].partitions[0];
+                    assert_eq!((p.error_code, p.committed_offset), (retriable, -1));
+                }
+                2..=7 => assert_eq!((r.error_code, r.topics.len()), (retriable, 0), "v{v}"),
+                _ => {
+                    let g = &r.groups[0];
+                    let answer = (g.group_id.as_str(), g.error_code, g.topics.len());
+                    assert_eq!(answer, ("g", retriable, 0), "v{v}");
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,153 @@
+//! A backend for the actors' unit tests, behind the storage port (the one real seam;
+//! no Kafka or Iggy is involved): committed offsets in memory, with commits slowed and
+//! reads failed on purpose, and what a gateway needs to start.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::backend::*;
+use crate::gateway::{BrokerSettings, TopicRules};
+
+/// Committed offsets in memory, and no topics. Commits take `delay`; reads are
+/// immediate, or fail as a store that cannot be reached (`failing_reads`).
+#[derive(Default)]
+pub struct TestOffsets {
+    pub delay: Duration,
+    pub failing_reads: bool,
+    pub stored: Mutex<HashMap<(String, TopicPartition), CommittedOffset>>,
+    /// Offsets in the order commits were applied.
+    pub applied: Mutex<Vec<i64>>,
+}
+
+fn unused<T>() -> BackendFuture<'static, T> {
+    Box::pin(async { Err(BackendError::Fatal("not used by the tests".into())) })
+}
+
+impl Backend for TestOffsets {
+    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn create_topic(&self, _: TopicMeta, _: TopicLimits) -> BackendFuture<'_, ()> {
+        unused()
+    }
+    fn delete_topic(&self, _: &str) -> BackendFuture<'_, ()> {
+        unused()
+    }
+    fn alter_topic_configs(
+        &self,
+        _: &str,
+        _: std::collections::BTreeMap<String, String>,
+        _: TopicLimits,
+    ) -> BackendFuture<'_, ()> {
+        unused()
+    }
+    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
+        Box::pin(async { Ok(ClusterConfigs::new()) })
+    }
+    fn set_cluster_config(
+        &self,
+        _: &str,
+        _: std::collections::BTreeMap<String, String>,
+    ) -> BackendFuture<'_, ()> {
+        unused()
+    }
+    fn append(&self, _: &TopicPartition, _: AppendBatch) -> BackendFuture<'_, Appended> {
+        unused()
+    }
+    fn read(&self, _: &TopicPartition, _: i64, _: usize) -> BackendFuture<'_, ReadBatches> {
+        unused()
+    }
+    fn watermarks(&self, _: &TopicPartition) -> BackendFuture<'_, Watermarks> {
+        unused()
+    }
+    fn offset_for_timestamp(
+        &self,
+        _: &TopicPartition,
+        _: i64,
+    ) -> BackendFuture<'_, Option<TimestampedOffset>> {
+        unused()
+    }
+    fn max_timestamp(&self, _: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
+        unused()
+    }
+    fn producer_batches(&self, _: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
+        unused()
+    }
+    fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
+        unused()
+    }
+    fn commit_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+        offset: Option<CommittedOffset>,
+    ) -> BackendFuture<'_, ()> {
+        let key = (group.to_string(), tp.clone());
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            if let Some(c) = offset {
+                self.applied.lock().push(c.offset);
+                self.stored.lock().insert(key, c);
+            }
+            Ok(())
+        })
+    }
+    fn committed_offset(
+        &self,
+        group: &str,
+        tp: &TopicPartition,
+    ) -> BackendFuture<'_, Option<CommittedOffset>> {
+        if self.failing_reads {
+            return Box::pin(async {
+                Err(BackendError::Unavailable("reads fail on purpose".into()))
+            });
+        }
+        let found = self
+            .stored
+            .lock()
+            .get(&(group.to_string(), tp.clone()))
+            .cloned();
+        Box::pin(async move { Ok(found) })
+    }
+    fn committed_partitions(&self, _: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
+        unused()
+    }
+    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
+        unused()
+    }
+    fn ping(&self) -> BackendFuture<'_, ()> {
+        unused()
+    }
+    fn flush(&self) -> BackendFuture<'_, ()> {
+        unused()
+    }
+}
+
+/// Settings for a gateway under test (no listener: handlers are called directly).
+pub fn settings() -> BrokerSettings {
+    BrokerSettings {
+        node_id: 0,
+        cluster_id: "test".into(),
+        advertised_host: "127.0.0.1".into(),
+        advertised_port: 9092,
+        max_request_bytes: 1 << 20,
+        max_inflight_per_connection: 5,
+        idle_timeout: Duration::from_secs(60),
+        read_timeout: Duration::from_secs(10),
+        write_timeout: Duration::from_secs(10),
+        message_max_bytes: 1 << 20,
+        topic_rules: TopicRules {
+            auto_create_topics_enable: false,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            delete_topics_max_names: 100,
+        },
+        max_connections: 10,
+        log_slots: 1,
+        offset_slots: 2,
+        group_initial_rebalance_delay: Duration::ZERO,
+        topic_refresh_interval: Duration::from_secs(60),
+    }
+}
