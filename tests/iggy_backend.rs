@@ -698,6 +698,61 @@ async fn altered_configs_reach_the_iggy_topic() {
     );
 }
 
+/// The real-client configuration checks `.ci/run` runs on the embedded store
+/// (`tests/clients/configs_java.sh`, `configs_confluent.py`: Connect, Streams, Schema
+/// Registry, Debezium, MirrorMaker 2 … through the Java AdminClient and confluent-kafka),
+/// here against a gateway on Iggy. They need `.ci/client-deps.sh` to have run.
+#[test]
+fn framework_config_calls_through_real_admin_clients_work_on_iggy() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (python, jars) = (root.join(".venv/bin/python"), root.join(".venv/kafka-java"));
+    if !python.is_file() || !jars.is_dir() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED real-client config checks on Iggy: run .ci/client-deps.sh"
+        );
+        return;
+    }
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let clients = root.join("tests/clients");
+    let checks: [(&str, Vec<std::ffi::OsString>); 2] = [
+        (
+            "bash",
+            vec![
+                clients.join("configs_java.sh").into(),
+                gw.bootstrap().into(),
+            ],
+        ),
+        (
+            python.to_str().expect("path"),
+            vec![
+                clients.join("configs_confluent.py").into(),
+                "--bootstrap".into(),
+                gw.bootstrap().into(),
+            ],
+        ),
+    ];
+    for (program, args) in checks {
+        let out = Command::new(program)
+            .args(&args)
+            .output()
+            .expect("run the check");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.contains("PASS"),
+            "{args:?}: {said}"
+        );
+    }
+}
+
 /// Waits (up to 10 s) until the gateway serves `topic`; its topic id.
 fn wait_for_topic(gw: &Gateway, topic: &str) -> uuid::Uuid {
     let deadline = Instant::now() + Duration::from_secs(10);

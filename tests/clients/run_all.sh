@@ -11,13 +11,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-$(cd "$HERE/../.." && pwd)/.venv/bin/python}
 [ -x "$PY" ] || { echo "FAIL: no python venv at $PY (run .ci/client-deps.sh)" >&2; exit 1; }
 
-checks=(confluent kafka-python aiokafka kcat kafkajs-topics
+checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs confluent-configs
         confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups)
 passed=0
 for check in "${checks[@]}"; do
     case $check in
         kcat) cmd=(bash "$HERE/kcat_roundtrip.sh" "$BOOTSTRAP") ;;
         kafkajs-topics) cmd=(node "$HERE/topics_kafkajs.js" "$BOOTSTRAP") ;;
+        java-configs) cmd=(bash "$HERE/configs_java.sh" "$BOOTSTRAP") ;;
+        confluent-configs) cmd=("$PY" "$HERE/configs_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         confluent-groups) cmd=("$PY" "$HERE/groups_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         kafka-python-groups) cmd=("$PY" "$HERE/groups_kafka_python.py" --bootstrap "$BOOTSTRAP") ;;
         kafkajs-groups) cmd=(node "$HERE/groups_kafkajs.js" "$BOOTSTRAP") ;;
