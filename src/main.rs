@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Arbiter;
+use iggy_kafka_actors::membership::Leave;
 use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -123,6 +124,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     let gateway =
         Gateway::start(settings.broker(bound), backend.clone(), metrics, &handles).await?;
     let metered_backend = gateway.backend.clone();
+    let (membership, cluster) = (gateway.membership.clone(), gateway.cluster.clone());
 
     let (stop, stopping) = watch::channel(false);
     let connections = Arc::new(Semaphore::new(settings.max_connections));
@@ -143,6 +145,15 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     let _ = std::io::stdout().lock().write_all(lines.as_bytes());
 
     wait_for_signal().await;
+    // Leave the cluster first, while still serving: the other gateways take over this
+    // one's groups and partitions at their next heartbeat, and clients sent elsewhere
+    // (NOT_COORDINATOR, Metadata without this node) find them ready.
+    let others = cluster.borrow().nodes.len() > 1;
+    let _ = membership.send(Leave).await;
+    if others {
+        tracing::info!("left the cluster; handing over before closing connections");
+        tokio::time::sleep(Duration::from_millis(settings.node_heartbeat_ms * 2)).await;
+    }
     tracing::info!("shutting down: no new connections, finishing requests in flight");
     admin_state.set_serving(None);
     let _ = stop.send(true);

@@ -129,6 +129,10 @@ pub struct Settings {
     pub group_initial_rebalance_delay_ms: u64,
     /// How often topics are re-read from the backend (topics made by native Iggy clients).
     pub topic_refresh_ms: u64,
+    /// How often this gateway tells the others sharing the backend it is alive.
+    pub node_heartbeat_ms: u64,
+    /// A gateway silent this long drops out of Metadata and its groups move.
+    pub node_timeout_ms: u64,
     /// Threads serving connections; 0 means one per core.
     pub workers: usize,
 }
@@ -175,6 +179,8 @@ impl Default for Settings {
             offset_slots: 4,
             group_initial_rebalance_delay_ms: 3_000,
             topic_refresh_ms: 5_000,
+            node_heartbeat_ms: 1_000,
+            node_timeout_ms: 5_000,
             workers: 0,
         }
     }
@@ -223,6 +229,8 @@ impl Settings {
             ("log_slots", self.log_slots as i64),
             ("offset_slots", self.offset_slots as i64),
             ("topic_refresh_ms", self.topic_refresh_ms as i64),
+            ("node_heartbeat_ms", self.node_heartbeat_ms as i64),
+            ("node_timeout_ms", self.node_timeout_ms as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
         ];
         for (name, value) in at_least_one {
@@ -239,6 +247,15 @@ impl Settings {
                 reason: format!(
                     "must be at most {MAX_PARTITIONS}, got {}",
                     self.num_partitions
+                ),
+            });
+        }
+        if self.node_timeout_ms <= self.node_heartbeat_ms {
+            return Err(SettingsError::Invalid {
+                name: "node_timeout_ms",
+                reason: format!(
+                    "must be longer than node_heartbeat_ms ({}), got {}",
+                    self.node_heartbeat_ms, self.node_timeout_ms
                 ),
             });
         }
@@ -395,6 +412,8 @@ impl Settings {
                 self.group_initial_rebalance_delay_ms,
             ),
             topic_refresh_interval: Duration::from_millis(self.topic_refresh_ms),
+            node_heartbeat: Duration::from_millis(self.node_heartbeat_ms),
+            node_timeout: Duration::from_millis(self.node_timeout_ms),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use uuid::Uuid;
@@ -133,6 +134,14 @@ pub struct CommittedOffset {
     pub metadata: String,
 }
 
+/// A gateway as it announces itself to the others sharing a backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
 /// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method
 /// by name: a method added here is added there too, defaults included.
 pub trait Backend: Send + Sync + 'static {
@@ -204,6 +213,22 @@ pub trait Backend: Send + Sync + 'static {
     fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>>;
     /// Every group with at least one committed offset.
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>>;
+    /// A node id no other gateway sharing this backend holds, or `None` when the
+    /// backend serves a single gateway (which then keeps its configured id).
+    fn allocate_node_id(&self) -> BackendFuture<'_, Option<i32>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// Tells the other gateways `node` is alive (`true`) or leaving (`false`).
+    fn announce(&self, _node: &Node, _alive: bool) -> BackendFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Nodes that announced themselves alive within `timeout` and have not left since;
+    /// empty when the backend serves a single gateway. Reading them also brings in
+    /// what other gateways committed meanwhile, so a node taking over a group serves
+    /// its latest offsets.
+    fn live_nodes(&self, _timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
     /// True when writers other than this gateway append to the logs (native Iggy
     /// producers): their appends raise no signal, so waiting fetches also re-read.
     fn external_appends(&self) -> bool {

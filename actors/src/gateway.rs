@@ -9,10 +9,11 @@ use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::backend::{AppendBatch, Backend, BackendError, TopicPartition};
+use crate::backend::{AppendBatch, Backend, BackendError, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog};
 use crate::group_coordinator::GroupCoordinator;
 use crate::log_slot::{Append, LogSlot};
+use crate::membership::{Cluster, Membership};
 use crate::metrics::{MeteredBackend, Metrics};
 use crate::offset_slot::OffsetSlot;
 use crate::topic_admin::{TopicAdmin, TopicTable};
@@ -49,6 +50,10 @@ pub struct BrokerSettings {
     pub group_initial_rebalance_delay: Duration,
     /// How often the topic table is re-read from the backend.
     pub topic_refresh_interval: Duration,
+    /// How often this gateway tells the others sharing the backend it is alive.
+    pub node_heartbeat: Duration,
+    /// A gateway silent this long has left the cluster.
+    pub node_timeout: Duration,
 }
 
 /// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and
@@ -101,6 +106,9 @@ pub struct Gateway {
     pub groups: Addr<GroupCoordinator>,
     pub signals: Arc<AppendSignals>,
     pub metrics: Arc<Metrics>,
+    pub membership: Addr<Membership>,
+    /// The live gateways as the membership actor last published them.
+    pub cluster: watch::Receiver<Arc<Cluster>>,
 }
 
 impl Gateway {
@@ -112,6 +120,10 @@ impl Gateway {
         metrics: Arc<Metrics>,
         arbiters: &[ArbiterHandle],
     ) -> Result<Gateway, BackendError> {
+        let mut settings = settings;
+        if let Some(id) = backend.allocate_node_id().await? {
+            settings.node_id = id;
+        }
         let settings = Arc::new(settings);
         let backend: Arc<dyn Backend> = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let topics = backend.topics().await?;
@@ -140,6 +152,17 @@ impl Gateway {
         metrics.offset_slots.show(offset_slots.len());
         let groups =
             GroupCoordinator::new(settings.group_initial_rebalance_delay, metrics.clone()).start();
+        let me = Node {
+            id: settings.node_id,
+            host: settings.advertised_host.clone(),
+            port: settings.advertised_port,
+        };
+        let (membership, cluster) = Membership::start_with(
+            backend.clone(),
+            me,
+            (settings.node_heartbeat, settings.node_timeout),
+            log_slots.clone(),
+        );
         Ok(Gateway {
             settings,
             backend,
@@ -152,6 +175,8 @@ impl Gateway {
             groups,
             signals,
             metrics,
+            membership,
+            cluster,
         })
     }
 
@@ -165,6 +190,11 @@ impl Gateway {
     /// The topic table as of now.
     pub fn topic_table(&self) -> Arc<TopicTable> {
         self.topics.borrow().clone()
+    }
+
+    /// The live gateways as of now.
+    pub fn cluster(&self) -> Arc<Cluster> {
+        self.cluster.borrow().clone()
     }
 
     /// The configurations in force as of now.

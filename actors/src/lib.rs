@@ -18,6 +18,7 @@ pub mod connection;
 pub mod gateway;
 pub mod group_coordinator;
 pub mod log_slot;
+pub mod membership;
 pub mod metrics;
 pub mod offset_slot;
 pub mod producer_state;

@@ -154,6 +154,20 @@ impl Handler<Append> for LogSlot {
     }
 }
 
+/// Forget every partition's producer state: other gateways may have appended since,
+/// so it is read again from the backend before its next use.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ForgetProducers;
+
+impl Handler<ForgetProducers> for LogSlot {
+    type Result = ();
+
+    fn handle(&mut self, _: ForgetProducers, _: &mut Self::Context) {
+        self.producers.clear();
+    }
+}
+
 /// Forget a deleted topic's producer state.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -237,39 +237,52 @@ impl Actor for TopicAdmin {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(self.settings.topic_refresh_interval, |act, ctx| {
-            act.refresh(ctx)
+            // `wait`: creates and deletes stay out while the table is re-read.
+            ctx.wait(act.refresh())
         });
     }
 }
 
+/// Re-read the topics from the backend now (a topic another gateway or a native
+/// client just made); answered once the table is up to date.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Refresh;
+
+impl Handler<Refresh> for TopicAdmin {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: Refresh, _: &mut Self::Context) -> Self::Result {
+        AtomicResponse::new(Box::pin(self.refresh()))
+    }
+}
+
 impl TopicAdmin {
-    /// Re-reads the backend's topics, so topics made or removed by others (native Iggy
-    /// clients) appear and disappear. `wait` keeps creates and deletes out meanwhile.
-    fn refresh(&mut self, ctx: &mut Context<Self>) {
+    /// Re-reads the backend's topics, so topics made or removed by others (other
+    /// gateways, native Iggy clients) appear and disappear.
+    fn refresh(&mut self) -> impl ActorFuture<Self, Output = ()> + 'static {
         let backend = self.backend.clone();
-        ctx.wait(
-            async move { backend.topics().await }
-                .into_actor(self)
-                .map(|listed, act, _| {
-                    let mut listed = match listed {
-                        Ok(topics) => topics,
-                        Err(e) => return tracing::warn!(error = %e, "topic refresh failed"),
-                    };
-                    let mut known: Vec<TopicMeta> = act
-                        .table
-                        .borrow()
-                        .all()
-                        .into_iter()
-                        .map(|t| (**t).clone())
-                        .collect();
-                    listed.sort_by(|a, b| a.name.cmp(&b.name));
-                    known.sort_by(|a, b| a.name.cmp(&b.name));
-                    if listed != known {
-                        tracing::info!(topics = listed.len(), "topics changed in the backend");
-                        act.table.send_replace(Arc::new(TopicTable::new(listed)));
-                    }
-                }),
-        );
+        async move { backend.topics().await }
+            .into_actor(self)
+            .map(|listed, act, _| {
+                let mut listed = match listed {
+                    Ok(topics) => topics,
+                    Err(e) => return tracing::warn!(error = %e, "topic refresh failed"),
+                };
+                let mut known: Vec<TopicMeta> = act
+                    .table
+                    .borrow()
+                    .all()
+                    .into_iter()
+                    .map(|t| (**t).clone())
+                    .collect();
+                listed.sort_by(|a, b| a.name.cmp(&b.name));
+                known.sort_by(|a, b| a.name.cmp(&b.name));
+                if listed != known {
+                    tracing::info!(topics = listed.len(), "topics changed in the backend");
+                    act.table.send_replace(Arc::new(TopicTable::new(listed)));
+                }
+            })
     }
 }
 

@@ -20,6 +20,13 @@ pub const PRODUCER_IDS: &str = "producer-ids";
 pub const COMMITTED_OFFSETS: &str = "committed-offsets";
 /// Configurations shared by every gateway (dynamic broker configurations, features).
 pub const CLUSTER_CONFIGS: &str = "cluster-configs";
+/// Node ids: record `n` makes `n` the id of the gateway that appended it.
+pub const NODE_IDS: &str = "node-ids";
+/// Gateways announcing themselves alive or leaving (`nodes.rs`).
+pub const NODES: &str = "nodes";
+/// The announcements kept: old ones are only history.
+const NODES_MAX_BYTES: u64 = 32 << 20;
+const NODES_SEGMENT_BYTES: u64 = 1 << 20;
 const PAGE: u32 = 1_000;
 
 fn named(name: &str) -> Result<Identifier, IggyError> {
@@ -42,19 +49,37 @@ pub async fn ensure_stream(conn: &Conn, stream: &str) -> Result<(), IggyError> {
 /// (fsync too with `fsync`).
 pub async fn ensure_logs(conn: &Conn, stream: &str, fsync: bool) -> Result<(), IggyError> {
     ensure_stream(conn, stream).await?;
-    for topic in [TOPICS, PRODUCER_IDS, COMMITTED_OFFSETS, CLUSTER_CONFIGS] {
+    for topic in [
+        TOPICS,
+        PRODUCER_IDS,
+        COMMITTED_OFFSETS,
+        CLUSTER_CONFIGS,
+        NODE_IDS,
+        NODES,
+    ] {
         let c = conn.ready().await?;
         let (stream_id, topic_id) = (named(stream)?, named(topic)?);
         if c.check(c.get_topic(&stream_id, &topic_id).await)?.is_some() {
             continue;
         }
-        let options = TopicCreateOptions {
-            partitions_count: Some(1),
-            message_expiry: Some(IggyExpiry::NeverExpire),
-            max_topic_size: Some(MaxTopicSize::Unlimited),
-            messages_required_to_save: Some(1),
-            enforce_fsync: fsync.then_some(true),
-            ..TopicCreateOptions::default()
+        let options = if topic == NODES {
+            // Liveness, not state: bounded, and nothing to save on every write.
+            TopicCreateOptions {
+                partitions_count: Some(1),
+                message_expiry: Some(IggyExpiry::NeverExpire),
+                max_topic_size: Some(MaxTopicSize::Custom(NODES_MAX_BYTES.into())),
+                segment_size: Some(NODES_SEGMENT_BYTES.into()),
+                ..TopicCreateOptions::default()
+            }
+        } else {
+            TopicCreateOptions {
+                partitions_count: Some(1),
+                message_expiry: Some(IggyExpiry::NeverExpire),
+                max_topic_size: Some(MaxTopicSize::Unlimited),
+                messages_required_to_save: Some(1),
+                enforce_fsync: fsync.then_some(true),
+                ..TopicCreateOptions::default()
+            }
         };
         match c.check(c.create_topic(&stream_id, topic, &options).await) {
             Ok(_) | Err(IggyError::TopicNameAlreadyExists(..)) => {}
@@ -96,8 +121,20 @@ pub async fn read_from(
     conn: &Conn,
     stream: &str,
     log: &str,
-    mut next: u64,
+    next: u64,
 ) -> Result<Vec<(u64, Bytes)>, IggyError> {
+    let timed = read_timed(conn, stream, log, next).await?;
+    Ok(timed.into_iter().map(|(o, _, r)| (o, r)).collect())
+}
+
+/// As [`read_from`], with each record's append time by the Iggy server's clock (µs),
+/// the one clock every gateway reading the log shares.
+pub async fn read_timed(
+    conn: &Conn,
+    stream: &str,
+    log: &str,
+    mut next: u64,
+) -> Result<Vec<(u64, u64, Bytes)>, IggyError> {
     let mut out = Vec::new();
     loop {
         let c = conn.ready().await?;
@@ -122,7 +159,7 @@ pub async fn read_from(
             polled
                 .messages
                 .into_iter()
-                .map(|m| (m.header.offset, m.payload)),
+                .map(|m| (m.header.offset, m.header.timestamp, m.payload)),
         );
     }
 }

@@ -19,6 +19,7 @@ mod gateway_log;
 mod kafka_batch;
 mod mapping;
 mod names;
+mod nodes;
 mod offsets;
 mod pool;
 mod read_ahead;
@@ -38,7 +39,7 @@ use iggy::prelude::{
 };
 use iggy_kafka_actors::backend::{
     AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
-    CommittedOffset, ProducerBatch, ReadBatches, TimestampedOffset, TopicLimits, TopicMeta,
+    CommittedOffset, Node, ProducerBatch, ReadBatches, TimestampedOffset, TopicLimits, TopicMeta,
     TopicPartition, Watermarks,
 };
 use parking_lot::Mutex;
@@ -50,6 +51,7 @@ use kafka_batch::KafkaRecord;
 use mapping::{FromIggy, IggyView, ProducerStamp};
 use names::Names;
 pub use names::TopicOverride;
+use nodes::{NodeRecord, Nodes};
 use offsets::{OffsetRecord, Offsets};
 pub use pool::ConnectError;
 use pool::{Conn, Pools};
@@ -143,7 +145,9 @@ struct Inner {
     pools: Pools,
     catalog: Mutex<Replayed<Catalog>>,
     cluster: Mutex<Replayed<ClusterState>>,
-    offsets: Mutex<Offsets>,
+    offsets: Mutex<Replayed<Offsets>>,
+    /// Announcements of the gateways sharing this server, and the next one to read.
+    nodes: Mutex<(u64, Nodes)>,
     /// (Kafka group, topic) pairs whose Iggy mirror group exists.
     mirror_groups: Mutex<HashSet<(String, String)>>,
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
@@ -440,7 +444,8 @@ impl Inner {
         let inner = Inner {
             catalog: Mutex::new(Replayed::new(&topics)),
             cluster: Mutex::new(Replayed::new(&cluster)),
-            offsets: Mutex::new(Offsets::replay(&commits)),
+            offsets: Mutex::new(Replayed::new(&commits)),
+            nodes: Mutex::new((0, Nodes::default())),
             config,
             names,
             pools,
@@ -475,16 +480,48 @@ impl Inner {
 
     /// Applies what this or another gateway appended to a shared log since it was
     /// last read.
+    /// Reads the announcements made since the last call, then the commits: a node that
+    /// left after committing has its commits read in the same pass.
+    async fn live_nodes(&self, timeout: Duration) -> BackendResult<Vec<Node>> {
+        let conn = &self.pools.membership;
+        let next = self.nodes.lock().0;
+        let stream = &self.config.gateway_stream;
+        let records = gateway_log::read_timed(conn, stream, gateway_log::NODES, next)
+            .await
+            .map_err(|e| backend_error(e, None, gateway_log::NODES))?;
+        let live = {
+            let mut nodes = self.nodes.lock();
+            for (offset, micros, record) in &records {
+                if *offset >= nodes.0 {
+                    nodes.1.apply_timed(*micros, record);
+                    nodes.0 = offset + 1;
+                }
+            }
+            nodes.1.live(timeout)
+        };
+        self.catch_up_via(conn, gateway_log::COMMITTED_OFFSETS, &self.offsets)
+            .await?;
+        Ok(live)
+    }
+
     async fn catch_up<S: Replay>(
         &self,
         log: &str,
         state: &Mutex<Replayed<S>>,
     ) -> BackendResult<()> {
+        self.catch_up_via(&self.pools.admin, log, state).await
+    }
+
+    async fn catch_up_via<S: Replay>(
+        &self,
+        conn: &Conn,
+        log: &str,
+        state: &Mutex<Replayed<S>>,
+    ) -> BackendResult<()> {
         let next = state.lock().next();
-        let records =
-            gateway_log::read_from(&self.pools.admin, &self.config.gateway_stream, log, next)
-                .await
-                .map_err(|e| backend_error(e, None, log))?;
+        let records = gateway_log::read_from(conn, &self.config.gateway_stream, log, next)
+            .await
+            .map_err(|e| backend_error(e, None, log))?;
         state.lock().extend(&records);
         Ok(())
     }
@@ -661,14 +698,15 @@ impl Inner {
     async fn delete_topic(&self, name: &str) -> BackendResult<()> {
         let err = |e| backend_error(e, None, name);
         // Offsets first: if this fails the topic is still whole and the client retries.
-        let forget = self.offsets.lock().has_topic(name);
+        let forget = self.offsets.lock().state().has_topic(name);
         if forget {
             let record = OffsetRecord::ForgetTopic {
                 topic: name.to_string(),
             };
             self.log(gateway_log::COMMITTED_OFFSETS, record.encode())
                 .await?;
-            self.offsets.lock().apply(record);
+            self.catch_up(gateway_log::COMMITTED_OFFSETS, &self.offsets)
+                .await?;
         }
         let (stream_id, topic_id) = self.ids(name)?;
         let c = self.admin().await?;
@@ -1160,7 +1198,10 @@ impl Inner {
         let conn = self.pools.committer(&tp);
         self.log_via(conn, gateway_log::COMMITTED_OFFSETS, record.encode())
             .await?;
-        self.offsets.lock().apply(record);
+        // Read the log up to this commit rather than applying it alone: commits other
+        // gateways appended before it then land first, as on every other gateway.
+        self.catch_up_via(conn, gateway_log::COMMITTED_OFFSETS, &self.offsets)
+            .await?;
         // The commit stands; the mirror only informs Iggy tools, so it runs behind,
         // in commit order, without adding to the commit's latency.
         if self
@@ -1256,11 +1297,16 @@ impl Inner {
         for tp in written {
             let (stream, topic) = self.ids(&tp.topic)?;
             let c = self.admin().await?;
-            if let Err(e) = c.check(
+            match c.check(
                 c.flush_unsaved_buffer(&stream, &topic, partition_id(&tp)?, true)
                     .await,
             ) {
-                tracing::warn!(partition = %tp, error = %e, "Iggy flush failed");
+                Ok(()) => {}
+                Err(IggyError::FeatureUnavailable) => {
+                    tracing::info!("this Iggy server saves by its own policy (no flush call)");
+                    break;
+                }
+                Err(e) => tracing::warn!(partition = %tp, error = %e, "Iggy flush failed"),
             }
         }
         Ok(())
@@ -1271,6 +1317,28 @@ impl Backend for IggyBackend {
     /// Native Iggy producers write to the same topics.
     fn external_appends(&self) -> bool {
         true
+    }
+
+    fn allocate_node_id(&self) -> BackendFuture<'_, Option<i32>> {
+        self.run(|s| async move {
+            let n = s
+                .log(gateway_log::NODE_IDS, Bytes::from_static(b"node"))
+                .await?;
+            Ok(Some((n % i32::MAX as u64) as i32))
+        })
+    }
+
+    fn announce(&self, node: &Node, alive: bool) -> BackendFuture<'_, ()> {
+        let record = NodeRecord::new(node, alive).encode();
+        self.run(move |s| async move {
+            s.log_via(&s.pools.membership, gateway_log::NODES, record)
+                .await
+                .map(drop)
+        })
+    }
+
+    fn live_nodes(&self, timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
+        self.run(move |s| async move { s.live_nodes(timeout).await })
     }
 
     fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
@@ -1367,17 +1435,17 @@ impl Backend for IggyBackend {
         group: &str,
         tp: &TopicPartition,
     ) -> BackendFuture<'_, Option<CommittedOffset>> {
-        let found = self.inner.offsets.lock().get(group, tp);
+        let found = self.inner.offsets.lock().state().get(group, tp);
         Box::pin(async move { Ok(found) })
     }
 
     fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
-        let found = self.inner.offsets.lock().partitions(group);
+        let found = self.inner.offsets.lock().state().partitions(group);
         Box::pin(async move { Ok(found) })
     }
 
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
-        let found = self.inner.offsets.lock().groups();
+        let found = self.inner.offsets.lock().state().groups();
         Box::pin(async move { Ok(found) })
     }
 

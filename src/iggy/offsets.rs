@@ -19,6 +19,8 @@ use bytes::Bytes;
 use iggy_kafka_actors::backend::{CommittedOffset, TopicPartition};
 use serde::{Deserialize, Serialize};
 
+use super::gateway_log::Replay;
+
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum OffsetRecord {
@@ -72,21 +74,18 @@ pub struct Offsets {
     committed: BTreeMap<Key, CommittedOffset>,
 }
 
-impl Offsets {
-    pub fn replay(log: &[(u64, Bytes)]) -> Offsets {
-        let mut offsets = Offsets::default();
-        for (at, payload) in log {
-            match serde_json::from_slice::<OffsetRecord>(payload) {
-                Ok(r) => offsets.apply(r),
-                Err(e) => {
-                    tracing::warn!(offset = at, error = %e, "skipping unreadable offset record")
-                }
-            }
+impl Replay for Offsets {
+    /// Unreadable records are skipped with a warning.
+    fn apply(&mut self, offset: u64, record: &Bytes) {
+        match serde_json::from_slice::<OffsetRecord>(record) {
+            Ok(r) => self.record(r),
+            Err(e) => tracing::warn!(offset, error = %e, "skipping unreadable offset record"),
         }
-        offsets
     }
+}
 
-    pub fn apply(&mut self, r: OffsetRecord) {
+impl Offsets {
+    fn record(&mut self, r: OffsetRecord) {
         match r {
             OffsetRecord::Commit {
                 group,
@@ -194,7 +193,8 @@ mod tests {
         .enumerate()
         .map(|(i, r)| (i as u64, r.encode()))
         .collect();
-        let offsets = Offsets::replay(&log);
+        let replayed = super::super::gateway_log::Replayed::<Offsets>::new(&log);
+        let offsets = replayed.state();
         assert_eq!(offsets.get("g", &tp("a", 0)), Some(c(0)));
         assert_eq!(offsets.get("g", &tp("a", 1)), None);
         assert_eq!(offsets.partitions("g"), vec![tp("a", 0)]);

@@ -186,6 +186,8 @@ impl Drop for Lease<'_> {
 pub struct Pools {
     pub admin: Conn,
     pub mirror: Conn,
+    /// Heartbeats and the reads of who else is alive, never behind other calls.
+    pub membership: Conn,
     produce: Vec<Conn>,
     read: Vec<Conn>,
     commit: Vec<Conn>,
@@ -202,6 +204,7 @@ impl Pools {
         let admin = Conn::new(&config.address, credentials.clone())?;
         first_contact(&admin, config).await?;
         let mirror = Conn::new(&config.address, credentials.clone())?;
+        let membership = Conn::new(&config.address, credentials.clone())?;
         let signed_in = || async {
             let conn = Conn::new(&config.address, credentials.clone())?;
             conn.ready().await.map_err(|source| ConnectError::SignIn {
@@ -232,6 +235,7 @@ impl Pools {
         Ok(Pools {
             admin,
             mirror,
+            membership,
             produce,
             read,
             commit,

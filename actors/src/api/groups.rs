@@ -47,17 +47,14 @@ fn code(e: Option<ResponseError>) -> i16 {
     e.map_or(0, |e| e.code())
 }
 
-/// This gateway coordinates every group; transactions have no coordinator here.
+/// Each group has one coordinating gateway among the live ones (`membership.rs`);
+/// transactions have no coordinator here.
 pub fn find_coordinator(
     gw: &Gateway,
     version: i16,
     req: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let (node, host, port) = (
-        gw.settings.node_id,
-        gw.settings.advertised_host.clone(),
-        gw.settings.advertised_port as i32,
-    );
+    let cluster = gw.cluster();
     let refusal = (req.key_type != GROUP_KEY).then(|| {
         tracing::info!(
             key_type = req.key_type,
@@ -80,10 +77,12 @@ pub fn find_coordinator(
                         .with_error_message(Some(s(message)))
                         .with_node_id(BrokerId(-1))
                         .with_port(-1),
-                    None => c
-                        .with_node_id(BrokerId(node))
-                        .with_host(s(host.clone()))
-                        .with_port(port),
+                    None => {
+                        let node = cluster.coordinator_of(&c.key);
+                        c.with_node_id(BrokerId(node.id))
+                            .with_host(s(node.host.clone()))
+                            .with_port(node.port as i32)
+                    }
                 }
             })
             .collect();
@@ -96,11 +95,20 @@ pub fn find_coordinator(
             .with_error_message((version >= 1).then(|| s(message)))
             .with_node_id(BrokerId(-1))
             .with_port(-1),
-        None => response
-            .with_node_id(BrokerId(node))
-            .with_host(s(host))
-            .with_port(port),
+        None => {
+            let node = cluster.coordinator_of(&req.key);
+            response
+                .with_node_id(BrokerId(node.id))
+                .with_host(s(node.host.clone()))
+                .with_port(node.port as i32)
+        }
     }
+}
+
+/// NOT_COORDINATOR (16) unless this gateway coordinates `group` now; clients then
+/// look the coordinator up again and move there.
+pub fn not_coordinator(gw: &Gateway, group: &str) -> Option<ResponseError> {
+    (!gw.cluster().coordinates(group)).then_some(ResponseError::NotCoordinator)
 }
 
 pub async fn join(
@@ -109,35 +117,39 @@ pub async fn join(
     req: JoinGroupRequest,
     caller: Caller,
 ) -> JoinGroupResponse {
-    let joined = gw
-        .groups
-        .send(Join {
-            group: req.group_id.to_string(),
-            member_id: req.member_id.to_string(),
-            instance_id: req.group_instance_id.map(|i| i.to_string()),
-            caller,
-            session_timeout_ms: req.session_timeout_ms,
-            // v0 has no rebalance timeout: the session timeout serves for both.
-            rebalance_timeout_ms: if version >= 1 {
-                req.rebalance_timeout_ms
-            } else {
-                req.session_timeout_ms
-            },
-            protocol_type: req.protocol_type.to_string(),
-            protocols: req
-                .protocols
-                .into_iter()
-                .map(|p| (p.name.to_string(), p.metadata))
-                .collect(),
-            require_member_id: version >= 4,
-            supports_skip_assignment: version >= 9,
-        })
-        .await
-        .unwrap_or_else(|_| crate::group_coordinator::Joined {
-            error: Some(ResponseError::CoordinatorNotAvailable),
-            generation: -1,
-            ..Default::default()
-        });
+    let refused = |error| crate::group_coordinator::Joined {
+        error: Some(error),
+        generation: -1,
+        ..Default::default()
+    };
+    let joined = match not_coordinator(&gw, &req.group_id) {
+        Some(e) => refused(e),
+        None => gw
+            .groups
+            .send(Join {
+                group: req.group_id.to_string(),
+                member_id: req.member_id.to_string(),
+                instance_id: req.group_instance_id.map(|i| i.to_string()),
+                caller,
+                session_timeout_ms: req.session_timeout_ms,
+                // v0 has no rebalance timeout: the session timeout serves for both.
+                rebalance_timeout_ms: if version >= 1 {
+                    req.rebalance_timeout_ms
+                } else {
+                    req.session_timeout_ms
+                },
+                protocol_type: req.protocol_type.to_string(),
+                protocols: req
+                    .protocols
+                    .into_iter()
+                    .map(|p| (p.name.to_string(), p.metadata))
+                    .collect(),
+                require_member_id: version >= 4,
+                supports_skip_assignment: version >= 9,
+            })
+            .await
+            .unwrap_or_else(|_| refused(ResponseError::CoordinatorNotAvailable)),
+    };
     let members = joined
         .members
         .into_iter()
@@ -168,26 +180,30 @@ pub async fn join(
 }
 
 pub async fn sync(gw: Gateway, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
-    let synced = gw
-        .groups
-        .send(Sync {
-            group: req.group_id.to_string(),
-            generation: req.generation_id,
-            member_id: req.member_id.to_string(),
-            instance_id: req.group_instance_id.map(|i| i.to_string()),
-            protocol_type: req.protocol_type.map(|p| p.to_string()),
-            protocol: req.protocol_name.map(|p| p.to_string()),
-            assignments: req
-                .assignments
-                .into_iter()
-                .map(|a| (a.member_id.to_string(), a.assignment))
-                .collect(),
-        })
-        .await
-        .unwrap_or_else(|_| crate::group_coordinator::Synced {
-            error: Some(ResponseError::CoordinatorNotAvailable),
-            ..Default::default()
-        });
+    let refused = |error| crate::group_coordinator::Synced {
+        error: Some(error),
+        ..Default::default()
+    };
+    let synced = match not_coordinator(&gw, &req.group_id) {
+        Some(e) => refused(e),
+        None => gw
+            .groups
+            .send(Sync {
+                group: req.group_id.to_string(),
+                generation: req.generation_id,
+                member_id: req.member_id.to_string(),
+                instance_id: req.group_instance_id.map(|i| i.to_string()),
+                protocol_type: req.protocol_type.map(|p| p.to_string()),
+                protocol: req.protocol_name.map(|p| p.to_string()),
+                assignments: req
+                    .assignments
+                    .into_iter()
+                    .map(|a| (a.member_id.to_string(), a.assignment))
+                    .collect(),
+            })
+            .await
+            .unwrap_or_else(|_| refused(ResponseError::CoordinatorNotAvailable)),
+    };
     let response = SyncGroupResponse::default()
         .with_error_code(code(synced.error))
         .with_assignment(synced.assignment);
@@ -201,6 +217,9 @@ pub async fn sync(gw: Gateway, version: i16, req: SyncGroupRequest) -> SyncGroup
 }
 
 pub async fn heartbeat(gw: Gateway, req: HeartbeatRequest) -> HeartbeatResponse {
+    if let Some(e) = not_coordinator(&gw, &req.group_id) {
+        return HeartbeatResponse::default().with_error_code(e.code());
+    }
     let error = gw
         .groups
         .send(Heartbeat(MemberRef {
@@ -230,6 +249,9 @@ pub async fn leave(gw: Gateway, version: i16, req: LeaveGroupRequest) -> LeaveGr
     } else {
         vec![(req.member_id.to_string(), None)]
     };
+    if let Some(e) = not_coordinator(&gw, &req.group_id) {
+        return LeaveGroupResponse::default().with_error_code(e.code());
+    }
     let errors = gw
         .groups
         .send(Leave {
@@ -271,6 +293,9 @@ pub async fn describe(
         .into_iter()
         .map(|name| {
             let described = DescribedGroup::default().with_group_id(GroupId(s(name.clone())));
+            if let Some(e) = not_coordinator(&gw, &name) {
+                return described.with_error_code(e.code());
+            }
             match views.get(&name) {
                 Some(view) => described
                     .with_group_state(s(view.state.name()))
@@ -338,8 +363,11 @@ pub async fn list(gw: Gateway, version: i16, req: ListGroupsRequest) -> ListGrou
         .iter()
         .map(|f| f.to_ascii_lowercase())
         .collect();
+    // Each gateway lists the groups it coordinates; admin clients ask every broker.
+    let cluster = gw.cluster();
     let groups = all
         .into_iter()
+        .filter(|(name, _)| cluster.coordinates(name))
         .filter(|(_, (_, state))| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
         .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
         .map(|(name, (protocol_type, state))| {
@@ -366,6 +394,14 @@ pub async fn delete(gw: Gateway, req: DeleteGroupsRequest) -> DeleteGroupsRespon
     let mut results = Vec::with_capacity(req.groups_names.len());
     for name in req.groups_names {
         let group = name.to_string();
+        if let Some(e) = not_coordinator(&gw, &group) {
+            results.push(
+                DeletableGroupResult::default()
+                    .with_group_id(name)
+                    .with_error_code(e.code()),
+            );
+            continue;
+        }
         let known = gw
             .groups
             .send(Describe(Some(vec![group.clone()])))

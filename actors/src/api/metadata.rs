@@ -14,9 +14,10 @@ use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use crate::backend::TopicMeta;
+use crate::backend::{TopicMeta, TopicPartition};
 use crate::gateway::Gateway;
-use crate::topic_admin::{validate_topic_name, CreateTopic};
+use crate::membership::Cluster;
+use crate::topic_admin::{validate_topic_name, CreateTopic, Refresh};
 
 /// Metadata carries `allow_auto_topic_creation` from v4 (KIP-361).
 const AUTO_CREATE_FLAG_FROM: i16 = 4;
@@ -40,7 +41,7 @@ const fn bits(ops: &[i32]) -> i32 {
 }
 
 pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> MetadataResponse {
-    let node = gw.settings.node_id;
+    let cluster = gw.cluster();
     let table = gw.topic_table();
     let topic_ops = if req.include_topic_authorized_operations {
         TOPIC_OPERATIONS
@@ -56,9 +57,21 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
         None => table
             .all()
             .into_iter()
-            .map(|t| describe(t, version, node, topic_ops))
+            .map(|t| describe(t, version, &cluster, topic_ops))
             .collect(),
         Some(wanted) => {
+            // A topic this gateway has not seen may have just been made through another
+            // gateway or a native client: look again before calling it unknown.
+            let unseen = wanted.iter().any(|t| match &t.name {
+                Some(name) => table.get(name).is_none(),
+                None => table.by_id(&t.topic_id).is_none(),
+            });
+            let table = if unseen {
+                let _ = gw.topic_admin.send(Refresh).await;
+                gw.topic_table()
+            } else {
+                table
+            };
             // KIP-361: from v4 the request must allow it too; before, the setting decides.
             let may_create = gw.topic_rules().auto_create_topics_enable
                 && (version < AUTO_CREATE_FLAG_FROM || req.allow_auto_topic_creation);
@@ -69,7 +82,7 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
                     None => table.by_id(&t.topic_id).cloned(),
                 };
                 out.push(match (found, t.name) {
-                    (Some(topic), _) => describe(&topic, version, node, topic_ops),
+                    (Some(topic), _) => describe(&topic, version, &cluster, topic_ops),
                     (None, None) => missing(None, t.topic_id, ResponseError::UnknownTopicId),
                     (None, Some(name)) => {
                         let code = if let Err(e) = validate_topic_name(&name) {
@@ -88,14 +101,26 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
         }
     };
     MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(BrokerId(node))
-            .with_host(StrBytes::from_string(gw.settings.advertised_host.clone()))
-            .with_port(gw.settings.advertised_port as i32)])
+        .with_brokers(
+            cluster
+                .brokers()
+                .iter()
+                .map(|n| {
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(n.id))
+                        .with_host(StrBytes::from_string(n.host.clone()))
+                        .with_port(n.port as i32)
+                })
+                .collect(),
+        )
         .with_cluster_id(
             (version >= 2).then(|| StrBytes::from_string(gw.settings.cluster_id.clone())),
         )
-        .with_controller_id(BrokerId(if version >= 1 { node } else { -1 }))
+        .with_controller_id(BrokerId(if version >= 1 {
+            cluster.controller().id
+        } else {
+            -1
+        }))
         .with_topics(topics)
         .with_cluster_authorized_operations(if req.include_cluster_authorized_operations {
             CLUSTER_OPERATIONS
@@ -132,11 +157,23 @@ async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
 
 /// Every partition on this node, led by it, with the one replica the backend really
 /// keeps, whatever replication factor the topic was created with.
-fn describe(t: &Arc<TopicMeta>, version: i16, node: i32, operations: i32) -> MetadataResponseTopic {
+/// A topic with its partitions' leaders spread over the live gateways; each is its
+/// partition's only replica as far as clients need to know (the backend keeps the data).
+fn describe(
+    t: &Arc<TopicMeta>,
+    version: i16,
+    cluster: &Cluster,
+    operations: i32,
+) -> MetadataResponseTopic {
     // Leader epochs are answered from v7.
     let epoch = if version >= 7 { 0 } else { -1 };
     let partitions = (0..t.partitions)
         .map(|p| {
+            let tp = TopicPartition {
+                topic: t.name.clone(),
+                partition: p,
+            };
+            let node = cluster.leader_of(&tp).id;
             MetadataResponsePartition::default()
                 .with_partition_index(p)
                 .with_leader_id(BrokerId(node))

@@ -146,6 +146,8 @@ pub async fn commit(gw: Gateway, version: i16, req: OffsetCommitRequest) -> Offs
     let group: Arc<str> = req.group_id.as_str().into();
     let checked = if group.is_empty() {
         Err(ResponseError::InvalidGroupId)
+    } else if let Some(e) = super::groups::not_coordinator(&gw, &group) {
+        Err(e)
     } else {
         gw.groups
             .send(CheckCommit(MemberRef {
@@ -244,6 +246,9 @@ async fn fetch_group(
     group: &str,
     topics: Option<Vec<(TopicName, Vec<i32>)>>,
 ) -> Result<Vec<(TopicName, Vec<(i32, Option<CommittedOffset>)>)>, ResponseError> {
+    if let Some(e) = super::groups::not_coordinator(gw, group) {
+        return Err(e);
+    }
     let group: Arc<str> = group.into();
     let topics = match topics {
         Some(t) => t,
@@ -410,6 +415,9 @@ async fn subscribed_topics(gw: &Gateway, group: &str) -> Option<HashSet<String>>
 
 pub async fn delete(gw: Gateway, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let group: Arc<str> = req.group_id.as_str().into();
+    if let Some(e) = super::groups::not_coordinator(&gw, &group) {
+        return OffsetDeleteResponse::default().with_error_code(e.code());
+    }
     let subscribed = subscribed_topics(&gw, &group).await.unwrap_or_default();
     let known = match gw.backend.offset_groups().await {
         Ok(groups) => groups.iter().any(|g| **g == *group) || !subscribed.is_empty(),

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -181,6 +181,15 @@ impl Backend for MeteredBackend {
     }
     fn external_appends(&self) -> bool {
         self.inner.external_appends()
+    }
+    fn allocate_node_id(&self) -> BackendFuture<'_, Option<i32>> {
+        self.timed("allocate_node_id", self.inner.allocate_node_id())
+    }
+    fn announce(&self, node: &Node, alive: bool) -> BackendFuture<'_, ()> {
+        self.timed("announce", self.inner.announce(node, alive))
+    }
+    fn live_nodes(&self, timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
+        self.timed("live_nodes", self.inner.live_nodes(timeout))
     }
     fn ping(&self) -> BackendFuture<'_, ()> {
         self.timed("ping", self.inner.ping())
