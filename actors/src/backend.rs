@@ -213,9 +213,11 @@ pub trait Backend: Send + Sync + 'static {
     fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>>;
     /// Every group with at least one committed offset.
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>>;
-    /// A node id no other gateway sharing this backend holds, or `None` when the
-    /// backend serves a single gateway (which then keeps its configured id).
-    fn allocate_node_id(&self) -> BackendFuture<'_, Option<i32>> {
+    /// The node id of the gateway advertising `address` (`host:port`): the one it had
+    /// before if it ran at that address, else one no other gateway sharing this backend
+    /// holds. `None` when the backend serves a single gateway (which then keeps its
+    /// configured id).
+    fn allocate_node_id(&self, _address: &str) -> BackendFuture<'_, Option<i32>> {
         Box::pin(async { Ok(None) })
     }
     /// Tells the other gateways `node` is alive (`true`) or leaving (`false`).

@@ -121,7 +121,8 @@ impl Gateway {
         arbiters: &[ArbiterHandle],
     ) -> Result<Gateway, BackendError> {
         let mut settings = settings;
-        if let Some(id) = backend.allocate_node_id().await? {
+        let address = format!("{}:{}", settings.advertised_host, settings.advertised_port);
+        if let Some(id) = backend.allocate_node_id(&address).await? {
             settings.node_id = id;
         }
         let settings = Arc::new(settings);

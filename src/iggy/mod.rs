@@ -480,6 +480,22 @@ impl Inner {
 
     /// Applies what this or another gateway appended to a shared log since it was
     /// last read.
+    /// The offset of the first `node-ids` record naming `address`, appending one if
+    /// there is none: a gateway restarted at its address keeps its id (and its
+    /// per-broker configurations); a new address gets an id never used before.
+    async fn node_id(&self, address: Bytes) -> BackendResult<i32> {
+        let stream = &self.config.gateway_stream;
+        let err = |e| backend_error(e, None, gateway_log::NODE_IDS);
+        let known = gateway_log::read_all(&self.pools.admin, stream, gateway_log::NODE_IDS)
+            .await
+            .map_err(err)?;
+        let offset = match known.iter().find(|(_, a)| *a == address) {
+            Some((offset, _)) => *offset,
+            None => self.log(gateway_log::NODE_IDS, address).await?,
+        };
+        i32::try_from(offset).map_err(|_| BackendError::Fatal("node ids exhausted".into()))
+    }
+
     /// Reads the announcements made since the last call, then the commits: a node that
     /// left after committing has its commits read in the same pass.
     async fn live_nodes(&self, timeout: Duration) -> BackendResult<Vec<Node>> {
@@ -1319,13 +1335,9 @@ impl Backend for IggyBackend {
         true
     }
 
-    fn allocate_node_id(&self) -> BackendFuture<'_, Option<i32>> {
-        self.run(|s| async move {
-            let n = s
-                .log(gateway_log::NODE_IDS, Bytes::from_static(b"node"))
-                .await?;
-            Ok(Some((n % i32::MAX as u64) as i32))
-        })
+    fn allocate_node_id(&self, address: &str) -> BackendFuture<'_, Option<i32>> {
+        let address = Bytes::from(address.to_string());
+        self.run(|s| async move { s.node_id(address).await.map(Some) })
     }
 
     fn announce(&self, node: &Node, alive: bool) -> BackendFuture<'_, ()> {

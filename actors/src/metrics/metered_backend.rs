@@ -182,8 +182,8 @@ impl Backend for MeteredBackend {
     fn external_appends(&self) -> bool {
         self.inner.external_appends()
     }
-    fn allocate_node_id(&self) -> BackendFuture<'_, Option<i32>> {
-        self.timed("allocate_node_id", self.inner.allocate_node_id())
+    fn allocate_node_id(&self, address: &str) -> BackendFuture<'_, Option<i32>> {
+        self.timed("allocate_node_id", self.inner.allocate_node_id(address))
     }
     fn announce(&self, node: &Node, alive: bool) -> BackendFuture<'_, ()> {
         self.timed("announce", self.inner.announce(node, alive))
