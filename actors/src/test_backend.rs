@@ -149,5 +149,7 @@ pub fn settings() -> BrokerSettings {
         offset_slots: 2,
         group_initial_rebalance_delay: Duration::ZERO,
         topic_refresh_interval: Duration::from_secs(60),
+        node_heartbeat: Duration::from_secs(1),
+        node_timeout: Duration::from_secs(5),
     }
 }
