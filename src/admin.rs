@@ -2,9 +2,10 @@
 //! and Prometheus, apart from the Kafka listener.
 //!
 //! - `/healthz`: 200 while the process runs (liveness).
-//! - `/readyz`: 200 while the Kafka listener accepts connections and the backend answers
-//!   a ping within [`READY_TIMEOUT`]; otherwise 503 with the reason. Not ready during
-//!   startup and from the moment shutdown begins, so a Service stops sending new clients.
+//! - `/readyz`: 200 while the Kafka listener accepts connections, this gateway is
+//!   registered in the cluster (`docs/CLUSTER.md`) and the backend answers a ping within
+//!   [`READY_TIMEOUT`]; otherwise 503 with the reason. Not ready during startup and from
+//!   the moment shutdown begins, so a Service stops sending new clients.
 //! - `/metrics`: [`Metrics`] in the OpenMetrics text format.
 //!
 //! HTTP comes from hyper, already built into the gateway for the Iggy SDK: HTTP/1 only,
@@ -23,9 +24,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use iggy_kafka_actors::membership::Cluster;
 use iggy_kafka_actors::{Backend, Metrics};
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 /// Longest a readiness check waits for the backend's ping.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -35,8 +38,9 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// What the admin endpoints read.
 pub struct AdminState {
     metrics: Arc<Metrics>,
-    /// The backend while the Kafka listener serves; `None` before and after.
-    serving: Mutex<Option<Arc<dyn Backend>>>,
+    /// The backend and the cluster view while the Kafka listener serves; `None` before
+    /// and after.
+    serving: Mutex<Option<Serving>>,
     /// The last readiness answer, so only changes are logged.
     was_ready: AtomicBool,
 }
@@ -51,15 +55,18 @@ impl AdminState {
     }
 
     /// The Kafka listener serves, over this backend (`None`: it stopped).
-    pub fn set_serving(&self, backend: Option<Arc<dyn Backend>>) {
-        *self.serving.lock() = backend;
+    pub fn set_serving(&self, serving: Option<Serving>) {
+        *self.serving.lock() = serving;
     }
 
     async fn readiness(&self) -> Result<(), String> {
-        let backend = self.serving.lock().clone();
-        let Some(backend) = backend else {
+        let serving = self.serving.lock().clone();
+        let Some((backend, cluster)) = serving else {
             return Err("the Kafka listener is not serving".into());
         };
+        if !cluster.borrow().is_member() {
+            return Err("not registered in the cluster (starting or leaving)".into());
+        }
         match tokio::time::timeout(READY_TIMEOUT, backend.ping()).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(format!("backend unreachable: {e}")),
@@ -78,6 +85,9 @@ impl AdminState {
         ready
     }
 }
+
+/// What readiness reads while the Kafka listener serves.
+pub type Serving = (Arc<dyn Backend>, watch::Receiver<Arc<Cluster>>);
 
 /// Serves the admin endpoints until the process ends.
 pub async fn serve(listener: TcpListener, state: Arc<AdminState>) {

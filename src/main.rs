@@ -135,7 +135,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         connections.clone(),
         stopping,
     ));
-    admin_state.set_serving(Some(metered_backend));
+    admin_state.set_serving(Some((metered_backend, cluster.clone())));
     tracing::info!(%bound, data_dir = %settings.data_dir.display(), "gateway ready");
     // Tests and scripts read the bound addresses from these lines. One write, so a reader
     // that stops after the first line cannot make the second fail.

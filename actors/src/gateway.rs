@@ -163,7 +163,8 @@ impl Gateway {
             me,
             (settings.node_heartbeat, settings.node_timeout),
             log_slots.clone(),
-        );
+        )
+        .await?;
         Ok(Gateway {
             settings,
             backend,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::watch;
 
-use crate::backend::{Backend, Node, TopicPartition};
+use crate::backend::{Backend, BackendError, Node, TopicPartition};
 use crate::log_slot::{ForgetProducers, LogSlot};
 
 /// The live nodes as this gateway last saw them.
@@ -24,6 +24,8 @@ pub struct Cluster {
     pub me: Node,
     /// Live nodes by id; holds `me` unless it is leaving.
     pub nodes: Vec<Node>,
+    /// This node has announced itself and read the others at least once.
+    pub registered: bool,
 }
 
 impl Cluster {
@@ -31,7 +33,13 @@ impl Cluster {
         Cluster {
             nodes: vec![me.clone()],
             me,
+            registered: false,
         }
+    }
+
+    /// Registered and not leaving: what `/readyz` waits for.
+    pub fn is_member(&self) -> bool {
+        self.registered && self.nodes.iter().any(|n| n.id == self.me.id)
     }
 
     /// Nodes clients are sent to: the live ones, or this one alone when none is
@@ -105,16 +113,18 @@ pub struct Membership {
 }
 
 impl Membership {
-    /// Starts the actor; the receiver always holds the latest view (at first, this
-    /// node alone).
-    pub fn start_with(
+    /// Registers this node (its first heartbeat) and starts the actor; the receiver
+    /// always holds the latest view.
+    pub async fn start_with(
         backend: Arc<dyn Backend>,
         me: Node,
         (heartbeat, timeout): (Duration, Duration),
         log_slots: Arc<[Addr<LogSlot>]>,
-    ) -> (Addr<Membership>, watch::Receiver<Arc<Cluster>>) {
+    ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), BackendError> {
+        backend.announce(&me, true).await?;
+        let live = backend.live_nodes(timeout).await?;
         let (view, rx) = watch::channel(Arc::new(Cluster::single(me.clone())));
-        let actor = Membership {
+        let mut actor = Membership {
             backend,
             me,
             heartbeat,
@@ -124,7 +134,8 @@ impl Membership {
             log_slots,
             view,
         };
-        (actor.start(), rx)
+        actor.publish(live);
+        Ok((actor.start(), rx))
     }
 
     fn publish(&mut self, mut nodes: Vec<Node>) {
@@ -134,7 +145,15 @@ impl Membership {
         }
         nodes.sort_by_key(|n| n.id);
         nodes.dedup_by_key(|n| n.id);
-        if self.view.borrow().nodes == nodes {
+        let was = self.view.borrow().clone();
+        if was.nodes == nodes {
+            if !was.registered {
+                tracing::info!(node = self.me.id, "registered in the cluster");
+                self.view.send_replace(Arc::new(Cluster {
+                    registered: true,
+                    ..(*was).clone()
+                }));
+            }
             return;
         }
         tracing::info!(
@@ -149,6 +168,7 @@ impl Membership {
         self.view.send_replace(Arc::new(Cluster {
             me: self.me.clone(),
             nodes,
+            registered: true,
         }));
     }
 
@@ -177,7 +197,6 @@ impl Actor for Membership {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.beat(ctx);
         ctx.run_interval(self.heartbeat, Self::beat);
     }
 }
@@ -219,6 +238,7 @@ mod tests {
         Cluster {
             me: node(me),
             nodes: ids.iter().map(|&i| node(i)).collect(),
+            registered: true,
         }
     }
 
