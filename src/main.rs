@@ -145,6 +145,8 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     let _ = std::io::stdout().lock().write_all(lines.as_bytes());
 
     wait_for_signal().await;
+    // Not ready from now on, so a Service sends new clients to the other gateways.
+    admin_state.set_serving(None);
     // Leave the cluster first, while still serving: the other gateways take over this
     // one's groups and partitions at their next heartbeat, and clients sent elsewhere
     // (NOT_COORDINATOR, Metadata without this node) find them ready.
@@ -155,7 +157,6 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         tokio::time::sleep(Duration::from_millis(settings.node_heartbeat_ms * 2)).await;
     }
     tracing::info!("shutting down: no new connections, finishing requests in flight");
-    admin_state.set_serving(None);
     let _ = stop.send(true);
     let _ = accept.await;
     let drained =
