@@ -135,6 +135,12 @@ fn produce_until(bootstrap: String, acks: Acks, stop: Arc<AtomicBool>) -> thread
             thread::sleep(Duration::from_micros(500));
         }
         producer.flush(Duration::from_secs(60)).expect("flush");
+        // Retriable errors are the client's to handle; a fatal one would stop a producer.
+        assert!(
+            producer.client().fatal_error().is_none(),
+            "{:?}",
+            producer.client().fatal_error()
+        );
         n
     })
 }
@@ -160,6 +166,10 @@ fn member(bootstrap: &str, group: &str) -> BaseConsumer {
 fn consume_until(members: &[&BaseConsumer], got: &mut BTreeSet<u64>, want: &BTreeSet<u64>) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while !want.is_subset(got) {
+        for m in members {
+            let fatal = m.client().fatal_error();
+            assert!(fatal.is_none(), "a member failed for good: {fatal:?}");
+        }
         assert!(
             Instant::now() < deadline,
             "{} acknowledged records never consumed (first {:?})",
