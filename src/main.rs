@@ -37,8 +37,8 @@ enum StartError {
     Iggy(#[from] iggy::StartError),
     #[error("configuration error: {0}")]
     Settings(#[from] settings::SettingsError),
-    #[error("cannot load topics: {0}")]
-    Topics(#[from] iggy_kafka_actors::BackendError),
+    #[error("cannot start the gateway: {0}")]
+    Gateway(#[from] iggy_kafka_actors::config_catalog::StartError),
 }
 
 fn main() -> ExitCode {

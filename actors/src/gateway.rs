@@ -9,8 +9,8 @@ use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::backend::{AppendBatch, Backend, BackendError, Node, TopicPartition};
-use crate::config_catalog::{ClusterConfig, ConfigCatalog};
+use crate::backend::{AppendBatch, Backend, Node, TopicPartition};
+use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
 use crate::log_slot::{Append, LogSlot};
 use crate::membership::{Cluster, Membership};
@@ -119,7 +119,7 @@ impl Gateway {
         backend: Arc<dyn Backend>,
         metrics: Arc<Metrics>,
         arbiters: &[ArbiterHandle],
-    ) -> Result<Gateway, BackendError> {
+    ) -> Result<Gateway, StartError> {
         let mut settings = settings;
         let address = format!("{}:{}", settings.advertised_host, settings.advertised_port);
         if let Some(id) = backend.allocate_node_id(&address).await? {

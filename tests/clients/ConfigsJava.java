@@ -22,6 +22,10 @@
 //   legacy     alterConfigs replaces the whole set.
 //   refusals   createTopics with a bad value (InvalidConfigurationException naming the key),
 //              validateOnly creates nothing, a missing topic's describe.
+//   features   describeFeatures shows gateway.version; updateFeatures to level 2 refused
+//              while a topic's segment.bytes breaks it (naming the topic), accepted once
+//              fixed; level 2 then refuses that value on createTopics; a downgrade needs
+//              a downgrade type; safe and unsafe downgrades leave the broker at level 1.
 //
 //   usage: configs_java.sh HOST:PORT   (compiles this file against the kafka-clients jar)
 // Prints `PASS java-configs` or exits non-zero naming the first failure.
@@ -34,6 +38,7 @@ import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.errors.InvalidUpdateVersionException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
@@ -268,6 +273,52 @@ public class ConfigsJava {
         check(missing instanceof UnknownTopicOrPartitionException, "missing topic: " + missing);
     }
 
+    static FeatureMetadata features() throws Exception {
+        return get(admin.describeFeatures().featureMetadata());
+    }
+
+    static short level() throws Exception {
+        FinalizedVersionRange range = features().finalizedFeatures().get("gateway.version");
+        check(range != null && range.minVersionLevel() == range.maxVersionLevel(), "finalized " + range);
+        return range.maxVersionLevel();
+    }
+
+    static KafkaFuture<Void> update(int level, FeatureUpdate.UpgradeType type, boolean validateOnly) {
+        return admin.updateFeatures(Map.of("gateway.version", new FeatureUpdate((short) level, type)),
+                new UpdateFeaturesOptions().validateOnly(validateOnly)).all();
+    }
+
+    static void featureLevels() throws Exception {
+        FeatureMetadata m = features();
+        SupportedVersionRange supported = m.supportedFeatures().get("gateway.version");
+        check(supported != null && supported.minVersion() == 1 && supported.maxVersion() == 2, "supported " + supported);
+        check(level() == 1 && m.finalizedFeaturesEpoch().isPresent(), "finalized " + m);
+        long epoch = m.finalizedFeaturesEpoch().get();
+        String name = "level-two-" + tag;
+        create(name, 1, (short) 1, Map.of("segment.bytes", "2000000"));
+        for (boolean validateOnly : List.of(true, false)) {
+            Throwable refused = failure(update(2, FeatureUpdate.UpgradeType.UPGRADE, validateOnly));
+            check(refused instanceof InvalidUpdateVersionException && refused.getMessage().contains(name)
+                    && refused.getMessage().contains("segment.bytes"), "upgrade with an offender: " + refused);
+        }
+        get(admin.incrementalAlterConfigs(Map.of(topic(name),
+                List.of(op("segment.bytes", "2097152", AlterConfigOp.OpType.SET)))).all());
+        get(update(2, FeatureUpdate.UpgradeType.UPGRADE, true));
+        check(level() == 1, "validateOnly upgraded");
+        get(update(2, FeatureUpdate.UpgradeType.UPGRADE, false));
+        check(level() == 2 && features().finalizedFeaturesEpoch().get() > epoch, "upgraded: " + features());
+        Throwable bad = failure(admin.createTopics(List.of(new NewTopic("refused-at-two-" + tag, 1, (short) 1)
+                .configs(Map.of("segment.bytes", "2000000")))).all());
+        check(bad instanceof InvalidConfigurationException && bad.getMessage().contains("gateway.version 2"), "level 2 rule: " + bad);
+        Throwable down = failure(update(1, FeatureUpdate.UpgradeType.UPGRADE, false));
+        check(down instanceof InvalidUpdateVersionException, "downgrade as an upgrade: " + down);
+        get(update(1, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE, false));
+        check(level() == 1, "safe downgrade");
+        get(update(2, FeatureUpdate.UpgradeType.UPGRADE, false));
+        get(update(1, FeatureUpdate.UpgradeType.UNSAFE_DOWNGRADE, false));
+        check(level() == 1, "unsafe downgrade");
+    }
+
     public static void main(String[] args) throws Exception {
         tag = UUID.randomUUID().toString().substring(0, 8);
         String step = "";
@@ -284,6 +335,7 @@ public class ConfigsJava {
             step = "incremental"; incremental();
             step = "legacy"; legacy();
             step = "refusals"; refusals();
+            step = "features"; featureLevels();
         } catch (Exception e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             System.err.println("FAIL java-configs (" + step + "): " + e + (cause != e ? " (cause: " + cause + ")" : ""));

@@ -263,3 +263,56 @@ pub fn incremental(
 pub fn broker_configs(c: &mut RawClient, name: &str) -> BTreeMap<String, (String, i8)> {
     configs_of(c, (4, name))
 }
+
+/// UpdateFeatures at `v` of `gateway.version` to `level` (`upgrade_type` 1 upgrade,
+/// 2 safe and 3 unsafe downgrade; at v0, 2 and 3 send allow_downgrade): the error code
+/// and message of the update (v0-1 per feature, v2 at the top).
+pub fn update_feature(
+    c: &mut RawClient,
+    v: i16,
+    level: i16,
+    upgrade_type: i8,
+    validate_only: bool,
+) -> (i16, Option<String>) {
+    use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
+    use kafka_protocol::messages::UpdateFeaturesRequest;
+    let mut update = FeatureUpdateKey::default()
+        .with_feature(s("gateway.version"))
+        .with_max_version_level(level);
+    update = if v == 0 {
+        update.with_allow_downgrade(upgrade_type > 1)
+    } else {
+        update.with_upgrade_type(upgrade_type)
+    };
+    let request = UpdateFeaturesRequest::default()
+        .with_timeout_ms(5000)
+        .with_feature_updates(vec![update])
+        .with_validate_only(validate_only);
+    let r = call!(c, UpdateFeatures, v, request);
+    if v >= 2 {
+        return (r.error_code, r.error_message.map(|m| m.to_string()));
+    }
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let result = r.results.into_iter().next().expect("one result");
+    (
+        result.error_code,
+        result.error_message.map(|m| m.to_string()),
+    )
+}
+
+/// The finalized `gateway.version` and its epoch (ApiVersions v4).
+pub fn finalized(c: &mut RawClient) -> (i16, i64) {
+    use kafka_protocol::messages::ApiVersionsRequest;
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("configs-test"))
+        .with_client_software_version(s("1.0"));
+    let r = call!(c, ApiVersions, 4, request);
+    let level = r
+        .finalized_features
+        .iter()
+        .find(|f| f.name.as_str() == "gateway.version");
+    (
+        level.expect("gateway.version finalized").max_version_level,
+        r.finalized_features_epoch,
+    )
+}

@@ -124,6 +124,38 @@ impl Gateway {
         self.child.wait().expect("wait for gateway")
     }
 
+    /// Kills the gateway, then runs another on its data and settings plus `extra`, which
+    /// must refuse to start: its exit code and stderr. [`Self::restart_after_kill`]
+    /// brings the gateway back afterwards.
+    pub fn refused_restart_with(&mut self, extra: &[(&str, &str)]) -> (Option<i32>, String) {
+        self.kill();
+        let mut cmd = Command::new("timeout");
+        cmd.arg("20")
+            .arg(env!("CARGO_BIN_EXE_iggy-kafka-gateway"))
+            .env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_KAFKA_DATA_DIR", &self.data);
+        let extra = extra.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        for (k, v) in self.settings.iter().cloned().chain(extra) {
+            cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
+        }
+        let out = cmd.output().expect("run gateway");
+        assert_ne!(out.status.code(), Some(124), "the gateway started");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Kills the process and starts a new one on the same data and port, with setting
+    /// `name` set to `value` (`None`: its default) and the others as they were.
+    pub fn restart_with(&mut self, name: &str, value: Option<&str>) {
+        self.settings.retain(|(k, _)| k != name);
+        self.settings
+            .extend(value.map(|v| (name.to_string(), v.to_string())));
+        self.restart_after_kill();
+    }
+
     /// Kills the process and starts a new one on the same data, port and settings.
     pub fn restart_after_kill(&mut self) {
         self.kill();

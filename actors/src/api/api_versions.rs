@@ -1,17 +1,22 @@
-//! ApiVersions: the list of served APIs. A client asking with a newer version than
-//! served gets a v0 answer with UNSUPPORTED_VERSION and the list (KIP-511); that
-//! case is built by the connection from [`unsupported`].
+//! ApiVersions: the list of served APIs and, from v3, the `gateway.version` feature:
+//! the levels supported and the level finalized, with its epoch. A client asking with a
+//! newer version than served gets a v0 answer with UNSUPPORTED_VERSION and the list
+//! (KIP-511); that case is built by the connection from [`unsupported`].
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
-use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey,
+};
+use kafka_protocol::protocol::StrBytes;
 
 use super::SERVED;
+use crate::config_catalog::{Finalized, FEATURE, MAX_LEVEL, MIN_LEVEL};
 
 /// Client names and versions are checked from v3 (KIP-511).
 const CLIENT_INFO_FROM: i16 = 3;
 
-pub fn handle(version: i16, req: &ApiVersionsRequest) -> ApiVersionsResponse {
+pub fn handle(version: i16, req: &ApiVersionsRequest, finalized: Finalized) -> ApiVersionsResponse {
     let names = [&req.client_software_name, &req.client_software_version];
     if version >= CLIENT_INFO_FROM && !names.iter().all(|n| valid_client_info(n)) {
         tracing::info!(name = %req.client_software_name.as_str(), version = %req.client_software_version.as_str(),
@@ -19,7 +24,17 @@ pub fn handle(version: i16, req: &ApiVersionsRequest) -> ApiVersionsResponse {
         return ApiVersionsResponse::default()
             .with_error_code(ResponseError::InvalidRequest.code());
     }
+    let feature = StrBytes::from_static_str(FEATURE);
     supported()
+        .with_supported_features(vec![SupportedFeatureKey::default()
+            .with_name(feature.clone())
+            .with_min_version(MIN_LEVEL)
+            .with_max_version(MAX_LEVEL)])
+        .with_finalized_features_epoch(finalized.epoch)
+        .with_finalized_features(vec![FinalizedFeatureKey::default()
+            .with_name(feature)
+            .with_min_version_level(finalized.level)
+            .with_max_version_level(finalized.level)])
 }
 
 /// Kafka's rule for client software names and versions:

@@ -18,6 +18,7 @@ mod list_offsets;
 mod metadata;
 mod offsets;
 mod produce;
+mod update_features;
 
 use std::future::{ready, Future};
 
@@ -57,6 +58,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::UpdateFeatures, 0, 2),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -89,7 +91,10 @@ pub fn route(
 ) -> Result<Reply, WireError> {
     Ok(match body {
         RequestKind::ApiVersions(r) => {
-            answered(ResponseKind::ApiVersions(api_versions::handle(version, &r)))
+            let finalized = gw.cluster_config().finalized();
+            answered(ResponseKind::ApiVersions(api_versions::handle(
+                version, &r, finalized,
+            )))
         }
         RequestKind::Metadata(r) => answer(
             metadata::handle(gw.clone(), version, r),
@@ -118,6 +123,10 @@ pub fn route(
         RequestKind::IncrementalAlterConfigs(r) => answer(
             incremental_alter_configs::handle(gw, r),
             ResponseKind::IncrementalAlterConfigs,
+        ),
+        RequestKind::UpdateFeatures(r) => answer(
+            update_features::handle(gw, version, r),
+            ResponseKind::UpdateFeatures,
         ),
         RequestKind::InitProducerId(r) => answer(
             init_producer_id::handle(gw.clone(), r),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::definitions::{ConfigType, Definition};
 use super::rules::{list_items, normalize};
-use super::{ConfigError, Level};
+use super::{features, ConfigError, ConfigKind};
 
 /// IncrementalAlterConfigs' operation codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,21 +34,30 @@ pub enum ConfigChange {
     Incremental(Vec<(String, i8, Option<String>)>),
 }
 
-/// The stored set after `change`; `known` finds the definition of a name a client may
-/// set at `level`, or says why it may not.
+/// The stored set after `change`, each value checked by Kafka's rules and those of
+/// feature level `level`; `known` finds the definition of a name a client may set as a
+/// `kind` configuration, or says why it may not.
 pub fn apply(
     current: &BTreeMap<String, String>,
     change: ConfigChange,
-    level: Level,
+    (kind, level): (ConfigKind, i16),
     known: impl Fn(&str) -> Result<&'static Definition, ConfigError>,
 ) -> Result<BTreeMap<String, String>, ConfigError> {
-    let checked = |def: &Definition, value: &str| {
-        normalize(def, value).map_err(|rule| ConfigError::Invalid {
-            level,
-            name: def.name.to_string(),
+    let checked = |def: &Definition, name: &str, value: &str| -> Result<String, ConfigError> {
+        let invalid = |rule| ConfigError::Invalid {
+            kind,
+            name: name.to_string(),
             value: value.to_string(),
             rule,
-        })
+        };
+        let normalised = normalize(def, value).map_err(invalid)?;
+        features::check(def.name, &normalised, level).map_err(|rule| ConfigError::Level {
+            name: name.to_string(),
+            value: normalised.clone(),
+            level,
+            rule,
+        })?;
+        Ok(normalised)
     };
     match change {
         ConfigChange::Replace(values) => {
@@ -56,7 +65,8 @@ pub fn apply(
             let mut out = BTreeMap::new();
             for (name, value) in values {
                 let def = known(&name)?;
-                out.insert(name, checked(def, value.as_deref().unwrap_or_default())?);
+                let value = checked(def, &name, value.as_deref().unwrap_or_default())?;
+                out.insert(name, value);
             }
             Ok(out)
         }
@@ -82,7 +92,7 @@ pub fn apply(
                 let merged = match op {
                     Op::Set => value,
                     Op::Append | Op::Subtract if def.kind != ConfigType::List => {
-                        return Err(ConfigError::NotList { level, name, op });
+                        return Err(ConfigError::NotList { kind, name, op });
                     }
                     _ => {
                         let old = out.get(&name).map_or(def.default, String::as_str);
@@ -97,7 +107,7 @@ pub fn apply(
                         items.join(",")
                     }
                 };
-                let normalised = checked(def, &merged)?;
+                let normalised = checked(def, &name, &merged)?;
                 out.insert(name, normalised);
             }
             Ok(out)
@@ -139,7 +149,7 @@ mod tests {
         apply(
             &current,
             ConfigChange::Incremental(ops),
-            Level::Topic,
+            (ConfigKind::Topic, 1),
             settable_topic_config,
         )
     }
@@ -210,7 +220,7 @@ mod tests {
         let e = apply(
             &current,
             ConfigChange::Incremental(vec![("retention.ms".into(), 9, Some("1".into()))]),
-            Level::Topic,
+            (ConfigKind::Topic, 1),
             settable_topic_config,
         );
         assert!(matches!(e, Err(ConfigError::UnknownOp { code: 9, .. })));
@@ -222,7 +232,7 @@ mod tests {
         let out = apply(
             &current,
             ConfigChange::Replace(vec![("segment.ms".into(), Some("100".into()))]),
-            Level::Topic,
+            (ConfigKind::Topic, 1),
             settable_topic_config,
         )
         .unwrap();

@@ -31,6 +31,8 @@ pub enum Rule {
     ListOf(&'static [&'static str]),
     /// `[partition]:[broker]` pairs, or `*` (replica throttle lists).
     ThrottledReplicas,
+    /// A multiple of this.
+    MultipleOf(i64),
 }
 
 /// One configuration.

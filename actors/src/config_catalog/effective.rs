@@ -13,6 +13,7 @@ use super::definitions::{
     broker_config, broker_configs, topic_config, BrokerConfig, ConfigType, Definition,
     TOPIC_CONFIGS,
 };
+use super::features::Finalized;
 use super::rules::list_items;
 use crate::backend::TopicLimits;
 use crate::gateway::{BrokerSettings, TopicRules};
@@ -57,6 +58,8 @@ pub struct ClusterConfig {
     cluster_default: BTreeMap<String, String>,
     /// Dynamic broker configurations of this gateway (resource name: its node id).
     this_broker: BTreeMap<String, String>,
+    /// The finalized `gateway.version`.
+    finalized: Finalized,
 }
 
 impl ClusterConfig {
@@ -64,9 +67,10 @@ impl ClusterConfig {
         ClusterConfig {
             statics: static_configs(settings)
                 .into_iter()
-                .filter(|(name, value)| {
-                    broker_config(name).is_some_and(|b| b.definition_default() != value)
+                .filter(|c| {
+                    broker_config(c.name).is_some_and(|b| b.definition_default() != c.value)
                 })
+                .map(|c| (c.name, c.value))
                 .collect(),
             ..ClusterConfig::default()
         }
@@ -82,7 +86,17 @@ impl ClusterConfig {
             statics: self.statics.clone(),
             cluster_default,
             this_broker,
+            finalized: self.finalized,
         }
+    }
+
+    /// The same with this finalized feature level.
+    pub fn with_finalized(self, finalized: Finalized) -> ClusterConfig {
+        ClusterConfig { finalized, ..self }
+    }
+
+    pub fn finalized(&self) -> Finalized {
+        self.finalized
     }
 
     pub fn cluster_default(&self) -> &BTreeMap<String, String> {
@@ -283,32 +297,70 @@ impl BrokerConfig {
     }
 }
 
-/// The gateway's settings that are Kafka broker configurations, as Kafka names them.
-pub fn static_configs(s: &BrokerSettings) -> Vec<(&'static str, String)> {
-    vec![
+/// One of the gateway's settings that is a Kafka broker configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticConfig {
+    /// The gateway's setting (`message_max_bytes`).
+    pub setting: &'static str,
+    /// Kafka's name for it (`message.max.bytes`).
+    pub name: &'static str,
+    pub value: String,
+}
+
+/// The gateway's settings that are Kafka broker configurations, none of them sensitive.
+pub fn static_configs(s: &BrokerSettings) -> Vec<StaticConfig> {
+    let rules = &s.topic_rules;
+    [
         (
+            "auto_create_topics_enable",
             "auto.create.topics.enable",
-            s.topic_rules.auto_create_topics_enable.to_string(),
+            rules.auto_create_topics_enable.to_string(),
         ),
-        ("broker.id", s.node_id.to_string()),
+        ("node_id", "broker.id", s.node_id.to_string()),
         (
+            "idle_timeout_ms",
             "connections.max.idle.ms",
             s.idle_timeout.as_millis().to_string(),
         ),
         (
+            "default_replication_factor",
             "default.replication.factor",
-            s.topic_rules.default_replication_factor.to_string(),
+            rules.default_replication_factor.to_string(),
         ),
         (
+            "group_initial_rebalance_delay_ms",
             "group.initial.rebalance.delay.ms",
             s.group_initial_rebalance_delay.as_millis().to_string(),
         ),
-        ("max.connections", s.max_connections.to_string()),
-        ("message.max.bytes", s.message_max_bytes.to_string()),
-        ("node.id", s.node_id.to_string()),
-        ("num.partitions", s.topic_rules.num_partitions.to_string()),
-        ("socket.request.max.bytes", s.max_request_bytes.to_string()),
+        (
+            "max_connections",
+            "max.connections",
+            s.max_connections.to_string(),
+        ),
+        (
+            "message_max_bytes",
+            "message.max.bytes",
+            s.message_max_bytes.to_string(),
+        ),
+        ("node_id", "node.id", s.node_id.to_string()),
+        (
+            "num_partitions",
+            "num.partitions",
+            rules.num_partitions.to_string(),
+        ),
+        (
+            "max_request_bytes",
+            "socket.request.max.bytes",
+            s.max_request_bytes.to_string(),
+        ),
     ]
+    .into_iter()
+    .map(|(setting, name, value)| StaticConfig {
+        setting,
+        name,
+        value,
+    })
+    .collect()
 }
 
 #[cfg(test)]

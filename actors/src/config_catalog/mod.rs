@@ -10,6 +10,7 @@
 mod changes;
 pub mod definitions;
 mod effective;
+mod features;
 mod rules;
 
 use std::collections::BTreeMap;
@@ -21,11 +22,12 @@ use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
 use tokio::sync::watch;
 
-use crate::backend::{Backend, BackendError, ClusterConfigs};
+use crate::backend::{Backend, BackendError, ClusterConfigs, TopicMeta};
 use crate::gateway::BrokerSettings;
 pub use changes::{ConfigChange, Op};
 use definitions::{broker_config, topic_config, Definition};
-pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, Synonym};
+pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
+pub use features::{Finalized, UpgradeType, FEATURE, MAX_LEVEL, MIN_LEVEL};
 
 /// Shared map holding the dynamic broker configurations of every gateway.
 const CLUSTER_DEFAULT: &str = "broker-configs";
@@ -35,33 +37,36 @@ fn per_broker(node_id: i32) -> String {
     format!("{CLUSTER_DEFAULT}/{node_id}")
 }
 
+/// Shared maps holding each gateway's static settings, reported at startup.
+const STATICS: &str = "static-configs/";
+
 /// Which kind of resource a configuration belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub enum ConfigKind {
     Topic,
     Broker,
 }
 
-impl fmt::Display for Level {
+impl fmt::Display for ConfigKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Level::Topic => "topic",
-            Level::Broker => "broker",
+            ConfigKind::Topic => "topic",
+            ConfigKind::Broker => "broker",
         })
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("unknown {level} configuration '{name}'")]
-    Unknown { level: Level, name: String },
+    #[error("unknown {kind} configuration '{name}'")]
+    Unknown { kind: ConfigKind, name: String },
     #[error("topic configuration '{0}' has no value")]
     Null(String),
     #[error("null value not supported for: {0}")]
     NullUpdate(String),
-    #[error("invalid value '{value}' for {level} configuration '{name}': {rule}")]
+    #[error("invalid value '{value}' for {kind} configuration '{name}': {rule}")]
     Invalid {
-        level: Level,
+        kind: ConfigKind,
         name: String,
         value: String,
         rule: String,
@@ -70,12 +75,23 @@ pub enum ConfigError {
     Duplicate(String),
     #[error("unknown operation {code} for configuration '{name}'")]
     UnknownOp { name: String, code: i8 },
-    #[error("{op:?} is not allowed for {level} configuration '{name}': it is not a list")]
-    NotList { level: Level, name: String, op: Op },
+    #[error("{op:?} is not allowed for {kind} configuration '{name}': it is not a list")]
+    NotList {
+        kind: ConfigKind,
+        name: String,
+        op: Op,
+    },
     #[error("cannot update these configs dynamically: {0}")]
     ReadOnly(String),
     #[error("conflicting topic configurations: {0}")]
     Conflict(String),
+    #[error("value '{value}' of '{name}' is not allowed at {FEATURE} {level}: {rule}")]
+    Level {
+        name: String,
+        value: String,
+        level: i16,
+        rule: String,
+    },
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error("the config catalog is not running")]
@@ -92,12 +108,13 @@ impl ConfigError {
             | ConfigError::Null(_)
             | ConfigError::NotList { .. }
             | ConfigError::Conflict(_)
+            | ConfigError::Level { .. }
             | ConfigError::Invalid {
-                level: Level::Topic,
+                kind: ConfigKind::Topic,
                 ..
             } => ResponseError::InvalidConfig,
             ConfigError::Invalid {
-                level: Level::Broker,
+                kind: ConfigKind::Broker,
                 ..
             }
             | ConfigError::NullUpdate(_)
@@ -108,6 +125,59 @@ impl ConfigError {
             ConfigError::CatalogGone => ResponseError::UnknownServerError,
         }
     }
+}
+
+/// Why the catalog, and so the gateway, does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot read the shared configurations: {0}")]
+    Backend(#[from] BackendError),
+    #[error("static settings break {FEATURE} {level}, finalized in the backend: {offenders}")]
+    StaticConfig { level: i16, offenders: String },
+}
+
+/// Why a feature level was not changed; answered INVALID_UPDATE_VERSION (95) unless
+/// the backend failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    #[error("unknown feature '{0}': this gateway has only {FEATURE}")]
+    Unknown(String),
+    #[error("{FEATURE} {0} is not supported: levels {MIN_LEVEL} to {MAX_LEVEL}")]
+    Unsupported(i16),
+    #[error("{FEATURE} {current} cannot go down to {target} without a safe or unsafe downgrade")]
+    DowngradeNotAsked { current: i16, target: i16 },
+    #[error("{FEATURE} {current} cannot go up to {target} with a downgrade")]
+    UpgradeAsDowngrade { current: i16, target: i16 },
+    #[error("unknown upgrade type {0}")]
+    UpgradeType(i8),
+    #[error("{FEATURE} {level} refused: these configurations break it: {offenders}")]
+    Offenders { level: i16, offenders: String },
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("the config catalog is not running")]
+    CatalogGone,
+}
+
+impl FeatureError {
+    pub fn code(&self) -> ResponseError {
+        match self {
+            FeatureError::Backend(e) => crate::api::backend_error_code(e),
+            FeatureError::CatalogGone => ResponseError::FeatureUpdateFailed,
+            _ => ResponseError::InvalidUpdateVersion,
+        }
+    }
+}
+
+/// Change the finalized level of a feature (UpdateFeatures), auditing every stored
+/// configuration against it first; with validate_only, audit only.
+#[derive(Message)]
+#[rtype(result = "Result<(), FeatureError>")]
+pub struct UpdateFeature {
+    pub feature: String,
+    pub level: i16,
+    /// UpdateFeatures' upgrade type code (v0's allow_downgrade mapped onto it).
+    pub upgrade_type: i8,
+    pub validate_only: bool,
 }
 
 /// Check the configurations a client sent for a new topic; the answer holds them as
@@ -154,13 +224,38 @@ pub struct ConfigCatalog {
 
 impl ConfigCatalog {
     /// Reads the stored broker configurations and starts the catalog.
+    /// Refuses to start when the gateway's static settings break the finalized feature
+    /// level; reports them to the backend for the audits of later level changes.
     pub async fn start_with(
         backend: Arc<dyn Backend>,
         settings: &BrokerSettings,
-    ) -> Result<(Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>), BackendError> {
+    ) -> Result<(Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>), StartError> {
         let stored = backend.cluster_configs().await?;
         let statics = ClusterConfig::new(settings);
         let node_id = settings.node_id;
+        let level = Finalized::from_stored(&stored).level;
+        let reported = static_configs(settings);
+        let offenders: Vec<String> = reported
+            .iter()
+            .filter_map(|c| {
+                let def = broker_config(c.name)?.definition();
+                let rule = features::check(def.name, &c.value, level).err()?;
+                Some(format!(
+                    "'{}' = {} ({}): {rule}",
+                    c.setting, c.value, c.name
+                ))
+            })
+            .collect();
+        if !offenders.is_empty() {
+            return Err(StartError::StaticConfig {
+                level,
+                offenders: offenders.join("; "),
+            });
+        }
+        let report = reported.into_iter().map(|c| (c.name.to_string(), c.value));
+        backend
+            .set_cluster_config(&format!("{STATICS}{node_id}"), report.collect())
+            .await?;
         let (published, rx) = watch::channel(Arc::new(in_force(&statics, node_id, &stored)));
         let catalog = ConfigCatalog {
             backend,
@@ -174,6 +269,10 @@ impl ConfigCatalog {
 
     fn current(&self) -> Arc<ClusterConfig> {
         self.published.borrow().clone()
+    }
+
+    fn level(&self) -> i16 {
+        self.current().finalized().level
     }
 
     /// Kafka's checks across a topic's values (`LogConfig.validateValues` and the
@@ -202,7 +301,8 @@ impl ConfigCatalog {
         current: &BTreeMap<String, String>,
         change: ConfigChange,
     ) -> Result<BTreeMap<String, String>, ConfigError> {
-        let changed = changes::apply(current, change, Level::Topic, settable_topic_config)?;
+        let rules = (ConfigKind::Topic, self.level());
+        let changed = changes::apply(current, change, rules, settable_topic_config)?;
         self.check_topic(&changed)?;
         Ok(changed)
     }
@@ -240,13 +340,51 @@ impl ConfigCatalog {
 /// The configuration in force given what the backend stores.
 fn in_force(statics: &ClusterConfig, node_id: i32, stored: &ClusterConfigs) -> ClusterConfig {
     let map = |name: &str| stored.get(name).cloned().unwrap_or_default();
-    statics.with_dynamic(map(CLUSTER_DEFAULT), map(&per_broker(node_id)))
+    statics
+        .with_dynamic(map(CLUSTER_DEFAULT), map(&per_broker(node_id)))
+        .with_finalized(Finalized::from_stored(stored))
+}
+
+/// Every stored configuration that breaks the rules of feature `level`: topics' own,
+/// dynamic broker configurations and the static settings gateways reported, each
+/// named with where it is set.
+fn offenders(level: i16, topics: &[TopicMeta], stored: &ClusterConfigs) -> Vec<String> {
+    let check = |owner: &str,
+                 values: &BTreeMap<String, String>,
+                 lookup: &dyn Fn(&str) -> Option<&'static Definition>| {
+        values
+            .iter()
+            .filter_map(|(name, value)| {
+                let rule = features::check(lookup(name)?.name, value, level).err()?;
+                Some(format!("{owner}: {name}={value} ({rule})"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let topic = |name: &str| topic_config(name);
+    let broker = |name: &str| broker_config(name).map(|b| b.definition());
+    let mut found: Vec<String> = topics
+        .iter()
+        .flat_map(|t| check(&format!("topic '{}'", t.name), &t.configs, &topic))
+        .collect();
+    for (map, values) in stored {
+        let owner = if map == CLUSTER_DEFAULT {
+            "broker configuration of every gateway".to_string()
+        } else if let Some(node) = map.strip_prefix(&format!("{CLUSTER_DEFAULT}/")) {
+            format!("broker configuration of gateway {node}")
+        } else if let Some(node) = map.strip_prefix(STATICS) {
+            format!("static setting of gateway {node}")
+        } else {
+            continue;
+        };
+        found.extend(check(&owner, values, &broker));
+    }
+    found
 }
 
 /// A topic configuration, or why a client may not set it.
 fn settable_topic_config(name: &str) -> Result<&'static Definition, ConfigError> {
     topic_config(name).ok_or_else(|| ConfigError::Unknown {
-        level: Level::Topic,
+        kind: ConfigKind::Topic,
         name: name.to_string(),
     })
 }
@@ -257,7 +395,7 @@ fn alterable_broker_config(name: &str) -> Result<&'static Definition, ConfigErro
         Some(b) if b.dynamic() => Ok(b.definition()),
         Some(_) => Err(ConfigError::ReadOnly(name.to_string())),
         None => Err(ConfigError::Unknown {
-            level: Level::Broker,
+            kind: ConfigKind::Broker,
             name: name.to_string(),
         }),
     }
@@ -295,6 +433,7 @@ impl Handler<AlterBrokerConfigs> for ConfigCatalog {
 
     fn handle(&mut self, msg: AlterBrokerConfigs, _: &mut Self::Context) -> Self::Result {
         let backend = self.backend.clone();
+        let rules = (ConfigKind::Broker, self.level());
         let name = match msg.scope {
             BrokerScope::Cluster => CLUSTER_DEFAULT.to_string(),
             BrokerScope::ThisBroker => per_broker(self.node_id),
@@ -303,8 +442,7 @@ impl Handler<AlterBrokerConfigs> for ConfigCatalog {
             // The latest stored values: another gateway may have changed them.
             let stored = backend.cluster_configs().await?;
             let current = stored.get(&name).cloned().unwrap_or_default();
-            let changed =
-                changes::apply(&current, msg.change, Level::Broker, alterable_broker_config)?;
+            let changed = changes::apply(&current, msg.change, rules, alterable_broker_config)?;
             if !msg.validate_only && changed != current {
                 backend.set_cluster_config(&name, changed.clone()).await?;
             }
@@ -325,6 +463,77 @@ impl Handler<AlterBrokerConfigs> for ConfigCatalog {
     }
 }
 
+impl Handler<UpdateFeature> for ConfigCatalog {
+    type Result = AtomicResponse<Self, Result<(), FeatureError>>;
+
+    fn handle(&mut self, msg: UpdateFeature, _: &mut Self::Context) -> Self::Result {
+        let backend = self.backend.clone();
+        let update = async move {
+            if msg.feature != FEATURE {
+                return Err(FeatureError::Unknown(msg.feature));
+            }
+            let target = msg.level;
+            if !(MIN_LEVEL..=MAX_LEVEL).contains(&target) {
+                return Err(FeatureError::Unsupported(target));
+            }
+            let upgrade = UpgradeType::from_code(msg.upgrade_type)
+                .ok_or(FeatureError::UpgradeType(msg.upgrade_type))?;
+            // The latest stored state: another gateway may have changed it.
+            let stored = backend.cluster_configs().await?;
+            let current = Finalized::from_stored(&stored);
+            match (target.cmp(&current.level), upgrade) {
+                (std::cmp::Ordering::Less, UpgradeType::Upgrade) => {
+                    return Err(FeatureError::DowngradeNotAsked {
+                        current: current.level,
+                        target,
+                    })
+                }
+                (
+                    std::cmp::Ordering::Greater,
+                    UpgradeType::SafeDowngrade | UpgradeType::UnsafeDowngrade,
+                ) => {
+                    return Err(FeatureError::UpgradeAsDowngrade {
+                        current: current.level,
+                        target,
+                    })
+                }
+                _ => {}
+            }
+            let topics = backend.topics().await?;
+            let found = offenders(target, &topics, &stored);
+            if !found.is_empty() {
+                return Err(FeatureError::Offenders {
+                    level: target,
+                    offenders: found.join("; "),
+                });
+            }
+            if msg.validate_only || target == current.level {
+                return Ok(None);
+            }
+            let (next, map) = current.next(target);
+            backend
+                .set_cluster_config(features::FEATURES, map.clone())
+                .await?;
+            let mut stored = stored;
+            stored.insert(features::FEATURES.to_string(), map);
+            tracing::info!(
+                level = next.level,
+                epoch = next.epoch,
+                "{FEATURE} finalized"
+            );
+            Ok(Some(stored))
+        };
+        AtomicResponse::new(Box::pin(update.into_actor(self).map(
+            |done: Result<Option<ClusterConfigs>, FeatureError>, act, _| {
+                if let Some(stored) = done? {
+                    act.publish(in_force(&act.statics, act.node_id, &stored));
+                }
+                Ok(())
+            },
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,7 +548,7 @@ mod tests {
         changes::apply(
             &BTreeMap::new(),
             changes,
-            Level::Topic,
+            (ConfigKind::Topic, 1),
             settable_topic_config,
         )
     }

@@ -64,8 +64,10 @@ pub fn list_items(value: &str) -> Vec<&str> {
     value.split(',').map(str::trim).collect()
 }
 
-fn in_range(rule: Rule, n: i64) -> Result<(), String> {
+/// Whether a number keeps a numeric rule (other rules hold for every number).
+pub(super) fn in_range(rule: Rule, n: i64) -> Result<(), String> {
     match rule {
+        Rule::MultipleOf(m) if n % m != 0 => Err(format!("must be a multiple of {m}")),
         Rule::AtLeast(min) if n < min => Err(format!("must be at least {min}")),
         Rule::Between(lo, hi) if !(lo..=hi).contains(&n) => {
             Err(format!("must be between {lo} and {hi}"))

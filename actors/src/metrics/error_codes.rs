@@ -96,6 +96,11 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::IncrementalAlterConfigs(r) => {
             codes.extend(r.responses.iter().map(|c| c.error_code))
         }
+        ResponseKind::UpdateFeatures(r) => {
+            // v0-1 answer per feature; v2 at the top only.
+            codes.extend(r.results.iter().map(|f| f.error_code));
+            beside(&mut codes, r.error_code);
+        }
         _ => {}
     }
     codes
