@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
@@ -167,7 +168,13 @@ pub struct TopicAdmin {
     configs: watch::Receiver<Arc<ClusterConfig>>,
     settings: Arc<BrokerSettings>,
     table: watch::Sender<Arc<TopicTable>>,
+    /// When the topics were last read from the backend.
+    refreshed: Instant,
 }
+
+/// Asked-for refreshes closer together than this share one read: a client polling
+/// Metadata for a topic nobody made yet costs one backend read per interval.
+const REFRESH_AT_MOST_EVERY: Duration = Duration::from_millis(200);
 
 impl TopicAdmin {
     pub fn start_with(
@@ -183,6 +190,7 @@ impl TopicAdmin {
             configs,
             settings,
             table,
+            refreshed: Instant::now(),
         }
         .start();
         (admin, rx)
@@ -253,6 +261,9 @@ impl Handler<Refresh> for TopicAdmin {
     type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, _: Refresh, _: &mut Self::Context) -> Self::Result {
+        if self.refreshed.elapsed() < REFRESH_AT_MOST_EVERY {
+            return AtomicResponse::new(Box::pin(fut::ready(())));
+        }
         AtomicResponse::new(Box::pin(self.refresh()))
     }
 }
@@ -261,6 +272,7 @@ impl TopicAdmin {
     /// Re-reads the backend's topics, so topics made or removed by others (other
     /// gateways, native Iggy clients) appear and disappear.
     fn refresh(&mut self) -> impl ActorFuture<Self, Output = ()> + 'static {
+        self.refreshed = Instant::now();
         let backend = self.backend.clone();
         async move { backend.topics().await }
             .into_actor(self)
