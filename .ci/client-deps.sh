@@ -24,7 +24,7 @@ fi
 
 npm install --prefix "$ROOT/tests/clients" --no-audit --no-fund --loglevel=error >/dev/null
 
-# Java kafka-clients 3.9.1 and the codec jars it loads, for tests/clients/groups_java.sh.
+# Java kafka-clients 3.9.1 and the codec jars it loads, for tests/clients/java_check.sh.
 # No Maven here: they come from inside a PyPI wheel (pyflink/lib/), downloaded, not
 # installed, and unpacked into the gitignored venv.
 JARS=$ROOT/.venv/kafka-java

@@ -699,7 +699,7 @@ async fn altered_configs_reach_the_iggy_topic() {
 }
 
 /// The real-client configuration checks `.ci/run` runs on the embedded store
-/// (`tests/clients/configs_java.sh`, `configs_confluent.py`: Connect, Streams, Schema
+/// (`tests/clients/java_check.sh ConfigsJava`, `configs_confluent.py`: Connect, Streams, Schema
 /// Registry, Debezium, MirrorMaker 2 … through the Java AdminClient and confluent-kafka),
 /// here against a gateway on Iggy. They need `.ci/client-deps.sh` to have run.
 #[test]
@@ -723,7 +723,8 @@ fn framework_config_calls_through_real_admin_clients_work_on_iggy() {
         (
             "bash",
             vec![
-                clients.join("configs_java.sh").into(),
+                clients.join("java_check.sh").into(),
+                "ConfigsJava".into(),
                 gw.bootstrap().into(),
             ],
         ),

@@ -27,7 +27,7 @@
 //              fixed; level 2 then refuses that value on createTopics; a downgrade needs
 //              a downgrade type; safe and unsafe downgrades leave the broker at level 1.
 //
-//   usage: configs_java.sh HOST:PORT   (compiles this file against the kafka-clients jar)
+//   usage: java_check.sh ConfigsJava HOST:PORT   (compiles this file against the kafka-clients jar)
 // Prints `PASS java-configs` or exits non-zero naming the first failure.
 
 import java.util.*;

@@ -10,7 +10,7 @@
 //   admin: listConsumerGroupOffsets(G) reads 15 on each partition; describeConsumerGroups
 //          shows G Empty; deleteConsumerGroups removes it.
 //
-//   usage: groups_java.sh HOST:PORT   (compiles this file against the kafka-clients jar)
+//   usage: java_check.sh GroupsJava HOST:PORT   (compiles this file against the kafka-clients jar)
 // Prints `PASS java-groups` or exits non-zero with the first mismatch.
 
 import java.time.Duration;

@@ -18,12 +18,12 @@ for check in "${checks[@]}"; do
     case $check in
         kcat) cmd=(bash "$HERE/kcat_roundtrip.sh" "$BOOTSTRAP") ;;
         kafkajs-topics) cmd=(node "$HERE/topics_kafkajs.js" "$BOOTSTRAP") ;;
-        java-configs) cmd=(bash "$HERE/configs_java.sh" "$BOOTSTRAP") ;;
+        java-configs) cmd=(bash "$HERE/java_check.sh" ConfigsJava "$BOOTSTRAP") ;;
         confluent-configs) cmd=("$PY" "$HERE/configs_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         confluent-groups) cmd=("$PY" "$HERE/groups_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         kafka-python-groups) cmd=("$PY" "$HERE/groups_kafka_python.py" --bootstrap "$BOOTSTRAP") ;;
         kafkajs-groups) cmd=(node "$HERE/groups_kafkajs.js" "$BOOTSTRAP") ;;
-        java-groups) cmd=(bash "$HERE/groups_java.sh" "$BOOTSTRAP") ;;
+        java-groups) cmd=(bash "$HERE/java_check.sh" GroupsJava "$BOOTSTRAP") ;;
         kcat-groups) cmd=(bash "$HERE/kcat_groups.sh" "$BOOTSTRAP") ;;
         *) cmd=("$PY" "$HERE/roundtrip.py" --bootstrap "$BOOTSTRAP" --client "$check" "$@") ;;
     esac
