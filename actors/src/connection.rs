@@ -26,14 +26,16 @@ use tokio_util::codec::FramedRead;
 
 use crate::api::{self, Answer};
 use crate::gateway::Gateway;
-use crate::group_coordinator::Caller;
 use crate::metrics::ConnectionMeter;
+use crate::session::{Caller, Principal};
 use crate::wire::{self, FrameCodec, WireError};
 use kafka_protocol::messages::RequestHeader;
 
 pub struct Connection {
     gateway: Gateway,
     peer: SocketAddr,
+    /// Whom this connection's requests speak for.
+    principal: Principal,
     /// Answers for the writer task, in request order, each with its request's permit.
     answers: mpsc::UnboundedSender<(Bytes, OwnedSemaphorePermit)>,
     /// Sequence number the next frame gets.
@@ -104,6 +106,7 @@ impl Connection {
                 answers,
                 gateway,
                 peer,
+                principal: Principal::anonymous(),
                 next_request: 0,
                 next_answer: 0,
                 finished: BTreeMap::new(),
@@ -155,6 +158,7 @@ impl Connection {
                 .map(|c| c.to_string())
                 .unwrap_or_default(),
             host: format!("/{}", self.peer.ip()),
+            principal: self.principal.clone(),
         }
     }
 

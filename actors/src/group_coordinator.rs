@@ -23,6 +23,7 @@ use prometheus_client::metrics::counter::Counter;
 use tokio::sync::oneshot;
 
 use crate::metrics::Metrics;
+use crate::session::Caller;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
 const MIN_SESSION: Duration = Duration::from_secs(6);
@@ -58,13 +59,6 @@ impl GroupState {
             GroupState::Stable => "Stable",
         }
     }
-}
-
-/// Who is asking: from the request header and the socket.
-#[derive(Clone, Debug, Default)]
-pub struct Caller {
-    pub client_id: String,
-    pub host: String,
 }
 
 /// What a JoinGroup gets back.

@@ -24,6 +24,7 @@ pub mod offset_slot;
 pub mod producer_state;
 pub mod records;
 pub mod server;
+pub mod session;
 #[cfg(test)]
 mod test_backend;
 pub mod topic_admin;

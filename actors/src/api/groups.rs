@@ -31,8 +31,9 @@ use kafka_protocol::protocol::StrBytes;
 use super::offsets;
 use crate::gateway::Gateway;
 use crate::group_coordinator::{
-    Caller, Describe, Forget, GroupState, Heartbeat, Join, Leave, MemberRef, Sync,
+    Describe, Forget, GroupState, Heartbeat, Join, Leave, MemberRef, Sync,
 };
+use crate::session::Caller;
 
 /// FindCoordinator key types.
 const GROUP_KEY: i8 = 0;

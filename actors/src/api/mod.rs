@@ -30,7 +30,7 @@ use kafka_protocol::protocol::VersionRange;
 
 use crate::backend::BackendError;
 use crate::gateway::Gateway;
-use crate::group_coordinator::Caller;
+use crate::session::Caller;
 use crate::wire::WireError;
 
 /// Every API served, with the versions served: from Kafka 4's minimum (KIP-896) to

@@ -1,0 +1,50 @@
+//! Who is asking: the principal a connection speaks for, and the caller of one request.
+//!
+//! A connection starts as `User:ANONYMOUS`, as on a Kafka PLAINTEXT listener; an
+//! authenticated listener (TLS client certificates, SASL) replaces the principal before
+//! any other request is served. Authorization and quotas read it from the [`Caller`].
+
+use std::fmt;
+use std::sync::Arc;
+
+/// A Kafka principal, `type:name` (`User:alice`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Principal {
+    pub kind: Arc<str>,
+    pub name: Arc<str>,
+}
+
+impl Principal {
+    /// The principal of an unauthenticated connection.
+    pub fn anonymous() -> Principal {
+        Principal::user("ANONYMOUS")
+    }
+
+    pub fn user(name: &str) -> Principal {
+        Principal {
+            kind: "User".into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl Default for Principal {
+    fn default() -> Principal {
+        Principal::anonymous()
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.name)
+    }
+}
+
+/// Who sent one request: from its header and its connection.
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    pub client_id: String,
+    /// The peer's address as Kafka shows it in group descriptions (`/127.0.0.1`).
+    pub host: String,
+    pub principal: Principal,
+}
