@@ -48,3 +48,43 @@ pub struct Caller {
     pub host: String,
     pub principal: Principal,
 }
+
+/// A listener's security protocol, as Kafka names them in `listener.security.protocol.map`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SecurityProtocol {
+    Plaintext,
+    Ssl,
+    SaslPlaintext,
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Connections must pass SASL before any request but ApiVersions and the SASL ones.
+    pub fn uses_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+
+    /// The socket is wrapped in TLS.
+    pub fn uses_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+}
+
+impl std::str::FromStr for SecurityProtocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "PLAINTEXT" => Ok(SecurityProtocol::Plaintext),
+            "SSL" => Ok(SecurityProtocol::Ssl),
+            "SASL_PLAINTEXT" => Ok(SecurityProtocol::SaslPlaintext),
+            "SASL_SSL" => Ok(SecurityProtocol::SaslSsl),
+            other => Err(format!(
+                "unknown security protocol '{other}' (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)"
+            )),
+        }
+    }
+}
