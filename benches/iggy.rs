@@ -7,6 +7,8 @@
 //! 1. SDK: 4 signed-in clients (as the gateway's 4 produce clients) send batches of 1000
 //!    messages, partitions round robin, then read everything back by offset (1000 per poll,
 //!    4 clients, a partition each at a time). Latency is one send_messages call.
+//!    Then the same produce again with the user headers every gateway message carries
+//!    (mapping versions 1 and 2), to show what Iggy's own ingestion pays for them.
 //! 2. Gateway: librdkafka (linger.ms=5, batch.num.messages=10000, acks=all, no compression, as
 //!    `benches/throughput.rs`) into a Kafka topic of the same shape, consumed by manual
 //!    assignment. Latency is send() -> delivery callback.
@@ -26,7 +28,7 @@ use iggy::prelude::{
     UserClient,
 };
 mod common;
-mod raw_fetch;
+mod raw;
 
 use common::{await_partitions, bounded, config, consume, create_topic, Stats, PARTITIONS};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -163,15 +165,41 @@ async fn sdk_client(addr: &str) -> Arc<TcpClient> {
     Arc::new(client)
 }
 
-fn messages(payload: &Bytes, n: usize) -> Vec<IggyMessage> {
+/// `n` messages of `payload`, each with `headers` (Iggy's user-header wire form) if any.
+fn messages(payload: &Bytes, n: usize, headers: &Option<Bytes>) -> Vec<IggyMessage> {
     (0..n)
         .map(|_| {
-            IggyMessage::builder()
+            let mut m = IggyMessage::builder()
                 .payload(payload.clone())
                 .build()
-                .expect("message")
+                .expect("message");
+            if let Some(h) = headers {
+                m.header.user_headers_length = h.len() as u32;
+                m.user_headers = Some(h.clone());
+            }
+            m
         })
         .collect()
+}
+
+/// The user headers every gateway message carries, by mapping version: the marker, and
+/// in version 1 the Kafka timestamp too (`docs/IGGY_MAPPING.md`). Written as Iggy's wire
+/// list: kind u8, length u32 LE, bytes, for each name then each value.
+fn gateway_headers(version: u8) -> Bytes {
+    let mut out = Vec::new();
+    let mut field = |kind: u8, bytes: &[u8]| {
+        out.push(kind);
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(bytes);
+    };
+    const STRING: u8 = 2;
+    field(STRING, b"kafka.mapping");
+    field(9, &[version]); // uint8
+    if version == 1 {
+        field(STRING, b"kafka.timestamp");
+        field(7, &1_700_000_000_000i64.to_le_bytes()); // int64
+    }
+    Bytes::from(out)
 }
 
 async fn sdk_send(c: &TcpClient, topic: &str, partition: u32, mut batch: Vec<IggyMessage>) {
@@ -185,8 +213,15 @@ async fn sdk_send(c: &TcpClient, topic: &str, partition: u32, mut batch: Vec<Igg
     .expect("send_messages");
 }
 
-/// Full-speed produce of `n` messages: batch j goes to partition j % 8, client j % 4.
-async fn sdk_produce(clients: &[Arc<TcpClient>], topic: &str, size: usize, n: u64) -> Row {
+/// Full-speed produce of `n` messages, each with `headers`: batch j goes to partition
+/// j % 8, client j % 4.
+async fn sdk_produce(
+    clients: &[Arc<TcpClient>],
+    topic: &str,
+    size: usize,
+    n: u64,
+    headers: Option<Bytes>,
+) -> Row {
     let payload = Bytes::from(vec![b'x'; size]);
     let batches = n.div_ceil(SDK_BATCH as u64);
     let start = Instant::now();
@@ -194,11 +229,12 @@ async fn sdk_produce(clients: &[Arc<TcpClient>], topic: &str, size: usize, n: u6
     let stride = clients.len();
     for (k, c) in clients.iter().enumerate() {
         let (c, topic, payload) = (c.clone(), topic.to_string(), payload.clone());
+        let headers = headers.clone();
         tasks.spawn(async move {
             let mut lat = Vec::new();
             for j in (k as u64..batches).step_by(stride) {
                 let count = (n - j * SDK_BATCH as u64).min(SDK_BATCH as u64) as usize;
-                let batch = messages(&payload, count);
+                let batch = messages(&payload, count, &headers);
                 let t = Instant::now();
                 sdk_send(&c, &topic, (j % PARTITIONS as u64) as u32, batch).await;
                 lat.push(t.elapsed().as_nanos() as u64);
@@ -309,7 +345,7 @@ async fn sdk_paced(
         tasks.spawn(async move {
             let mut lat = Vec::new();
             while let Some((p, idx)) = rx.recv().await {
-                sdk_send(&c, &topic, p, messages(&payload, idx.len())).await;
+                sdk_send(&c, &topic, p, messages(&payload, idx.len(), &None)).await;
                 let done = start.elapsed().as_nanos() as u64;
                 lat.extend(idx.into_iter().map(|i| done.saturating_sub(sched_ns(i))));
             }
@@ -450,9 +486,13 @@ fn kafka_produce(
 struct Measured {
     size: usize,
     sdk: Row,
+    /// SDK produce rate with the gateway's per-message headers, mapping versions 1 and 2.
+    sdk_headers: [f64; 2],
     gateway: Row,
-    /// The gateway read by plain Fetch requests on SDK_CLIENTS connections (`raw_fetch`).
+    /// The gateway read by plain Fetch requests on SDK_CLIENTS connections (`raw::fetch`).
     raw_consume: (f64, f64),
+    /// The gateway written by plain Produce requests, as the SDK writes (`raw::produce`).
+    raw_produce: Row,
     rate: f64,
     sdk_paced_p99: f64,
     gateway_paced_p99: f64,
@@ -487,6 +527,9 @@ fn main() {
             v.push(sdk_client(&iggy.addr).await);
         }
         v[0].create_stream(STREAM).await.expect("create stream");
+        // A fresh server is slower on its first writes: warm it up before measuring.
+        sdk_create_topic(&v[0], "warm-up").await;
+        sdk_produce(&v, "warm-up", 100, 200_000, None).await;
         v
     });
     let gateway = start_gateway(&gateway_bin, &iggy.addr);
@@ -500,11 +543,24 @@ fn main() {
         // (1) SDK.
         rt.block_on(sdk_create_topic(&clients[0], &topic));
         let mut sdk = rt.block_on(async {
-            tokio::time::timeout(limit, sdk_produce(&clients, &topic, size, n))
+            tokio::time::timeout(limit, sdk_produce(&clients, &topic, size, n, None))
                 .await
                 .expect("sdk produce: timed out")
         });
         eprintln!("sdk {size} B: {n} produced, {:.0} rec/s", sdk.produce_rps);
+        // What Iggy's ingestion pays for the headers every gateway message carries.
+        let sdk_headers = [1u8, 2].map(|version| {
+            let topic = format!("{topic}-v{version}");
+            rt.block_on(async {
+                sdk_create_topic(&clients[0], &topic).await;
+                let headers = Some(gateway_headers(version));
+                tokio::time::timeout(limit, sdk_produce(&clients, &topic, size, n, headers))
+                    .await
+                    .expect("sdk produce with headers: timed out")
+                    .produce_rps
+            })
+        });
+        eprintln!("sdk {size} B with mapping v1/v2 headers: {sdk_headers:.0?} rec/s");
         (sdk.consume_rps, sdk.consume_mbps) = rt.block_on(async {
             tokio::time::timeout(limit, sdk_consume(&clients, &topic, size, n))
                 .await
@@ -538,12 +594,28 @@ fn main() {
         eprintln!("gateway {size} B: consumed, {:.0} rec/s", gw.consume_rps);
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         let raw_consume = bounded("raw consume", hard, move || {
-            raw_fetch::consume(&addr, &t, PARTITIONS, SDK_CLIENTS, limit)
+            raw::fetch::consume(&addr, &t, PARTITIONS, SDK_CLIENTS, limit)
         });
         eprintln!(
             "gateway {size} B: raw Fetch consumed, {:.0} rec/s",
             raw_consume.0
         );
+        let raw_topic = format!("{topic}-raw");
+        create_topic(&gateway.addr, &raw_topic);
+        let addr = gateway.addr.clone();
+        let (rps, mbps, lat) = bounded("raw produce", hard, move || {
+            let shape = (PARTITIONS, SDK_CLIENTS);
+            raw::produce::produce(&addr, &raw_topic, shape, (size, n, SDK_BATCH), limit)
+        });
+        let raw_produce = Row {
+            records: n,
+            produce_rps: rps,
+            produce_mbps: mbps,
+            p50_ms: pct(&lat, 0.50),
+            p99_ms: pct(&lat, 0.99),
+            ..Row::default()
+        };
+        eprintln!("gateway {size} B: raw Produce, {rps:.0} rec/s");
 
         // (3) Half the peak, both ways, into the same topics: half the lower of the two peaks,
         // so that neither path is asked for more than it carried at full speed.
@@ -566,8 +638,10 @@ fn main() {
         results.push(Measured {
             size,
             sdk,
+            sdk_headers,
             gateway: gw,
             raw_consume,
+            raw_produce,
             rate,
             sdk_paced_p99: pct(&sdk_lat, 0.99),
             gateway_paced_p99: pct(&gw_lat, 0.99),
@@ -580,7 +654,8 @@ fn main() {
 
     println!("\n{PARTITIONS} partitions; SDK: {SDK_CLIENTS} clients, {SDK_BATCH} messages per send/poll;");
     println!("gateway: librdkafka linger.ms=5, batch.num.messages=10000, acks=all, no compression");
-    println!("gw-raw: the gateway read by plain Fetch requests on {SDK_CLIENTS} connections (benches/raw_fetch)");
+    println!("gw-raw: the gateway read by plain Fetch requests on {SDK_CLIENTS} connections (benches/raw/fetch.rs);");
+    println!("         and written by plain Produce requests of {SDK_BATCH} records on {SDK_CLIENTS} connections (benches/raw/produce.rs)");
     print!("path       size   records | produce rec/s     MB/s   p50 ms   p99 ms |");
     println!(" consume rec/s     MB/s");
     for r in &results {
@@ -592,13 +667,20 @@ fn main() {
             print!(" {:>8.1} {:>8.1} |", row.p50_ms, row.p99_ms);
             println!(" {:>13.0} {:>8.1}", row.consume_rps, row.consume_mbps);
         }
+        let p = &r.raw_produce;
         let (rps, mbps) = r.raw_consume;
+        print!(
+            "gw-raw   {:>5}B {:>9} | {:>13.0} {:>8.1}",
+            r.size, p.records, p.produce_rps, p.produce_mbps
+        );
         println!(
-            "gw-raw   {:>5}B {:>9} | {:>50} | {rps:>13.0} {mbps:>8.1}",
-            r.size, r.gateway.records, ""
+            " {:>8.1} {:>8.1} | {rps:>13.0} {mbps:>8.1}",
+            p.p50_ms, p.p99_ms
         );
     }
-    println!("\n(full-speed latency: SDK = one send_messages call of {SDK_BATCH}; gateway = send() to ack)");
+    println!(
+        "\n(full-speed latency: SDK and gw-raw = one call of {SDK_BATCH}; gateway = send() to ack)"
+    );
     println!("\nat half the peak produce rate (lower of the two) ({rate_secs} s each; from scheduled time to ack):");
     println!(
         " size   rate rec/s | sdk p50/p99 ms  | gateway p50/p99 ms | p99 overhead (target < 2 ms)"
@@ -615,12 +697,25 @@ fn main() {
             r.gateway_paced_p99 - r.sdk_paced_p99
         );
     }
+    println!("\nsdk produce with the gateway's per-message headers (Iggy's own cost of them)");
+    for r in &results {
+        let [v1, v2] = r.sdk_headers;
+        println!(
+            "{:>5}B  none {:>10.0}  mapping v1 {v1:>10.0} ({:.2}x)  v2 {v2:>10.0} ({:.2}x) rec/s",
+            r.size,
+            r.sdk.produce_rps,
+            v1 / r.sdk.produce_rps,
+            v2 / r.sdk.produce_rps
+        );
+    }
     println!("\ngateway / sdk throughput (target >= 0.7)");
     for r in &results {
         println!(
-            "{:>5}B  produce {:.2}x  consume {:.2}x (librdkafka)  {:.2}x (raw Fetch)",
+            "{:>5}B  produce {:.2}x (librdkafka)  {:.2}x (raw Produce; {:.2}x of sdk with v2 headers)  consume {:.2}x (librdkafka)  {:.2}x (raw Fetch)",
             r.size,
             r.gateway.produce_rps / r.sdk.produce_rps,
+            r.raw_produce.produce_rps / r.sdk.produce_rps,
+            r.raw_produce.produce_rps / r.sdk_headers[1],
             r.gateway.consume_rps / r.sdk.consume_rps,
             r.raw_consume.0 / r.sdk.consume_rps
         );

@@ -6,8 +6,9 @@
 //!
 //! | header                 | kind   | when                                         |
 //! |------------------------|--------|----------------------------------------------|
-//! | `kafka.mapping`        | uint8  | always: mapping version (1)                  |
-//! | `kafka.timestamp`      | int64  | always: the record timestamp in ms           |
+//! | `kafka.mapping`        | uint8  | always: mapping version (2)                  |
+//! | `kafka.timestamp`      | int64  | the record timestamp in ms, when Iggy's      |
+//! |                        |        | `origin_timestamp` does not hold it          |
 //! | `kafka.timestamp_type` | string | only `LogAppendTime` (absent: `CreateTime`)  |
 //! | `kafka.key`            | raw    | key of 1 to 255 bytes                        |
 //! | `kafka.value`          | string | `null` for a null value (payload empty)      |
@@ -31,7 +32,10 @@ use iggy_common::{HeaderKind, HeaderValue};
 
 use super::kafka_batch::{KafkaHeader, KafkaRecord};
 
-pub const MAPPING_VERSION: u8 = 1;
+/// Version 2 drops `kafka.timestamp` where `origin_timestamp` already holds the
+/// timestamp (almost always): one header less per message, which Iggy ingests markedly
+/// faster at small record sizes. Version 1 messages are still read.
+pub const MAPPING_VERSION: u8 = 2;
 /// Header names the gateway owns; a Kafka header named like this goes to the fallback.
 pub const RESERVED_PREFIX: &str = "kafka.";
 const MARKER: &[u8] = b"kafka.mapping";
@@ -150,15 +154,18 @@ fn key_is_native(key: &Option<Bytes>) -> bool {
         .is_none_or(|k| (1..=MAX_FIELD).contains(&k.len()))
 }
 
-/// The record as an Iggy message.
+/// The record as an Iggy message whose `origin_timestamp` is `origin_micros`.
 pub fn to_iggy(
     r: &KafkaRecord,
     log_append_time: bool,
     producer: Option<ProducerStamp>,
+    origin_micros: u64,
 ) -> IggyParts {
     let mut tlv = Tlv::default();
     tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
-    tlv.entry(TIMESTAMP, INT64, &r.timestamp.to_le_bytes());
+    if timestamp_from_origin(origin_micros) != Some(r.timestamp) {
+        tlv.entry(TIMESTAMP, INT64, &r.timestamp.to_le_bytes());
+    }
     if log_append_time {
         tlv.entry(TIMESTAMP_TYPE, STRING, LOG_APPEND_TIME);
     }
@@ -320,6 +327,17 @@ pub struct IggyView<'a> {
     pub user_headers: Option<&'a Bytes>,
     /// Iggy's append time, in microseconds.
     pub timestamp_micros: u64,
+    /// The time the writer gave the message, in microseconds.
+    pub origin_micros: u64,
+}
+
+/// The Kafka timestamp (ms) an origin timestamp (µs) stands for, when it stands for one
+/// exactly: a whole number of milliseconds within Kafka's range.
+fn timestamp_from_origin(origin_micros: u64) -> Option<i64> {
+    origin_micros
+        .is_multiple_of(1000)
+        .then(|| i64::try_from(origin_micros / 1000).ok())
+        .flatten()
 }
 
 /// A decoded message: the record, and for gateway messages the timestamp type.
@@ -349,8 +367,9 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
     if version > MAPPING_VERSION {
         return Err(MappingError::Version(version));
     }
+    // Version 1 always wrote `kafka.timestamp`; version 2 only when this is not it.
     let mut record = KafkaRecord {
-        timestamp: (m.timestamp_micros / 1000) as i64,
+        timestamp: timestamp_from_origin(m.origin_micros).unwrap_or_default(),
         key: None,
         value: Some(m.payload.clone()),
         headers: Vec::new(),
@@ -459,6 +478,8 @@ mod tests {
         Bytes::copy_from_slice(s)
     }
 
+    /// Round-trips `r` with an origin timestamp that holds its timestamp where one can,
+    /// and with one that does not; returns the first.
     fn round_trip(r: &KafkaRecord, log_append_time: bool) -> IggyParts {
         let producer = ProducerStamp {
             producer_id: 9,
@@ -466,24 +487,42 @@ mod tests {
             base_sequence: 40,
             record_count: 3,
         };
-        let parts = to_iggy(r, log_append_time, Some(producer));
-        assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
-        iggy_binary_protocol::validate_user_headers(&parts.headers).expect("valid Iggy headers");
-        let back = from_iggy(IggyView {
-            payload: &parts.payload,
-            user_headers: Some(&parts.headers),
-            timestamp_micros: 5,
-        })
-        .unwrap();
-        assert_eq!(back.record, *r);
-        assert_eq!(back.log_append_time, log_append_time);
-        assert_eq!(back.producer, Some(producer));
-        parts
+        let exact = u64::try_from(r.timestamp)
+            .ok()
+            .and_then(|t| t.checked_mul(1000))
+            .unwrap_or(7);
+        let mut first = None;
+        for origin_micros in [exact, exact + 1] {
+            let parts = to_iggy(r, log_append_time, Some(producer), origin_micros);
+            assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
+            iggy_binary_protocol::validate_user_headers(&parts.headers)
+                .expect("valid Iggy headers");
+            let back = from_iggy(IggyView {
+                payload: &parts.payload,
+                user_headers: Some(&parts.headers),
+                timestamp_micros: 5,
+                origin_micros,
+            })
+            .unwrap();
+            assert_eq!(back.record, *r);
+            assert_eq!(back.log_append_time, log_append_time);
+            assert_eq!(back.producer, Some(producer));
+            first.get_or_insert(parts);
+        }
+        first.unwrap()
+    }
+
+    fn names(parts: &IggyParts) -> Vec<Bytes> {
+        parse_headers(&parts.headers)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.key)
+            .collect()
     }
 
     fn record(key: Option<Bytes>, value: Option<Bytes>, headers: Vec<KafkaHeader>) -> KafkaRecord {
         KafkaRecord {
-            timestamp: -1,
+            timestamp: 1_700_000_000_123,
             key,
             value,
             headers,
@@ -499,11 +538,7 @@ mod tests {
         );
         let parts = round_trip(&r, false);
         assert_eq!(parts.payload, b(b"value"));
-        let names: Vec<_> = parse_headers(&parts.headers)
-            .unwrap()
-            .into_iter()
-            .map(|h| h.key)
-            .collect();
+        let names = names(&parts);
         assert!(names.contains(&b(b"a")) && names.contains(&b(b"kafka.key")));
         assert!(!names.iter().any(|n| n.starts_with(EXTRA.as_bytes())));
     }
@@ -547,9 +582,42 @@ mod tests {
             ),
         ];
         for r in &shapes {
-            round_trip(r, false);
-            round_trip(r, true);
+            for timestamp in [r.timestamp, -1, 0, i64::MAX] {
+                let r = KafkaRecord {
+                    timestamp,
+                    ..r.clone()
+                };
+                round_trip(&r, false);
+                round_trip(&r, true);
+            }
         }
+    }
+
+    #[test]
+    fn the_timestamp_header_is_written_only_when_the_origin_timestamp_lacks_it() {
+        let r = record(None, Some(b(b"v")), vec![]);
+        let micros = r.timestamp as u64 * 1000;
+        let held = to_iggy(&r, false, None, micros);
+        assert_eq!(names(&held), vec![b(MARKER)], "only the marker");
+        let other = to_iggy(&r, false, None, micros + 1);
+        assert!(names(&other).contains(&b(TIMESTAMP)));
+    }
+
+    #[test]
+    fn version_1_messages_still_read() {
+        let mut tlv = Tlv::default();
+        tlv.entry(MARKER, UINT8, &[1]);
+        tlv.entry(TIMESTAMP, INT64, &42i64.to_le_bytes());
+        let (payload, headers) = (b(b"v"), tlv.0.freeze());
+        let back = from_iggy(IggyView {
+            payload: &payload,
+            user_headers: Some(&headers),
+            timestamp_micros: 9_000_000,
+            origin_micros: 8_000_000,
+        })
+        .unwrap();
+        assert_eq!(back.record.timestamp, 42);
+        assert_eq!(back.record.value, Some(payload));
     }
 
     #[test]
@@ -564,6 +632,7 @@ mod tests {
             payload: &payload,
             user_headers: Some(&headers),
             timestamp_micros: 1_700_000_000_123_456,
+            origin_micros: 1,
         })
         .unwrap();
         assert_eq!(
@@ -586,6 +655,7 @@ mod tests {
             payload: &Bytes::new(),
             user_headers: Some(&headers),
             timestamp_micros: 0,
+            origin_micros: 0,
         });
         assert_eq!(err.unwrap_err(), MappingError::Version(MAPPING_VERSION + 1));
     }

@@ -338,7 +338,7 @@ fn topic_options(meta: &TopicMeta, limits: &TopicLimits, fsync: bool) -> TopicCr
 
 /// Origin timestamps for a batch's messages: the records' own (in µs) when Iggy can
 /// carry them (none negative, all within the u32 µs span one send allows), else now.
-/// The exact Kafka timestamp always travels in `kafka.timestamp` anyway.
+/// Where a record's own does not fit, its timestamp travels in `kafka.timestamp`.
 fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
     let micros: Option<Vec<u64>> = records
         .iter()
@@ -395,6 +395,7 @@ fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
         payload: &m.payload,
         user_headers: m.user_headers.as_ref(),
         timestamp_micros: m.header.timestamp,
+        origin_micros: m.header.origin_timestamp,
     })
 }
 
@@ -784,6 +785,7 @@ impl Inner {
                     r,
                     decoded.log_append_time,
                     if i == 0 { stamp } else { None },
+                    origin_timestamp,
                 );
                 IggyMessage {
                     header: IggyMessageHeader {

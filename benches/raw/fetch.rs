@@ -4,16 +4,16 @@
 //! shows what a typical client gets; this shows what the gateway can serve, the figure
 //! to hold against the SDK reading Iggy directly with the same number of connections.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
-use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader, ResponseHeader, TopicName};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, FetchResponse, TopicName};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
+
+use super::call;
 
 /// Fetch by topic name (v13 names topics by id).
 const VERSION: i16 = 12;
@@ -76,7 +76,7 @@ fn read_partitions(addr: &str, topic: &str, mine: &[i32], deadline: Instant) -> 
             .with_topics(vec![FetchTopic::default()
                 .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
                 .with_partitions(wanted)]);
-        let mut frame = call(&mut conn, correlation, &request);
+        let mut frame = call(&mut conn, ApiKey::Fetch, VERSION, correlation, &request);
         let answer = FetchResponse::decode(&mut frame, VERSION).expect("fetch response");
         for p in answer.responses.into_iter().flat_map(|t| t.partitions) {
             assert_eq!(p.error_code, 0, "partition {}: error", p.partition_index);
@@ -96,27 +96,4 @@ fn read_partitions(addr: &str, topic: &str, mine: &[i32], deadline: Instant) -> 
         }
     }
     (records, bytes)
-}
-
-/// Sends one Fetch and returns the answer's body, past its header.
-fn call(conn: &mut TcpStream, correlation: i32, request: &FetchRequest) -> Bytes {
-    let mut buf = BytesMut::new();
-    RequestHeader::default()
-        .with_request_api_key(ApiKey::Fetch as i16)
-        .with_request_api_version(VERSION)
-        .with_correlation_id(correlation)
-        .with_client_id(Some(StrBytes::from_static_str("raw-fetch-bench")))
-        .encode(&mut buf, ApiKey::Fetch.request_header_version(VERSION))
-        .unwrap();
-    request.encode(&mut buf, VERSION).unwrap();
-    conn.write_all(&(buf.len() as i32).to_be_bytes()).unwrap();
-    conn.write_all(&buf).unwrap();
-    let mut len = [0; 4];
-    conn.read_exact(&mut len).expect("answer length");
-    let mut body = vec![0; i32::from_be_bytes(len) as usize];
-    conn.read_exact(&mut body).expect("answer");
-    let mut body = Bytes::from(body);
-    ResponseHeader::decode(&mut body, ApiKey::Fetch.response_header_version(VERSION))
-        .expect("response header");
-    body
 }
