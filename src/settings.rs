@@ -98,6 +98,9 @@ pub struct Settings {
     pub iggy_read_clients: usize,
     /// Most bytes of Fetch reads started ahead of consumers catching up (0: none).
     pub iggy_read_ahead_bytes: usize,
+    /// Records after which a gateway state log gets a new snapshot, so startup replays
+    /// at most about this many (`docs/IGGY_MAPPING.md`).
+    pub iggy_snapshot_records: u64,
     /// How long startup keeps retrying an unreachable Iggy server.
     pub iggy_connect_timeout_ms: u64,
     /// Longest wait for one Iggy call before clients get a retriable error.
@@ -159,6 +162,7 @@ impl Default for Settings {
             iggy_produce_clients: 4,
             iggy_read_clients: 4,
             iggy_read_ahead_bytes: 64 << 20,
+            iggy_snapshot_records: 10_000,
             iggy_connect_timeout_ms: 30_000,
             iggy_request_timeout_ms: 15_000,
             iggy_fsync: false,
@@ -281,6 +285,7 @@ impl Settings {
             ("iggy_read_clients", self.iggy_read_clients as u64),
             ("iggy_connect_timeout_ms", self.iggy_connect_timeout_ms),
             ("iggy_request_timeout_ms", self.iggy_request_timeout_ms),
+            ("iggy_snapshot_records", self.iggy_snapshot_records),
         ];
         for (name, value) in positive {
             if value < 1 {
@@ -365,6 +370,7 @@ impl Settings {
             produce_clients: self.iggy_produce_clients,
             read_clients: self.iggy_read_clients,
             read_ahead_bytes: self.iggy_read_ahead_bytes,
+            snapshot_records: self.iggy_snapshot_records,
             commit_clients: self.offset_slots,
             connect_timeout: Duration::from_millis(self.iggy_connect_timeout_ms),
             request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),

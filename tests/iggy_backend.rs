@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iggy::prelude::{
     Consumer, Identifier, IggyByteSize, IggyDuration, IggyExpiry, IggyMessage, MaxTopicSize,
-    MessageClient, Partitioning, PollingStrategy, StreamClient, TcpClient, TopicClient,
-    TopicCreateOptions,
+    MessageClient, Partitioning, PollingStrategy, SegmentClient, StreamClient, TcpClient,
+    TopicClient, TopicCreateOptions,
 };
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{
@@ -41,6 +41,8 @@ use support::kafka::{admin, commit_offsets, committed, consume, create_topic, pr
 use support::{Gateway, RawClient};
 
 const STREAM: &str = "kafka";
+/// The stream of the gateway's own logs (`iggy_gateway_stream`).
+const GATEWAY_STREAM: &str = "kafka-gateway";
 
 fn id(name: &str) -> Identifier {
     Identifier::named(name).unwrap()
@@ -1150,6 +1152,135 @@ async fn committed_offsets_are_kept_as_sent_and_mirrored_for_iggy_tools() {
         .await
         .unwrap();
     assert_eq!(back, vec![7, 0, 42]);
+}
+
+/// Commits offsets `first..first + count` of partition 0, one commit each, on one
+/// consumer, each with 4000 bytes of metadata so the commit log grows fast.
+fn commit_each(bootstrap: &str, group: &str, topic: &str, first: i64, count: i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    for offset in first..first + count {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
+            .unwrap();
+        let metadata = format!("{offset:04000}");
+        tpl.find_partition(topic, 0).unwrap().set_metadata(metadata);
+        consumer
+            .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
+            .expect("commit");
+    }
+}
+
+/// The offset the latest snapshot of a gateway log covers up to, if it has one
+/// (`src/iggy/gateway_log.rs`: a marker is `M`, then that offset as u64).
+async fn snapshot_upto(sdk: &TcpClient, log: &str) -> Option<u64> {
+    let polled = sdk
+        .poll_messages(
+            &id(GATEWAY_STREAM),
+            &id(&format!("{log}.snapshots")),
+            Some(0),
+            &Consumer::default(),
+            &PollingStrategy::last(),
+            1,
+            false,
+        )
+        .await
+        .ok()?;
+    let last = polled.messages.last()?;
+    (last.payload.first() == Some(&b'M'))
+        .then(|| u64::from_be_bytes(last.payload[1..9].try_into().unwrap()))
+}
+
+/// The first offset a gateway log still holds.
+async fn first_offset(sdk: &TcpClient, log: &str) -> u64 {
+    let polled = sdk
+        .poll_messages(
+            &id(GATEWAY_STREAM),
+            &id(log),
+            Some(0),
+            &Consumer::default(),
+            &PollingStrategy::offset(0),
+            1,
+            false,
+        )
+        .await
+        .expect("poll gateway log");
+    polled.messages[0].header.offset
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
+    let Some(mut server) = IggyServer::start() else {
+        return;
+    };
+    // The commit log made beforehand with the smallest segments, so old ones can be dropped.
+    let sdk = server.sdk().await;
+    sdk.create_stream(GATEWAY_STREAM).await.unwrap();
+    let options = TopicCreateOptions {
+        partitions_count: Some(1),
+        message_expiry: Some(IggyExpiry::NeverExpire),
+        max_topic_size: Some(MaxTopicSize::Unlimited),
+        segment_size: Some(IggyByteSize::from(1 << 20)),
+        messages_required_to_save: Some(1),
+        ..TopicCreateOptions::default()
+    };
+    sdk.create_topic(&id(GATEWAY_STREAM), "committed-offsets", &options)
+        .await
+        .unwrap();
+    let snapshots = [("iggy_snapshot_records", "100")];
+    let gw = server.gateway_with(&snapshots);
+    let topic = "snapshotted";
+    create_topic(&gw.bootstrap(), topic, 1, &[]).await;
+    let bootstrap = gw.bootstrap();
+    tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, 1, 300))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while snapshot_upto(&sdk, "committed-offsets").await < Some(300) {
+        assert!(Instant::now() < deadline, "no snapshot of the commits");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(gw);
+
+    // Drop every sealed segment: the commits before the snapshot are gone from Iggy.
+    sdk.delete_segments(&id(GATEWAY_STREAM), &id("committed-offsets"), 0, 1_000)
+        .await
+        .unwrap();
+    let first = first_offset(&sdk, "committed-offsets").await;
+    assert!(
+        first > 100,
+        "segments not dropped: the log starts at {first}"
+    );
+
+    // A new gateway reads the snapshot and the records after it.
+    let mut gw = server.gateway_with(&snapshots);
+    let bootstrap = gw.bootstrap();
+    let back = tokio::task::spawn_blocking(move || committed(&bootstrap, "app", topic, 1))
+        .await
+        .unwrap();
+    assert_eq!(back, vec![300]);
+
+    // Records no snapshot covers lost: the gateway refuses to start, naming the log.
+    let bootstrap = gw.bootstrap();
+    let no_snapshots = [("iggy_snapshot_records", "1000000")];
+    gw.restart_with(no_snapshots[0].0, Some(no_snapshots[0].1));
+    tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, 301, 300))
+        .await
+        .unwrap();
+    sdk.delete_segments(&id(GATEWAY_STREAM), &id("committed-offsets"), 0, 1_000)
+        .await
+        .unwrap();
+    let (code, stderr) = gw.refused_restart_with(&[]);
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("gateway log 'committed-offsets' lost records"),
+        "{stderr}"
+    );
+    server.stop();
 }
 
 #[tokio::test(flavor = "multi_thread")]

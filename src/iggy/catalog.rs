@@ -14,7 +14,7 @@ use iggy_kafka_actors::backend::TopicMeta;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::gateway_log::Replay;
+use super::gateway_log::{Compact, Replay};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TopicRecord {
@@ -46,6 +46,12 @@ impl Replay for Catalog {
             Ok(r) => self.record(r),
             Err(e) => tracing::warn!(offset, error = %e, "skipping unreadable topic record"),
         }
+    }
+}
+
+impl Compact for Catalog {
+    fn compacted(&self) -> Vec<Bytes> {
+        self.records.values().map(TopicRecord::encode).collect()
     }
 }
 
@@ -155,7 +161,11 @@ mod tests {
         assert_eq!(native.id, catalog.meta("kafka", "t", 30, 1).id, "stable");
         assert_ne!(native.id, catalog.meta("kafka", "t", 31, 1).id);
         assert_eq!(catalog.record_of("kafka", "t", 20, 4), record(2, 20, false));
+        let mut rebuilt = Catalog::default();
+        catalog.compacted().iter().for_each(|r| rebuilt.apply(0, r));
+        assert_eq!(rebuilt.record_of("kafka", "t", 20, 4), record(2, 20, false));
         catalog.record(record(2, 20, true));
+        assert!(catalog.compacted().is_empty());
         assert_eq!(catalog.meta("kafka", "t", 20, 4).replication_factor, 1);
     }
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use iggy_kafka_actors::backend::ClusterConfigs;
 use serde::{Deserialize, Serialize};
 
-use super::gateway_log::Replay;
+use super::gateway_log::{Compact, Replay};
 
 #[derive(Serialize, Deserialize)]
 pub struct ClusterRecord {
@@ -47,6 +47,18 @@ impl Replay for ClusterState {
     }
 }
 
+impl Compact for ClusterState {
+    fn compacted(&self) -> Vec<Bytes> {
+        self.0
+            .iter()
+            .map(|(name, values)| {
+                let (name, values) = (name.clone(), values.clone());
+                ClusterRecord { name, values }.encode()
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +88,8 @@ mod tests {
             BTreeMap::from([("x".to_string(), "3".to_string())]),
         )]);
         assert_eq!(state.configs(), &want);
+        let mut rebuilt = ClusterState::default();
+        state.compacted().iter().for_each(|r| rebuilt.apply(0, r));
+        assert_eq!(rebuilt.configs(), &want);
     }
 }

@@ -46,7 +46,7 @@ use parking_lot::Mutex;
 
 use catalog::{Catalog, TopicRecord};
 use cluster::{ClusterRecord, ClusterState};
-use gateway_log::{Replay, Replayed};
+use gateway_log::{Compact, Replayed};
 use kafka_batch::KafkaRecord;
 use mapping::{FromIggy, IggyView, ProducerStamp};
 use names::Names;
@@ -97,6 +97,8 @@ pub struct IggyConfig {
     pub commit_clients: usize,
     /// Most bytes of Fetch reads started ahead of their consumers (0: none).
     pub read_ahead_bytes: usize,
+    /// Records after which a gateway log gets a new snapshot (`gateway_log.rs`).
+    pub snapshot_records: u64,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     /// Ask Iggy to fsync every write to topics the gateway creates.
@@ -119,6 +121,8 @@ pub enum StartError {
     Runtime(std::io::Error),
     #[error("setting 'iggy_topics': {0}")]
     Names(#[from] names::NamesError),
+    #[error("cannot load the gateway's state from Iggy stream '{0}': {1}")]
+    Load(String, gateway_log::LoadError),
 }
 
 /// Owns the runtime; dropping it (even inside another runtime) never blocks.
@@ -169,6 +173,8 @@ type MirrorUpdate = (String, TopicPartition, Option<i64>);
 type MirrorReceiver = tokio::sync::mpsc::Receiver<MirrorUpdate>;
 /// Mirror updates waiting at most; more are dropped (the next commit catches up).
 const MIRROR_QUEUE: usize = 10_000;
+/// How often the gateway logs are checked for a snapshot due.
+const COMPACT_INTERVAL: Duration = Duration::from_secs(2);
 
 impl IggyBackend {
     /// Connects (retrying an unreachable server until `connect_timeout`), prepares
@@ -193,6 +199,7 @@ impl IggyBackend {
             .map_err(|e| StartError::Runtime(std::io::Error::other(e)))??;
         let inner = Arc::new(inner);
         handle.spawn(Inner::run_mirror(Arc::downgrade(&inner), mirror));
+        handle.spawn(Inner::run_snapshots(Arc::downgrade(&inner)));
         Ok(IggyBackend {
             handle,
             inner,
@@ -417,35 +424,30 @@ impl Inner {
         gateway_log::ensure_logs(&pools.admin, &config.gateway_stream, config.fsync)
             .await
             .map_err(setup(&config.gateway_stream))?;
-        let topics =
-            gateway_log::read_all(&pools.admin, &config.gateway_stream, gateway_log::TOPICS)
+        let (conn, stream) = (&pools.admin, config.gateway_stream.as_str());
+        let loaded = |e| StartError::Load(stream.to_string(), e);
+        let catalog: Replayed<Catalog> = gateway_log::load(conn, stream, gateway_log::TOPICS)
+            .await
+            .map_err(loaded)?;
+        let offsets: Replayed<Offsets> =
+            gateway_log::load(conn, stream, gateway_log::COMMITTED_OFFSETS)
                 .await
-                .map_err(setup(&config.gateway_stream))?;
-        let commits = gateway_log::read_all(
-            &pools.admin,
-            &config.gateway_stream,
-            gateway_log::COMMITTED_OFFSETS,
-        )
-        .await
-        .map_err(setup(&config.gateway_stream))?;
-        let cluster = gateway_log::read_all(
-            &pools.admin,
-            &config.gateway_stream,
-            gateway_log::CLUSTER_CONFIGS,
-        )
-        .await
-        .map_err(setup(&config.gateway_stream))?;
+                .map_err(loaded)?;
+        let cluster: Replayed<ClusterState> =
+            gateway_log::load(conn, stream, gateway_log::CLUSTER_CONFIGS)
+                .await
+                .map_err(loaded)?;
         tracing::info!(
-            topic_records = topics.len(),
-            offset_records = commits.len(),
-            "loaded the gateway's state from Iggy"
+            topic_records = catalog.since_snapshot(),
+            offset_records = offsets.since_snapshot(),
+            "loaded the gateway's state from Iggy (snapshots, then the records after them)"
         );
         let (mirror_queue, mirror_receiver) = tokio::sync::mpsc::channel(MIRROR_QUEUE);
         let read_ahead = ReadAhead::new(config.read_ahead_bytes);
         let inner = Inner {
-            catalog: Mutex::new(Replayed::new(&topics)),
-            cluster: Mutex::new(Replayed::new(&cluster)),
-            offsets: Mutex::new(Replayed::new(&commits)),
+            catalog: Mutex::new(catalog),
+            cluster: Mutex::new(cluster),
+            offsets: Mutex::new(offsets),
             nodes: Mutex::new((0, Nodes::default())),
             config,
             names,
@@ -479,8 +481,6 @@ impl Inner {
             .map_err(|e| backend_error(e, None, log))
     }
 
-    /// Applies what this or another gateway appended to a shared log since it was
-    /// last read.
     /// The offset of the first `node-ids` record naming `address`, appending one if
     /// there is none: a gateway restarted at its address keeps its id (and its
     /// per-broker configurations); a new address gets an id never used before.
@@ -521,7 +521,9 @@ impl Inner {
         Ok(live)
     }
 
-    async fn catch_up<S: Replay>(
+    /// Applies what this or another gateway appended to a shared log since it was
+    /// last read.
+    async fn catch_up<S: Compact>(
         &self,
         log: &str,
         state: &Mutex<Replayed<S>>,
@@ -529,17 +531,81 @@ impl Inner {
         self.catch_up_via(&self.pools.admin, log, state).await
     }
 
-    async fn catch_up_via<S: Replay>(
+    async fn catch_up_via<S: Compact>(
         &self,
         conn: &Conn,
         log: &str,
         state: &Mutex<Replayed<S>>,
     ) -> BackendResult<()> {
+        let stream = &self.config.gateway_stream;
         let next = state.lock().next();
-        let records = gateway_log::read_from(conn, &self.config.gateway_stream, log, next)
+        let records = gateway_log::read_from(conn, stream, log, next)
             .await
             .map_err(|e| backend_error(e, None, log))?;
+        let gap = state.lock().check_continues(log, &records);
+        if let Err(e) = gap {
+            // Trimmed past what this gateway had read (it lagged behind a snapshot):
+            // start again from the latest snapshot.
+            tracing::warn!(error = %e, "reloading a gateway log from its snapshot");
+            let reloaded = gateway_log::load(conn, stream, log)
+                .await
+                .map_err(|e| BackendError::Fatal(e.to_string()))?;
+            *state.lock() = reloaded;
+            return Ok(());
+        }
         state.lock().extend(&records);
+        Ok(())
+    }
+
+    /// Every [`COMPACT_INTERVAL`], snapshots the state logs that grew by
+    /// `snapshot_records` since their last snapshot.
+    async fn run_snapshots(inner: std::sync::Weak<Inner>) {
+        let mut tick = tokio::time::interval(COMPACT_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = inner.upgrade() else { return };
+            let snapshots = [
+                inner.snapshot(gateway_log::TOPICS, &inner.catalog).await,
+                inner
+                    .snapshot(gateway_log::COMMITTED_OFFSETS, &inner.offsets)
+                    .await,
+                inner
+                    .snapshot(gateway_log::CLUSTER_CONFIGS, &inner.cluster)
+                    .await,
+            ];
+            for e in snapshots.into_iter().filter_map(Result::err) {
+                tracing::warn!(error = %e, "gateway log snapshot not written");
+            }
+        }
+    }
+
+    /// Writes a snapshot of `log` once it has grown enough since the last one.
+    async fn snapshot<S: Compact>(
+        &self,
+        log: &str,
+        state: &Mutex<Replayed<S>>,
+    ) -> BackendResult<()> {
+        let conn = &self.pools.snapshots;
+        self.catch_up_via(conn, log, state).await?;
+        let (upto, records) = {
+            let s = state.lock();
+            if s.since_snapshot() < self.config.snapshot_records {
+                return Ok(());
+            }
+            (s.next(), s.state().compacted())
+        };
+        let stream = &self.config.gateway_stream;
+        gateway_log::write_snapshot(conn, stream, log, upto, &records)
+            .await
+            .map_err(|e| backend_error(e, None, log))?;
+        state.lock().snapshot_written(upto);
+        tracing::info!(
+            log,
+            upto,
+            records = records.len(),
+            "gateway log snapshot written"
+        );
         Ok(())
     }
 

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use iggy_kafka_actors::backend::{CommittedOffset, TopicPartition};
 use serde::{Deserialize, Serialize};
 
-use super::gateway_log::Replay;
+use super::gateway_log::{Compact, Replay};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -81,6 +81,25 @@ impl Replay for Offsets {
             Ok(r) => self.record(r),
             Err(e) => tracing::warn!(offset, error = %e, "skipping unreadable offset record"),
         }
+    }
+}
+
+impl Compact for Offsets {
+    fn compacted(&self) -> Vec<Bytes> {
+        self.committed
+            .iter()
+            .map(|((group, topic, partition), c)| {
+                OffsetRecord::Commit {
+                    group: group.clone(),
+                    topic: topic.clone(),
+                    partition: *partition,
+                    offset: c.offset,
+                    leader_epoch: c.leader_epoch,
+                    metadata: c.metadata.clone(),
+                }
+                .encode()
+            })
+            .collect()
     }
 }
 
@@ -193,13 +212,21 @@ mod tests {
         .enumerate()
         .map(|(i, r)| (i as u64, r.encode()))
         .collect();
-        let replayed = super::super::gateway_log::Replayed::<Offsets>::new(&log);
-        let offsets = replayed.state();
-        assert_eq!(offsets.get("g", &tp("a", 0)), Some(c(0)));
-        assert_eq!(offsets.get("g", &tp("a", 1)), None);
-        assert_eq!(offsets.partitions("g"), vec![tp("a", 0)]);
-        assert_eq!(offsets.groups(), vec!["g".to_string(), "h".to_string()]);
-        assert!(!offsets.has_topic("b"));
+        let mut offsets = Offsets::default();
+        log.iter().for_each(|(o, r)| offsets.apply(*o, r));
+        // The compacted records rebuild the same state.
+        let mut rebuilt = Offsets::default();
+        offsets.compacted().iter().for_each(|r| rebuilt.apply(0, r));
+        assert_eq!(rebuilt.compacted(), offsets.compacted());
+        assert_eq!(offsets.compacted().len(), 2);
+        for offsets in [&offsets, &rebuilt] {
+            assert_eq!(offsets.get("g", &tp("a", 0)), Some(c(0)));
+            assert_eq!(offsets.get("h", &tp("a", 0)), Some(c(7)));
+            assert_eq!(offsets.get("g", &tp("a", 1)), None);
+            assert_eq!(offsets.partitions("g"), vec![tp("a", 0)]);
+            assert_eq!(offsets.groups(), vec!["g".to_string(), "h".to_string()]);
+            assert!(!offsets.has_topic("b"));
+        }
     }
 
     #[test]

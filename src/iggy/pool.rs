@@ -188,6 +188,8 @@ pub struct Pools {
     pub mirror: Conn,
     /// Heartbeats and the reads of who else is alive, never behind other calls.
     pub membership: Conn,
+    /// Snapshots of the gateway logs, which may be large, never ahead of admin calls.
+    pub snapshots: Conn,
     produce: Vec<Conn>,
     read: Vec<Conn>,
     commit: Vec<Conn>,
@@ -205,6 +207,7 @@ impl Pools {
         first_contact(&admin, config).await?;
         let mirror = Conn::new(&config.address, credentials.clone())?;
         let membership = Conn::new(&config.address, credentials.clone())?;
+        let snapshots = Conn::new(&config.address, credentials.clone())?;
         let signed_in = || async {
             let conn = Conn::new(&config.address, credentials.clone())?;
             conn.ready().await.map_err(|source| ConnectError::SignIn {
@@ -236,6 +239,7 @@ impl Pools {
             admin,
             mirror,
             membership,
+            snapshots,
             produce,
             read,
             commit,
