@@ -37,7 +37,9 @@ use support::admin::{eventually, get, Scrape};
 use support::configs;
 use support::groups;
 use support::iggy::{free_port, IggyServer};
-use support::kafka::{admin, commit_offsets, committed, consume, create_topic, produce, Expected};
+use support::kafka::{
+    admin, commit_offsets, committed, consume, create_topic, group_consumer, produce, Expected,
+};
 use support::{Gateway, RawClient};
 
 const STREAM: &str = "kafka";
@@ -1157,12 +1159,7 @@ async fn committed_offsets_are_kept_as_sent_and_mirrored_for_iggy_tools() {
 /// Commits offsets `first..first + count` of partition 0, one commit each, on one
 /// consumer, each with 4000 bytes of metadata so the commit log grows fast.
 fn commit_each(bootstrap: &str, group: &str, topic: &str, first: i64, count: i64) {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
+    let consumer = group_consumer(bootstrap, group);
     for offset in first..first + count {
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(topic, 0, Offset::Offset(offset))

@@ -133,14 +133,19 @@ pub fn consume(
     got
 }
 
-/// Commits `offsets` for `group` (an empty group: generation -1, like admin tools).
-pub fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
-    let consumer: BaseConsumer = ClientConfig::new()
+/// A consumer of `group` that commits only when told to.
+pub fn group_consumer(bootstrap: &str, group: &str) -> BaseConsumer {
+    ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
         .create()
-        .expect("consumer");
+        .expect("consumer")
+}
+
+/// Commits `offsets` for `group` (an empty group: generation -1, like admin tools).
+pub fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let consumer = group_consumer(bootstrap, group);
     let mut tpl = TopicPartitionList::new();
     for (p, o) in offsets {
         tpl.add_partition_offset(topic, *p, Offset::Offset(*o))
@@ -151,11 +156,7 @@ pub fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32
 
 /// The group's committed offsets for partitions `0..partitions` (-1: none).
 pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
-        .expect("consumer");
+    let consumer = group_consumer(bootstrap, group);
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
         tpl.add_partition(topic, p);
