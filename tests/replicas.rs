@@ -32,13 +32,15 @@ use support::{call, Gateway, RawClient};
 const TOPIC: &str = "spread";
 const PARTITIONS: i32 = 6;
 
-/// `n` gateways on `server`, quick to notice each other.
+/// `n` gateways on `server`, quick to notice each other, snapshotting their logs often
+/// (several at once, while commits go on: takeovers must still see every commit).
 fn gateways(server: &IggyServer, n: usize, timeout_ms: &str) -> Vec<Gateway> {
     let mut settings = server.gateway_settings();
     settings.extend([
         ("node_heartbeat_ms", "200".to_string()),
         ("node_timeout_ms", timeout_ms.to_string()),
         ("group_initial_rebalance_delay_ms", "0".to_string()),
+        ("iggy_snapshot_records", "20".to_string()),
     ]);
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     (0..n).map(|_| Gateway::start_with(&settings)).collect()
