@@ -3,6 +3,7 @@
 mod admin;
 mod embedded;
 mod iggy;
+mod listeners;
 mod settings;
 
 use std::io::Write;
@@ -114,34 +115,54 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         }
         BackendKind::Iggy => Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?),
     };
-    let (listener, bound) = listen(settings.bind_address).await?;
+    let mut bound = Vec::new();
+    for config in settings.listeners()? {
+        let (socket, at) = listen(config.bind).await?;
+        bound.push((config, socket, at));
+    }
+    let endpoints: Vec<_> = bound.iter().map(|(c, _, at)| (c.clone(), *at)).collect();
     let worker_count = match settings.workers {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
     let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
-    let gateway =
-        Gateway::start(settings.broker(bound), backend.clone(), metrics, &handles).await?;
+    let gateway = Gateway::start(
+        settings.broker(&endpoints),
+        backend.clone(),
+        metrics,
+        &handles,
+    )
+    .await?;
     let metered_backend = gateway.backend.clone();
     let (membership, cluster) = (gateway.membership.clone(), gateway.cluster.clone());
 
     let (stop, stopping) = watch::channel(false);
     let connections = Arc::new(Semaphore::new(settings.max_connections));
-    let accept = actix_rt::spawn(server::serve(
-        listener,
-        gateway,
-        handles,
-        connections.clone(),
-        stopping,
-    ));
+    // Tests and scripts read the bound addresses from these lines: one per listener,
+    // then the first listener's again as "listening on", then the admin listener's.
+    let mut lines = String::new();
+    let mut accepting = Vec::new();
+    for (config, socket, at) in bound {
+        tracing::info!(listener = %config.name, protocol = ?config.protocol, %at, "listening");
+        lines += &format!("iggy-kafka-gateway listener {} on {at}\n", config.name);
+        accepting.push(actix_rt::spawn(server::serve(
+            socket,
+            config.listener(),
+            gateway.clone(),
+            handles.clone(),
+            connections.clone(),
+            stopping.clone(),
+        )));
+    }
+    drop(gateway);
     admin_state.set_serving(Some((metered_backend, cluster.clone())));
-    tracing::info!(%bound, data_dir = %settings.data_dir.display(), "gateway ready");
-    // Tests and scripts read the bound addresses from these lines. One write, so a reader
-    // that stops after the first line cannot make the second fail.
-    let lines = format!(
-        "iggy-kafka-gateway listening on {bound}\niggy-kafka-gateway admin on http://{admin_bound}\n"
+    let first = endpoints[0].1;
+    tracing::info!(data_dir = %settings.data_dir.display(), "gateway ready");
+    lines += &format!(
+        "iggy-kafka-gateway listening on {first}\niggy-kafka-gateway admin on http://{admin_bound}\n"
     );
+    // One write, so a reader that stops after the first lines cannot make the rest fail.
     let _ = std::io::stdout().lock().write_all(lines.as_bytes());
 
     wait_for_signal().await;
@@ -158,7 +179,9 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     }
     tracing::info!("shutting down: no new connections, finishing requests in flight");
     let _ = stop.send(true);
-    let _ = accept.await;
+    for accept in accepting {
+        let _ = accept.await;
+    }
     let drained =
         tokio::time::timeout(Duration::from_millis(settings.shutdown_timeout_ms), async {
             while connections.available_permits() < settings.max_connections {

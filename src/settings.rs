@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
+use iggy_kafka_actors::session::SecurityProtocol;
 use iggy_kafka_actors::topic_admin::MAX_PARTITIONS;
 use iggy_kafka_actors::{BrokerSettings, TopicRules};
 use serde::Deserialize;
 
 use crate::embedded::SyncPolicy;
 use crate::iggy::{IggyConfig, TopicOverride};
+use crate::listeners::ListenerConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -66,8 +68,16 @@ impl std::fmt::Debug for Secret {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
-    /// Address the Kafka listener binds (port 0 picks a free port).
-    pub bind_address: SocketAddr,
+    /// Kafka listeners, `NAME://HOST:PORT,...` (`docs/SECURITY.md`); unset: the one
+    /// PLAINTEXT listener below.
+    pub listeners: Option<String>,
+    /// `NAME:PROTOCOL,...` for listener names that are not protocol names.
+    pub listener_security_protocol_map: Option<String>,
+    /// `NAME://HOST:PORT,...`: what Metadata tells clients per listener.
+    pub advertised_listeners: Option<String>,
+    /// Address of the PLAINTEXT listener when `listeners` is unset (port 0 picks a
+    /// free port); 127.0.0.1:9092 when also unset.
+    pub bind_address: Option<SocketAddr>,
     /// Host clients are told to connect to; the bind address's IP when unset.
     pub advertised_host: Option<String>,
     /// Port clients are told to connect to; the bound port when unset.
@@ -143,7 +153,10 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            bind_address: SocketAddr::from(([127, 0, 0, 1], 9092)),
+            listeners: None,
+            listener_security_protocol_map: None,
+            advertised_listeners: None,
+            bind_address: None,
             advertised_host: None,
             advertised_port: None,
             admin_bind_address: SocketAddr::from(([127, 0, 0, 1], 9644)),
@@ -273,6 +286,12 @@ impl Settings {
                 reason: "must not be empty".into(),
             });
         }
+        if let Some(l) = self.listeners()?.iter().find(|l| l.protocol.uses_tls()) {
+            return Err(SettingsError::Invalid {
+                name: "listeners",
+                reason: format!("'{}': TLS listeners are not available yet", l.name),
+            });
+        }
         if self.backend == BackendKind::Iggy {
             self.check_iggy()?;
         }
@@ -389,16 +408,53 @@ impl Settings {
         }
     }
 
-    /// What the actors need, once the listener's real address is known.
-    pub fn broker(&self, bound: SocketAddr) -> BrokerSettings {
+    /// The listeners to bind, in configured order: from `listeners` when set, else the
+    /// one PLAINTEXT listener of `bind_address`, `advertised_host`, `advertised_port`.
+    pub fn listeners(&self) -> Result<Vec<ListenerConfig>, SettingsError> {
+        let invalid = |(name, reason)| SettingsError::Invalid { name, reason };
+        let Some(listeners) = &self.listeners else {
+            let (name, reason) = if self.listener_security_protocol_map.is_some() {
+                ("listener_security_protocol_map", "needs listeners")
+            } else if self.advertised_listeners.is_some() {
+                ("advertised_listeners", "needs listeners")
+            } else {
+                return Ok(vec![ListenerConfig {
+                    name: "PLAINTEXT".into(),
+                    protocol: SecurityProtocol::Plaintext,
+                    bind: self
+                        .bind_address
+                        .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9092))),
+                    advertised_host: self.advertised_host.clone(),
+                    advertised_port: self.advertised_port,
+                }]);
+            };
+            return Err(invalid((name, reason.into())));
+        };
+        let legacy = [
+            ("bind_address", self.bind_address.is_some()),
+            ("advertised_host", self.advertised_host.is_some()),
+            ("advertised_port", self.advertised_port.is_some()),
+        ];
+        if let Some((name, _)) = legacy.iter().find(|(_, set)| *set) {
+            return Err(invalid((
+                name,
+                "cannot be combined with listeners: use listeners and advertised_listeners".into(),
+            )));
+        }
+        crate::listeners::resolve(
+            listeners,
+            self.listener_security_protocol_map.as_deref(),
+            self.advertised_listeners.as_deref(),
+        )
+        .map_err(invalid)
+    }
+
+    /// What the actors need, once the listeners' real addresses are known.
+    pub fn broker(&self, bound: &[(ListenerConfig, SocketAddr)]) -> BrokerSettings {
         BrokerSettings {
             node_id: self.node_id,
             cluster_id: self.cluster_id.clone(),
-            advertised_host: self
-                .advertised_host
-                .clone()
-                .unwrap_or_else(|| bound.ip().to_string()),
-            advertised_port: self.advertised_port.unwrap_or(bound.port()),
+            endpoints: bound.iter().map(|(l, at)| l.endpoint(*at)).collect(),
             max_request_bytes: self.max_request_bytes,
             max_inflight_per_connection: self.max_inflight_per_connection,
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),

@@ -6,9 +6,10 @@ use std::process::{Command, Output};
 fn start(env: &[(&str, &str)], args: &[&str]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
-    cmd.env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
-        .env("IGGY_KAFKA_DATA_DIR", dir.path())
-        .args(args);
+    if !env.iter().any(|(k, _)| *k == "IGGY_KAFKA_LISTENERS") {
+        cmd.env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0");
+    }
+    cmd.env("IGGY_KAFKA_DATA_DIR", dir.path()).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -70,4 +71,51 @@ fn the_configuration_file_is_checked_too() {
     refused_naming(&out, &["not_a_setting"]);
     let out = start(&[], &["--config", "/no/such/file.toml"]);
     refused_naming(&out, &["/no/such/file.toml"]);
+}
+
+#[test]
+fn bad_listener_settings_stop_startup() {
+    let listeners = |v| ("IGGY_KAFKA_LISTENERS", v);
+    let out = start(
+        &[listeners("PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0")],
+        &[],
+    );
+    refused_naming(&out, &["listeners", "'PLAINTEXT' is used twice"]);
+    let out = start(&[listeners("EXTERNAL://127.0.0.1:0")], &[]);
+    refused_naming(&out, &["listener_security_protocol_map", "EXTERNAL"]);
+    let out = start(
+        &[
+            listeners("EXTERNAL://127.0.0.1:0"),
+            ("IGGY_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP", "EXTERNAL:TLS"),
+        ],
+        &[],
+    );
+    refused_naming(
+        &out,
+        &[
+            "listener_security_protocol_map",
+            "unknown security protocol 'TLS'",
+        ],
+    );
+    let out = start(&[listeners("PLAINTEXT://127.0.0.1:port")], &[]);
+    refused_naming(&out, &["listeners", "127.0.0.1:port"]);
+    let out = start(
+        &[
+            listeners("PLAINTEXT://127.0.0.1:0"),
+            ("IGGY_KAFKA_ADVERTISED_LISTENERS", "SSL://gw:9093"),
+        ],
+        &[],
+    );
+    refused_naming(
+        &out,
+        &["advertised_listeners", "'SSL' is not one of the listeners"],
+    );
+    let out = start(
+        &[
+            listeners("PLAINTEXT://127.0.0.1:0"),
+            ("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0"),
+        ],
+        &[],
+    );
+    refused_naming(&out, &["bind_address", "listeners"]);
 }

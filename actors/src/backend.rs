@@ -138,8 +138,32 @@ pub struct CommittedOffset {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub id: i32,
+    /// Where clients reach it, one per listener, in the order the listeners are
+    /// configured; never empty.
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// The advertised address of one listener (Kafka's `advertised.listeners` entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub listener: String,
     pub host: String,
     pub port: u16,
+}
+
+impl Node {
+    /// Where clients that came through `listener` reach this node; `None` when the
+    /// node has no listener of that name (Kafka leaves such brokers out).
+    pub fn endpoint(&self, listener: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.listener == listener)
+    }
+
+    /// The node's identity among gateways: its first listener's `host:port`.
+    pub fn address(&self) -> String {
+        self.endpoints
+            .first()
+            .map_or_else(String::new, |e| format!("{}:{}", e.host, e.port))
+    }
 }
 
 /// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method

@@ -9,7 +9,6 @@
 //! they finish in.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -18,22 +17,22 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 
 use crate::api::{self, Answer};
 use crate::gateway::Gateway;
 use crate::metrics::ConnectionMeter;
-use crate::session::{Caller, Principal};
+use crate::session::{Caller, Listener, Principal};
 use crate::wire::{self, FrameCodec, WireError};
 use kafka_protocol::messages::RequestHeader;
 
 pub struct Connection {
     gateway: Gateway,
     peer: SocketAddr,
+    /// The listener it came through: its name and security protocol.
+    listener: Listener,
     /// Whom this connection's requests speak for.
     principal: Principal,
     /// Answers for the writer task, in request order, each with its request's permit.
@@ -61,16 +60,19 @@ struct Frame(Bytes, OwnedSemaphorePermit);
 struct ReadEnded(Option<WireError>);
 
 impl Connection {
-    /// Starts a connection actor on the current arbiter.
+    /// Starts a connection actor on the current arbiter, on a socket's two halves (plain
+    /// or TLS) that came through `listener`, for `principal`.
     pub fn start(
         gateway: Gateway,
-        stream: TcpStream,
+        (read, write): (
+            impl AsyncRead + Unpin + 'static,
+            impl AsyncWrite + Unpin + 'static,
+        ),
+        peer: SocketAddr,
+        (listener, principal): (Listener, Principal),
         slot: OwnedSemaphorePermit,
         shutdown: watch::Receiver<bool>,
-    ) -> io::Result<()> {
-        let peer = stream.peer_addr()?;
-        stream.set_nodelay(true)?;
-        let (read, write) = stream.into_split();
+    ) {
         let (stop_tx, stop_rx) = oneshot::channel();
         let (answers, to_write) = mpsc::unbounded_channel();
         let settings = gateway.settings.clone();
@@ -106,7 +108,8 @@ impl Connection {
                 answers,
                 gateway,
                 peer,
-                principal: Principal::anonymous(),
+                listener,
+                principal,
                 next_request: 0,
                 next_answer: 0,
                 finished: BTreeMap::new(),
@@ -114,7 +117,6 @@ impl Connection {
                 _stop_reader: stop_tx,
             }
         });
-        Ok(())
     }
 
     /// Records a finished answer and writes every answer now in order.
@@ -159,6 +161,7 @@ impl Connection {
                 .unwrap_or_default(),
             host: format!("/{}", self.peer.ip()),
             principal: self.principal.clone(),
+            listener: self.listener.name.clone(),
         }
     }
 
@@ -180,7 +183,7 @@ impl Actor for Connection {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Self::Context) {
-        tracing::debug!(peer = %self.peer, "connection opened");
+        tracing::debug!(peer = %self.peer, listener = %self.listener.name, "connection opened");
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
@@ -257,8 +260,8 @@ struct ReadTimeouts {
 }
 
 /// Reads frames while permits last; reports why it stopped.
-async fn read_frames(
-    mut frames: FramedRead<OwnedReadHalf, FrameCodec>,
+async fn read_frames<R: AsyncRead + Unpin>(
+    mut frames: FramedRead<R, FrameCodec>,
     conn: Addr<Connection>,
     inflight: Arc<Semaphore>,
     timeouts: ReadTimeouts,
@@ -289,8 +292,8 @@ async fn read_frames(
 
 /// The next whole frame; `None` when the peer closed or stayed idle too long. A frame
 /// begun must complete within about `request` (between one and two of it).
-async fn next_frame(
-    frames: &mut FramedRead<OwnedReadHalf, FrameCodec>,
+async fn next_frame<R: AsyncRead + Unpin>(
+    frames: &mut FramedRead<R, FrameCodec>,
     timeouts: &ReadTimeouts,
 ) -> Result<Option<Bytes>, WireError> {
     let step = timeouts.request.min(timeouts.idle);
@@ -315,8 +318,8 @@ async fn next_frame(
 
 /// Writes queued answers; gives up on a client that does not read them in time. The
 /// connection counts as open, in the limit and the metrics, until this ends.
-async fn write_answers(
-    mut socket: OwnedWriteHalf,
+async fn write_answers<W: AsyncWrite + Unpin>(
+    mut socket: W,
     mut answers: mpsc::UnboundedReceiver<(Bytes, OwnedSemaphorePermit)>,
     timeout: Duration,
     peer: SocketAddr,

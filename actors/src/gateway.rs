@@ -9,7 +9,7 @@ use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::backend::{AppendBatch, Backend, Node, TopicPartition};
+use crate::backend::{AppendBatch, Backend, Endpoint, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
 use crate::log_slot::{Append, LogSlot};
@@ -24,8 +24,8 @@ use crate::topic_admin::{TopicAdmin, TopicTable};
 pub struct BrokerSettings {
     pub node_id: i32,
     pub cluster_id: String,
-    pub advertised_host: String,
-    pub advertised_port: u16,
+    /// This gateway's advertised address per listener, in configured order; never empty.
+    pub endpoints: Vec<Endpoint>,
     /// Largest request frame accepted; larger ones close the connection (Kafka's `socket.request.max.bytes`).
     pub max_request_bytes: usize,
     /// Requests read from one connection before its answers are written; reading pauses beyond it.
@@ -121,8 +121,11 @@ impl Gateway {
         arbiters: &[ArbiterHandle],
     ) -> Result<Gateway, StartError> {
         let mut settings = settings;
-        let address = format!("{}:{}", settings.advertised_host, settings.advertised_port);
-        if let Some(id) = backend.allocate_node_id(&address).await? {
+        let me = Node {
+            id: settings.node_id,
+            endpoints: settings.endpoints.clone(),
+        };
+        if let Some(id) = backend.allocate_node_id(&me.address()).await? {
             settings.node_id = id;
         }
         let settings = Arc::new(settings);
@@ -155,8 +158,7 @@ impl Gateway {
             GroupCoordinator::new(settings.group_initial_rebalance_delay, metrics.clone()).start();
         let me = Node {
             id: settings.node_id,
-            host: settings.advertised_host.clone(),
-            port: settings.advertised_port,
+            ..me
         };
         let (membership, cluster) = Membership::start_with(
             backend.clone(),

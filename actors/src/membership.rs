@@ -229,8 +229,11 @@ mod tests {
     fn node(id: i32) -> Node {
         Node {
             id,
-            host: "h".into(),
-            port: 9092,
+            endpoints: vec![crate::backend::Endpoint {
+                listener: "PLAINTEXT".into(),
+                host: "h".into(),
+                port: 9092,
+            }],
         }
     }
 

@@ -1,5 +1,6 @@
-//! The listener: accepts sockets, enforces the connection limit, and starts each
-//! connection actor on one of the worker arbiters (one per core), round robin.
+//! A listener's accept loop: accepts sockets, enforces the connection limit, and starts
+//! each connection actor on one of the worker arbiters (one per core), round robin.
+//! Each configured listener runs one loop; the connection limit is shared by all.
 
 use std::sync::Arc;
 
@@ -9,10 +10,12 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::connection::Connection;
 use crate::gateway::Gateway;
+use crate::session::{Listener, Principal};
 
-/// Accepts connections until `shutdown` turns true.
+/// Accepts connections on `socket` for `listener` until `shutdown` turns true.
 pub async fn serve(
-    listener: TcpListener,
+    socket: TcpListener,
+    listener: Listener,
     gateway: Gateway,
     workers: Vec<ArbiterHandle>,
     connections: Arc<Semaphore>,
@@ -22,7 +25,7 @@ pub async fn serve(
     loop {
         let accepted = tokio::select! {
             _ = shutdown.wait_for(|s| *s) => break,
-            accepted = listener.accept() => accepted,
+            accepted = socket.accept() => accepted,
         };
         let (stream, peer) = match accepted {
             Ok(a) => a,
@@ -46,16 +49,21 @@ pub async fn serve(
                 continue;
             }
         };
-        let (gateway, shutdown) = (gateway.clone(), shutdown.clone());
+        let (gateway, listener, shutdown) = (gateway.clone(), listener.clone(), shutdown.clone());
         let worker = &workers[next % workers.len()];
         next = next.wrapping_add(1);
         worker.spawn(async move {
-            let started = tokio::net::TcpStream::from_std(stream)
-                .and_then(|s| Connection::start(gateway, s, slot, shutdown));
-            if let Err(e) = started {
-                tracing::warn!(%peer, error = %e, "could not start connection");
+            let stream = match tokio::net::TcpStream::from_std(stream) {
+                Ok(s) => s,
+                Err(e) => return tracing::warn!(%peer, error = %e, "could not start connection"),
+            };
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
             }
+            let principal = Principal::anonymous();
+            let halves = stream.into_split();
+            Connection::start(gateway, halves, peer, (listener, principal), slot, shutdown);
         });
     }
-    tracing::info!("stopped accepting connections");
+    tracing::info!(listener = %listener.name, "stopped accepting connections");
 }

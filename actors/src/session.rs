@@ -47,6 +47,16 @@ pub struct Caller {
     /// The peer's address as Kafka shows it in group descriptions (`/127.0.0.1`).
     pub host: String,
     pub principal: Principal,
+    /// Name of the listener the request came through: answers name brokers by their
+    /// address on that listener.
+    pub listener: Arc<str>,
+}
+
+/// A listener as its connections know it: Kafka's listener name and security protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    pub name: Arc<str>,
+    pub protocol: SecurityProtocol,
 }
 
 /// A listener's security protocol, as Kafka names them in `listener.security.protocol.map`.

@@ -131,8 +131,11 @@ pub fn settings() -> BrokerSettings {
     BrokerSettings {
         node_id: 0,
         cluster_id: "test".into(),
-        advertised_host: "127.0.0.1".into(),
-        advertised_port: 9092,
+        endpoints: vec![Endpoint {
+            listener: "PLAINTEXT".into(),
+            host: "127.0.0.1".into(),
+            port: 9092,
+        }],
         max_request_bytes: 1 << 20,
         max_inflight_per_connection: 5,
         idle_timeout: Duration::from_secs(60),

@@ -1,6 +1,8 @@
 //! Gateways sharing an Iggy server find each other through the gateway log `nodes`:
-//! each appends `{"id", "host", "port", "alive"}` every heartbeat, and `alive: false`
-//! when it leaves. Liveness is judged by the Iggy server's append times, compared with
+//! each appends `{"id", "host", "port", "alive", "listeners"}` every heartbeat, and
+//! `alive: false` when it leaves. `host` and `port` are the first listener's, its
+//! identity; `listeners` holds every listener's advertised address (records of
+//! gateways older than listeners lack it: their one address is PLAINTEXT). Liveness is judged by the Iggy server's append times, compared with
 //! the newest announcement in the log, so gateways with skewed clocks still agree.
 //! Node ids come from the `node-ids` log: the offset of the record a gateway appended
 //! at startup, unique for as long as the server keeps its data.
@@ -9,7 +11,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use iggy_kafka_actors::backend::Node;
+use iggy_kafka_actors::backend::{Endpoint, Node};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -18,15 +20,58 @@ pub struct NodeRecord {
     pub host: String,
     pub port: u16,
     pub alive: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<EndpointRecord>,
+}
+
+/// One listener's advertised address in a node record.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EndpointRecord {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
 }
 
 impl NodeRecord {
     pub fn new(node: &Node, alive: bool) -> NodeRecord {
+        let first = &node.endpoints[0];
         NodeRecord {
             id: node.id,
-            host: node.host.clone(),
-            port: node.port,
+            host: first.host.clone(),
+            port: first.port,
             alive,
+            listeners: node
+                .endpoints
+                .iter()
+                .map(|e| EndpointRecord {
+                    name: e.listener.clone(),
+                    host: e.host.clone(),
+                    port: e.port,
+                })
+                .collect(),
+        }
+    }
+
+    fn node(&self) -> Node {
+        let endpoints = if self.listeners.is_empty() {
+            vec![Endpoint {
+                listener: "PLAINTEXT".into(),
+                host: self.host.clone(),
+                port: self.port,
+            }]
+        } else {
+            self.listeners
+                .iter()
+                .map(|e| Endpoint {
+                    listener: e.name.clone(),
+                    host: e.host.clone(),
+                    port: e.port,
+                })
+                .collect()
+        };
+        Node {
+            id: self.id,
+            endpoints,
         }
     }
 
@@ -68,11 +113,7 @@ impl Nodes {
             .latest
             .values()
             .filter(|(r, at)| r.alive && *at >= since)
-            .map(|(r, _)| Node {
-                id: r.id,
-                host: r.host.clone(),
-                port: r.port,
-            })
+            .map(|(r, _)| r.node())
             .collect();
         live.sort_by_key(|n| n.id);
         live
@@ -89,6 +130,7 @@ mod tests {
             host: format!("h{id}"),
             port: 9092,
             alive,
+            listeners: Vec::new(),
         }
         .encode()
     }
@@ -130,5 +172,33 @@ mod tests {
             .map(|n| n.id)
             .collect();
         assert_eq!(ids, [2, 4]);
+    }
+
+    #[test]
+    fn every_listener_is_announced_and_old_records_still_read() {
+        let endpoint = |listener: &str, port| Endpoint {
+            listener: listener.into(),
+            host: "gw".into(),
+            port,
+        };
+        let node = Node {
+            id: 7,
+            endpoints: vec![endpoint("PLAINTEXT", 9092), endpoint("SSL", 9093)],
+        };
+        let mut nodes = Nodes::default();
+        nodes.apply_timed(1, &NodeRecord::new(&node, true).encode());
+        // A gateway from before listeners wrote no `listeners`.
+        let old = br#"{"id":3,"host":"old","port":9092,"alive":true}"#;
+        nodes.apply_timed(2, &Bytes::from_static(old));
+        let live = nodes.live(Duration::from_secs(5));
+        assert_eq!(
+            live[0].endpoints,
+            [Endpoint {
+                listener: "PLAINTEXT".into(),
+                host: "old".into(),
+                port: 9092
+            }]
+        );
+        assert_eq!(live[1], node);
     }
 }

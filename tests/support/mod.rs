@@ -21,7 +21,10 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 /// A gateway process with its own data directory; killed when dropped.
 pub struct Gateway {
     child: Child,
+    /// The first listener's address.
     pub addr: SocketAddr,
+    /// Every listener's name and bound address, in configured order.
+    pub listeners: Vec<(String, SocketAddr)>,
     /// The admin listener (`/healthz`, `/readyz`, `/metrics`).
     pub admin: SocketAddr,
     data: PathBuf,
@@ -66,11 +69,14 @@ impl Gateway {
         gw
     }
 
-    /// Starts a gateway on `data`, listening on `bind`.
+    /// Starts a gateway on `data`, listening on `bind` unless `listeners` is among the
+    /// settings.
     fn spawn(data: &Path, bind: &str, settings: Vec<(String, String)>) -> Gateway {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
-        cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind)
-            .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
+        if !settings.iter().any(|(k, _)| k == "listeners") {
+            cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind);
+        }
+        cmd.env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
             .env("IGGY_KAFKA_DATA_DIR", data)
             .env(
                 "RUST_LOG",
@@ -83,20 +89,35 @@ impl Gateway {
         }
         let mut child = cmd.spawn().expect("start gateway");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        // "... listening on HOST:PORT", then "... admin on http://HOST:PORT".
-        let mut address = || {
+        // "... listener NAME on HOST:PORT" for each listener, "... listening on
+        // HOST:PORT" (the first), then "... admin on http://HOST:PORT".
+        let mut line = || {
             let mut line = String::new();
             stdout.read_line(&mut line).expect("read gateway stdout");
-            line.trim()
+            let address = line
+                .trim()
                 .rsplit([' ', '/'])
                 .next()
                 .and_then(|a| a.parse().ok())
-                .unwrap_or_else(|| panic!("gateway did not report its address: {line:?}"))
+                .unwrap_or_else(|| panic!("gateway did not report its address: {line:?}"));
+            let name = line
+                .strip_prefix("iggy-kafka-gateway listener ")
+                .and_then(|rest| rest.split(' ').next())
+                .map(str::to_string);
+            (name, address)
         };
-        let (addr, admin) = (address(), address());
+        let mut listeners = Vec::new();
+        let addr = loop {
+            match line() {
+                (Some(name), address) => listeners.push((name, address)),
+                (None, address) => break address,
+            }
+        };
+        let admin = line().1;
         Gateway {
             child,
             addr,
+            listeners,
             admin,
             data: data.to_path_buf(),
             settings,
@@ -109,10 +130,29 @@ impl Gateway {
         self.addr.to_string()
     }
 
+    /// The bound address of listener `name`.
+    pub fn listener(&self, name: &str) -> SocketAddr {
+        self.listeners
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no listener {name} among {:?}", self.listeners))
+            .1
+    }
+
     /// SIGKILL: no shutdown, no flush.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Sends signal `name` (`HUP`, ...) to the process.
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{name} failed");
     }
 
     /// SIGTERM, then waits for the process to exit; returns its exit status.

@@ -48,12 +48,13 @@ fn code(e: Option<ResponseError>) -> i16 {
     e.map_or(0, |e| e.code())
 }
 
-/// Each group has one coordinating gateway among the live ones (`membership.rs`);
-/// transactions have no coordinator here.
+/// Each group has one coordinating gateway among the live ones (`membership.rs`),
+/// named by its address on the caller's listener; transactions have no coordinator here.
 pub fn find_coordinator(
     gw: &Gateway,
     version: i16,
     req: FindCoordinatorRequest,
+    caller: &Caller,
 ) -> FindCoordinatorResponse {
     let cluster = gw.cluster();
     let refusal = (req.key_type != GROUP_KEY).then(|| {
@@ -66,43 +67,52 @@ pub fn find_coordinator(
             "transactions are not supported by this gateway",
         )
     });
+    let locate = |key: &str| {
+        if let Some(refused) = refusal {
+            return Err(refused);
+        }
+        let node = cluster.coordinator_of(key);
+        match node.endpoint(&caller.listener) {
+            Some(at) => Ok((node.id, at)),
+            None => Err((
+                ResponseError::CoordinatorNotAvailable,
+                "the coordinator has no listener of this name",
+            )),
+        }
+    };
     if version >= BATCHED_FROM {
         let coordinators = req
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let c = Coordinator::default().with_key(key);
-                match refusal {
-                    Some((e, message)) => c
+                let c = Coordinator::default();
+                let c = match locate(&key) {
+                    Err((e, message)) => c
                         .with_error_code(e.code())
                         .with_error_message(Some(s(message)))
                         .with_node_id(BrokerId(-1))
                         .with_port(-1),
-                    None => {
-                        let node = cluster.coordinator_of(&c.key);
-                        c.with_node_id(BrokerId(node.id))
-                            .with_host(s(node.host.clone()))
-                            .with_port(node.port as i32)
-                    }
-                }
+                    Ok((id, at)) => c
+                        .with_node_id(BrokerId(id))
+                        .with_host(s(at.host.clone()))
+                        .with_port(at.port as i32),
+                };
+                c.with_key(key)
             })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let response = FindCoordinatorResponse::default();
-    match refusal {
-        Some((e, message)) => response
+    match locate(&req.key) {
+        Err((e, message)) => response
             .with_error_code(e.code())
             .with_error_message((version >= 1).then(|| s(message)))
             .with_node_id(BrokerId(-1))
             .with_port(-1),
-        None => {
-            let node = cluster.coordinator_of(&req.key);
-            response
-                .with_node_id(BrokerId(node.id))
-                .with_host(s(node.host.clone()))
-                .with_port(node.port as i32)
-        }
+        Ok((id, at)) => response
+            .with_node_id(BrokerId(id))
+            .with_host(s(at.host.clone()))
+            .with_port(at.port as i32),
     }
 }
 

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::backend::{TopicMeta, TopicPartition};
 use crate::gateway::Gateway;
 use crate::membership::Cluster;
+use crate::session::Caller;
 use crate::topic_admin::{validate_topic_name, CreateTopic, Refresh};
 
 /// Metadata carries `allow_auto_topic_creation` from v4 (KIP-361).
@@ -40,7 +41,13 @@ const fn bits(ops: &[i32]) -> i32 {
     out
 }
 
-pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> MetadataResponse {
+/// Brokers are named by their address on the listener the request came through.
+pub async fn handle(
+    gw: Gateway,
+    version: i16,
+    req: MetadataRequest,
+    caller: Caller,
+) -> MetadataResponse {
     let cluster = gw.cluster();
     let table = gw.topic_table();
     let topic_ops = if req.include_topic_authorized_operations {
@@ -105,11 +112,14 @@ pub async fn handle(gw: Gateway, version: i16, req: MetadataRequest) -> Metadata
             cluster
                 .brokers()
                 .iter()
-                .map(|n| {
-                    MetadataResponseBroker::default()
-                        .with_node_id(BrokerId(n.id))
-                        .with_host(StrBytes::from_string(n.host.clone()))
-                        .with_port(n.port as i32)
+                .filter_map(|n| {
+                    let at = n.endpoint(&caller.listener)?;
+                    Some(
+                        MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(n.id))
+                            .with_host(StrBytes::from_string(at.host.clone()))
+                            .with_port(at.port as i32),
+                    )
                 })
                 .collect(),
         )

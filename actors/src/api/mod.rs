@@ -97,7 +97,7 @@ pub fn route(
             )))
         }
         RequestKind::Metadata(r) => answer(
-            metadata::handle(gw.clone(), version, r),
+            metadata::handle(gw.clone(), version, r, caller),
             ResponseKind::Metadata,
         ),
         RequestKind::Produce(r) => produce::handle(gw, version, r),
@@ -133,7 +133,7 @@ pub fn route(
             ResponseKind::InitProducerId,
         ),
         RequestKind::FindCoordinator(r) => answered(ResponseKind::FindCoordinator(
-            groups::find_coordinator(gw, version, r),
+            groups::find_coordinator(gw, version, r, &caller),
         )),
         RequestKind::JoinGroup(r) => answer(
             groups::join(gw.clone(), version, r, caller),
