@@ -129,6 +129,46 @@ fn start_gateway(bin: &Path, iggy: &str) -> Proc {
 }
 
 /// The value at quantile `p` of sorted nanoseconds, in ms.
+/// CPU seconds used so far by process `pid` (all its threads, user and system), from
+/// /proc: clock ticks of 10 ms, so phases should last seconds (BENCH_RECORDS).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    ticks(11)
+        .zip(ticks(12))
+        .map_or(0.0, |(u, s)| (u + s) / 100.0)
+}
+
+/// CPU seconds of (iggy-server, gateway, this process: the clients) over one phase.
+struct CpuMeter {
+    pids: [u32; 3],
+    start: [f64; 3],
+}
+
+impl CpuMeter {
+    fn start(iggy: &Proc, gateway: &Proc) -> CpuMeter {
+        let pids = [iggy.child.id(), gateway.child.id(), std::process::id()];
+        CpuMeter {
+            pids,
+            start: pids.map(cpu_secs),
+        }
+    }
+
+    /// µs of CPU per record for each process since `start`.
+    fn per_record(&self, records: u64) -> [f64; 3] {
+        let mut out = [0.0; 3];
+        for (i, pid) in self.pids.iter().enumerate() {
+            out[i] = (cpu_secs(*pid) - self.start[i]) * 1e6 / records as f64;
+        }
+        out
+    }
+}
+
 fn pct(sorted: &[u64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
     sorted.get(i).map_or(f64::NAN, |&ns| ns as f64 / 1e6)
@@ -493,6 +533,9 @@ struct Measured {
     raw_consume: (f64, f64),
     /// The gateway written by plain Produce requests, as the SDK writes (`raw::produce`).
     raw_produce: Row,
+    /// µs of CPU per record of (iggy-server, gateway, clients): SDK produce, raw Produce,
+    /// SDK consume, raw Fetch.
+    cpu: [[f64; 3]; 4],
     rate: f64,
     sdk_paced_p99: f64,
     gateway_paced_p99: f64,
@@ -542,12 +585,14 @@ fn main() {
 
         // (1) SDK.
         rt.block_on(sdk_create_topic(&clients[0], &topic));
+        let cpu = CpuMeter::start(&iggy, &gateway);
         let mut sdk = rt.block_on(async {
             tokio::time::timeout(limit, sdk_produce(&clients, &topic, size, n, None))
                 .await
                 .expect("sdk produce: timed out")
         });
         eprintln!("sdk {size} B: {n} produced, {:.0} rec/s", sdk.produce_rps);
+        let sdk_produce_cpu = cpu.per_record(n);
         // What Iggy's ingestion pays for the headers every gateway message carries.
         let sdk_headers = [1u8, 2].map(|version| {
             let topic = format!("{topic}-v{version}");
@@ -561,12 +606,14 @@ fn main() {
             })
         });
         eprintln!("sdk {size} B with mapping v1/v2 headers: {sdk_headers:.0?} rec/s");
+        let cpu = CpuMeter::start(&iggy, &gateway);
         (sdk.consume_rps, sdk.consume_mbps) = rt.block_on(async {
             tokio::time::timeout(limit, sdk_consume(&clients, &topic, size, n))
                 .await
                 .expect("sdk consume: timed out")
         });
         eprintln!("sdk {size} B: consumed, {:.0} rec/s", sdk.consume_rps);
+        let sdk_consume_cpu = cpu.per_record(n);
 
         // (2) Gateway.
         create_topic(&gateway.addr, &topic);
@@ -593,9 +640,11 @@ fn main() {
         });
         eprintln!("gateway {size} B: consumed, {:.0} rec/s", gw.consume_rps);
         let (addr, t) = (gateway.addr.clone(), topic.clone());
+        let cpu = CpuMeter::start(&iggy, &gateway);
         let raw_consume = bounded("raw consume", hard, move || {
             raw::fetch::consume(&addr, &t, PARTITIONS, SDK_CLIENTS, limit)
         });
+        let raw_consume_cpu = cpu.per_record(acked);
         eprintln!(
             "gateway {size} B: raw Fetch consumed, {:.0} rec/s",
             raw_consume.0
@@ -603,10 +652,12 @@ fn main() {
         let raw_topic = format!("{topic}-raw");
         create_topic(&gateway.addr, &raw_topic);
         let addr = gateway.addr.clone();
+        let cpu = CpuMeter::start(&iggy, &gateway);
         let (rps, mbps, lat) = bounded("raw produce", hard, move || {
             let shape = (PARTITIONS, SDK_CLIENTS);
             raw::produce::produce(&addr, &raw_topic, shape, (size, n, SDK_BATCH), limit)
         });
+        let raw_produce_cpu = cpu.per_record(n);
         let raw_produce = Row {
             records: n,
             produce_rps: rps,
@@ -642,6 +693,12 @@ fn main() {
             gateway: gw,
             raw_consume,
             raw_produce,
+            cpu: [
+                sdk_produce_cpu,
+                raw_produce_cpu,
+                sdk_consume_cpu,
+                raw_consume_cpu,
+            ],
             rate,
             sdk_paced_p99: pct(&sdk_lat, 0.99),
             gateway_paced_p99: pct(&gw_lat, 0.99),
@@ -706,6 +763,31 @@ fn main() {
             r.sdk.produce_rps,
             v1 / r.sdk.produce_rps,
             v2 / r.sdk.produce_rps
+        );
+    }
+    println!("\nCPU per record, µs (iggy-server + gateway + clients = total): what the two");
+    println!("paths cost whatever else the machine runs; on shared cores the ratio of the totals");
+    println!("bounds the throughput ratio");
+    for r in &results {
+        let names = [
+            "sdk produce",
+            "gw-raw produce",
+            "sdk consume",
+            "gw-raw consume",
+        ];
+        for (name, [server, gw, client]) in names.iter().zip(r.cpu) {
+            println!(
+                "{:>5}B  {name:<15} {server:>6.2} + {gw:>6.2} + {client:>6.2} = {:>6.2}",
+                r.size,
+                server + gw + client
+            );
+        }
+        let total = |i: usize| r.cpu[i].iter().sum::<f64>();
+        println!(
+            "{:>5}B  sdk / gateway CPU per record: produce {:.2}x  consume {:.2}x",
+            r.size,
+            total(0) / total(1),
+            total(2) / total(3)
         );
     }
     println!("\ngateway / sdk throughput (target >= 0.7)");

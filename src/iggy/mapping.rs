@@ -49,6 +49,36 @@ const SPLIT: &[u8] = b"kafka.split";
 const LOG_APPEND_TIME: &[u8] = b"LogAppendTime";
 const NULL: &[u8] = b"null";
 
+/// The user headers of the commonest record (no key, no headers, a value, its timestamp
+/// in `origin_timestamp`): the marker alone. Shared, so such records cost no header
+/// allocation to write and no parsing to read.
+const MARKER_ONLY: &[u8] = &[
+    STRING,
+    13,
+    0,
+    0,
+    0,
+    b'k',
+    b'a',
+    b'f',
+    b'k',
+    b'a',
+    b'.',
+    b'm',
+    b'a',
+    b'p',
+    b'p',
+    b'i',
+    b'n',
+    b'g',
+    UINT8,
+    1,
+    0,
+    0,
+    0,
+    MAPPING_VERSION,
+];
+
 /// Iggy's limits on one header field and on all of a message's headers.
 const MAX_FIELD: usize = 255;
 const MAX_HEADERS_BYTES: usize = iggy_common::MAX_USER_HEADERS_SIZE as usize;
@@ -161,9 +191,23 @@ pub fn to_iggy(
     producer: Option<ProducerStamp>,
     origin_micros: u64,
 ) -> IggyParts {
+    let timestamp_held = timestamp_from_origin(origin_micros) == Some(r.timestamp);
+    if let (None, Some(value), true, None, false, true) = (
+        &r.key,
+        &r.value,
+        r.headers.is_empty(),
+        producer,
+        log_append_time,
+        timestamp_held,
+    ) {
+        return IggyParts {
+            payload: value.clone(),
+            headers: Bytes::from_static(MARKER_ONLY),
+        };
+    }
     let mut tlv = Tlv::default();
     tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
-    if timestamp_from_origin(origin_micros) != Some(r.timestamp) {
+    if !timestamp_held {
         tlv.entry(TIMESTAMP, INT64, &r.timestamp.to_le_bytes());
     }
     if log_append_time {
@@ -351,6 +395,20 @@ pub struct FromIggy {
 
 /// The Kafka record a message stands for.
 pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
+    if let (Some(h), Some(timestamp)) = (m.user_headers, timestamp_from_origin(m.origin_micros)) {
+        if h.as_ref() == MARKER_ONLY {
+            return Ok(FromIggy {
+                record: KafkaRecord {
+                    timestamp,
+                    key: None,
+                    value: Some(m.payload.clone()),
+                    headers: Vec::new(),
+                },
+                log_append_time: false,
+                producer: None,
+            });
+        }
+    }
     let headers = match m.user_headers {
         Some(h) => parse_headers(h)?,
         None => Vec::new(),
@@ -590,6 +648,29 @@ mod tests {
                 round_trip(&r, false);
                 round_trip(&r, true);
             }
+        }
+    }
+
+    #[test]
+    fn the_shared_marker_is_what_the_general_encoding_writes() {
+        let mut tlv = Tlv::default();
+        tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+        assert_eq!(tlv.0.as_ref(), MARKER_ONLY);
+        let r = record(None, Some(b(b"v")), vec![]);
+        let parts = to_iggy(&r, false, None, r.timestamp as u64 * 1000);
+        assert_eq!(parts.headers.as_ref(), MARKER_ONLY);
+        // Read back by the fast path, and by the general one when the origin differs.
+        for origin_micros in [r.timestamp as u64 * 1000, 7] {
+            let back = from_iggy(IggyView {
+                payload: &parts.payload,
+                user_headers: Some(&parts.headers),
+                timestamp_micros: 5,
+                origin_micros,
+            })
+            .unwrap();
+            let expected = if origin_micros == 7 { 0 } else { r.timestamp };
+            assert_eq!(back.record.timestamp, expected);
+            assert_eq!(back.record.value, r.value);
         }
     }
 
