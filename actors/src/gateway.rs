@@ -12,6 +12,7 @@ use crate::append_signals::AppendSignals;
 use crate::backend::{AppendBatch, Backend, Endpoint, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
+use crate::limits::{ByteBudget, ResourceLimits};
 use crate::log_slot::{Append, LogSlot};
 use crate::membership::{Cluster, Membership};
 use crate::metrics::{MeteredBackend, Metrics};
@@ -42,6 +43,8 @@ pub struct BrokerSettings {
     pub topic_rules: TopicRules,
     /// Open connections allowed at once; more are closed on accept.
     pub max_connections: usize,
+    /// Connections per source address and request bytes in flight.
+    pub limits: ResourceLimits,
     /// Number of log-slot actors appends are spread over.
     pub log_slots: usize,
     /// Number of offset-slot actors commits and offset reads are spread over.
@@ -109,6 +112,8 @@ pub struct Gateway {
     pub membership: Addr<Membership>,
     /// The live gateways as the membership actor last published them.
     pub cluster: watch::Receiver<Arc<Cluster>>,
+    /// Bytes of requests read and not yet answered, over all connections.
+    pub queued_request_bytes: ByteBudget,
 }
 
 impl Gateway {
@@ -167,7 +172,9 @@ impl Gateway {
             log_slots.clone(),
         )
         .await?;
+        let queued_request_bytes = ByteBudget::new(settings.limits.queued_max_request_bytes);
         Ok(Gateway {
+            queued_request_bytes,
             settings,
             backend,
             topic_admin,
