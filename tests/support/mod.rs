@@ -126,6 +126,11 @@ impl Gateway {
         }
     }
 
+    /// The gateway's process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn bootstrap(&self) -> String {
         self.addr.to_string()
     }
