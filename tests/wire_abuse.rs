@@ -486,6 +486,86 @@ fn records_decompressing_past_the_request_budget_are_message_too_large() {
     assert_eq!(produce(&mut c, "bombs", 1, small, -1), (0, 0));
 }
 
+#[test]
+fn slow_senders_idle_connections_and_slow_readers_are_closed_in_time() {
+    let gw = Gateway::start_with(&[
+        ("read_timeout_ms", "500"),
+        ("idle_timeout_ms", "800"),
+        ("write_timeout_ms", "500"),
+    ]);
+    // Slowloris: a byte every 100 ms never completes a request, in the size or in the
+    // body; trickling must not reset the clock (closed within two read timeouts).
+    let metadata = request_frame(ApiKey::Metadata, 12, 1, &metadata_request("t"));
+    for (what, sent_at_once) in [("size", 0), ("body", 6)] {
+        let mut s = raw_connection(&gw);
+        let started = Instant::now();
+        s.write_all(&metadata[..sent_at_once]).unwrap();
+        let mut closed = false;
+        for byte in &metadata[sent_at_once..] {
+            std::thread::sleep(Duration::from_millis(100));
+            if s.write_all(&[*byte]).is_err() || started.elapsed() > Duration::from_secs(3) {
+                closed = true;
+                break;
+            }
+        }
+        assert!(closed, "a request trickled in its {what} was served whole");
+        assert_closed(&mut s, what);
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(2_500),
+            "{what}: closed after {took:?}"
+        );
+    }
+
+    // Idle: nothing sent at all, closed after about idle_timeout_ms.
+    let mut idle = raw_connection(&gw);
+    let started = Instant::now();
+    assert_closed(&mut idle, "an idle connection");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A reader that stops reading: 1 MB answers pile up unread far past what socket
+    // buffers hold; the gateway gives up on writing and closes, and the bytes it had
+    // written are all the client gets.
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic(&mut c, "large", &[]), 0);
+    assert_eq!(
+        produce(&mut c, "large", 0, one_record(&"L".repeat(1_000_000)), -1).0,
+        0
+    );
+    let fetch = RequestKind::Fetch(fetch_request("large", 0, 0));
+    let fetches: Vec<u8> = (0..60)
+        .flat_map(|i| request_frame(ApiKey::Fetch, 12, i, &fetch))
+        .collect();
+    let mut s = raw_connection(&gw);
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let writer = {
+        let mut s = s.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let _ = s.write_all(&fetches);
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let ended = loop {
+        match s.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => received += n,
+            Err(e) => break e.kind() != ErrorKind::WouldBlock,
+        }
+    };
+    assert!(ended, "the gateway kept a client that read nothing for 2 s");
+    assert!(
+        received < 60 * 1_000_000,
+        "all {received} bytes arrived: nothing was cut"
+    );
+    writer.join().unwrap();
+}
+
 // ---- helpers -------------------------------------------------------------------------
 
 /// A Fetch v12 of `topic` waiting up to `wait_ms` for a first record, and a Produce v9
