@@ -1,6 +1,7 @@
 //! The gateway program: settings, storage, actors, listeners, and a graceful stop.
 
 mod admin;
+mod credentials;
 mod embedded;
 mod iggy;
 mod listeners;
@@ -14,11 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Arbiter;
-use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::membership::Leave;
 use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::embedded::EmbeddedStore;
 use crate::settings::{BackendKind, Settings};
@@ -41,6 +41,8 @@ enum StartError {
     Settings(#[from] settings::SettingsError),
     #[error("cannot start the gateway: {0}")]
     Gateway(#[from] iggy_kafka_actors::config_catalog::StartError),
+    #[error("cannot store the SCRAM credentials of the bootstrap users: {0}")]
+    ScramUsers(iggy_kafka_actors::BackendError),
 }
 
 fn main() -> ExitCode {
@@ -135,15 +137,16 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         &handles,
     )
     .await?;
+    gateway
+        .sasl
+        .add_missing_users(settings.sasl_scram_users()?)
+        .await
+        .map_err(StartError::ScramUsers)?;
     let metered_backend = gateway.backend.clone();
     let (membership, cluster) = (gateway.membership.clone(), gateway.cluster.clone());
 
     let (stop, stopping) = watch::channel(false);
-    let connections = ConnectionLimits::new(
-        settings.max_connections,
-        &gateway.settings.limits,
-        gateway.metrics.clone(),
-    );
+    let connections = Arc::new(Semaphore::new(settings.max_connections));
     // Tests and scripts read the bound addresses from these lines: one per listener,
     // then the first listener's again as "listening on", then the admin listener's.
     let mut lines = String::new();
@@ -189,7 +192,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     }
     let drained =
         tokio::time::timeout(Duration::from_millis(settings.shutdown_timeout_ms), async {
-            while connections.open() > 0 {
+            while connections.available_permits() < settings.max_connections {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })

@@ -2,13 +2,12 @@
 //! `IGGY_KAFKA_*` environment variables (`IGGY_KAFKA_BIND_ADDRESS` sets
 //! `bind_address`). An unknown or malformed setting stops startup with its name.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
-use iggy_kafka_actors::limits::ResourceLimits;
+use iggy_kafka_actors::sasl::{Mechanism, PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
 use iggy_kafka_actors::topic_admin::MAX_PARTITIONS;
 use iggy_kafka_actors::{BrokerSettings, TopicRules};
@@ -43,6 +42,16 @@ pub enum Durability {
 pub enum BackendKind {
     Embedded,
     /// An Apache Iggy server (`iggy_*` settings, `docs/IGGY_MAPPING.md`).
+    Iggy,
+}
+
+/// Where SASL/PLAIN passwords are checked.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PlainBackend {
+    /// Against the SCRAM credentials the gateway stores.
+    Gateway,
+    /// By logging in to the Iggy server as that user (`backend = "iggy"` only).
     Iggy,
 }
 
@@ -123,17 +132,7 @@ pub struct Settings {
     pub iggy_topics: Vec<IggyTopic>,
     pub max_request_bytes: usize,
     pub max_connections: usize,
-    /// Kafka's `max.connections.per.ip`: connections one source address may hold open.
-    pub max_connections_per_ip: usize,
-    /// Kafka's `max.connections.per.ip.overrides`: `IP:COUNT` pairs, comma-separated.
-    pub max_connections_per_ip_overrides: String,
     pub max_inflight_per_connection: usize,
-    /// Bytes of requests one connection may have read and not yet answered.
-    pub max_inflight_bytes_per_connection: usize,
-    /// Kafka's `queued.max.request.bytes`: the same over all connections.
-    pub queued_max_request_bytes: usize,
-    /// Bytes the records of one Produce request may decompress to (compression bombs).
-    pub max_decompressed_request_bytes: usize,
     pub idle_timeout_ms: u64,
     pub read_timeout_ms: u64,
     pub write_timeout_ms: u64,
@@ -160,6 +159,23 @@ pub struct Settings {
     pub node_timeout_ms: u64,
     /// Threads serving connections; 0 means one per core.
     pub workers: usize,
+    /// SASL mechanisms SASL listeners offer, comma-separated (`sasl.enabled.mechanisms`).
+    pub sasl_enabled_mechanisms: String,
+    /// Where PLAIN passwords are checked.
+    pub sasl_plain_backend: PlainBackend,
+    /// Kafka's `connections.max.reauth.ms`: authentications expire after this long
+    /// unless the client re-authenticates (KIP-368); 0 never.
+    pub connections_max_reauth_ms: u64,
+    /// Delay before answering a failed login, doubling per recent failure from the
+    /// same address up to `sasl_failed_login_max_delay_ms`.
+    pub sasl_failed_login_delay_ms: u64,
+    pub sasl_failed_login_max_delay_ms: u64,
+    /// Password checks and credential look-ups running at once.
+    pub sasl_max_concurrent_verifications: usize,
+    /// SCRAM users created at startup when missing: `name:password,...`.
+    pub sasl_scram_users: Secret,
+    /// File of `name:password` lines, users added like `sasl_scram_users`.
+    pub sasl_scram_users_file: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -194,12 +210,7 @@ impl Default for Settings {
             iggy_topics: Vec::new(),
             max_request_bytes: 100 * 1024 * 1024,
             max_connections: 10_000,
-            max_connections_per_ip: 10_000,
-            max_connections_per_ip_overrides: String::new(),
             max_inflight_per_connection: 5,
-            max_inflight_bytes_per_connection: 100 * 1024 * 1024,
-            queued_max_request_bytes: 512 * 1024 * 1024,
-            max_decompressed_request_bytes: 256 * 1024 * 1024,
             idle_timeout_ms: 600_000,
             read_timeout_ms: 30_000,
             write_timeout_ms: 30_000,
@@ -216,6 +227,14 @@ impl Default for Settings {
             node_heartbeat_ms: 1_000,
             node_timeout_ms: 5_000,
             workers: 0,
+            sasl_enabled_mechanisms: "SCRAM-SHA-256,SCRAM-SHA-512".into(),
+            sasl_plain_backend: PlainBackend::Gateway,
+            connections_max_reauth_ms: 0,
+            sasl_failed_login_delay_ms: 100,
+            sasl_failed_login_max_delay_ms: 5_000,
+            sasl_max_concurrent_verifications: 4,
+            sasl_scram_users: Secret::default(),
+            sasl_scram_users_file: None,
         }
     }
 }
@@ -243,19 +262,6 @@ impl Settings {
         let at_least_one = [
             ("max_request_bytes", self.max_request_bytes as i64),
             ("max_connections", self.max_connections as i64),
-            ("max_connections_per_ip", self.max_connections_per_ip as i64),
-            (
-                "max_inflight_bytes_per_connection",
-                self.max_inflight_bytes_per_connection as i64,
-            ),
-            (
-                "queued_max_request_bytes",
-                self.queued_max_request_bytes as i64,
-            ),
-            (
-                "max_decompressed_request_bytes",
-                self.max_decompressed_request_bytes as i64,
-            ),
             (
                 "max_inflight_per_connection",
                 self.max_inflight_per_connection as i64,
@@ -279,6 +285,10 @@ impl Settings {
             ("node_heartbeat_ms", self.node_heartbeat_ms as i64),
             ("node_timeout_ms", self.node_timeout_ms as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
+            (
+                "sasl_max_concurrent_verifications",
+                self.sasl_max_concurrent_verifications as i64,
+            ),
         ];
         for (name, value) in at_least_one {
             if value < 1 {
@@ -288,7 +298,6 @@ impl Settings {
                 });
             }
         }
-        self.connections_per_ip_overrides()?;
         if self.num_partitions > MAX_PARTITIONS {
             return Err(SettingsError::Invalid {
                 name: "num_partitions",
@@ -326,7 +335,78 @@ impl Settings {
         if self.backend == BackendKind::Iggy {
             self.check_iggy()?;
         }
+        self.check_sasl()
+    }
+
+    fn check_sasl(&self) -> Result<(), SettingsError> {
+        self.sasl_mechanisms()?;
+        self.sasl_scram_users()?;
+        if self.sasl_plain_backend == PlainBackend::Iggy && self.backend != BackendKind::Iggy {
+            return Err(SettingsError::Invalid {
+                name: "sasl_plain_backend",
+                reason: "'iggy' checks passwords against Iggy's users: it needs backend = \"iggy\""
+                    .into(),
+            });
+        }
+        if self.sasl_failed_login_max_delay_ms < self.sasl_failed_login_delay_ms {
+            return Err(SettingsError::Invalid {
+                name: "sasl_failed_login_max_delay_ms",
+                reason: "must be at least sasl_failed_login_delay_ms".into(),
+            });
+        }
         Ok(())
+    }
+
+    fn sasl_mechanisms(&self) -> Result<Vec<Mechanism>, SettingsError> {
+        let mut out = Vec::new();
+        for name in self.sasl_enabled_mechanisms.split(',').map(str::trim) {
+            let m = Mechanism::from_name(name).ok_or_else(|| SettingsError::Invalid {
+                name: "sasl_enabled_mechanisms",
+                reason: format!("unknown mechanism '{name}' (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
+            })?;
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The bootstrap SCRAM users, `(name, password)`, from `sasl_scram_users` and the
+    /// file. Errors name the entry, never a password.
+    pub fn sasl_scram_users(&self) -> Result<Vec<(String, String)>, SettingsError> {
+        let mut entries: Vec<(&'static str, String)> = self
+            .sasl_scram_users
+            .0
+            .split(',')
+            .filter(|e| !e.trim().is_empty())
+            .map(|e| ("sasl_scram_users", e.to_string()))
+            .collect();
+        if let Some(path) = &self.sasl_scram_users_file {
+            let text = std::fs::read_to_string(path).map_err(|e| SettingsError::Invalid {
+                name: "sasl_scram_users_file",
+                reason: format!("cannot read {}: {e}", path.display()),
+            })?;
+            entries.extend(
+                text.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| ("sasl_scram_users_file", l.to_string())),
+            );
+        }
+        let mut users = Vec::new();
+        for (i, (name, entry)) in entries.into_iter().enumerate() {
+            match entry.split_once(':') {
+                Some((user, password)) if !user.trim().is_empty() && !password.is_empty() => {
+                    users.push((user.trim().to_string(), password.to_string()))
+                }
+                _ => {
+                    return Err(SettingsError::Invalid {
+                        name,
+                        reason: format!("entry {} is not name:password", i + 1),
+                    })
+                }
+            }
+        }
+        Ok(users)
     }
 
     fn check_iggy(&self) -> Result<(), SettingsError> {
@@ -386,26 +466,6 @@ impl Settings {
             });
         }
         Ok(())
-    }
-
-    /// `max_connections_per_ip_overrides` read: `IP:COUNT,IP:COUNT` (IPv6 too: the
-    /// count follows the last colon). Kafka also takes host names; addresses only here.
-    fn connections_per_ip_overrides(&self) -> Result<HashMap<IpAddr, usize>, SettingsError> {
-        let pairs = self.max_connections_per_ip_overrides.split(',');
-        pairs
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(|pair| {
-                let parsed = pair.rsplit_once(':').and_then(|(ip, count)| {
-                    let ip = ip.trim_start_matches('[').trim_end_matches(']');
-                    Some((ip.parse().ok()?, count.parse().ok()?))
-                });
-                parsed.ok_or_else(|| SettingsError::Invalid {
-                    name: "max_connections_per_ip_overrides",
-                    reason: format!("'{pair}' is not IP:COUNT"),
-                })
-            })
-            .collect()
     }
 
     fn topic_overrides(&self) -> Vec<TopicOverride> {
@@ -519,15 +579,6 @@ impl Settings {
                 delete_topics_max_names: self.delete_topics_max_names,
             },
             max_connections: self.max_connections,
-            limits: ResourceLimits {
-                max_connections_per_ip: self.max_connections_per_ip,
-                max_connections_per_ip_overrides: self
-                    .connections_per_ip_overrides()
-                    .expect("checked on load"),
-                max_inflight_bytes_per_connection: self.max_inflight_bytes_per_connection,
-                queued_max_request_bytes: self.queued_max_request_bytes,
-                max_decompressed_request_bytes: self.max_decompressed_request_bytes,
-            },
             log_slots: self.log_slots,
             offset_slots: self.offset_slots,
             group_initial_rebalance_delay: Duration::from_millis(
@@ -536,6 +587,18 @@ impl Settings {
             topic_refresh_interval: Duration::from_millis(self.topic_refresh_ms),
             node_heartbeat: Duration::from_millis(self.node_heartbeat_ms),
             node_timeout: Duration::from_millis(self.node_timeout_ms),
+            sasl: SaslSettings {
+                mechanisms: self.sasl_mechanisms().expect("checked when loaded"),
+                plain_users: match self.sasl_plain_backend {
+                    PlainBackend::Gateway => PlainUsers::Scram,
+                    PlainBackend::Iggy => PlainUsers::Backend,
+                },
+                max_reauth: (self.connections_max_reauth_ms > 0)
+                    .then(|| Duration::from_millis(self.connections_max_reauth_ms)),
+                failed_login_delay: Duration::from_millis(self.sasl_failed_login_delay_ms),
+                max_failed_login_delay: Duration::from_millis(self.sasl_failed_login_max_delay_ms),
+                max_verifications: self.sasl_max_concurrent_verifications,
+            },
         }
     }
 }

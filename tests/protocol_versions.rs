@@ -97,6 +97,10 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::AlterConfigs => alter_configs(&mut c, v),
                 ApiKey::IncrementalAlterConfigs => incremental_alter_configs(&mut c, v),
                 ApiKey::UpdateFeatures => update_features(&mut c, v),
+                ApiKey::SaslHandshake => sasl_handshake(&mut c, v),
+                ApiKey::SaslAuthenticate => sasl_authenticate(&mut c, v),
+                ApiKey::AlterUserScramCredentials => alter_user_scram_credentials(&mut c, v),
+                ApiKey::DescribeUserScramCredentials => describe_user_scram_credentials(&mut c, v),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {
@@ -955,7 +959,78 @@ fn update_features(c: &mut RawClient, v: i16) {
     );
 }
 
+/// On a PLAINTEXT listener Kafka's KafkaApis answers the SASL requests with
+/// ILLEGAL_SASL_STATE (34) and keeps the connection (tests/sasl.rs: SASL listeners).
+fn sasl_handshake(c: &mut RawClient, v: i16) {
+    let request = SaslHandshakeRequest::default().with_mechanism(s("SCRAM-SHA-256"));
+    let r = call!(c, SaslHandshake, v, request);
+    assert_eq!(r.error_code, 34, "{r:?}");
+}
+
+fn sasl_authenticate(c: &mut RawClient, v: i16) {
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(b"x"));
+    let r = call!(c, SaslAuthenticate, v, request);
+    assert_eq!(r.error_code, 34, "{r:?}");
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("SaslAuthenticate request received after successful authentication")
+    );
+}
+
+/// Upserts a SCRAM-SHA-512 credential for `user-v{v}`; DescribeUserScramCredentials reads it back.
+fn alter_user_scram_credentials(c: &mut RawClient, v: i16) {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    let user = format!("user-v{v}");
+    let upsertion = ScramCredentialUpsertion::default()
+        .with_name(s(&user))
+        .with_mechanism(2)
+        .with_iterations(4096)
+        .with_salt(Bytes::from_static(b"salt"))
+        .with_salted_password(Bytes::from(vec![7; 64]));
+    let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![upsertion]);
+    let r = call!(c, AlterUserScramCredentials, v, request);
+    let results: Vec<_> = r
+        .results
+        .iter()
+        .map(|x| (x.user.as_str(), x.error_code))
+        .collect();
+    assert_eq!(results, [(user.as_str(), 0)], "{r:?}");
+    let described = described(c, &user);
+    assert_eq!(described, Ok(vec![(2, 4096)]));
+}
+
+fn describe_user_scram_credentials(c: &mut RawClient, v: i16) {
+    use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+    let users = ["user-v0", "nobody"].map(|u| UserName::default().with_name(s(u)));
+    let request = DescribeUserScramCredentialsRequest::default().with_users(Some(users.to_vec()));
+    let r = call!(c, DescribeUserScramCredentials, v, request);
+    let results: Vec<_> = r
+        .results
+        .iter()
+        .map(|x| (x.user.as_str(), x.error_code, x.credential_infos.len()))
+        .collect();
+    // RESOURCE_NOT_FOUND (91) for a user without credentials.
+    assert_eq!(results, [("user-v0", 0, 1), ("nobody", 91, 0)], "{r:?}");
+}
+
 // ---- helpers -------------------------------------------------------------------------
+
+/// A user's SCRAM credentials as (mechanism, iterations), or the error code.
+fn described(c: &mut RawClient, user: &str) -> Result<Vec<(i8, i32)>, i16> {
+    use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+    let request = DescribeUserScramCredentialsRequest::default()
+        .with_users(Some(vec![UserName::default().with_name(s(user))]));
+    let r = call!(c, DescribeUserScramCredentials, 0, request);
+    let result = &r.results[0];
+    if result.error_code != 0 {
+        return Err(result.error_code);
+    }
+    Ok(result
+        .credential_infos
+        .iter()
+        .map(|i| (i.mechanism, i.iterations))
+        .collect())
+}
 
 /// CreateTopics at `v`: one topic with one configuration set.
 fn create(c: &mut RawClient, v: i16, topic: &str, partitions: i32) -> CreatableTopicResult {

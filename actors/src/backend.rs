@@ -166,6 +166,65 @@ impl Node {
     }
 }
 
+/// A SCRAM mechanism (RFC 5802, RFC 7677), with the type number Kafka gives it in
+/// AlterUserScramCredentials and DescribeUserScramCredentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScramMechanism {
+    Sha256,
+    Sha512,
+}
+
+impl ScramMechanism {
+    pub const ALL: [ScramMechanism; 2] = [ScramMechanism::Sha256, ScramMechanism::Sha512];
+
+    /// The SASL name (`SCRAM-SHA-256`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScramMechanism::Sha256 => "SCRAM-SHA-256",
+            ScramMechanism::Sha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ScramMechanism> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Kafka's type number: 1 for SHA-256, 2 for SHA-512.
+    pub fn kafka_type(self) -> i8 {
+        match self {
+            ScramMechanism::Sha256 => 1,
+            ScramMechanism::Sha512 => 2,
+        }
+    }
+
+    pub fn from_kafka_type(t: i8) -> Option<ScramMechanism> {
+        Self::ALL.into_iter().find(|m| m.kafka_type() == t)
+    }
+}
+
+/// What is kept of a SCRAM password: enough to verify a client's proof, never the
+/// password or the salted password. `Debug` hides the keys.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScramCredential {
+    pub salt: Vec<u8>,
+    pub iterations: u32,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+}
+
+impl fmt::Debug for ScramCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ScramCredential(iterations={}, keys hidden)",
+            self.iterations
+        )
+    }
+}
+
+/// Every stored SCRAM credential: user → mechanism → credential.
+pub type ScramCredentials = BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>;
+
 /// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method
 /// by name: a method added here is added there too, defaults included.
 pub trait Backend: Send + Sync + 'static {
@@ -260,6 +319,26 @@ pub trait Backend: Send + Sync + 'static {
     fn external_appends(&self) -> bool {
         false
     }
+
+    // --- SASL (docs/SECURITY.md): SCRAM credentials shared by every gateway on the
+    // backend, and the backend's own users for PLAIN (`sasl_plain_backend = "iggy"`). ---
+    /// Every stored SCRAM credential, written by this gateway or any other.
+    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials>;
+    /// Stores (`Some`) or deletes (`None`) one user's credential for one mechanism.
+    /// Survives a crash once resolved.
+    fn set_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> BackendFuture<'_, ()>;
+    /// Whether `user` logs in to the backend's own users with `password`. Only the
+    /// Iggy backend has users; settings refuse `sasl_plain_backend = "iggy"` elsewhere.
+    fn check_login(&self, _user: &str, _password: &str) -> BackendFuture<'_, bool> {
+        Box::pin(async { Err(BackendError::Fatal("this backend has no users".into())) })
+    }
+    // --- end of SASL ---
+
     /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
     fn ping(&self) -> BackendFuture<'_, ()>;
     /// Makes everything acknowledged so far durable (called on shutdown).

@@ -12,11 +12,11 @@ use crate::append_signals::AppendSignals;
 use crate::backend::{AppendBatch, Backend, Endpoint, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
-use crate::limits::{ByteBudget, ResourceLimits};
 use crate::log_slot::{Append, LogSlot};
 use crate::membership::{Cluster, Membership};
 use crate::metrics::{MeteredBackend, Metrics};
 use crate::offset_slot::OffsetSlot;
+use crate::sasl::{Authenticator, SaslSettings};
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
 /// Broker-wide settings the actors act on. The root package fills them from its
@@ -43,8 +43,6 @@ pub struct BrokerSettings {
     pub topic_rules: TopicRules,
     /// Open connections allowed at once; more are closed on accept.
     pub max_connections: usize,
-    /// Connections per source address and request bytes in flight.
-    pub limits: ResourceLimits,
     /// Number of log-slot actors appends are spread over.
     pub log_slots: usize,
     /// Number of offset-slot actors commits and offset reads are spread over.
@@ -57,6 +55,8 @@ pub struct BrokerSettings {
     pub node_heartbeat: Duration,
     /// A gateway silent this long has left the cluster.
     pub node_timeout: Duration,
+    /// SASL mechanisms, where PLAIN checks passwords, re-authentication, failed logins.
+    pub sasl: SaslSettings,
 }
 
 /// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and
@@ -112,8 +112,8 @@ pub struct Gateway {
     pub membership: Addr<Membership>,
     /// The live gateways as the membership actor last published them.
     pub cluster: watch::Receiver<Arc<Cluster>>,
-    /// Bytes of requests read and not yet answered, over all connections.
-    pub queued_request_bytes: ByteBudget,
+    /// SASL logins: credentials, verification bound, failed-login delays.
+    pub sasl: Arc<Authenticator>,
 }
 
 impl Gateway {
@@ -172,9 +172,8 @@ impl Gateway {
             log_slots.clone(),
         )
         .await?;
-        let queued_request_bytes = ByteBudget::new(settings.limits.queued_max_request_bytes);
+        let sasl = Arc::new(Authenticator::new(settings.sasl.clone(), backend.clone()));
         Ok(Gateway {
-            queued_request_bytes,
             settings,
             backend,
             topic_admin,
@@ -188,6 +187,7 @@ impl Gateway {
             metrics,
             membership,
             cluster,
+            sasl,
         })
     }
 

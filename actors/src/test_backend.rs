@@ -1,6 +1,6 @@
 //! A backend for the actors' unit tests, behind the storage port (the one real seam;
-//! no Kafka or Iggy is involved): committed offsets in memory, with commits slowed and
-//! reads failed on purpose, and what a gateway needs to start.
+//! no Kafka or Iggy is involved): committed offsets and SCRAM credentials in memory,
+//! with commits slowed and reads failed on purpose, and what a gateway needs to start.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -19,6 +19,7 @@ pub struct TestOffsets {
     pub stored: Mutex<HashMap<(String, TopicPartition), CommittedOffset>>,
     /// Offsets in the order commits were applied.
     pub applied: Mutex<Vec<i64>>,
+    pub scram: Mutex<ScramCredentials>,
 }
 
 fn unused<T>() -> BackendFuture<'static, T> {
@@ -118,6 +119,24 @@ impl Backend for TestOffsets {
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
         unused()
     }
+    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
+        let stored = self.scram.lock().clone();
+        Box::pin(async move { Ok(stored) })
+    }
+    fn set_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> BackendFuture<'_, ()> {
+        let mut stored = self.scram.lock();
+        let by_mechanism = stored.entry(user.to_string()).or_default();
+        match credential {
+            Some(c) => by_mechanism.insert(mechanism, c),
+            None => by_mechanism.remove(&mechanism),
+        };
+        Box::pin(async { Ok(()) })
+    }
     fn ping(&self) -> BackendFuture<'_, ()> {
         unused()
     }
@@ -149,18 +168,12 @@ pub fn settings() -> BrokerSettings {
             delete_topics_max_names: 100,
         },
         max_connections: 10,
-        limits: crate::limits::ResourceLimits {
-            max_connections_per_ip: 10,
-            max_connections_per_ip_overrides: Default::default(),
-            max_inflight_bytes_per_connection: 1 << 20,
-            queued_max_request_bytes: 1 << 20,
-            max_decompressed_request_bytes: 1 << 20,
-        },
         log_slots: 1,
         offset_slots: 2,
         group_initial_rebalance_delay: Duration::ZERO,
         topic_refresh_interval: Duration::from_secs(60),
         node_heartbeat: Duration::from_secs(1),
         node_timeout: Duration::from_secs(5),
+        sasl: Default::default(),
     }
 }

@@ -2,7 +2,8 @@
 //! on fjall (an LSM-tree key-value store; `docs/STORAGE.md` says why).
 //!
 //! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON), the shared
-//! cluster configurations (`cluster/<name>` → JSON) and the producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
+//! cluster configurations (`cluster/<name>` → JSON), SCRAM credentials
+//! (`scram/<mechanism>/<user>` → JSON) and the producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
 //! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
 //! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
 //! written in one atomic fjall batch. At start the small index entries are read into
@@ -23,13 +24,14 @@ use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
     AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
-    CommittedOffset, ProducerBatch, ReadBatches, TimestampedOffset, TopicLimits, TopicMeta,
-    TopicPartition, Watermarks,
+    CommittedOffset, ProducerBatch, ReadBatches, ScramCredential, ScramCredentials, ScramMechanism,
+    TimestampedOffset, TopicLimits, TopicMeta, TopicPartition, Watermarks,
 };
 use iggy_kafka_actors::records;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
+use crate::credentials::StoredCredential;
 use index::{IndexEntry, PartitionIndex};
 use offsets::Offsets;
 
@@ -38,6 +40,7 @@ const PRODUCER_ID_BLOCK: i64 = 1_000;
 const PRODUCER_ID_KEY: &str = "producer-id-block-end";
 const TOPIC_PREFIX: &str = "topic/";
 const CLUSTER_PREFIX: &str = "cluster/";
+const SCRAM_PREFIX: &str = "scram/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -50,6 +53,8 @@ pub enum StoreError {
     },
     #[error("stored cluster configuration '{0}' is unreadable")]
     BadClusterConfig(String),
+    #[error("stored SCRAM credential '{0}' is unreadable")]
+    BadScramCredential(String),
     #[error("committed offsets of group '{0}' are unreadable")]
     BadOffset(String),
     #[error("index of topic '{topic}' is damaged: {detail}")]
@@ -417,6 +422,43 @@ impl Inner {
         self.persist()
     }
 
+    fn scram_credentials(&self) -> BackendResult<ScramCredentials> {
+        let mut out = ScramCredentials::new();
+        for kv in self.meta.prefix(SCRAM_PREFIX) {
+            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
+            let key = String::from_utf8_lossy(&key[SCRAM_PREFIX.len()..]).into_owned();
+            let bad = || StoreError::BadScramCredential(key.clone());
+            let (mechanism, user) = key.split_once('/').ok_or_else(bad)?;
+            let mechanism = ScramMechanism::from_name(mechanism).ok_or_else(bad)?;
+            let credential = serde_json::from_slice::<StoredCredential>(&value)
+                .ok()
+                .and_then(|c| c.credential())
+                .ok_or_else(bad)?;
+            out.entry(user.to_string())
+                .or_default()
+                .insert(mechanism, credential);
+        }
+        Ok(out)
+    }
+
+    fn set_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> BackendResult<()> {
+        let key = format!("{SCRAM_PREFIX}{}/{user}", mechanism.name());
+        match credential {
+            Some(c) => {
+                let json = serde_json::to_vec(&StoredCredential::from(&c))
+                    .map_err(|e| BackendError::Fatal(e.to_string()))?;
+                self.meta.insert(key, json).map_err(StoreError::from)?;
+            }
+            None => self.meta.remove(key).map_err(StoreError::from)?,
+        }
+        self.persist()
+    }
+
     fn delete_topic(&self, name: &str) -> BackendResult<()> {
         let mut topics = self.topics.write();
         let log = topics
@@ -602,6 +644,22 @@ impl Backend for EmbeddedStore {
 
     fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
         blocking(&self.inner, |s| Ok(s.offsets.groups()?))
+    }
+
+    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
+        blocking(&self.inner, |s| s.scram_credentials())
+    }
+
+    fn set_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> BackendFuture<'_, ()> {
+        let user = user.to_string();
+        blocking(&self.inner, move |s| {
+            s.set_scram_credential(&user, mechanism, credential)
+        })
     }
 
     /// In-process: nothing to reach.

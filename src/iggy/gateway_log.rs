@@ -3,7 +3,8 @@
 //! Appending gives each record a unique, ordered Iggy offset, which is what makes
 //! producer-id blocks unique across restarts and across gateways sharing a server.
 //!
-//! The logs that hold state (topics, committed offsets, cluster configurations) are
+//! The logs that hold state (topics, committed offsets, cluster configurations, SCRAM
+//! credentials) are
 //! snapshotted: every `iggy_snapshot_records` records or so, a gateway writes the records
 //! that rebuild the whole state (one per topic, per committed offset…) to the log's
 //! companion `<log>.snapshots`, ending with a marker naming the offset it covers.
@@ -29,6 +30,8 @@ pub const PRODUCER_IDS: &str = "producer-ids";
 pub const COMMITTED_OFFSETS: &str = "committed-offsets";
 /// Configurations shared by every gateway (dynamic broker configurations, features).
 pub const CLUSTER_CONFIGS: &str = "cluster-configs";
+/// SCRAM credentials (salted keys, never passwords) shared by every gateway.
+pub const SCRAM_CREDENTIALS: &str = "scram-credentials";
 /// Node ids: record `n` makes `n` the id of the gateway that appended it.
 pub const NODE_IDS: &str = "node-ids";
 /// Gateways announcing themselves alive or leaving (`nodes.rs`).
@@ -38,7 +41,12 @@ const NODES_MAX_BYTES: u64 = 32 << 20;
 const NODES_SEGMENT_BYTES: u64 = 1 << 20;
 const PAGE: u32 = 1_000;
 /// The logs that are snapshotted (see the module documentation).
-pub const SNAPSHOTTED: [&str; 3] = [TOPICS, COMMITTED_OFFSETS, CLUSTER_CONFIGS];
+pub const SNAPSHOTTED: [&str; 4] = [
+    TOPICS,
+    COMMITTED_OFFSETS,
+    CLUSTER_CONFIGS,
+    SCRAM_CREDENTIALS,
+];
 /// Size cap of a snapshotted log and of its snapshots: thousands of snapshots' worth of
 /// records, so what Iggy drops is long covered. A snapshot must stay well under it.
 const STATE_LOG_MAX_BYTES: u64 = 1 << 30;

@@ -23,6 +23,7 @@ mod nodes;
 mod offsets;
 mod pool;
 mod read_ahead;
+mod scram;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -39,8 +40,8 @@ use iggy::prelude::{
 };
 use iggy_kafka_actors::backend::{
     AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
-    CommittedOffset, Node, ProducerBatch, ReadBatches, TimestampedOffset, TopicLimits, TopicMeta,
-    TopicPartition, Watermarks,
+    CommittedOffset, Node, ProducerBatch, ReadBatches, ScramCredential, ScramCredentials,
+    ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition, Watermarks,
 };
 use parking_lot::Mutex;
 
@@ -56,6 +57,7 @@ use offsets::{OffsetRecord, Offsets};
 pub use pool::ConnectError;
 use pool::{Conn, Pools};
 use read_ahead::{Read, ReadAhead};
+use scram::{ScramRecord, ScramState};
 
 /// Producer ids handed out per record appended to the `producer-ids` log.
 const PRODUCER_ID_BLOCK: i64 = 1_000;
@@ -149,6 +151,7 @@ struct Inner {
     pools: Pools,
     catalog: Mutex<Replayed<Catalog>>,
     cluster: Mutex<Replayed<ClusterState>>,
+    scram: Mutex<Replayed<ScramState>>,
     offsets: Mutex<Replayed<Offsets>>,
     /// Announcements of the gateways sharing this server, and the next one to read.
     nodes: Mutex<(u64, Nodes)>,
@@ -437,6 +440,10 @@ impl Inner {
             gateway_log::load(conn, stream, gateway_log::CLUSTER_CONFIGS)
                 .await
                 .map_err(loaded)?;
+        let scram: Replayed<ScramState> =
+            gateway_log::load(conn, stream, gateway_log::SCRAM_CREDENTIALS)
+                .await
+                .map_err(loaded)?;
         tracing::info!(
             topic_records = catalog.since_snapshot(),
             offset_records = offsets.since_snapshot(),
@@ -447,6 +454,7 @@ impl Inner {
         let inner = Inner {
             catalog: Mutex::new(catalog),
             cluster: Mutex::new(cluster),
+            scram: Mutex::new(scram),
             offsets: Mutex::new(offsets),
             nodes: Mutex::new((0, Nodes::default())),
             config,
@@ -572,6 +580,9 @@ impl Inner {
                     .await,
                 inner
                     .snapshot(gateway_log::CLUSTER_CONFIGS, &inner.cluster)
+                    .await,
+                inner
+                    .snapshot(gateway_log::SCRAM_CREDENTIALS, &inner.scram)
                     .await,
             ];
             for e in snapshots.into_iter().filter_map(Result::err) {
@@ -776,6 +787,24 @@ impl Inner {
         self.log(gateway_log::CLUSTER_CONFIGS, record.encode())
             .await
             .map(drop)
+    }
+
+    async fn scram_credentials(&self) -> BackendResult<ScramCredentials> {
+        self.catch_up(gateway_log::SCRAM_CREDENTIALS, &self.scram)
+            .await?;
+        Ok(self.scram.lock().state().credentials().clone())
+    }
+
+    async fn set_scram_credential(&self, record: ScramRecord) -> BackendResult<()> {
+        self.log(gateway_log::SCRAM_CREDENTIALS, record.encode())
+            .await
+            .map(drop)
+    }
+
+    async fn check_login(&self, username: &str, password: &str) -> BackendResult<bool> {
+        pool::check_login(&self.config.address, username, password)
+            .await
+            .map_err(|e| backend_error(e, None, ""))
     }
 
     async fn delete_topic(&self, name: &str) -> BackendResult<()> {
@@ -1455,6 +1484,25 @@ impl Backend for IggyBackend {
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
         let name = name.to_string();
         self.run(|s| async move { s.delete_topic(&name).await })
+    }
+
+    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
+        self.run(|s| async move { s.scram_credentials().await })
+    }
+
+    fn set_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> BackendFuture<'_, ()> {
+        let record = ScramRecord::new(user, mechanism, credential.as_ref());
+        self.run(|s| async move { s.set_scram_credential(record).await })
+    }
+
+    fn check_login(&self, username: &str, password: &str) -> BackendFuture<'_, bool> {
+        let (username, password) = (username.to_string(), password.to_string());
+        self.run(|s| async move { s.check_login(&username, &password).await })
     }
 
     fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {

@@ -183,6 +183,30 @@ impl Drop for Lease<'_> {
     }
 }
 
+/// Whether `username` logs in to the Iggy server with `password`, on a connection of
+/// its own that is closed right after.
+pub async fn check_login(address: &str, username: &str, password: &str) -> Result<bool, IggyError> {
+    let credentials = Arc::new(Credentials {
+        username: username.to_string(),
+        password: password.to_string(),
+    });
+    let conn = Conn::new(address, credentials).map_err(|_| IggyError::CannotEstablishConnection)?;
+    conn.client.connect().await?;
+    let login = conn.client.login_user(username, password).await;
+    let _ = conn.client.disconnect().await;
+    match login {
+        Ok(_) => Ok(true),
+        Err(
+            IggyError::InvalidCredentials
+            | IggyError::InvalidUsername
+            | IggyError::InvalidPassword
+            | IggyError::UserInactive
+            | IggyError::Unauthenticated,
+        ) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 pub struct Pools {
     pub admin: Conn,
     pub mirror: Conn,

@@ -18,6 +18,7 @@ mod list_offsets;
 mod metadata;
 mod offsets;
 mod produce;
+mod scram_credentials;
 mod update_features;
 
 use std::future::{ready, Future};
@@ -59,6 +60,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::UpdateFeatures, 0, 2),
+    // SASL: served by the connection's `sasl::Session`, not `route`. SaslHandshake v0
+    // (raw tokens after it, pre-1.0 clients) is not served.
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -76,6 +83,8 @@ pub enum Answer {
     /// No answer, and the connection closes after the answers before it: how Kafka
     /// tells an acks=0 producer that a write failed (it then refreshes its metadata).
     Close(String),
+    /// This answer, then the connection closes (a failed SASL authentication).
+    SendAndClose(Box<ResponseKind>, String),
 }
 
 /// An answer still being worked out.
@@ -172,6 +181,14 @@ pub fn route(
         RequestKind::OffsetDelete(r) => {
             answer(offsets::delete(gw.clone(), r), ResponseKind::OffsetDelete)
         }
+        RequestKind::AlterUserScramCredentials(r) => answer(
+            scram_credentials::alter(gw.clone(), r),
+            ResponseKind::AlterUserScramCredentials,
+        ),
+        RequestKind::DescribeUserScramCredentials(r) => answer(
+            scram_credentials::describe(gw.clone(), r),
+            ResponseKind::DescribeUserScramCredentials,
+        ),
         // The decoder refuses keys outside SERVED, so this is only reached if the two disagree.
         _ => return Err(WireError::NotServed(key)),
     })

@@ -39,6 +39,15 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
             beside(&mut codes, r.error_code);
         }
         ResponseKind::ApiVersions(r) => codes.push(r.error_code),
+        ResponseKind::SaslHandshake(r) => codes.push(r.error_code),
+        ResponseKind::SaslAuthenticate(r) => codes.push(r.error_code),
+        ResponseKind::AlterUserScramCredentials(r) => {
+            codes.extend(r.results.iter().map(|u| u.error_code))
+        }
+        ResponseKind::DescribeUserScramCredentials(r) => {
+            codes.extend(r.results.iter().map(|u| u.error_code));
+            beside(&mut codes, r.error_code);
+        }
         ResponseKind::CreateTopics(r) => codes.extend(r.topics.iter().map(|t| t.error_code)),
         ResponseKind::DeleteTopics(r) => codes.extend(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),

@@ -191,6 +191,24 @@ impl Backend for MeteredBackend {
     fn live_nodes(&self, timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
         self.timed("live_nodes", self.inner.live_nodes(timeout))
     }
+    // SASL: credentials and logins are timed like any call; nothing secret is recorded.
+    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
+        self.timed("scram_credentials", self.inner.scram_credentials())
+    }
+    fn set_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> BackendFuture<'_, ()> {
+        self.timed(
+            "set_scram_credential",
+            self.inner.set_scram_credential(user, mechanism, credential),
+        )
+    }
+    fn check_login(&self, user: &str, password: &str) -> BackendFuture<'_, bool> {
+        self.timed("check_login", self.inner.check_login(user, password))
+    }
     fn ping(&self) -> BackendFuture<'_, ()> {
         self.timed("ping", self.inner.ping())
     }
