@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Arbiter;
+use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::membership::Leave;
 use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::embedded::EmbeddedStore;
 use crate::settings::{BackendKind, Settings};
@@ -146,7 +147,11 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     let (membership, cluster) = (gateway.membership.clone(), gateway.cluster.clone());
 
     let (stop, stopping) = watch::channel(false);
-    let connections = Arc::new(Semaphore::new(settings.max_connections));
+    let connections = ConnectionLimits::new(
+        settings.max_connections,
+        &gateway.settings.limits,
+        gateway.metrics.clone(),
+    );
     // Tests and scripts read the bound addresses from these lines: one per listener,
     // then the first listener's again as "listening on", then the admin listener's.
     let mut lines = String::new();
@@ -192,7 +197,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     }
     let drained =
         tokio::time::timeout(Duration::from_millis(settings.shutdown_timeout_ms), async {
-            while connections.available_permits() < settings.max_connections {
+            while connections.open() > 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })

@@ -2,11 +2,13 @@
 //! `IGGY_KAFKA_*` environment variables (`IGGY_KAFKA_BIND_ADDRESS` sets
 //! `bind_address`). An unknown or malformed setting stops startup with its name.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
+use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{Mechanism, PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
 use iggy_kafka_actors::topic_admin::MAX_PARTITIONS;
@@ -132,7 +134,17 @@ pub struct Settings {
     pub iggy_topics: Vec<IggyTopic>,
     pub max_request_bytes: usize,
     pub max_connections: usize,
+    /// Kafka's `max.connections.per.ip`: connections one source address may hold open.
+    pub max_connections_per_ip: usize,
+    /// Kafka's `max.connections.per.ip.overrides`: `IP:COUNT` pairs, comma-separated.
+    pub max_connections_per_ip_overrides: String,
     pub max_inflight_per_connection: usize,
+    /// Bytes of requests one connection may have read and not yet answered.
+    pub max_inflight_bytes_per_connection: usize,
+    /// Kafka's `queued.max.request.bytes`: the same over all connections.
+    pub queued_max_request_bytes: usize,
+    /// Bytes the records of one Produce request may decompress to (compression bombs).
+    pub max_decompressed_request_bytes: usize,
     pub idle_timeout_ms: u64,
     pub read_timeout_ms: u64,
     pub write_timeout_ms: u64,
@@ -210,7 +222,12 @@ impl Default for Settings {
             iggy_topics: Vec::new(),
             max_request_bytes: 100 * 1024 * 1024,
             max_connections: 10_000,
+            max_connections_per_ip: 10_000,
+            max_connections_per_ip_overrides: String::new(),
             max_inflight_per_connection: 5,
+            max_inflight_bytes_per_connection: 100 * 1024 * 1024,
+            queued_max_request_bytes: 512 * 1024 * 1024,
+            max_decompressed_request_bytes: 256 * 1024 * 1024,
             idle_timeout_ms: 600_000,
             read_timeout_ms: 30_000,
             write_timeout_ms: 30_000,
@@ -262,6 +279,19 @@ impl Settings {
         let at_least_one = [
             ("max_request_bytes", self.max_request_bytes as i64),
             ("max_connections", self.max_connections as i64),
+            ("max_connections_per_ip", self.max_connections_per_ip as i64),
+            (
+                "max_inflight_bytes_per_connection",
+                self.max_inflight_bytes_per_connection as i64,
+            ),
+            (
+                "queued_max_request_bytes",
+                self.queued_max_request_bytes as i64,
+            ),
+            (
+                "max_decompressed_request_bytes",
+                self.max_decompressed_request_bytes as i64,
+            ),
             (
                 "max_inflight_per_connection",
                 self.max_inflight_per_connection as i64,
@@ -298,6 +328,7 @@ impl Settings {
                 });
             }
         }
+        self.connections_per_ip_overrides()?;
         if self.num_partitions > MAX_PARTITIONS {
             return Err(SettingsError::Invalid {
                 name: "num_partitions",
@@ -468,6 +499,26 @@ impl Settings {
         Ok(())
     }
 
+    /// `max_connections_per_ip_overrides` read: `IP:COUNT,IP:COUNT` (IPv6 too: the
+    /// count follows the last colon). Kafka also takes host names; addresses only here.
+    fn connections_per_ip_overrides(&self) -> Result<HashMap<IpAddr, usize>, SettingsError> {
+        let pairs = self.max_connections_per_ip_overrides.split(',');
+        pairs
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|pair| {
+                let parsed = pair.rsplit_once(':').and_then(|(ip, count)| {
+                    let ip = ip.trim_start_matches('[').trim_end_matches(']');
+                    Some((ip.parse().ok()?, count.parse().ok()?))
+                });
+                parsed.ok_or_else(|| SettingsError::Invalid {
+                    name: "max_connections_per_ip_overrides",
+                    reason: format!("'{pair}' is not IP:COUNT"),
+                })
+            })
+            .collect()
+    }
+
     fn topic_overrides(&self) -> Vec<TopicOverride> {
         self.iggy_topics
             .iter()
@@ -579,6 +630,15 @@ impl Settings {
                 delete_topics_max_names: self.delete_topics_max_names,
             },
             max_connections: self.max_connections,
+            limits: ResourceLimits {
+                max_connections_per_ip: self.max_connections_per_ip,
+                max_connections_per_ip_overrides: self
+                    .connections_per_ip_overrides()
+                    .expect("checked on load"),
+                max_inflight_bytes_per_connection: self.max_inflight_bytes_per_connection,
+                queued_max_request_bytes: self.queued_max_request_bytes,
+                max_decompressed_request_bytes: self.max_decompressed_request_bytes,
+            },
             log_slots: self.log_slots,
             offset_slots: self.offset_slots,
             group_initial_rebalance_delay: Duration::from_millis(

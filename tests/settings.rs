@@ -60,6 +60,11 @@ fn a_malformed_value_stops_startup() {
     refused_naming(&out, &["auto_create_topics_enable"]);
     let out = start(&[("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "anywhere")], &[]);
     refused_naming(&out, &["admin_bind_address"]);
+    let overrides = "IGGY_KAFKA_MAX_CONNECTIONS_PER_IP_OVERRIDES";
+    let out = start(&[(overrides, "127.0.0.1:5,localhost")], &[]);
+    refused_naming(&out, &["max_connections_per_ip_overrides", "'localhost'"]);
+    let out = start(&[("IGGY_KAFKA_QUEUED_MAX_REQUEST_BYTES", "0")], &[]);
+    refused_naming(&out, &["queued_max_request_bytes"]);
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! The connection actor: one per client socket.
 //!
 //! A reader task cuts the socket into frames and hands them over one by one; a
-//! writer task writes the answers. Each request holds a permit from reading until
-//! its answer is written, and reading stops when the permits run out, so neither a
-//! client that pipelines too much nor one that stops reading its answers makes the
+//! writer task writes the answers. Each request holds a place among the connection's
+//! requests in flight and its bytes in the connection's and the gateway's budgets
+//! from reading until its answer is written; reading stops until they are free (a
+//! frame's size is read first, its body only once its bytes are granted), so neither
+//! a client that pipelines too much nor one that stops reading its answers makes the
 //! gateway buffer without bound. The actor decodes each frame, starts its handler
 //! ([`api::route`]) and queues the answers strictly in request order, whatever order
 //! they finish in.
@@ -23,10 +25,11 @@ use tokio_util::codec::FramedRead;
 
 use crate::api::{self, Answer};
 use crate::gateway::Gateway;
+use crate::limits::{ByteBudget, ConnectionSlot};
 use crate::metrics::ConnectionMeter;
 use crate::sasl;
 use crate::session::{Caller, Listener, Principal};
-use crate::wire::{self, FrameCodec, WireError};
+use crate::wire::{self, FrameCodec, FramePart, WireError};
 use kafka_protocol::messages::{RequestHeader, RequestKind, ResponseKind};
 
 pub struct Connection {
@@ -38,24 +41,33 @@ pub struct Connection {
     principal: Principal,
     /// SASL state: what may be served before authentication, and the exchange.
     sasl: sasl::Session,
-    /// Answers for the writer task, in request order, each with its request's permit.
-    answers: mpsc::UnboundedSender<(Bytes, OwnedSemaphorePermit)>,
+    /// Answers for the writer task, in request order, each with what its request holds.
+    answers: mpsc::UnboundedSender<(Bytes, Held)>,
     /// Sequence number the next frame gets.
     next_request: u64,
     /// Sequence number of the next answer to write.
     next_answer: u64,
     /// Answers finished early, waiting for those before them; `None` for no answer.
-    finished: BTreeMap<u64, (Option<Bytes>, OwnedSemaphorePermit)>,
+    finished: BTreeMap<u64, (Option<Bytes>, Held)>,
     /// Set when reading has ended: close once every earlier request is answered.
     last_request: Option<u64>,
     /// Dropped with the actor, which stops the reader task.
     _stop_reader: oneshot::Sender<()>,
 }
 
-/// One request frame, with its in-flight permit.
+/// What a request holds from reading until its answer is written: its place among
+/// the connection's requests in flight, and its bytes in the connection's and the
+/// gateway's budgets.
+struct Held {
+    _place: OwnedSemaphorePermit,
+    _bytes: OwnedSemaphorePermit,
+    _queued: OwnedSemaphorePermit,
+}
+
+/// One request frame, with what it holds.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Frame(Bytes, OwnedSemaphorePermit);
+struct Frame(Bytes, Held);
 
 /// The reader stopped: the peer closed, went idle, sent a bad frame, or the gateway is shutting down.
 #[derive(Message)]
@@ -73,7 +85,7 @@ impl Connection {
         ),
         peer: SocketAddr,
         (listener, principal): (Listener, Principal),
-        slot: OwnedSemaphorePermit,
+        slot: ConnectionSlot,
         shutdown: watch::Receiver<bool>,
     ) {
         let (stop_tx, stop_rx) = oneshot::channel();
@@ -88,13 +100,12 @@ impl Connection {
             gateway.metrics.connection_opened(),
         ));
         Connection::create(move |ctx| {
-            let inflight = Arc::new(Semaphore::new(settings.max_inflight_per_connection.max(1)));
-            let frames = FramedRead::new(
-                read,
-                FrameCodec {
-                    max_frame: settings.max_request_bytes,
-                },
-            );
+            let budgets = Budgets {
+                places: Arc::new(Semaphore::new(settings.max_inflight_per_connection.max(1))),
+                bytes: ByteBudget::new(settings.limits.max_inflight_bytes_per_connection),
+                queued: gateway.queued_request_bytes.clone(),
+            };
+            let frames = FramedRead::new(read, FrameCodec::new(settings.max_request_bytes));
             let timeouts = ReadTimeouts {
                 idle: settings.idle_timeout,
                 request: settings.read_timeout,
@@ -102,7 +113,7 @@ impl Connection {
             actix::spawn(read_frames(
                 frames,
                 ctx.address(),
-                inflight,
+                budgets,
                 timeouts,
                 shutdown,
                 stop_rx,
@@ -124,19 +135,13 @@ impl Connection {
     }
 
     /// Records a finished answer and writes every answer now in order.
-    fn finish(
-        &mut self,
-        seq: u64,
-        answer: Option<Bytes>,
-        permit: OwnedSemaphorePermit,
-        ctx: &mut Context<Self>,
-    ) {
-        self.finished.insert(seq, (answer, permit));
-        while let Some((answer, permit)) = self.finished.remove(&self.next_answer) {
+    fn finish(&mut self, seq: u64, answer: Option<Bytes>, held: Held, ctx: &mut Context<Self>) {
+        self.finished.insert(seq, (answer, held));
+        while let Some((answer, held)) = self.finished.remove(&self.next_answer) {
             self.next_answer += 1;
-            // No answer (acks=0): the permit is simply released.
+            // No answer (acks=0): what the request held is simply released.
             if let Some(bytes) = answer {
-                if self.answers.send((bytes, permit)).is_err() {
+                if self.answers.send((bytes, held)).is_err() {
                     // The writer gave up on this client (write failed or timed out).
                     ctx.stop();
                     return;
@@ -201,7 +206,7 @@ impl Actor for Connection {
 impl Handler<Frame> for Connection {
     type Result = ();
 
-    fn handle(&mut self, Frame(frame, permit): Frame, ctx: &mut Self::Context) {
+    fn handle(&mut self, Frame(frame, held): Frame, ctx: &mut Self::Context) {
         let seq = self.next_request;
         self.next_request += 1;
         let started = Instant::now();
@@ -261,7 +266,7 @@ impl Handler<Frame> for Connection {
                     None
                 }
             };
-            act.finish(seq, bytes, permit, ctx);
+            act.finish(seq, bytes, held, ctx);
         }));
     }
 }
@@ -283,51 +288,90 @@ struct ReadTimeouts {
     request: Duration,
 }
 
-/// Reads frames while permits last; reports why it stopped.
+/// What a request must be granted before its frame is read.
+struct Budgets {
+    /// Places among the connection's requests in flight.
+    places: Arc<Semaphore>,
+    /// The connection's bytes of requests in flight.
+    bytes: ByteBudget,
+    /// The gateway's bytes of requests in flight, shared by every connection.
+    queued: ByteBudget,
+}
+
+/// Reads frames while the budgets allow; reports why it stopped.
 async fn read_frames<R: AsyncRead + Unpin>(
     mut frames: FramedRead<R, FrameCodec>,
     conn: Addr<Connection>,
-    inflight: Arc<Semaphore>,
+    budgets: Budgets,
     timeouts: ReadTimeouts,
     mut shutdown: watch::Receiver<bool>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let ended = loop {
-        let next = async {
-            let permit = inflight.clone().acquire_owned().await;
-            (permit, next_frame(&mut frames, &timeouts).await)
-        };
         tokio::select! {
             _ = &mut stop => return,
             _ = shutdown.wait_for(|s| *s) => break None,
-            (permit, frame) = next => match (permit, frame) {
-                (Ok(permit), Ok(Some(frame))) => {
-                    if conn.send(Frame(frame, permit)).await.is_err() {
+            frame = next_request(&mut frames, &budgets, &timeouts) => match frame {
+                Ok(Some((frame, held))) => {
+                    if conn.send(Frame(frame, held)).await.is_err() {
                         return;
                     }
                 }
-                (_, Ok(None)) | (Err(_), _) => break None,
-                (_, Err(e)) => break Some(e),
+                Ok(None) => break None,
+                Err(e) => break Some(e),
             },
         }
     };
     conn.do_send(ReadEnded(ended));
 }
 
-/// The next whole frame; `None` when the peer closed or stayed idle too long. A frame
-/// begun must complete within about `request` (between one and two of it).
-async fn next_frame<R: AsyncRead + Unpin>(
+/// The next request frame with what it holds; `None` when the peer closed or stayed
+/// idle too long. Its size is read once it has a place in flight, its body once its
+/// bytes are granted (the connection's first, so one connection waiting for its own
+/// budget never holds the gateway's).
+async fn next_request<R: AsyncRead + Unpin>(
+    frames: &mut FramedRead<R, FrameCodec>,
+    budgets: &Budgets,
+    timeouts: &ReadTimeouts,
+) -> Result<Option<(Bytes, Held)>, WireError> {
+    let Ok(place) = budgets.places.clone().acquire_owned().await else {
+        return Ok(None);
+    };
+    let size = match next_part(frames, timeouts, false).await? {
+        Some(FramePart::Size(size)) => size,
+        Some(FramePart::Body(_)) => unreachable!("the codec cuts a size before each body"),
+        None => return Ok(None),
+    };
+    let bytes = budgets.bytes.take(size).await;
+    let queued = budgets.queued.take(size).await;
+    let body = match next_part(frames, timeouts, true).await? {
+        Some(FramePart::Body(body)) => body,
+        _ => return Ok(None), // the peer closed before sending it
+    };
+    let held = Held {
+        _place: place,
+        _bytes: bytes,
+        _queued: queued,
+    };
+    Ok(Some((body, held)))
+}
+
+/// The next part of a frame; `None` when the peer closed or, between frames, stayed
+/// idle too long. A frame begun must complete within about `request` (between one
+/// and two of it), its size and its body each.
+async fn next_part<R: AsyncRead + Unpin>(
     frames: &mut FramedRead<R, FrameCodec>,
     timeouts: &ReadTimeouts,
-) -> Result<Option<Bytes>, WireError> {
+    in_frame: bool,
+) -> Result<Option<FramePart>, WireError> {
     let step = timeouts.request.min(timeouts.idle);
     let mut idle_for = Duration::ZERO;
     let mut partial_seen = false;
     loop {
         // Cancel-safe: bytes already read stay in the FramedRead buffer.
         match tokio::time::timeout(step, frames.next()).await {
-            Ok(frame) => return frame.transpose(),
-            Err(_) if frames.read_buffer().is_empty() => {
+            Ok(part) => return part.transpose(),
+            Err(_) if !in_frame && frames.read_buffer().is_empty() => {
                 idle_for += step;
                 if idle_for >= timeouts.idle {
                     tracing::debug!("closing idle connection");
@@ -344,13 +388,13 @@ async fn next_frame<R: AsyncRead + Unpin>(
 /// connection counts as open, in the limit and the metrics, until this ends.
 async fn write_answers<W: AsyncWrite + Unpin>(
     mut socket: W,
-    mut answers: mpsc::UnboundedReceiver<(Bytes, OwnedSemaphorePermit)>,
+    mut answers: mpsc::UnboundedReceiver<(Bytes, Held)>,
     timeout: Duration,
     peer: SocketAddr,
-    _slot: OwnedSemaphorePermit,
+    _slot: ConnectionSlot,
     meter: ConnectionMeter,
 ) {
-    while let Some((bytes, _permit)) = answers.recv().await {
+    while let Some((bytes, _held)) = answers.recv().await {
         match tokio::time::timeout(timeout, socket.write_all(&bytes)).await {
             Ok(Ok(())) => meter.sent(bytes.len()),
             Ok(Err(e)) => {

@@ -12,6 +12,7 @@ use crate::append_signals::AppendSignals;
 use crate::backend::{AppendBatch, Backend, Endpoint, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
+use crate::limits::{ByteBudget, ResourceLimits};
 use crate::log_slot::{Append, LogSlot};
 use crate::membership::{Cluster, Membership};
 use crate::metrics::{MeteredBackend, Metrics};
@@ -43,6 +44,8 @@ pub struct BrokerSettings {
     pub topic_rules: TopicRules,
     /// Open connections allowed at once; more are closed on accept.
     pub max_connections: usize,
+    /// Connections per source address and request bytes in flight.
+    pub limits: ResourceLimits,
     /// Number of log-slot actors appends are spread over.
     pub log_slots: usize,
     /// Number of offset-slot actors commits and offset reads are spread over.
@@ -112,6 +115,8 @@ pub struct Gateway {
     pub membership: Addr<Membership>,
     /// The live gateways as the membership actor last published them.
     pub cluster: watch::Receiver<Arc<Cluster>>,
+    /// Bytes of requests read and not yet answered, over all connections.
+    pub queued_request_bytes: ByteBudget,
     /// SASL logins: credentials, verification bound, failed-login delays.
     pub sasl: Arc<Authenticator>,
 }
@@ -172,8 +177,10 @@ impl Gateway {
             log_slots.clone(),
         )
         .await?;
+        let queued_request_bytes = ByteBudget::new(settings.limits.queued_max_request_bytes);
         let sasl = Arc::new(Authenticator::new(settings.sasl.clone(), backend.clone()));
         Ok(Gateway {
+            queued_request_bytes,
             settings,
             backend,
             topic_admin,

@@ -15,8 +15,11 @@ pub mod append_signals;
 pub mod backend;
 pub mod config_catalog;
 pub mod connection;
+#[doc(hidden)] // for the fuzz targets in actors/fuzz/ and their replay in cargo test
+pub mod fuzzing;
 pub mod gateway;
 pub mod group_coordinator;
+pub mod limits;
 pub mod log_slot;
 pub mod membership;
 pub mod metrics;

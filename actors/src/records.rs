@@ -8,6 +8,12 @@
 //! producer id i64 | producer epoch i16 | base sequence i32 | record count i32
 //! The CRC (CRC-32C) covers everything from the attributes on, so the base offset
 //! and leader epoch can be rewritten without recomputing it.
+//!
+//! Records are decompressed only by [`inflate`], which stops at a byte budget before
+//! allocating past it, so a small batch that expands to gigabytes (a compression bomb)
+//! costs the gateway at most the budget.
+
+use std::io::{self, Read, Write};
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
@@ -150,6 +156,136 @@ pub fn validate(data: &[u8]) -> Result<BatchHeader, BatchError> {
     Ok(header)
 }
 
+/// Why a batch's records cannot be decompressed within a budget.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InflateError {
+    #[error("record batch compression {0} is unknown")]
+    Codec(i16),
+    #[error("record batch does not decompress: {0}")]
+    Corrupt(String),
+    #[error("records decompress to more than the {0} bytes a request may hold decompressed")]
+    OverBudget(usize),
+}
+
+impl InflateError {
+    /// Kafka's answer: data that does not decompress is CORRUPT_MESSAGE; records larger
+    /// than the broker takes are MESSAGE_TOO_LARGE, on which producers split the batch.
+    pub fn error_code(&self) -> ResponseError {
+        match self {
+            InflateError::OverBudget(_) => ResponseError::MessageTooLarge,
+            _ => ResponseError::CorruptMessage,
+        }
+    }
+}
+
+/// Kafka's Snappy framing (snappy-java's `SnappyOutputStream`): this header, then
+/// blocks of raw Snappy, each after its big-endian length. Unframed raw Snappy is read too.
+const XERIAL_SNAPPY: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
+/// Largest zstd window accepted (16 MiB): a frame may ask the decoder for up to 2 GiB.
+const ZSTD_WINDOW_LOG_MAX: u32 = 24;
+
+/// Decompresses `records` (a batch's bytes after its header, compressed with `codec`,
+/// the attributes' low bits) into `out`, which gets at most `budget` bytes; returns
+/// how many it got. Output is produced in small steps, so over-budget input is
+/// refused after `budget` bytes, never sized by what it claims.
+pub fn inflate(
+    codec: i16,
+    records: &[u8],
+    budget: usize,
+    out: &mut impl Write,
+) -> Result<usize, InflateError> {
+    let mut out = Budgeted {
+        out,
+        left: budget,
+        over: false,
+    };
+    let result = match codec {
+        0 => out.write_all(records),
+        1 => io::copy(&mut flate2::read::MultiGzDecoder::new(records), &mut out).map(drop),
+        2 => inflate_snappy(records, &mut out),
+        3 => lz4::Decoder::new(records).and_then(|mut d| io::copy(&mut d, &mut out).map(drop)),
+        4 => zstd::stream::read::Decoder::with_buffer(records).and_then(|mut d| {
+            d.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
+            io::copy(&mut d, &mut out).map(drop)
+        }),
+        other => return Err(InflateError::Codec(other)),
+    };
+    match result {
+        _ if out.over => Err(InflateError::OverBudget(budget)),
+        Err(e) => Err(InflateError::Corrupt(e.to_string())),
+        Ok(()) => Ok(budget - out.left),
+    }
+}
+
+/// [`inflate`] for the records of a whole validated batch, by the codec its attributes name.
+pub fn inflate_batch(
+    batch: &[u8],
+    budget: usize,
+    out: &mut impl Write,
+) -> Result<usize, InflateError> {
+    let codec = (&batch[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK;
+    inflate(codec, &batch[HEADER_LEN..], budget, out)
+}
+
+/// Xerial-framed or raw Snappy. Each block states its decompressed length, which is
+/// checked against what is left of the budget before room is made for it.
+fn inflate_snappy<W: Write>(mut data: &[u8], out: &mut Budgeted<'_, W>) -> io::Result<()> {
+    let corrupt = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    let mut block = Vec::new();
+    let mut one = |compressed: &[u8], out: &mut Budgeted<'_, W>| -> io::Result<()> {
+        let len = snap::raw::decompress_len(compressed).map_err(io::Error::other)?;
+        if len > out.left {
+            out.over = true;
+            return Err(corrupt("over budget"));
+        }
+        block.resize(len, 0);
+        snap::raw::Decoder::new()
+            .decompress(compressed, &mut block)
+            .map_err(io::Error::other)?;
+        out.write_all(&block)
+    };
+    if !data.starts_with(XERIAL_SNAPPY) {
+        return one(data, out);
+    }
+    data = &data[XERIAL_SNAPPY.len()..];
+    while !data.is_empty() {
+        let mut len = [0u8; 4];
+        data.read_exact(&mut len)
+            .map_err(|_| corrupt("snappy block length cut short"))?;
+        let len = u32::from_be_bytes(len) as usize;
+        if data.len() < len {
+            return Err(corrupt("snappy block cut short"));
+        }
+        let (compressed, rest) = data.split_at(len);
+        one(compressed, out)?;
+        data = rest;
+    }
+    Ok(())
+}
+
+/// A writer that takes at most `left` more bytes, then fails and says so.
+struct Budgeted<'a, W> {
+    out: &'a mut W,
+    left: usize,
+    over: bool,
+}
+
+impl<W: Write> Write for Budgeted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.len() > self.left {
+            self.over = true;
+            return Err(io::Error::other("decompression budget exceeded"));
+        }
+        let n = self.out.write(buf)?;
+        self.left -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Stamps the append time into a batch of a `message.timestamp.type=LogAppendTime`
 /// topic. The CRC covers it, so it is recomputed, as Kafka does, without recompressing.
 pub fn stamp_log_append_time(batch: Bytes, header: &mut BatchHeader, now: i64) -> Bytes {
@@ -267,6 +403,94 @@ mod tests {
         let mut h = validate(&batch(3, Compression::None)).unwrap();
         h.base_sequence = i32::MAX - 1;
         assert_eq!(h.last_sequence(), 0);
+    }
+
+    /// One record of `size` zero bytes: a few hundred bytes compressed.
+    fn bomb(size: usize, compression: Compression) -> BytesMut {
+        let mut b = batch(1, compression);
+        let record = Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: 0,
+            sequence: -1,
+            timestamp: 0,
+            key: None,
+            value: Some(Bytes::from(vec![0; size])),
+            headers: IndexMap::new(),
+        };
+        b.clear();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression,
+        };
+        RecordBatchEncoder::encode(&mut b, [&record], &options).unwrap();
+        b
+    }
+
+    const CODECS: [Compression; 5] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
+    #[test]
+    fn decompression_stops_at_the_budget_for_every_codec() {
+        for c in CODECS {
+            let b = bomb(4 << 20, c);
+            let mut out = Vec::new();
+            let whole = inflate_batch(&b, usize::MAX, &mut out).unwrap();
+            assert!(whole > 4 << 20, "{c:?}: {whole}");
+            assert_eq!(out.len(), whole);
+            let mut out = Vec::new();
+            let over = inflate_batch(&b, 1 << 20, &mut out);
+            assert_eq!(over, Err(InflateError::OverBudget(1 << 20)), "{c:?}");
+            assert!(out.len() <= 1 << 20, "{c:?} wrote {} bytes", out.len());
+            assert_eq!(inflate_batch(&b, whole, &mut io::sink()), Ok(whole));
+            assert_eq!(
+                over.unwrap_err().error_code(),
+                ResponseError::MessageTooLarge
+            );
+        }
+    }
+
+    #[test]
+    fn claimed_sizes_are_checked_before_room_is_made() {
+        // Raw Snappy states its decompressed length up front: 2^32 - 1 here, over four
+        // bytes of input. Refused on the claim, not after allocating it.
+        let claim = [0xff, 0xff, 0xff, 0xff, 0x0f, 0x00];
+        let refused = inflate(2, &claim, 1 << 20, &mut io::sink());
+        assert_eq!(refused, Err(InflateError::OverBudget(1 << 20)));
+        let mut framed = XERIAL_SNAPPY.to_vec();
+        framed.extend_from_slice(&(claim.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&claim);
+        let refused = inflate(2, &framed, 1 << 20, &mut io::sink());
+        assert_eq!(refused, Err(InflateError::OverBudget(1 << 20)));
+    }
+
+    #[test]
+    fn records_that_do_not_decompress_are_corrupt() {
+        for codec in 1..=4 {
+            let refused = inflate(codec, b"not compressed at all", 1 << 20, &mut io::sink());
+            assert!(
+                matches!(refused, Err(InflateError::Corrupt(_))),
+                "{codec}: {refused:?}"
+            );
+            assert_eq!(
+                refused.unwrap_err().error_code(),
+                ResponseError::CorruptMessage
+            );
+        }
+        assert_eq!(
+            inflate(5, b"", 1, &mut io::sink()),
+            Err(InflateError::Codec(5))
+        );
     }
 
     #[test]

@@ -1,15 +1,17 @@
-//! A listener's accept loop: accepts sockets, enforces the connection limit, and starts
-//! each connection actor on one of the worker arbiters (one per core), round robin.
-//! Each configured listener runs one loop; the connection limit is shared by all.
+//! A listener's accept loop: accepts sockets, enforces the connection limits (in total
+//! and per source address), and starts each connection actor on one of the worker
+//! arbiters (one per core), round robin. Each configured listener runs one loop; the
+//! connection limits are shared by all.
 
 use std::sync::Arc;
 
 use actix::ArbiterHandle;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::connection::Connection;
 use crate::gateway::Gateway;
+use crate::limits::ConnectionLimits;
 use crate::session::{Listener, Principal};
 
 /// Accepts connections on `socket` for `listener` until `shutdown` turns true.
@@ -18,7 +20,7 @@ pub async fn serve(
     listener: Listener,
     gateway: Gateway,
     workers: Vec<ArbiterHandle>,
-    connections: Arc<Semaphore>,
+    connections: Arc<ConnectionLimits>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut next = 0usize;
@@ -36,9 +38,12 @@ pub async fn serve(
                 continue;
             }
         };
-        let Ok(slot) = connections.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, limit = gateway.settings.max_connections, "connection limit reached; refusing");
-            continue;
+        let slot = match connections.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refused) => {
+                tracing::warn!(%peer, setting = refused.setting(), "{refused}; closing");
+                continue;
+            }
         };
         // A tokio socket belongs to the runtime that registered it: move the plain socket
         // to the worker and register it there.

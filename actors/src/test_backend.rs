@@ -168,6 +168,13 @@ pub fn settings() -> BrokerSettings {
             delete_topics_max_names: 100,
         },
         max_connections: 10,
+        limits: crate::limits::ResourceLimits {
+            max_connections_per_ip: 10,
+            max_connections_per_ip_overrides: Default::default(),
+            max_inflight_bytes_per_connection: 1 << 20,
+            queued_max_request_bytes: 1 << 20,
+            max_decompressed_request_bytes: 1 << 20,
+        },
         log_slots: 1,
         offset_slots: 2,
         group_initial_rebalance_delay: Duration::ZERO,

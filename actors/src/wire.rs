@@ -47,17 +47,44 @@ pub enum WireError {
     Io(#[from] std::io::Error),
 }
 
-/// Splits a byte stream into request frames, refusing sizes over the limit before
-/// buffering them.
+/// Splits a byte stream into request frames in two steps: the size (refused over the
+/// limit), then, when polled again, the body. Nothing of the body is buffered before
+/// its reader polls for it, so the reader can wait for room for it in between.
 pub struct FrameCodec {
-    pub max_frame: usize,
+    max_frame: usize,
+    /// Size of the frame whose body comes next.
+    body: Option<usize>,
+}
+
+/// What [`FrameCodec`] cuts from the stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FramePart {
+    Size(usize),
+    Body(Bytes),
+}
+
+impl FrameCodec {
+    pub fn new(max_frame: usize) -> FrameCodec {
+        FrameCodec {
+            max_frame,
+            body: None,
+        }
+    }
 }
 
 impl Decoder for FrameCodec {
-    type Item = Bytes;
+    type Item = FramePart;
     type Error = WireError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, WireError> {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<FramePart>, WireError> {
+        if let Some(size) = self.body {
+            if src.len() < size {
+                src.reserve(size - src.len());
+                return Ok(None);
+            }
+            self.body = None;
+            return Ok(Some(FramePart::Body(src.split_to(size).freeze())));
+        }
         if src.len() < 4 {
             return Ok(None);
         }
@@ -72,12 +99,9 @@ impl Decoder for FrameCodec {
                 max: self.max_frame,
             });
         }
-        if src.len() < 4 + size {
-            src.reserve(4 + size - src.len());
-            return Ok(None);
-        }
         src.advance(4);
-        Ok(Some(src.split_to(size).freeze()))
+        self.body = Some(size);
+        Ok(Some(FramePart::Size(size)))
     }
 }
 
@@ -172,15 +196,19 @@ mod tests {
     }
 
     #[test]
-    fn frames_wait_for_all_bytes_and_refuse_oversize() {
-        let mut codec = FrameCodec { max_frame: 16 };
+    fn frames_come_as_size_then_body_and_oversize_is_refused() {
+        let mut codec = FrameCodec::new(16);
         let mut buf = frame(b"hello");
         let mut partial = buf.split_to(6);
+        assert_eq!(
+            codec.decode(&mut partial).unwrap(),
+            Some(FramePart::Size(5))
+        );
         assert!(codec.decode(&mut partial).unwrap().is_none());
         partial.unsplit(buf);
         assert_eq!(
-            codec.decode(&mut partial).unwrap().unwrap(),
-            Bytes::from_static(b"hello")
+            codec.decode(&mut partial).unwrap(),
+            Some(FramePart::Body(Bytes::from_static(b"hello")))
         );
 
         let mut big = frame(&[0; 17]);
@@ -193,6 +221,22 @@ mod tests {
             codec.decode(&mut neg),
             Err(WireError::NegativeFrame(-5))
         ));
+    }
+
+    #[test]
+    fn a_body_is_not_buffered_before_it_is_asked_for() {
+        // The size comes out alone; room for the body is reserved only on the next call.
+        let mut codec = FrameCodec::new(1 << 20);
+        let mut buf = BytesMut::with_capacity(4);
+        buf.put_i32(1 << 20);
+        let before = buf.capacity();
+        assert_eq!(
+            codec.decode(&mut buf).unwrap(),
+            Some(FramePart::Size(1 << 20))
+        );
+        assert!(buf.capacity() <= before);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(buf.capacity() >= 1 << 20);
     }
 
     #[test]
@@ -265,10 +309,13 @@ mod tests {
         /// Frames split anywhere come out whole, or the stream is refused.
         #[test]
         fn framing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
-            let mut codec = FrameCodec { max_frame: 32 };
+            let mut codec = FrameCodec::new(32);
             let mut buf = BytesMut::from(&bytes[..]);
-            while let Ok(Some(frame)) = codec.decode(&mut buf) {
-                proptest::prop_assert!(frame.len() <= 32);
+            while let Ok(Some(part)) = codec.decode(&mut buf) {
+                match part {
+                    FramePart::Size(size) => proptest::prop_assert!(size <= 32),
+                    FramePart::Body(body) => proptest::prop_assert!(body.len() <= 32),
+                }
             }
         }
     }

@@ -2,16 +2,15 @@
 //!
 //! `kafka_protocol::records` keeps a record's headers in an `IndexMap`, which merges
 //! repeated header keys; Kafka allows them, and the Iggy mapping must be byte-exact.
-//! So records are read and written here: decompression comes from `kafka_protocol`,
+//! So records are read and written here: decompression comes from `records::inflate`,
 //! the record layout (varints, keys, values, ordered headers) is parsed directly.
 //! Batches written back to consumers are uncompressed.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::compression::Decompressor;
 
 use iggy_kafka_actors::records::{
-    ATTRIBUTES_AT, COMPRESSION_MASK, HEADER_LEN, LOG_OVERHEAD, MAX_TIMESTAMP_AT, RECORD_COUNT_AT,
-    TIMESTAMP_TYPE_BIT,
+    self, InflateError, ATTRIBUTES_AT, COMPRESSION_MASK, HEADER_LEN, LOG_OVERHEAD,
+    MAX_TIMESTAMP_AT, RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT,
 };
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -73,24 +72,18 @@ pub fn decode(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
     })
 }
 
-fn inflate(codec: i16, mut data: Bytes) -> Result<Bytes, BatchCodecError> {
-    use kafka_protocol::compression as c;
-    fn run<D: Decompressor<Bytes, Buf = Bytes>>(
-        data: &mut Bytes,
-    ) -> Result<Bytes, BatchCodecError> {
-        D::decompress(data, |out: &mut Bytes| {
-            Ok(out.copy_to_bytes(out.remaining()))
-        })
-        .map_err(|e| BatchCodecError::Decompress(e.to_string()))
+/// The records part of a batch, decompressed. Produce has already decompressed it
+/// within the request's budget (`max_decompressed_request_bytes`), so no budget here.
+fn inflate(codec: i16, data: Bytes) -> Result<Bytes, BatchCodecError> {
+    if codec == 0 {
+        return Ok(data);
     }
-    match codec {
-        0 => Ok(data),
-        1 => run::<c::Gzip>(&mut data),
-        2 => run::<c::Snappy>(&mut data),
-        3 => run::<c::Lz4>(&mut data),
-        4 => run::<c::Zstd>(&mut data),
-        other => Err(BatchCodecError::Compression(other)),
-    }
+    let mut out = Vec::new();
+    records::inflate(codec, &data, usize::MAX, &mut out).map_err(|e| match e {
+        InflateError::Codec(codec) => BatchCodecError::Compression(codec),
+        other => BatchCodecError::Decompress(other.to_string()),
+    })?;
+    Ok(out.into())
 }
 
 fn read_record(buf: &mut Bytes, base_timestamp: i64) -> Result<KafkaRecord, BatchCodecError> {

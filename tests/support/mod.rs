@@ -126,6 +126,11 @@ impl Gateway {
         }
     }
 
+    /// The gateway's process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn bootstrap(&self) -> String {
         self.addr.to_string()
     }
@@ -272,6 +277,29 @@ impl RawClient {
         }
     }
 
+    /// Connects from the loopback address `source` (any of 127.0.0.0/8 on Linux), so
+    /// one test can be several clients to per-address limits.
+    pub fn connect_from(source: std::net::IpAddr, addr: SocketAddr) -> RawClient {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let stream = runtime.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            socket.bind(SocketAddr::new(source, 0)).expect("bind");
+            let stream = socket.connect(addr).await.expect("connect");
+            stream.into_std().expect("a std socket")
+        });
+        stream.set_nonblocking(false).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        RawClient {
+            stream,
+            correlation: 0,
+        }
+    }
+
     /// Sends one request and returns its decoded response.
     pub fn call(&mut self, key: ApiKey, version: i16, body: RequestKind) -> ResponseKind {
         self.send(key, version, &body);
@@ -330,10 +358,15 @@ impl RawClient {
         Some(Bytes::from(body))
     }
 
-    /// True once the gateway has closed this connection.
+    /// True once the gateway has closed this connection (end of stream or a reset);
+    /// false if it is still open after the read timeout or sends bytes.
     pub fn is_closed(&mut self) -> bool {
+        use std::io::ErrorKind::{ConnectionAborted, ConnectionReset};
         let mut probe = [0; 1];
-        matches!(self.stream.read(&mut probe), Ok(0) | Err(_))
+        match self.stream.read(&mut probe) {
+            Ok(n) => n == 0,
+            Err(e) => matches!(e.kind(), ConnectionReset | ConnectionAborted),
+        }
     }
 }
 

@@ -57,6 +57,8 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
         None
     };
 
+    // Bytes the request's records may decompress to, over all its partitions.
+    let mut inflate_budget = gw.settings.limits.max_decompressed_request_bytes;
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic in req.topic_data {
         let meta = if version >= TOPIC_IDS_FROM {
@@ -83,7 +85,8 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
                     };
                     return refused(code, "unknown topic or partition".into());
                 };
-                match check_batch(&config, meta, p.records.unwrap_or_default(), now) {
+                let records = p.records.unwrap_or_default();
+                match check_batch(&config, meta, records, now, &mut inflate_budget) {
                     Err((code, message)) => refused(code, message),
                     Ok((batch, log_append_time)) => {
                         let tp = TopicPartition {
@@ -171,11 +174,14 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
 
 /// Checks one partition's records and prepares them for the log, by the topic's
 /// configurations in force; the append time is set when the topic keeps LogAppendTime.
+/// The records must decompress within what is left of the request's `inflate_budget`
+/// (Kafka's broker decompresses them to validate them too).
 fn check_batch(
     config: &ClusterConfig,
     meta: &TopicMeta,
     records: Bytes,
     now: i64,
+    inflate_budget: &mut usize,
 ) -> Result<(AppendBatch, i64), (ResponseError, String)> {
     let value = |name| config.topic_value(&meta.configs, name).map(|(v, _)| v);
     let max = value("max.message.bytes")
@@ -191,6 +197,9 @@ fn check_batch(
         ));
     }
     let mut header = records::validate(&records).map_err(|e| (e.error_code(), e.to_string()))?;
+    let inflated = records::inflate_batch(&records, *inflate_budget, &mut std::io::sink())
+        .map_err(|e| (e.error_code(), e.to_string()))?;
+    *inflate_budget -= inflated;
     if header.transactional {
         return Err((
             ResponseError::InvalidTxnState,

@@ -104,6 +104,11 @@ struct ApiLabels {
     api: Api,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LimitLabels {
+    limit: &'static str,
+}
+
 /// The gateway's metrics and the registry that encodes them. One per process, shared
 /// through [`crate::Gateway`].
 pub struct Metrics {
@@ -114,6 +119,7 @@ pub struct Metrics {
     received_bytes: Counter,
     sent_bytes: Counter,
     connections: Gauge,
+    refused_connections: Family<LimitLabels, Counter>,
     backend: metered_backend::BackendMetrics,
     pub log_slots: SlotQueues,
     pub offset_slots: SlotQueues,
@@ -163,6 +169,13 @@ impl Metrics {
             "Kafka client connections open",
             connections.clone(),
         );
+        let refused_connections = Family::default();
+        registry.register(
+            "refused_connections",
+            "Kafka connections closed on accept, by the setting that refused them \
+             (max_connections, max_connections_per_ip)",
+            refused_connections.clone(),
+        );
         let backend = metered_backend::BackendMetrics::register(&mut registry);
         let log_slots = SlotQueues::register(
             &mut registry,
@@ -183,6 +196,7 @@ impl Metrics {
             received_bytes,
             sent_bytes,
             connections,
+            refused_connections,
             backend,
             log_slots,
             offset_slots,
@@ -227,6 +241,13 @@ impl Metrics {
                 })
                 .inc_by(run.len() as u64);
         }
+    }
+
+    /// A connection was closed on accept because of the setting `limit`.
+    pub fn connection_refused(&self, limit: &'static str) {
+        self.refused_connections
+            .get_or_create(&LimitLabels { limit })
+            .inc();
     }
 
     /// Counts a connection as open until the returned meter is dropped.
