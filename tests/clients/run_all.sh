@@ -2,7 +2,10 @@
 # Runs every real-client check against one broker; stops at the first failure.
 #   usage: run_all.sh HOST:PORT [extra roundtrip.py args, e.g. --skip-end-offsets]
 # The consumer-group checks (*-groups) wait out the broker's initial rebalance delay
-# (3 s on Kafka and the gateway by default) once or twice each.
+# (3 s on Kafka and the gateway by default) once or twice each. With SASL_BOOTSTRAP (a
+# SASL_PLAINTEXT listener) and SASL_USER/SASL_PASSWORD (a SCRAM user allowed to manage
+# users), the SASL checks run too: confluent-kafka with SCRAM-SHA-512 and the Java
+# AdminClient, producer and consumer with SCRAM-SHA-256.
 set -euo pipefail
 
 BOOTSTRAP=${1:?usage: run_all.sh HOST:PORT [roundtrip.py args]}
@@ -13,6 +16,11 @@ PY=${PYTHON:-$(cd "$HERE/../.." && pwd)/.venv/bin/python}
 
 checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs confluent-configs
         confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups)
+if [ -n "${SASL_BOOTSTRAP:-}" ]; then
+    checks+=(confluent-sasl java-scram)
+else
+    echo "SKIPPED: SASL checks (no SASL_BOOTSTRAP)"
+fi
 passed=0
 for check in "${checks[@]}"; do
     case $check in
@@ -25,6 +33,9 @@ for check in "${checks[@]}"; do
         kafkajs-groups) cmd=(node "$HERE/groups_kafkajs.js" "$BOOTSTRAP") ;;
         java-groups) cmd=(bash "$HERE/java_check.sh" GroupsJava "$BOOTSTRAP") ;;
         kcat-groups) cmd=(bash "$HERE/kcat_groups.sh" "$BOOTSTRAP") ;;
+        confluent-sasl) cmd=("$PY" "$HERE/sasl_confluent.py" --bootstrap "$SASL_BOOTSTRAP"
+                             --user "${SASL_USER:-admin}" --password "${SASL_PASSWORD:-admin-secret}") ;;
+        java-scram) cmd=(bash "$HERE/java_check.sh" ScramJava "$SASL_BOOTSTRAP") ;;
         *) cmd=("$PY" "$HERE/roundtrip.py" --bootstrap "$BOOTSTRAP" --client "$check" "$@") ;;
     esac
     if ! PYTHON=$PY "${cmd[@]}"; then

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""confluent-kafka (librdkafka) over SASL_PLAINTEXT with SCRAM-SHA-512 (issue 7).
+
+  1. The bootstrap user (--user/--password) logs in; alter_user_scram_credentials adds
+     a user with SCRAM-SHA-512; describe_user_scram_credentials lists it.
+  2. The new user creates a topic, produces ten records and consumes them back.
+  3. A wrong password gets the broker's authentication error, not a timeout.
+
+    sasl_confluent.py --bootstrap 127.0.0.1:9093 --user admin --password admin-secret
+Prints `PASS confluent-sasl` or exits non-zero naming the first failure.
+"""
+import argparse
+import sys
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialUpsertion)
+
+TIMEOUT = 20
+
+
+class Fail(Exception):
+    pass
+
+
+def check(ok, what):
+    if not ok:
+        raise Fail(what)
+
+
+def config(bootstrap, user, password):
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+
+
+def run(bootstrap, admin_user, admin_password):
+    tag = uuid.uuid4().hex[:8]
+    user, password = f"py-{tag}", f"py-pass-{tag}"
+    admin = AdminClient(config(bootstrap, admin_user, admin_password))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    upsert = UserScramCredentialUpsertion(user, info, password.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=TIMEOUT)
+    described = admin.describe_user_scram_credentials([user])[user].result(timeout=TIMEOUT)
+    infos = [(i.mechanism, i.iterations) for i in described.scram_credential_infos]
+    check(infos == [(ScramMechanism.SCRAM_SHA_512, 8192)], f"described {infos}")
+
+    mine = config(bootstrap, user, password)
+    topic = f"sasl-confluent-{tag}"
+    own_admin = AdminClient(mine)
+    for future in own_admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(timeout=TIMEOUT)
+    producer = Producer(mine)
+    for i in range(10):
+        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode())
+    check(producer.flush(TIMEOUT) == 0, "records not acknowledged")
+    consumer = Consumer({**mine, "group.id": f"g-{tag}", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got, deadline = [], time.time() + TIMEOUT
+    while len(got) < 10 and time.time() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None:
+            check(m.error() is None, f"consume error {m.error()}")
+            got.append(m.value().decode())
+    consumer.close()
+    check(got == [f"v{i}" for i in range(10)], f"consumed {got}")
+
+    errors = []
+    wrong = Producer({**config(bootstrap, user, "not-" + password),
+                      "error_cb": errors.append})
+    deadline = time.time() + TIMEOUT
+    while not errors and time.time() < deadline:
+        wrong.poll(0.2)
+    check(any(e.code() == KafkaError._AUTHENTICATION for e in errors),
+          f"no authentication error reported: {errors}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--user", default="admin")
+    parser.add_argument("--password", default="admin-secret")
+    args = parser.parse_args()
+    try:
+        run(args.bootstrap, args.user, args.password)
+    except (Fail, KafkaException) as e:
+        print(f"FAIL confluent-sasl: {e}", file=sys.stderr)
+        sys.exit(1)
+    print("PASS confluent-sasl")
+
+
+if __name__ == "__main__":
+    main()
