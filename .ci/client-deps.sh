@@ -14,6 +14,9 @@ command -v javac >/dev/null || pkgs+=(default-jdk-headless)
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 # KafkaJS (tests/clients/package.json) runs on Node.
 command -v npm >/dev/null || pkgs+=(nodejs npm)
+# librdkafka (the rdkafka crate in cargo test) links OpenSSL for TLS and SCRAM.
+dpkg -s libssl-dev >/dev/null 2>&1 || pkgs+=(libssl-dev)
+command -v pkg-config >/dev/null || pkgs+=(pkg-config)
 if [ ${#pkgs[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
