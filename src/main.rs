@@ -6,6 +6,7 @@ mod embedded;
 mod iggy;
 mod listeners;
 mod settings;
+mod tls;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::membership::Leave;
+use iggy_kafka_actors::tls::TlsListener;
 use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -40,6 +42,8 @@ enum StartError {
     Iggy(#[from] iggy::StartError),
     #[error("configuration error: {0}")]
     Settings(#[from] settings::SettingsError),
+    #[error("TLS: {0}")]
+    Tls(#[from] tls::TlsError),
     #[error("cannot start the gateway: {0}")]
     Gateway(#[from] iggy_kafka_actors::config_catalog::StartError),
     #[error("cannot store the SCRAM credentials of the bootstrap users: {0}")]
@@ -119,6 +123,17 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         }
         BackendKind::Iggy => Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?),
     };
+    // Loaded before any listener binds: bad TLS files stop startup.
+    let tls = match settings.tls()? {
+        Some(files) => Some(TlsListener {
+            config: tls::watch_files(
+                files,
+                Duration::from_millis(settings.ssl_reload_interval_ms),
+            )?,
+            handshake_timeout: Duration::from_millis(settings.ssl_handshake_timeout_ms),
+        }),
+        None => None,
+    };
     let mut bound = Vec::new();
     for config in settings.listeners()? {
         let (socket, at) = listen(config.bind).await?;
@@ -161,7 +176,10 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         lines += &format!("iggy-kafka-gateway listener {} on {at}\n", config.name);
         accepting.push(actix_rt::spawn(server::serve(
             socket,
-            config.listener(),
+            (
+                config.listener(),
+                config.protocol.uses_tls().then(|| tls.clone()).flatten(),
+            ),
             gateway.clone(),
             handles.clone(),
             connections.clone(),

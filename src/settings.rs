@@ -16,8 +16,9 @@ use iggy_kafka_actors::{BrokerSettings, TopicRules};
 use serde::Deserialize;
 
 use crate::embedded::SyncPolicy;
-use crate::iggy::{IggyConfig, TopicOverride};
+use crate::iggy::{IggyConfig, IggyTls, TopicOverride};
 use crate::listeners::ListenerConfig;
+use crate::tls::{ClientAuth, ClientCertificates, TlsFiles};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -95,6 +96,18 @@ pub struct Settings {
     pub advertised_host: Option<String>,
     /// Port clients are told to connect to; the bound port when unset.
     pub advertised_port: Option<u16>,
+    /// PEM certificate chain of the SSL and SASL_SSL listeners (server certificate first).
+    pub ssl_certificate_file: Option<PathBuf>,
+    /// PEM private key of that certificate (PKCS#8, PKCS#1 or SEC1, unencrypted).
+    pub ssl_key_file: Option<PathBuf>,
+    /// Kafka's `ssl.client.auth`: none, requested or required.
+    pub ssl_client_auth: ClientAuth,
+    /// PEM CA certificates client certificates must chain to.
+    pub ssl_ca_file: Option<PathBuf>,
+    /// How often the TLS files are checked for changes (also reloaded on SIGHUP).
+    pub ssl_reload_interval_ms: u64,
+    /// A TLS client must finish its handshake within this long.
+    pub ssl_handshake_timeout_ms: u64,
     /// Address of the HTTP admin listener (`/healthz`, `/readyz`, `/metrics`); port 0
     /// picks a free port. Loopback by default, like the Kafka listener.
     pub admin_bind_address: SocketAddr,
@@ -130,6 +143,13 @@ pub struct Settings {
     pub iggy_request_timeout_ms: u64,
     /// Topics the gateway creates fsync every write in Iggy.
     pub iggy_fsync: bool,
+    /// Connect to the Iggy server over TLS.
+    pub iggy_tls_enabled: bool,
+    /// Name the Iggy server's certificate must carry; the host of `iggy_address` when unset.
+    pub iggy_tls_domain: Option<String>,
+    /// PEM CA certificates the Iggy server's certificate must chain to; the
+    /// webpki roots when unset.
+    pub iggy_tls_ca_file: Option<PathBuf>,
     /// Per-topic homes in Iggy; two Kafka names may not share one Iggy topic.
     pub iggy_topics: Vec<IggyTopic>,
     pub max_request_bytes: usize,
@@ -199,6 +219,12 @@ impl Default for Settings {
             bind_address: None,
             advertised_host: None,
             advertised_port: None,
+            ssl_certificate_file: None,
+            ssl_key_file: None,
+            ssl_client_auth: ClientAuth::None,
+            ssl_ca_file: None,
+            ssl_reload_interval_ms: 10_000,
+            ssl_handshake_timeout_ms: 10_000,
             admin_bind_address: SocketAddr::from(([127, 0, 0, 1], 9644)),
             node_id: 0,
             cluster_id: "iggy-kafka-gateway".into(),
@@ -219,6 +245,9 @@ impl Default for Settings {
             iggy_connect_timeout_ms: 30_000,
             iggy_request_timeout_ms: 15_000,
             iggy_fsync: false,
+            iggy_tls_enabled: false,
+            iggy_tls_domain: None,
+            iggy_tls_ca_file: None,
             iggy_topics: Vec::new(),
             max_request_bytes: 100 * 1024 * 1024,
             max_connections: 10_000,
@@ -357,12 +386,7 @@ impl Settings {
                 reason: "must not be empty".into(),
             });
         }
-        if let Some(l) = self.listeners()?.iter().find(|l| l.protocol.uses_tls()) {
-            return Err(SettingsError::Invalid {
-                name: "listeners",
-                reason: format!("'{}': TLS listeners are not available yet", l.name),
-            });
-        }
+        self.tls()?;
         if self.backend == BackendKind::Iggy {
             self.check_iggy()?;
         }
@@ -557,7 +581,56 @@ impl Settings {
             request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),
             fsync: self.iggy_fsync,
             topics: self.topic_overrides(),
+            tls: self.iggy_tls_enabled.then(|| IggyTls {
+                domain: self.iggy_tls_domain.clone().unwrap_or_default(),
+                ca_file: self.iggy_tls_ca_file.clone(),
+            }),
         })
+    }
+
+    /// The TLS files of the SSL and SASL_SSL listeners; `None` when no listener uses TLS.
+    pub fn tls(&self) -> Result<Option<TlsFiles>, SettingsError> {
+        let tls_listener = self
+            .listeners()?
+            .into_iter()
+            .find(|l| l.protocol.uses_tls());
+        let Some(listener) = tls_listener else {
+            return Ok(None);
+        };
+        let required = |name: &'static str, value: &Option<PathBuf>| {
+            value.clone().ok_or_else(|| SettingsError::Invalid {
+                name,
+                reason: format!("must be set for the {} listener", listener.name),
+            })
+        };
+        let certificate = required("ssl_certificate_file", &self.ssl_certificate_file)?;
+        let key = required("ssl_key_file", &self.ssl_key_file)?;
+        let clients = match self.ssl_client_auth {
+            ClientAuth::None => ClientCertificates::NotAsked,
+            ClientAuth::Requested => ClientCertificates::Requested {
+                ca: required("ssl_ca_file", &self.ssl_ca_file)?,
+            },
+            ClientAuth::Required => ClientCertificates::Required {
+                ca: required("ssl_ca_file", &self.ssl_ca_file)?,
+            },
+        };
+        let bounds = [
+            ("ssl_reload_interval_ms", self.ssl_reload_interval_ms, 100),
+            ("ssl_handshake_timeout_ms", self.ssl_handshake_timeout_ms, 1),
+        ];
+        for (name, value, least) in bounds {
+            if value < least {
+                return Err(SettingsError::Invalid {
+                    name,
+                    reason: format!("must be at least {least}, got {value}"),
+                });
+            }
+        }
+        Ok(Some(TlsFiles {
+            certificate,
+            key,
+            clients,
+        }))
     }
 
     pub fn sync_policy(&self) -> SyncPolicy {

@@ -124,3 +124,49 @@ fn bad_listener_settings_stop_startup() {
     );
     refused_naming(&out, &["bind_address", "listeners"]);
 }
+
+#[test]
+fn bad_tls_settings_stop_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nnot base64\n").unwrap();
+    let cert = cert.to_str().unwrap();
+    let ssl = (
+        "IGGY_KAFKA_LISTENERS",
+        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+    );
+    let out = start(&[ssl], &[]);
+    refused_naming(&out, &["ssl_certificate_file", "SSL"]);
+    let files = [
+        ("IGGY_KAFKA_SSL_CERTIFICATE_FILE", cert),
+        ("IGGY_KAFKA_SSL_KEY_FILE", "/no/such/key.pem"),
+    ];
+    // Files are read when the gateway starts, after the settings passed.
+    let out = start(&[ssl, files[0], files[1]], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cert.pem: a PEM section does not end"),
+        "{stderr}"
+    );
+    let out = start(
+        &[
+            ssl,
+            files[0],
+            files[1],
+            ("IGGY_KAFKA_SSL_CLIENT_AUTH", "required"),
+        ],
+        &[],
+    );
+    refused_naming(&out, &["ssl_ca_file"]);
+    let out = start(
+        &[
+            ssl,
+            files[0],
+            files[1],
+            ("IGGY_KAFKA_SSL_CLIENT_AUTH", "sometimes"),
+        ],
+        &[],
+    );
+    refused_naming(&out, &["sometimes"]);
+}

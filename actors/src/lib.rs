@@ -31,6 +31,7 @@ pub mod server;
 pub mod session;
 #[cfg(test)]
 mod test_backend;
+pub mod tls;
 pub mod topic_admin;
 pub mod wire;
 

@@ -1,7 +1,8 @@
 //! A listener's accept loop: accepts sockets, enforces the connection limits (in total
 //! and per source address), and starts each connection actor on one of the worker
 //! arbiters (one per core), round robin. Each configured listener runs one loop; the
-//! connection limits are shared by all.
+//! connection limits are shared by all. On a TLS listener the handshake runs on the
+//! worker, bounded in time; a failed one is logged and closes that socket only.
 
 use std::sync::Arc;
 
@@ -13,11 +14,13 @@ use crate::connection::Connection;
 use crate::gateway::Gateway;
 use crate::limits::ConnectionLimits;
 use crate::session::{Listener, Principal};
+use crate::tls::TlsListener;
 
-/// Accepts connections on `socket` for `listener` until `shutdown` turns true.
+/// Accepts connections on `socket` for `listener` (wrapped in `tls` when given) until
+/// `shutdown` turns true.
 pub async fn serve(
     socket: TcpListener,
-    listener: Listener,
+    (listener, tls): (Listener, Option<TlsListener>),
     gateway: Gateway,
     workers: Vec<ArbiterHandle>,
     connections: Arc<ConnectionLimits>,
@@ -55,6 +58,7 @@ pub async fn serve(
             }
         };
         let (gateway, listener, shutdown) = (gateway.clone(), listener.clone(), shutdown.clone());
+        let tls = tls.clone();
         let worker = &workers[next % workers.len()];
         next = next.wrapping_add(1);
         worker.spawn(async move {
@@ -65,9 +69,17 @@ pub async fn serve(
             if let Err(e) = stream.set_nodelay(true) {
                 tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
             }
-            let principal = Principal::anonymous();
-            let halves = stream.into_split();
-            Connection::start(gateway, halves, peer, (listener, principal), slot, shutdown);
+            let Some(tls) = tls else {
+                let (halves, who) = (stream.into_split(), (listener, Principal::anonymous()));
+                return Connection::start(gateway, halves, peer, who, slot, shutdown);
+            };
+            match tls.accept(stream).await {
+                Ok((stream, principal)) => {
+                    let halves = tokio::io::split(stream);
+                    Connection::start(gateway, halves, peer, (listener, principal), slot, shutdown);
+                }
+                Err(e) => tracing::info!(%peer, listener = %listener.name, error = %e, "TLS handshake failed"),
+            }
         });
     }
     tracing::info!(listener = %listener.name, "stopped accepting connections");

@@ -107,6 +107,17 @@ pub struct IggyConfig {
     pub fsync: bool,
     /// Kafka topics kept elsewhere than `stream`/same name.
     pub topics: Vec<TopicOverride>,
+    /// TLS to the Iggy server, when enabled.
+    pub tls: Option<IggyTls>,
+}
+
+/// TLS to the Iggy server (the SDK's TCP client).
+#[derive(Clone, Debug)]
+pub struct IggyTls {
+    /// Name the server certificate must carry; empty: the host of `address`.
+    pub domain: String,
+    /// CA certificates the server certificate must chain to; else the webpki roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -81,9 +81,16 @@ pub fn is_connection_error(e: &IggyError) -> bool {
 }
 
 impl Conn {
-    fn new(address: &str, credentials: Arc<Credentials>) -> Result<Conn, ConnectError> {
+    fn new(server: &IggyConfig, credentials: Arc<Credentials>) -> Result<Conn, ConnectError> {
+        let address = &server.address;
+        let tls = server.tls.as_ref();
         let config = TcpClientConfig {
             server_address: address.to_string(),
+            tls_enabled: tls.is_some(),
+            tls_domain: tls.map(|t| t.domain.clone()).unwrap_or_default(),
+            tls_ca_file: tls
+                .and_then(|t| t.ca_file.as_ref())
+                .map(|p| p.display().to_string()),
             auto_login: AutoLogin::Disabled,
             reconnection: TcpClientReconnectionConfig {
                 enabled: false,
@@ -227,13 +234,13 @@ impl Pools {
             username: config.username.clone(),
             password: config.password.clone(),
         });
-        let admin = Conn::new(&config.address, credentials.clone())?;
+        let admin = Conn::new(config, credentials.clone())?;
         first_contact(&admin, config).await?;
-        let mirror = Conn::new(&config.address, credentials.clone())?;
-        let membership = Conn::new(&config.address, credentials.clone())?;
-        let snapshots = Conn::new(&config.address, credentials.clone())?;
+        let mirror = Conn::new(config, credentials.clone())?;
+        let membership = Conn::new(config, credentials.clone())?;
+        let snapshots = Conn::new(config, credentials.clone())?;
         let signed_in = || async {
-            let conn = Conn::new(&config.address, credentials.clone())?;
+            let conn = Conn::new(config, credentials.clone())?;
             conn.ready().await.map_err(|source| ConnectError::SignIn {
                 address: config.address.clone(),
                 source,

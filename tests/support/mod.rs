@@ -7,6 +7,7 @@ pub mod configs;
 pub mod groups;
 pub mod iggy;
 pub mod kafka;
+pub mod tls;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

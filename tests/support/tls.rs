@@ -1,0 +1,85 @@
+//! Test certificates, made fresh by each test with rcgen (no key is ever committed):
+//! a CA, server certificates for 127.0.0.1/localhost, client certificates with a
+//! subject, all as PEM files in a temporary directory.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa, KeyPair,
+};
+
+/// A CA and the files it signs, in `dir`.
+pub struct Pki {
+    pub dir: tempfile::TempDir,
+    ca: CertifiedIssuer<'static, KeyPair>,
+}
+
+/// A certificate and its key, as files.
+pub struct Issued {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Pki {
+    pub fn new() -> Pki {
+        let mut params = CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name = dn(&[(DnType::CommonName, "gateway test CA")]);
+        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        let pki = Pki {
+            dir: tempfile::tempdir().unwrap(),
+            ca,
+        };
+        std::fs::write(pki.ca_file(), pki.ca.pem()).unwrap();
+        pki
+    }
+
+    /// The CA certificate (PEM), for clients and for `ssl_ca_file`.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// A server certificate for 127.0.0.1 and localhost with common name `cn`, written
+    /// to `NAME.pem` and `NAME.key`.
+    pub fn server(&self, name: &str, cn: &str) -> Issued {
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        params.distinguished_name = dn(&[(DnType::CommonName, cn)]);
+        self.issue(name, params)
+    }
+
+    /// A client certificate with subject `subject` (in the order given, most
+    /// significant first, as certificates list it).
+    pub fn client(&self, name: &str, subject: &[(DnType, &str)]) -> Issued {
+        let mut params = CertificateParams::new(Vec::new()).unwrap();
+        params.distinguished_name = dn(subject);
+        self.issue(name, params)
+    }
+
+    fn issue(&self, name: &str, params: CertificateParams) -> Issued {
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.ca).unwrap();
+        let issued = Issued {
+            cert: self.dir.path().join(format!("{name}.pem")),
+            key: self.dir.path().join(format!("{name}.key")),
+        };
+        write_atomically(&issued.cert, cert.pem().as_bytes());
+        write_atomically(&issued.key, key.serialize_pem().as_bytes());
+        issued
+    }
+}
+
+fn dn(entries: &[(DnType, &str)]) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    for (ty, value) in entries {
+        dn.push(ty.clone(), *value);
+    }
+    dn
+}
+
+/// Replaces `path` in one step, as a deployment tool would (write, then rename).
+pub fn write_atomically(path: &Path, contents: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}

@@ -1,0 +1,367 @@
+//! TLS listeners: librdkafka producing and consuming over SSL next to a plain
+//! listener, client certificates required, certificates reloaded when their files
+//! change or on SIGHUP while open connections carry on, and handshakes that fail or
+//! stall closed without harm. Certificates are made by each test (rcgen).
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rcgen::DnType;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::ClientContext;
+use rdkafka::{Offset, TopicPartitionList};
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use support::tls::{write_atomically, Issued, Pki};
+use support::Gateway;
+
+/// A gateway with a PLAINTEXT and an SSL listener serving `server`.
+fn gateway(pki: &Pki, server: &Issued, extra: &[(&str, &str)]) -> Gateway {
+    let (cert, key) = (server.cert.to_str().unwrap(), server.key.to_str().unwrap());
+    let mut settings = vec![
+        ("listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"),
+        ("ssl_certificate_file", cert),
+        ("ssl_key_file", key),
+        ("auto_create_topics_enable", "true"),
+    ];
+    let ca = pki.ca_file();
+    let ca = ca.to_str().unwrap().to_string();
+    let ca_needed = extra.iter().any(|(k, _)| *k == "ssl_client_auth");
+    if ca_needed {
+        settings.push(("ssl_ca_file", ca.as_str()));
+    }
+    settings.extend_from_slice(extra);
+    Gateway::start_with(&settings)
+}
+
+/// librdkafka settings for an SSL connection trusting the test CA, with a client
+/// certificate when given.
+fn ssl_client(bootstrap: SocketAddr, pki: &Pki, client: Option<&Issued>) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap.to_string())
+        .set("security.protocol", "ssl")
+        .set("ssl.ca.location", pki.ca_file().to_str().unwrap())
+        .set("ssl.endpoint.identification.algorithm", "https");
+    if let Some(client) = client {
+        c.set("ssl.certificate.location", client.cert.to_str().unwrap())
+            .set("ssl.key.location", client.key.to_str().unwrap());
+    }
+    c
+}
+
+fn plain_client(bootstrap: SocketAddr) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap.to_string());
+    c
+}
+
+/// Delivery outcomes as librdkafka reports them.
+#[derive(Clone, Default)]
+struct Deliveries(Arc<Mutex<Vec<Result<(), String>>>>);
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        let outcome = result.as_ref().map(|_| ()).map_err(|(e, _)| e.to_string());
+        self.0.lock().unwrap().push(outcome);
+    }
+}
+
+/// Produces `values` to partition 0 of `topic`, every one acknowledged.
+fn produce(config: &ClientConfig, topic: &str, values: &[String]) {
+    let deliveries = Deliveries::default();
+    let producer: ThreadedProducer<Deliveries> = config
+        .clone()
+        .set("message.timeout.ms", "10000")
+        .create_with_context(deliveries.clone())
+        .expect("producer");
+    for v in values {
+        producer
+            .send(BaseRecord::<(), _>::to(topic).partition(0).payload(v))
+            .map_err(|(e, _)| e)
+            .expect("queue a record");
+    }
+    producer.flush(Duration::from_secs(15)).expect("flush");
+    let outcomes = deliveries.0.lock().unwrap().clone();
+    assert_eq!(outcomes.len(), values.len());
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+}
+
+/// Whether a client with `config` fails to fetch metadata (within 5 s).
+fn refused(config: &ClientConfig) -> bool {
+    let consumer: BaseConsumer = config.create().expect("client");
+    consumer
+        .fetch_metadata(None, Duration::from_secs(5))
+        .is_err()
+}
+
+/// Reads partition 0 of `topic` from the start until `n` values came.
+fn consume(config: &ClientConfig, topic: &str, n: usize) -> Vec<String> {
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", "tls-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&tpl).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while got.len() < n {
+        assert!(Instant::now() < deadline, "read {} of {n}", got.len());
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => got.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap()),
+            Some(Err(e)) => panic!("consume: {e}"),
+            None => {}
+        }
+    }
+    got
+}
+
+fn values(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+#[test]
+fn librdkafka_over_ssl_next_to_a_plain_listener() {
+    let pki = Pki::new();
+    let server = pki.server("server", "gateway");
+    let gw = gateway(&pki, &server, &[]);
+    let (plain, ssl) = (gw.listener("PLAINTEXT"), gw.listener("SSL"));
+
+    // Over SSL, librdkafka bootstraps, then connects to the broker Metadata names: the
+    // SSL listener's address, checked against the certificate.
+    let over_ssl = values("ssl", 200);
+    produce(&ssl_client(ssl, &pki, None), "secure", &over_ssl);
+    let over_plain = values("plain", 100);
+    produce(&plain_client(plain), "secure", &over_plain);
+
+    let all: Vec<String> = over_ssl.iter().chain(&over_plain).cloned().collect();
+    assert_eq!(
+        consume(&ssl_client(ssl, &pki, None), "secure", all.len()),
+        all
+    );
+    assert_eq!(consume(&plain_client(plain), "secure", all.len()), all);
+
+    // Plain Kafka on the SSL port gets nowhere, and TLS on the plain port neither.
+    assert!(!refused(&ssl_client(ssl, &pki, None)));
+    assert!(
+        refused(&plain_client(ssl)),
+        "plaintext served on the SSL listener"
+    );
+    assert!(
+        refused(&ssl_client(plain, &pki, None)),
+        "TLS served on the plain listener"
+    );
+}
+
+#[test]
+fn a_required_client_certificate_is_checked() {
+    let pki = Pki::new();
+    let server = pki.server("server", "gateway");
+    let gw = gateway(&pki, &server, &[("ssl_client_auth", "required")]);
+    let ssl = gw.listener("SSL");
+
+    let alice = pki.client(
+        "alice",
+        &[
+            (DnType::OrganizationName, "Acme"),
+            (DnType::CommonName, "alice"),
+        ],
+    );
+    produce(
+        &ssl_client(ssl, &pki, Some(&alice)),
+        "mtls",
+        &values("a", 10),
+    );
+    assert_eq!(
+        consume(&ssl_client(ssl, &pki, Some(&alice)), "mtls", 10),
+        values("a", 10)
+    );
+    assert!(!refused(&ssl_client(ssl, &pki, Some(&alice))));
+
+    let anonymous = ssl_client(ssl, &pki, None);
+    assert!(
+        refused(&anonymous),
+        "a client without a certificate was served"
+    );
+
+    // A certificate from another CA is refused too.
+    let other_ca = Pki::new();
+    let stranger = other_ca.client("mallory", &[(DnType::CommonName, "mallory")]);
+    let stranger = ssl_client(ssl, &pki, Some(&stranger));
+    assert!(
+        refused(&stranger),
+        "a certificate of an unknown CA was accepted"
+    );
+}
+
+/// A TLS connection to `addr` trusting `pki`'s CA.
+fn tls_connect(
+    addr: SocketAddr,
+    pki: &Pki,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = std::fs::read(pki.ca_file()).unwrap();
+    for cert in rustls_pemfile_certs(&ca) {
+        roots.add(cert).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    tls.flush().unwrap(); // drives the handshake
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).unwrap();
+    }
+    tls
+}
+
+fn rustls_pemfile_certs(pem: &[u8]) -> Vec<CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The server certificate a new TLS connection gets.
+fn served_certificate(addr: SocketAddr, pki: &Pki) -> Vec<u8> {
+    let tls = tls_connect(addr, pki);
+    tls.conn.peer_certificates().unwrap()[0].to_vec()
+}
+
+fn file_der(path: &std::path::Path) -> Vec<u8> {
+    rustls_pemfile_certs(&std::fs::read(path).unwrap())[0].to_vec()
+}
+
+/// ApiVersions v0 over `stream`: true if a well-formed answer came back.
+fn api_versions(stream: &mut impl ReadWrite) -> bool {
+    // size, api key 18, version 0, correlation id 7, client id null
+    let request = [0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 7, 0xff, 0xff];
+    if stream.write_all(&request).is_err() {
+        return false;
+    }
+    let mut size = [0u8; 4];
+    if stream.read_exact(&mut size).is_err() {
+        return false;
+    }
+    let mut body = vec![0u8; u32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut body).is_ok() && body[..4] == [0, 0, 0, 7]
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within 15 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_changed_certificate_is_served_to_new_connections_only() {
+    let pki = Pki::new();
+    let first = pki.server("server", "first");
+    let gw = gateway(&pki, &first, &[("ssl_reload_interval_ms", "200")]);
+    let ssl = gw.listener("SSL");
+    assert_eq!(served_certificate(ssl, &pki), file_der(&first.cert));
+    let mut open = tls_connect(ssl, &pki);
+    assert!(api_versions(&mut open));
+
+    // A broken certificate is not taken: the first one stays.
+    let served_first = file_der(&first.cert);
+    write_atomically(&first.cert, b"-----BEGIN CERTIFICATE-----\nnot base64\n");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(served_certificate(ssl, &pki), served_first);
+
+    // A new pair written in place is served to new connections.
+    let second = pki.server("server", "second");
+    let want = file_der(&second.cert);
+    wait_for("new certificate served", || {
+        served_certificate(ssl, &pki) == want
+    });
+    // The connection opened before carries on with the old session.
+    assert!(
+        api_versions(&mut open),
+        "an open connection was dropped by the reload"
+    );
+}
+
+#[test]
+fn sighup_reloads_the_certificate() {
+    let pki = Pki::new();
+    let first = pki.server("server", "first");
+    // Polling far apart: only the signal can bring the new certificate in time.
+    let gw = gateway(&pki, &first, &[("ssl_reload_interval_ms", "3600000")]);
+    let ssl = gw.listener("SSL");
+    let old = file_der(&first.cert);
+    assert_eq!(served_certificate(ssl, &pki), old);
+    let second = pki.server("server", "second");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        served_certificate(ssl, &pki),
+        old,
+        "reloaded without being asked"
+    );
+    gw.signal("HUP");
+    let want = file_der(&second.cert);
+    wait_for("certificate reloaded on SIGHUP", || {
+        served_certificate(ssl, &pki) == want
+    });
+}
+
+#[test]
+fn stalled_and_garbage_handshakes_are_closed_and_harmless() {
+    let pki = Pki::new();
+    let server = pki.server("server", "gateway");
+    let gw = gateway(&pki, &server, &[("ssl_handshake_timeout_ms", "500")]);
+    let ssl = gw.listener("SSL");
+
+    // Connected, silent: closed once the handshake timeout passes.
+    let mut silent = TcpStream::connect(ssl).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    assert!(matches!(silent.read(&mut buf), Ok(0) | Err(_)));
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(5),
+        "closed after {waited:?}"
+    );
+
+    // A plaintext Kafka request instead of a ClientHello: refused, never answered.
+    let mut plain = TcpStream::connect(ssl).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(!api_versions(&mut plain));
+
+    // Both listeners still serve.
+    let mut tls = tls_connect(ssl, &pki);
+    assert!(api_versions(&mut tls));
+    let mut tcp = TcpStream::connect(gw.listener("PLAINTEXT")).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(api_versions(&mut tcp));
+}
