@@ -318,6 +318,10 @@ async fn read_frames<R: AsyncRead + Unpin>(
                     }
                 }
                 Ok(None) => break None,
+                // A TLS client that closed without close_notify, as Kafka clients do.
+                Err(WireError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    break None
+                }
                 Err(e) => break Some(e),
             },
         }

@@ -813,7 +813,7 @@ impl Inner {
     }
 
     async fn check_login(&self, username: &str, password: &str) -> BackendResult<bool> {
-        pool::check_login(&self.config.address, username, password)
+        pool::check_login(&self.config, username, password)
             .await
             .map_err(|e| backend_error(e, None, ""))
     }

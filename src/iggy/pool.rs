@@ -192,12 +192,16 @@ impl Drop for Lease<'_> {
 
 /// Whether `username` logs in to the Iggy server with `password`, on a connection of
 /// its own that is closed right after.
-pub async fn check_login(address: &str, username: &str, password: &str) -> Result<bool, IggyError> {
+pub async fn check_login(
+    server: &IggyConfig,
+    username: &str,
+    password: &str,
+) -> Result<bool, IggyError> {
     let credentials = Arc::new(Credentials {
         username: username.to_string(),
         password: password.to_string(),
     });
-    let conn = Conn::new(address, credentials).map_err(|_| IggyError::CannotEstablishConnection)?;
+    let conn = Conn::new(server, credentials).map_err(|_| IggyError::CannotEstablishConnection)?;
     conn.client.connect().await?;
     let login = conn.client.login_user(username, password).await;
     let _ = conn.client.disconnect().await;
