@@ -21,6 +21,13 @@ if [ -n "${SASL_BOOTSTRAP:-}" ]; then
 else
     echo "SKIPPED: SASL checks (no SASL_BOOTSTRAP)"
 fi
+# With SSL_BOOTSTRAP (an SSL listener) and SSL_CA (the CA of its certificate), the TLS
+# checks run: kcat and confluent-kafka over SSL.
+if [ -n "${SSL_BOOTSTRAP:-}" ]; then
+    checks+=(kcat-ssl confluent-ssl)
+else
+    echo "SKIPPED: SSL checks (no SSL_BOOTSTRAP)"
+fi
 passed=0
 for check in "${checks[@]}"; do
     case $check in
@@ -36,6 +43,8 @@ for check in "${checks[@]}"; do
         confluent-sasl) cmd=("$PY" "$HERE/sasl_confluent.py" --bootstrap "$SASL_BOOTSTRAP"
                              --user "${SASL_USER:-admin}" --password "${SASL_PASSWORD:-admin-secret}") ;;
         java-scram) cmd=(bash "$HERE/java_check.sh" ScramJava "$SASL_BOOTSTRAP") ;;
+        kcat-ssl) cmd=(bash "$HERE/kcat_ssl.sh" "$SSL_BOOTSTRAP" "$SSL_CA") ;;
+        confluent-ssl) cmd=("$PY" "$HERE/ssl_confluent.py" --bootstrap "$SSL_BOOTSTRAP" --ca "$SSL_CA") ;;
         *) cmd=("$PY" "$HERE/roundtrip.py" --bootstrap "$BOOTSTRAP" --client "$check" "$@") ;;
     esac
     if ! PYTHON=$PY "${cmd[@]}"; then
