@@ -5,7 +5,9 @@
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
+use crate::backend::ScramMechanism;
 use crate::records;
+use crate::sasl;
 use crate::wire::{self, FrameCodec};
 
 /// Bytes as they come off a socket: cut into frames (a small limit, so sizes both
@@ -34,6 +36,26 @@ pub fn record_batch(data: &[u8]) {
     }
 }
 
+/// Bytes as SaslAuthenticate carries them: a PLAIN message, a SCRAM client-first
+/// message, and, split at the first NUL, a whole SCRAM exchange (client-first, then
+/// client-final) against a stand-in credential, under both SCRAM mechanisms.
+pub fn sasl_message(data: &[u8]) {
+    let _ = sasl::plain::parse(data);
+    let (first, last) = match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    for mechanism in ScramMechanism::ALL {
+        let Ok(first) = sasl::scram::parse_client_first(first) else {
+            return;
+        };
+        let credential = sasl::scram::decoy_credential(mechanism, b"fuzz", &first.user);
+        let decoy = credential.clone();
+        let (exchange, _) = sasl::scram::Exchange::start(mechanism, first, Some(credential), decoy);
+        let _ = exchange.finish(last);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -59,5 +81,6 @@ mod tests {
     fn saved_fuzz_inputs_no_longer_crash() {
         assert!(replay("decode_request", super::decode_request) > 0);
         assert!(replay("record_batch", super::record_batch) > 0);
+        assert!(replay("sasl_message", super::sasl_message) > 0);
     }
 }
