@@ -19,6 +19,7 @@ use rdkafka::ClientContext;
 use rdkafka::{Offset, TopicPartitionList};
 use rustls::pki_types::{CertificateDer, ServerName};
 
+use support::iggy::IggyServer;
 use support::tls::{write_atomically, Issued, Pki};
 use support::Gateway;
 
@@ -364,4 +365,38 @@ fn stalled_and_garbage_handshakes_are_closed_and_harmless() {
     let mut tcp = TcpStream::connect(gw.listener("PLAINTEXT")).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     assert!(api_versions(&mut tcp));
+}
+
+#[test]
+fn the_gateway_reaches_iggy_over_tls() {
+    let pki = Pki::new();
+    let iggy = pki.server("iggy", "iggy");
+    let (cert, key) = (iggy.cert.to_str().unwrap(), iggy.key.to_str().unwrap());
+    let Some(server) = IggyServer::start_with_env(&[
+        ("IGGY_TCP_TLS_ENABLED", "true"),
+        ("IGGY_TCP_TLS_SELF_SIGNED", "false"),
+        ("IGGY_TCP_TLS_CERT_FILE", cert),
+        ("IGGY_TCP_TLS_KEY_FILE", key),
+    ]) else {
+        return;
+    };
+    let ca = pki.ca_file();
+    let mut gw = server.gateway_with(&[
+        ("iggy_tls_enabled", "true"),
+        ("iggy_tls_domain", "localhost"),
+        ("iggy_tls_ca_file", ca.to_str().unwrap()),
+    ]);
+    produce(&plain_client(gw.addr), "via-tls", &values("t", 20));
+    assert_eq!(
+        consume(&plain_client(gw.addr), "via-tls", 20),
+        values("t", 20)
+    );
+
+    // The same server without TLS on the gateway's side: no connection, no start.
+    let (code, stderr) = gw.refused_restart_with(&[
+        ("iggy_tls_enabled", "false"),
+        ("iggy_connect_timeout_ms", "2000"),
+    ]);
+    assert_ne!(code, Some(0), "{stderr}");
+    assert!(stderr.contains(&server.addr.to_string()), "{stderr}");
 }

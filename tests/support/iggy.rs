@@ -52,25 +52,42 @@ pub struct IggyServer {
     child: Child,
     pub addr: SocketAddr,
     dir: tempfile::TempDir,
+    /// Extra `IGGY_*` environment it runs with (TLS), kept for restarts.
+    env: Vec<(String, String)>,
 }
 
 impl IggyServer {
     pub fn start() -> Option<IggyServer> {
+        Self::start_with_env(&[])
+    }
+
+    /// A server with extra environment (`IGGY_TCP_TLS_ENABLED`, ...).
+    pub fn start_with_env(env: &[(&str, &str)]) -> Option<IggyServer> {
         let bin = server_bin()?;
         let dir = tempfile::tempdir().expect("temp dir");
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let child = Self::spawn(&bin, &dir, addr);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let child = Self::spawn(&bin, &dir, addr, &env);
         let server = IggyServer {
             bin,
             child,
             addr,
             dir,
+            env,
         };
         server.wait_ready();
         Some(server)
     }
 
-    fn spawn(bin: &PathBuf, dir: &tempfile::TempDir, addr: SocketAddr) -> Child {
+    fn spawn(
+        bin: &PathBuf,
+        dir: &tempfile::TempDir,
+        addr: SocketAddr,
+        env: &[(String, String)],
+    ) -> Child {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -89,6 +106,7 @@ impl IggyServer {
             .env("IGGY_ROOT_PASSWORD", "iggy")
             .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
             .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
@@ -160,7 +178,7 @@ impl IggyServer {
     }
 
     pub fn start_again(&mut self) {
-        self.child = Self::spawn(&self.bin, &self.dir, self.addr);
+        self.child = Self::spawn(&self.bin, &self.dir, self.addr, &self.env);
         self.wait_ready();
     }
 }
