@@ -6,6 +6,7 @@ mod embedded;
 mod iggy;
 mod listeners;
 mod settings;
+mod stored_acl;
 mod tls;
 
 use std::io::Write;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
+use iggy_kafka_actors::authorizer::AuthorizerSettings;
 use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{Mechanism, PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
@@ -38,6 +39,16 @@ pub enum Durability {
     Interval,
     /// Leave writeback to the OS.
     Off,
+}
+
+/// Which authorizer decides requests (Kafka's `authorizer.class.name`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthorizerKind {
+    /// Every request is allowed; the ACL APIs answer SECURITY_DISABLED.
+    None,
+    /// Kafka ACLs, decided as Kafka's `StandardAuthorizer` decides (`docs/SECURITY.md`).
+    Standard,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -208,6 +219,12 @@ pub struct Settings {
     pub sasl_scram_users: Secret,
     /// File of `name:password` lines, users added like `sasl_scram_users`.
     pub sasl_scram_users_file: Option<PathBuf>,
+    /// `none` (every request allowed) or `standard` (Kafka ACLs).
+    pub authorizer: AuthorizerKind,
+    /// Principals ACLs never refuse, Kafka's `super.users`: `User:admin;User:bob`.
+    pub super_users: String,
+    /// Kafka's `allow.everyone.if.no.acl.found`: a resource no ACL names is open to all.
+    pub allow_everyone_if_no_acl_found: bool,
 }
 
 impl Default for Settings {
@@ -281,6 +298,9 @@ impl Default for Settings {
             sasl_max_concurrent_verifications: 4,
             sasl_scram_users: Secret::default(),
             sasl_scram_users_file: None,
+            authorizer: AuthorizerKind::None,
+            super_users: String::new(),
+            allow_everyone_if_no_acl_found: false,
         }
     }
 }
@@ -387,6 +407,7 @@ impl Settings {
             });
         }
         self.tls()?;
+        self.super_users()?;
         if self.backend == BackendKind::Iggy {
             self.check_iggy()?;
         }
@@ -462,6 +483,23 @@ impl Settings {
             }
         }
         Ok(users)
+    }
+
+    /// `super_users` split at `;`, each a `type:name` principal.
+    fn super_users(&self) -> Result<Vec<String>, SettingsError> {
+        let each = self
+            .super_users
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        each.map(|p| match p.split_once(':') {
+            Some((kind, name)) if !kind.is_empty() && !name.is_empty() => Ok(p.to_string()),
+            _ => Err(SettingsError::Invalid {
+                name: "super_users",
+                reason: format!("'{p}' is not a principal (type:name, as User:admin)"),
+            }),
+        })
+        .collect()
     }
 
     fn check_iggy(&self) -> Result<(), SettingsError> {
@@ -731,6 +769,14 @@ impl Settings {
                 failed_login_delay: Duration::from_millis(self.sasl_failed_login_delay_ms),
                 max_failed_login_delay: Duration::from_millis(self.sasl_failed_login_max_delay_ms),
                 max_verifications: self.sasl_max_concurrent_verifications,
+            },
+            authorizer: match self.authorizer {
+                AuthorizerKind::None => None,
+                AuthorizerKind::Standard => Some(AuthorizerSettings {
+                    // Checked at load.
+                    super_users: self.super_users().unwrap_or_default(),
+                    allow_everyone_if_no_acl_found: self.allow_everyone_if_no_acl_found,
+                }),
             },
         }
     }

@@ -51,8 +51,14 @@ struct Topic {
 }
 
 fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
-    // No first-rebalance delay: a lone member's JoinGroup is answered at once.
-    let Some(gw) = Gateway::start_on(store, &[("group_initial_rebalance_delay_ms", "0")]) else {
+    // No first-rebalance delay: a lone member's JoinGroup is answered at once. ACLs on,
+    // with this test's principal a super user: every API answers, the ACL ones too.
+    let settings = [
+        ("group_initial_rebalance_delay_ms", "0"),
+        ("authorizer", "standard"),
+        ("super_users", "User:ANONYMOUS"),
+    ];
+    let Some(gw) = Gateway::start_on(store, &settings) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -101,6 +107,9 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::SaslAuthenticate => sasl_authenticate(&mut c, v),
                 ApiKey::AlterUserScramCredentials => alter_user_scram_credentials(&mut c, v),
                 ApiKey::DescribeUserScramCredentials => describe_user_scram_credentials(&mut c, v),
+                ApiKey::CreateAcls => create_acls(&mut c, v),
+                ApiKey::DescribeAcls => describe_acls(&mut c, v),
+                ApiKey::DeleteAcls => delete_acls(&mut c, v),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {
@@ -1011,6 +1020,108 @@ fn describe_user_scram_credentials(c: &mut RawClient, v: i16) {
         .collect();
     // RESOURCE_NOT_FOUND (91) for a user without credentials.
     assert_eq!(results, [("user-v0", 0, 1), ("nobody", 91, 0)], "{r:?}");
+}
+
+/// The binding each ACL version test makes: READ on topics prefixed `acl-v<v>-`.
+fn acl_creation(v: i16) -> create_acls_request::AclCreation {
+    create_acls_request::AclCreation::default()
+        .with_resource_type(2)
+        .with_resource_name(s(&format!("acl-v{v}-")))
+        .with_resource_pattern_type(4)
+        .with_principal(s("User:alice"))
+        .with_host(s("*"))
+        .with_operation(3)
+        .with_permission_type(3)
+}
+
+/// Kafka's filter for the topic `acl-v<v>-x`: every pattern that applies to it.
+fn acls_of(v: i16) -> DescribeAclsRequest {
+    DescribeAclsRequest::default()
+        .with_resource_type_filter(2)
+        .with_resource_name_filter(Some(s(&format!("acl-v{v}-x"))))
+        .with_pattern_type_filter(2)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1)
+}
+
+fn create_acls(c: &mut RawClient, v: i16) {
+    let bad = acl_creation(v).with_principal(s("alice"));
+    let request = CreateAclsRequest::default().with_creations(vec![acl_creation(v), bad]);
+    let r = call!(c, CreateAcls, v, request);
+    let codes: Vec<i16> = r.results.iter().map(|x| x.error_code).collect();
+    // The unparsable principal: INVALID_REQUEST (42), the other one stored.
+    assert_eq!(codes, [0, 42], "{r:?}");
+    assert_eq!(
+        r.results[0].error_message, None,
+        "success carries no message"
+    );
+    let found = call!(c, DescribeAcls, 1, acls_of(v)).resources;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].resource_name.as_str(), format!("acl-v{v}-"));
+}
+
+fn describe_acls(c: &mut RawClient, v: i16) {
+    let request = CreateAclsRequest::default().with_creations(vec![acl_creation(v + 10)]);
+    assert_eq!(call!(c, CreateAcls, 1, request).results[0].error_code, 0);
+    let r = call!(c, DescribeAcls, v, acls_of(v + 10));
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let found: Vec<_> = r
+        .resources
+        .iter()
+        .flat_map(|res| res.acls.iter().map(move |a| (res, a)))
+        .map(|(res, a)| {
+            let resource = (
+                res.resource_type,
+                res.resource_name.to_string(),
+                res.pattern_type,
+            );
+            (
+                resource,
+                a.principal.to_string(),
+                a.host.to_string(),
+                a.operation,
+                a.permission_type,
+            )
+        })
+        .collect();
+    let want = (
+        (2, format!("acl-v{}-", v + 10), 4),
+        "User:alice".into(),
+        "*".into(),
+        3,
+        3,
+    );
+    assert_eq!(found, [want]);
+    // An unknown pattern type in the filter: INVALID_REQUEST.
+    let r = call!(c, DescribeAcls, v, acls_of(v).with_pattern_type_filter(9));
+    assert_eq!(r.error_code, 42, "{r:?}");
+}
+
+fn delete_acls(c: &mut RawClient, v: i16) {
+    let request = CreateAclsRequest::default().with_creations(vec![acl_creation(v + 20)]);
+    assert_eq!(call!(c, CreateAcls, 1, request).results[0].error_code, 0);
+    let filter = delete_acls_request::DeleteAclsFilter::default()
+        .with_resource_type_filter(2)
+        .with_resource_name_filter(Some(s(&format!("acl-v{}-", v + 20))))
+        .with_pattern_type_filter(4)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    let request = DeleteAclsRequest::default().with_filters(vec![filter.clone(), filter]);
+    let r = call!(c, DeleteAcls, v, request);
+    let matched: Vec<usize> = r
+        .filter_results
+        .iter()
+        .map(|f| f.matching_acls.len())
+        .collect();
+    // Both filters match the binding; it is deleted once.
+    assert_eq!(matched, [1, 1], "{r:?}");
+    assert!(call!(c, DescribeAcls, 1, acls_of(v + 20))
+        .resources
+        .is_empty());
 }
 
 // ---- helpers -------------------------------------------------------------------------

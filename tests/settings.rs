@@ -65,6 +65,10 @@ fn a_malformed_value_stops_startup() {
     refused_naming(&out, &["max_connections_per_ip_overrides", "'localhost'"]);
     let out = start(&[("IGGY_KAFKA_QUEUED_MAX_REQUEST_BYTES", "0")], &[]);
     refused_naming(&out, &["queued_max_request_bytes"]);
+    let out = start(&[("IGGY_KAFKA_AUTHORIZER", "acl")], &[]);
+    refused_naming(&out, &["acl"]);
+    let out = start(&[("IGGY_KAFKA_SUPER_USERS", "User:admin;bob")], &[]);
+    refused_naming(&out, &["super_users", "'bob'"]);
 }
 
 #[test]

@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use uuid::Uuid;
 
+pub use crate::authorizer::AclBinding;
 use crate::records::BatchHeader;
 
 pub type BackendResult<T> = Result<T, BackendError>;
@@ -338,6 +339,16 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { Err(BackendError::Fatal("this backend has no users".into())) })
     }
     // --- end of SASL ---
+
+    // ACL bindings (CreateAcls, DeleteAcls; `authorizer/`): shared by every gateway on
+    // the backend, as a set (creating a stored binding again keeps it once).
+
+    /// Every ACL binding stored, by this gateway or any other.
+    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>>;
+    /// Stores bindings. Survives a crash once resolved.
+    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()>;
+    /// Removes these bindings; ones not stored are ignored. Survives a crash once resolved.
+    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()>;
 
     /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
     fn ping(&self) -> BackendFuture<'_, ()>;

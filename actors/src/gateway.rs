@@ -9,6 +9,8 @@ use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
+use crate::authorizer::store::AclStore;
+use crate::authorizer::{Access, Authorizer, AuthorizerSettings};
 use crate::backend::{AppendBatch, Backend, Endpoint, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
@@ -18,6 +20,7 @@ use crate::membership::{Cluster, Membership};
 use crate::metrics::{MeteredBackend, Metrics};
 use crate::offset_slot::OffsetSlot;
 use crate::sasl::{Authenticator, SaslSettings};
+use crate::session::Caller;
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
 /// Broker-wide settings the actors act on. The root package fills them from its
@@ -60,6 +63,8 @@ pub struct BrokerSettings {
     pub node_timeout: Duration,
     /// SASL mechanisms, where PLAIN checks passwords, re-authentication, failed logins.
     pub sasl: SaslSettings,
+    /// The ACL authorizer; `None` allows every request (Kafka without an authorizer).
+    pub authorizer: Option<AuthorizerSettings>,
 }
 
 /// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and
@@ -119,6 +124,8 @@ pub struct Gateway {
     pub queued_request_bytes: ByteBudget,
     /// SASL logins: credentials, verification bound, failed-login delays.
     pub sasl: Arc<Authenticator>,
+    /// ACLs and who bypasses them; `None` without an authorizer.
+    pub authorizer: Option<Authorizer>,
 }
 
 impl Gateway {
@@ -148,6 +155,18 @@ impl Gateway {
             (catalog.clone(), configs.clone()),
             settings.clone(),
         );
+        let authorizer = match &settings.authorizer {
+            Some(rules) => {
+                let refresh = settings.topic_refresh_interval;
+                let (store, table) = AclStore::start_with(backend.clone(), refresh).await?;
+                Some(Authorizer {
+                    settings: Arc::new(rules.clone()),
+                    store,
+                    table,
+                })
+            }
+            None => None,
+        };
         let signals = Arc::new(AppendSignals::default());
         let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
             .map(|i| {
@@ -195,6 +214,7 @@ impl Gateway {
             membership,
             cluster,
             sasl,
+            authorizer,
         })
     }
 
@@ -208,6 +228,12 @@ impl Gateway {
     /// The topic table as of now.
     pub fn topic_table(&self) -> Arc<TopicTable> {
         self.topics.borrow().clone()
+    }
+
+    /// What `caller` may do, by the ACLs in force now: every handler's one way to
+    /// authorize.
+    pub fn access(&self, caller: &Caller) -> Access {
+        Access::new(self.authorizer.as_ref(), caller)
     }
 
     /// The live gateways as of now.

@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod append_signals;
+pub mod authorizer;
 pub mod backend;
 pub mod config_catalog;
 pub mod connection;

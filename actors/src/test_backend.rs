@@ -20,6 +20,8 @@ pub struct TestOffsets {
     /// Offsets in the order commits were applied.
     pub applied: Mutex<Vec<i64>>,
     pub scram: Mutex<ScramCredentials>,
+    /// ACL bindings, as a set.
+    pub acls: Mutex<std::collections::BTreeSet<AclBinding>>,
 }
 
 fn unused<T>() -> BackendFuture<'static, T> {
@@ -137,6 +139,21 @@ impl Backend for TestOffsets {
         };
         Box::pin(async { Ok(()) })
     }
+    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
+        let stored = self.acls.lock().iter().cloned().collect();
+        Box::pin(async move { Ok(stored) })
+    }
+    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        self.acls.lock().extend(bindings);
+        Box::pin(async { Ok(()) })
+    }
+    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        let mut stored = self.acls.lock();
+        for b in &bindings {
+            stored.remove(b);
+        }
+        Box::pin(async { Ok(()) })
+    }
     fn ping(&self) -> BackendFuture<'_, ()> {
         unused()
     }
@@ -182,5 +199,6 @@ pub fn settings() -> BrokerSettings {
         node_heartbeat: Duration::from_secs(1),
         node_timeout: Duration::from_secs(5),
         sasl: Default::default(),
+        authorizer: None,
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON), the shared
 //! cluster configurations (`cluster/<name>` → JSON), SCRAM credentials
-//! (`scram/<mechanism>/<user>` → JSON) and the producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
+//! (`scram/<mechanism>/<user>` → JSON), the ACL bindings (`acl/<binding as JSON>`, no
+//! value: a set) and the producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
 //! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
 //! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
 //! written in one atomic fjall batch. At start the small index entries are read into
@@ -23,15 +24,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
-    CommittedOffset, ProducerBatch, ReadBatches, ScramCredential, ScramCredentials, ScramMechanism,
-    TimestampedOffset, TopicLimits, TopicMeta, TopicPartition, Watermarks,
+    AclBinding, AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
+    ClusterConfigs, CommittedOffset, ProducerBatch, ReadBatches, ScramCredential, ScramCredentials,
+    ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition, Watermarks,
 };
 use iggy_kafka_actors::records;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use crate::credentials::StoredCredential;
+use crate::stored_acl::StoredAcl;
 use index::{IndexEntry, PartitionIndex};
 use offsets::Offsets;
 
@@ -41,6 +43,7 @@ const PRODUCER_ID_KEY: &str = "producer-id-block-end";
 const TOPIC_PREFIX: &str = "topic/";
 const CLUSTER_PREFIX: &str = "cluster/";
 const SCRAM_PREFIX: &str = "scram/";
+const ACL_PREFIX: &str = "acl/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -55,6 +58,8 @@ pub enum StoreError {
     BadClusterConfig(String),
     #[error("stored SCRAM credential '{0}' is unreadable")]
     BadScramCredential(String),
+    #[error("stored ACL '{key}' is unreadable: {reason}")]
+    BadAcl { key: String, reason: String },
     #[error("committed offsets of group '{0}' are unreadable")]
     BadOffset(String),
     #[error("index of topic '{topic}' is damaged: {detail}")]
@@ -441,6 +446,21 @@ impl Inner {
         Ok(out)
     }
 
+    fn acls(&self) -> BackendResult<Vec<AclBinding>> {
+        let mut out = Vec::new();
+        for kv in self.meta.prefix(ACL_PREFIX) {
+            let key = kv.key().map_err(StoreError::from)?;
+            let key = String::from_utf8_lossy(&key[ACL_PREFIX.len()..]).into_owned();
+            let bad = |reason: String| StoreError::BadAcl {
+                key: key.clone(),
+                reason,
+            };
+            let stored: StoredAcl = serde_json::from_str(&key).map_err(|e| bad(e.to_string()))?;
+            out.push(stored.binding().map_err(bad)?);
+        }
+        Ok(out)
+    }
+
     fn set_scram_credential(
         &self,
         user: &str,
@@ -456,6 +476,22 @@ impl Inner {
             }
             None => self.meta.remove(key).map_err(StoreError::from)?,
         }
+        self.persist()
+    }
+
+    /// Creates (`true`) or deletes the bindings in one atomic batch.
+    fn change_acls(&self, bindings: Vec<AclBinding>, create: bool) -> BackendResult<()> {
+        let mut batch = self.db.batch();
+        for b in &bindings {
+            let json = serde_json::to_string(&StoredAcl::from(b))
+                .map_err(|e| BackendError::Fatal(e.to_string()))?;
+            let key = format!("{ACL_PREFIX}{json}");
+            match create {
+                true => batch.insert(&self.meta, key, Vec::<u8>::new()),
+                false => batch.remove(&self.meta, key),
+            }
+        }
+        batch.commit().map_err(StoreError::from)?;
         self.persist()
     }
 
@@ -544,6 +580,18 @@ impl Backend for EmbeddedStore {
     ) -> BackendFuture<'_, ()> {
         let name = name.to_string();
         blocking(&self.inner, move |s| s.set_cluster_config(&name, values))
+    }
+
+    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
+        blocking(&self.inner, |s| s.acls())
+    }
+
+    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        blocking(&self.inner, move |s| s.change_acls(bindings, true))
+    }
+
+    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        blocking(&self.inner, move |s| s.change_acls(bindings, false))
     }
 
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {

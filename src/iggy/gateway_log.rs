@@ -4,7 +4,7 @@
 //! producer-id blocks unique across restarts and across gateways sharing a server.
 //!
 //! The logs that hold state (topics, committed offsets, cluster configurations, SCRAM
-//! credentials) are
+//! credentials, ACLs) are
 //! snapshotted: every `iggy_snapshot_records` records or so, a gateway writes the records
 //! that rebuild the whole state (one per topic, per committed offset…) to the log's
 //! companion `<log>.snapshots`, ending with a marker naming the offset it covers.
@@ -32,6 +32,8 @@ pub const COMMITTED_OFFSETS: &str = "committed-offsets";
 pub const CLUSTER_CONFIGS: &str = "cluster-configs";
 /// SCRAM credentials (salted keys, never passwords) shared by every gateway.
 pub const SCRAM_CREDENTIALS: &str = "scram-credentials";
+/// ACL bindings created and deleted (`acls.rs`).
+pub const ACLS: &str = "acls";
 /// Node ids: record `n` makes `n` the id of the gateway that appended it.
 pub const NODE_IDS: &str = "node-ids";
 /// Gateways announcing themselves alive or leaving (`nodes.rs`).
@@ -41,11 +43,12 @@ const NODES_MAX_BYTES: u64 = 32 << 20;
 const NODES_SEGMENT_BYTES: u64 = 1 << 20;
 const PAGE: u32 = 1_000;
 /// The logs that are snapshotted (see the module documentation).
-pub const SNAPSHOTTED: [&str; 4] = [
+pub const SNAPSHOTTED: [&str; 5] = [
     TOPICS,
     COMMITTED_OFFSETS,
     CLUSTER_CONFIGS,
     SCRAM_CREDENTIALS,
+    ACLS,
 ];
 /// Size cap of a snapshotted log and of its snapshots: thousands of snapshots' worth of
 /// records, so what Iggy drops is long covered. A snapshot must stay well under it.

@@ -5,7 +5,7 @@
 //!   partitions and offsets are the same numbers on both sides.
 //! - One Kafka record is one Iggy message ([`mapping`], `docs/IGGY_MAPPING.md`).
 //! - What Iggy does not hold (Kafka topic ids and configs, producer-id blocks,
-//!   committed offsets as Kafka sends them, shared broker configurations) lives in
+//!   committed offsets as Kafka sends them, shared broker configurations, ACLs) lives in
 //!   append-only logs in the gateway's own stream `iggy_gateway_stream`
 //!   ([`gateway_log`]); the shared ones are re-read for what other gateways appended.
 //!
@@ -13,6 +13,7 @@
 //! (de)compression never run on the actor threads, and each call is bounded by
 //! `iggy_request_timeout_ms`: a stalled server gives clients a retriable error.
 
+mod acls;
 mod catalog;
 mod cluster;
 mod gateway_log;
@@ -39,12 +40,14 @@ use iggy::prelude::{
     TopicUpdateOptions,
 };
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ClusterConfigs,
-    CommittedOffset, Node, ProducerBatch, ReadBatches, ScramCredential, ScramCredentials,
-    ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition, Watermarks,
+    AclBinding, AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
+    ClusterConfigs, CommittedOffset, Node, ProducerBatch, ReadBatches, ScramCredential,
+    ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition,
+    Watermarks,
 };
 use parking_lot::Mutex;
 
+use acls::{AclRecord, Acls};
 use catalog::{Catalog, TopicRecord};
 use cluster::{ClusterRecord, ClusterState};
 use gateway_log::{Compact, Replayed};
@@ -163,6 +166,8 @@ struct Inner {
     catalog: Mutex<Replayed<Catalog>>,
     cluster: Mutex<Replayed<ClusterState>>,
     scram: Mutex<Replayed<ScramState>>,
+    /// ACL bindings, caught up with the `acls` log on each read.
+    acls: Mutex<Replayed<Acls>>,
     offsets: Mutex<Replayed<Offsets>>,
     /// Announcements of the gateways sharing this server, and the next one to read.
     nodes: Mutex<(u64, Nodes)>,
@@ -455,6 +460,9 @@ impl Inner {
             gateway_log::load(conn, stream, gateway_log::SCRAM_CREDENTIALS)
                 .await
                 .map_err(loaded)?;
+        let acls: Replayed<Acls> = gateway_log::load(conn, stream, gateway_log::ACLS)
+            .await
+            .map_err(loaded)?;
         tracing::info!(
             topic_records = catalog.since_snapshot(),
             offset_records = offsets.since_snapshot(),
@@ -466,6 +474,7 @@ impl Inner {
             catalog: Mutex::new(catalog),
             cluster: Mutex::new(cluster),
             scram: Mutex::new(scram),
+            acls: Mutex::new(acls),
             offsets: Mutex::new(offsets),
             nodes: Mutex::new((0, Nodes::default())),
             config,
@@ -595,6 +604,7 @@ impl Inner {
                 inner
                     .snapshot(gateway_log::SCRAM_CREDENTIALS, &inner.scram)
                     .await,
+                inner.snapshot(gateway_log::ACLS, &inner.acls).await,
             ];
             for e in snapshots.into_iter().filter_map(Result::err) {
                 tracing::warn!(error = %e, "gateway log snapshot not written");
@@ -816,6 +826,16 @@ impl Inner {
         pool::check_login(&self.config, username, password)
             .await
             .map_err(|e| backend_error(e, None, ""))
+    }
+
+    async fn acls(&self) -> BackendResult<Vec<AclBinding>> {
+        self.catch_up(gateway_log::ACLS, &self.acls).await?;
+        Ok(self.acls.lock().state().bindings())
+    }
+
+    async fn change_acls(&self, bindings: Vec<AclBinding>, create: bool) -> BackendResult<()> {
+        let record = AclRecord::new(create, &bindings);
+        self.log(gateway_log::ACLS, record.encode()).await.map(drop)
     }
 
     async fn delete_topic(&self, name: &str) -> BackendResult<()> {
@@ -1514,6 +1534,18 @@ impl Backend for IggyBackend {
     fn check_login(&self, username: &str, password: &str) -> BackendFuture<'_, bool> {
         let (username, password) = (username.to_string(), password.to_string());
         self.run(|s| async move { s.check_login(&username, &password).await })
+    }
+
+    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
+        self.run(|s| async move { s.acls().await })
+    }
+
+    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.change_acls(bindings, true).await })
+    }
+
+    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.change_acls(bindings, false).await })
     }
 
     fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {

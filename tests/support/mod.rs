@@ -2,6 +2,7 @@
 //! free loopback port, and a minimal raw Kafka client for hand-built requests.
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod acls;
 pub mod admin;
 pub mod configs;
 pub mod groups;

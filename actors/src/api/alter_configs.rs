@@ -11,12 +11,14 @@ use kafka_protocol::messages::alter_configs_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::config_resources::alter;
+use crate::authorizer::Access;
 use crate::config_catalog::ConfigChange;
 use crate::gateway::Gateway;
 
 pub fn handle(
     gw: &Gateway,
     req: AlterConfigsRequest,
+    access: &Access,
 ) -> impl Future<Output = AlterConfigsResponse> {
     let pending: Vec<_> = req
         .resources
@@ -30,6 +32,7 @@ pub fn handle(
             let change = ConfigChange::Replace(values);
             let altered = alter(
                 gw,
+                access,
                 (r.resource_type, &r.resource_name),
                 change,
                 req.validate_only,

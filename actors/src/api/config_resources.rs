@@ -5,6 +5,7 @@ use futures_util::future::{ready, LocalBoxFuture};
 use futures_util::FutureExt;
 use kafka_protocol::error::ResponseError;
 
+use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{AlterBrokerConfigs, BrokerScope, ConfigChange};
 use crate::gateway::Gateway;
 use crate::topic_admin::{validate_topic_name, AlterTopicConfigs, BrokerConfigsChanged};
@@ -18,12 +19,32 @@ pub enum Resource {
     Broker(BrokerScope),
 }
 
-/// The resource a request names, or the error Kafka answers for it alone.
+/// The resource a request names if the caller may do `operation` on it (the topic,
+/// or the cluster for a broker), or the error Kafka answers for it alone.
 pub fn resource(
     gw: &Gateway,
+    (access, operation): (&Access, Operation),
     resource_type: i8,
     name: &str,
 ) -> Result<Resource, (ResponseError, String)> {
+    let found = named(gw, resource_type, name)?;
+    let (allowed, denied) = match &found {
+        Resource::Topic(t) => (
+            access.topic(operation, t),
+            ResponseError::TopicAuthorizationFailed,
+        ),
+        Resource::Broker(_) => (
+            access.cluster(operation),
+            ResponseError::ClusterAuthorizationFailed,
+        ),
+    };
+    match allowed {
+        true => Ok(found),
+        false => Err((denied, format!("{operation:?} is not allowed"))),
+    }
+}
+
+fn named(gw: &Gateway, resource_type: i8, name: &str) -> Result<Resource, (ResponseError, String)> {
     let node = gw.settings.node_id;
     match resource_type {
         TOPIC => match validate_topic_name(name) {
@@ -57,11 +78,13 @@ pub type Refusal = (ResponseError, String);
 /// change has reached every topic it affects when the future resolves.
 pub fn alter(
     gw: &Gateway,
+    access: &Access,
     (resource_type, name): (i8, &str),
     change: ConfigChange,
     validate_only: bool,
 ) -> LocalBoxFuture<'static, Result<(), Refusal>> {
-    let outcome = match resource(gw, resource_type, name) {
+    let authorized = (access, Operation::AlterConfigs);
+    let outcome = match resource(gw, authorized, resource_type, name) {
         Err(refusal) => ready(Err(refusal)).boxed_local(),
         Ok(Resource::Topic(topic)) => {
             let sent = gw.topic_admin.send(AlterTopicConfigs {

@@ -14,6 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use uuid::Uuid;
 
+use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
 use crate::topic_admin::CreateTopic;
 
@@ -21,12 +22,16 @@ use crate::topic_admin::CreateTopic;
 const DETAILS_FROM: i16 = 5;
 const TOPIC_ID_FROM: i16 = 7;
 
+/// CREATE on the cluster allows every topic; otherwise each topic needs CREATE
+/// (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 pub fn handle(
     gw: &Gateway,
     version: i16,
     req: CreateTopicsRequest,
+    access: &Access,
 ) -> impl Future<Output = CreateTopicsResponse> {
     let rules = gw.topic_rules();
+    let any_topic = access.permits(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut seen: HashMap<String, usize> = HashMap::new();
     for t in &req.topics {
         *seen.entry(t.name.to_string()).or_default() += 1;
@@ -38,7 +43,11 @@ pub fn handle(
         .map(|t| {
             let name = t.name.clone();
             let sent = match creation(&t, seen[t.name.as_str()] > 1) {
-                Err(message) => Err(message),
+                _ if !any_topic && !access.topic(Operation::Create, &t.name) => Err((
+                    ResponseError::TopicAuthorizationFailed,
+                    "CREATE on the topic is not allowed".to_string(),
+                )),
+                Err(message) => Err((ResponseError::InvalidRequest, message)),
                 Ok((partitions, replication_factor)) => Ok(gw.topic_admin.send(CreateTopic {
                     name: t.name.to_string(),
                     partitions: rules.partitions(partitions),
@@ -63,7 +72,7 @@ pub fn handle(
                 .with_name(name.clone())
                 .with_error_message(None);
             topics.push(match sent {
-                Err(message) => failed(result, ResponseError::InvalidRequest, message),
+                Err((code, message)) => failed(result, code, message),
                 Ok(request) => match request.await {
                     Ok(Ok(_)) if version < DETAILS_FROM => result,
                     Ok(Ok(topic)) => result

@@ -16,6 +16,7 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
 use crate::log_slot::ForgetTopic;
 use crate::topic_admin::DeleteTopic;
@@ -24,10 +25,12 @@ use crate::topic_admin::DeleteTopic;
 const TOPIC_STATES_FROM: i16 = 6;
 const ERROR_MESSAGE_FROM: i16 = 5;
 
+/// Each topic needs DELETE (TOPIC_AUTHORIZATION_FAILED otherwise).
 pub fn handle(
     gw: &Gateway,
     version: i16,
     req: DeleteTopicsRequest,
+    access: &Access,
 ) -> impl Future<Output = DeleteTopicsResponse> {
     let table = gw.topic_table();
     let targets: Vec<(Option<TopicName>, Uuid)> = if version >= TOPIC_STATES_FROM {
@@ -61,6 +64,10 @@ pub fn handle(
                 (None, None) => Err((
                     ResponseError::UnknownTopicId,
                     format!("no topic has id {id}"),
+                )),
+                (None, Some(n)) if !access.topic(Operation::Delete, n) => Err((
+                    ResponseError::TopicAuthorizationFailed,
+                    "DELETE on the topic is not allowed".to_string(),
                 )),
                 (None, Some(n)) => Ok(gw.topic_admin.send(DeleteTopic(n.clone()))),
             };

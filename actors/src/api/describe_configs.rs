@@ -14,13 +14,20 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::config_resources::{resource, Resource};
+use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{BrokerScope, Entry};
 use crate::gateway::Gateway;
 
 /// Documentation is asked for, and types answered, from v3.
 const DOCUMENTATION_FROM: i16 = 3;
 
-pub fn handle(gw: &Gateway, version: i16, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+/// A topic needs DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster.
+pub fn handle(
+    gw: &Gateway,
+    version: i16,
+    req: DescribeConfigsRequest,
+    access: &Access,
+) -> DescribeConfigsResponse {
     let documented = version >= DOCUMENTATION_FROM && req.include_documentation;
     let results = req
         .resources
@@ -30,7 +37,7 @@ pub fn handle(gw: &Gateway, version: i16, req: DescribeConfigsRequest) -> Descri
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone())
                 .with_error_message(None);
-            match entries(gw, &r) {
+            match entries(gw, access, &r) {
                 Ok(entries) => result.with_configs(
                     entries
                         .into_iter()
@@ -52,10 +59,12 @@ pub fn handle(gw: &Gateway, version: i16, req: DescribeConfigsRequest) -> Descri
 
 fn entries(
     gw: &Gateway,
+    access: &Access,
     r: &DescribeConfigsResource,
 ) -> Result<Vec<Entry>, (ResponseError, String)> {
     let config = gw.cluster_config();
-    match resource(gw, r.resource_type, &r.resource_name)? {
+    let authorized = (access, Operation::DescribeConfigs);
+    match resource(gw, authorized, r.resource_type, &r.resource_name)? {
         Resource::Topic(name) => match gw.topic_table().get(&name) {
             Some(topic) => Ok(config.topic_entries(&topic.configs)),
             None => Err((

@@ -15,6 +15,7 @@ use kafka_protocol::messages::{BrokerId, TopicName};
 use tokio::time::{timeout_at, Instant};
 use uuid::Uuid;
 
+use crate::authorizer::{Access, Operation};
 use crate::backend::{BackendError, ReadBatches, TopicPartition};
 use crate::gateway::Gateway;
 
@@ -36,7 +37,8 @@ struct Wanted {
     target: Result<TopicPartition, ResponseError>,
 }
 
-pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchResponse {
+/// Each topic needs READ (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
+pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access) -> FetchResponse {
     let table = gw.topic_table();
     let topics: Vec<(TopicName, Uuid, Vec<Wanted>)> = req
         .topics
@@ -47,6 +49,10 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchRespon
             } else {
                 table.get(&t.topic).cloned()
             };
+            // Checked before existence, so a denied caller learns nothing of the topic.
+            let name = meta.as_ref().map_or(t.topic.as_str(), |m| &m.name);
+            let denied = (meta.is_some() || version < TOPIC_IDS_FROM)
+                && !access.topic(Operation::Read, name);
             let wanted = t
                 .partitions
                 .into_iter()
@@ -55,6 +61,7 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest) -> FetchRespon
                     offset: p.fetch_offset,
                     max_bytes: p.partition_max_bytes.max(0) as usize,
                     target: match &meta {
+                        _ if denied => Err(ResponseError::TopicAuthorizationFailed),
                         Some(m) if (0..m.partitions).contains(&p.partition) => Ok(TopicPartition {
                             topic: m.name.clone(),
                             partition: p.partition,

@@ -29,6 +29,7 @@ use kafka_protocol::messages::{BrokerId, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
 use super::offsets;
+use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{
     Describe, Forget, GroupState, Heartbeat, Join, Leave, MemberRef, Sync,
@@ -50,11 +51,13 @@ fn code(e: Option<ResponseError>) -> i16 {
 
 /// Each group has one coordinating gateway among the live ones (`membership.rs`),
 /// named by its address on the caller's listener; transactions have no coordinator here.
+/// Each group key needs DESCRIBE on the group.
 pub fn find_coordinator(
     gw: &Gateway,
     version: i16,
     req: FindCoordinatorRequest,
     caller: &Caller,
+    access: &Access,
 ) -> FindCoordinatorResponse {
     let cluster = gw.cluster();
     let refusal = (req.key_type != GROUP_KEY).then(|| {
@@ -70,6 +73,9 @@ pub fn find_coordinator(
     let locate = |key: &str| {
         if let Some(refused) = refusal {
             return Err(refused);
+        }
+        if let Some(e) = group_denied(access, Operation::Describe, key) {
+            return Err((e, "DESCRIBE on the group is not allowed"));
         }
         let node = cluster.coordinator_of(key);
         match node.endpoint(&caller.listener) {
@@ -116,6 +122,11 @@ pub fn find_coordinator(
     }
 }
 
+/// GROUP_AUTHORIZATION_FAILED (30) unless the caller may do `operation` on `group`.
+pub fn group_denied(access: &Access, operation: Operation, group: &str) -> Option<ResponseError> {
+    (!access.group(operation, group)).then_some(ResponseError::GroupAuthorizationFailed)
+}
+
 /// NOT_COORDINATOR (16) unless this gateway coordinates `group` now; clients then
 /// look the coordinator up again and move there.
 pub fn not_coordinator(gw: &Gateway, group: &str) -> Option<ResponseError> {
@@ -127,13 +138,16 @@ pub async fn join(
     version: i16,
     req: JoinGroupRequest,
     caller: Caller,
+    access: Access,
 ) -> JoinGroupResponse {
     let refused = |error| crate::group_coordinator::Joined {
         error: Some(error),
         generation: -1,
         ..Default::default()
     };
-    let joined = match not_coordinator(&gw, &req.group_id) {
+    let checked = group_denied(&access, Operation::Read, &req.group_id)
+        .or_else(|| not_coordinator(&gw, &req.group_id));
+    let joined = match checked {
         Some(e) => refused(e),
         None => gw
             .groups
@@ -190,12 +204,19 @@ pub async fn join(
         .with_members(members)
 }
 
-pub async fn sync(gw: Gateway, version: i16, req: SyncGroupRequest) -> SyncGroupResponse {
+pub async fn sync(
+    gw: Gateway,
+    version: i16,
+    req: SyncGroupRequest,
+    access: Access,
+) -> SyncGroupResponse {
     let refused = |error| crate::group_coordinator::Synced {
         error: Some(error),
         ..Default::default()
     };
-    let synced = match not_coordinator(&gw, &req.group_id) {
+    let checked = group_denied(&access, Operation::Read, &req.group_id)
+        .or_else(|| not_coordinator(&gw, &req.group_id));
+    let synced = match checked {
         Some(e) => refused(e),
         None => gw
             .groups
@@ -227,8 +248,10 @@ pub async fn sync(gw: Gateway, version: i16, req: SyncGroupRequest) -> SyncGroup
     }
 }
 
-pub async fn heartbeat(gw: Gateway, req: HeartbeatRequest) -> HeartbeatResponse {
-    if let Some(e) = not_coordinator(&gw, &req.group_id) {
+pub async fn heartbeat(gw: Gateway, req: HeartbeatRequest, access: Access) -> HeartbeatResponse {
+    let checked = group_denied(&access, Operation::Read, &req.group_id)
+        .or_else(|| not_coordinator(&gw, &req.group_id));
+    if let Some(e) = checked {
         return HeartbeatResponse::default().with_error_code(e.code());
     }
     let error = gw
@@ -244,7 +267,12 @@ pub async fn heartbeat(gw: Gateway, req: HeartbeatRequest) -> HeartbeatResponse 
     HeartbeatResponse::default().with_error_code(code(error))
 }
 
-pub async fn leave(gw: Gateway, version: i16, req: LeaveGroupRequest) -> LeaveGroupResponse {
+pub async fn leave(
+    gw: Gateway,
+    version: i16,
+    req: LeaveGroupRequest,
+    access: Access,
+) -> LeaveGroupResponse {
     // v3 batches members (KIP-345); earlier versions name one.
     let batched = version >= 3;
     let members: Vec<(String, Option<String>)> = if batched {
@@ -260,7 +288,9 @@ pub async fn leave(gw: Gateway, version: i16, req: LeaveGroupRequest) -> LeaveGr
     } else {
         vec![(req.member_id.to_string(), None)]
     };
-    if let Some(e) = not_coordinator(&gw, &req.group_id) {
+    let checked = group_denied(&access, Operation::Read, &req.group_id)
+        .or_else(|| not_coordinator(&gw, &req.group_id));
+    if let Some(e) = checked {
         return LeaveGroupResponse::default().with_error_code(e.code());
     }
     let errors = gw
@@ -292,6 +322,7 @@ pub async fn describe(
     gw: Gateway,
     version: i16,
     req: DescribeGroupsRequest,
+    access: Access,
 ) -> DescribeGroupsResponse {
     let names: Vec<String> = req.groups.iter().map(|g| g.to_string()).collect();
     let views = gw
@@ -304,9 +335,17 @@ pub async fn describe(
         .into_iter()
         .map(|name| {
             let described = DescribedGroup::default().with_group_id(GroupId(s(name.clone())));
-            if let Some(e) = not_coordinator(&gw, &name) {
+            let checked = group_denied(&access, Operation::Describe, &name)
+                .or_else(|| not_coordinator(&gw, &name));
+            if let Some(e) = checked {
                 return described.with_error_code(e.code());
             }
+            let described =
+                described.with_authorized_operations(if req.include_authorized_operations {
+                    access.operations(ResourceType::Group, &name)
+                } else {
+                    i32::MIN
+                });
             match views.get(&name) {
                 Some(view) => described
                     .with_group_state(s(view.state.name()))
@@ -346,7 +385,14 @@ pub async fn describe(
     DescribeGroupsResponse::default().with_groups(groups)
 }
 
-pub async fn list(gw: Gateway, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
+/// Every group with DESCRIBE on the cluster; else those the caller may DESCRIBE.
+pub async fn list(
+    gw: Gateway,
+    version: i16,
+    req: ListGroupsRequest,
+    access: Access,
+) -> ListGroupsResponse {
+    let every = access.permits(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME);
     let views = gw.groups.send(Describe(None)).await.unwrap_or_default();
     let mut all: BTreeMap<String, (String, &'static str)> = views
         .into_iter()
@@ -379,6 +425,7 @@ pub async fn list(gw: Gateway, version: i16, req: ListGroupsRequest) -> ListGrou
     let groups = all
         .into_iter()
         .filter(|(name, _)| cluster.coordinates(name))
+        .filter(|(name, _)| every || access.permits(Operation::Describe, ResourceType::Group, name))
         .filter(|(_, (_, state))| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
         .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
         .map(|(name, (protocol_type, state))| {
@@ -400,12 +447,14 @@ pub async fn list(gw: Gateway, version: i16, req: ListGroupsRequest) -> ListGrou
     ListGroupsResponse::default().with_groups(groups)
 }
 
-pub async fn delete(gw: Gateway, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub async fn delete(gw: Gateway, req: DeleteGroupsRequest, access: Access) -> DeleteGroupsResponse {
     let with_offsets = gw.backend.offset_groups().await.unwrap_or_default();
     let mut results = Vec::with_capacity(req.groups_names.len());
     for name in req.groups_names {
         let group = name.to_string();
-        if let Some(e) = not_coordinator(&gw, &group) {
+        let checked = group_denied(&access, Operation::Delete, &group)
+            .or_else(|| not_coordinator(&gw, &group));
+        if let Some(e) = checked {
             results.push(
                 DeletableGroupResult::default()
                     .with_group_id(name)

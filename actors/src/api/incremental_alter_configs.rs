@@ -11,12 +11,14 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::config_resources::alter;
+use crate::authorizer::Access;
 use crate::config_catalog::ConfigChange;
 use crate::gateway::Gateway;
 
 pub fn handle(
     gw: &Gateway,
     req: IncrementalAlterConfigsRequest,
+    access: &Access,
 ) -> impl Future<Output = IncrementalAlterConfigsResponse> {
     let pending: Vec<_> = req
         .resources
@@ -33,6 +35,7 @@ pub fn handle(
             let change = ConfigChange::Incremental(ops);
             let altered = alter(
                 gw,
+                access,
                 (r.resource_type, &r.resource_name),
                 change,
                 req.validate_only,

@@ -6,9 +6,16 @@ use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::ProducerId;
 
+use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
 
-pub async fn handle(gw: Gateway, req: InitProducerIdRequest) -> InitProducerIdResponse {
+/// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
+/// topic (Kafka's `authorizeByResourceType`), else CLUSTER_AUTHORIZATION_FAILED.
+pub async fn handle(
+    gw: Gateway,
+    req: InitProducerIdRequest,
+    access: Access,
+) -> InitProducerIdResponse {
     let refused = |code: ResponseError| {
         InitProducerIdResponse::default()
             .with_error_code(code.code())
@@ -26,6 +33,11 @@ pub async fn handle(gw: Gateway, req: InitProducerIdRequest) -> InitProducerIdRe
             "InitProducerId with a transactional id refused: transactions are not served"
         );
         return refused(ResponseError::TransactionalIdAuthorizationFailed);
+    }
+    if !access.cluster(Operation::IdempotentWrite)
+        && !access.allows_any(Operation::Write, ResourceType::Topic)
+    {
+        return refused(ResponseError::ClusterAuthorizationFailed);
     }
     match gw.backend.allocate_producer_id().await {
         Ok(id) => InitProducerIdResponse::default()

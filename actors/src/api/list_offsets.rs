@@ -6,6 +6,7 @@ use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
 
+use crate::authorizer::{Access, Operation};
 use crate::backend::{BackendResult, TimestampedOffset, TopicPartition};
 use crate::gateway::Gateway;
 
@@ -16,13 +17,20 @@ const MAX_TIMESTAMP: i64 = -3;
 /// Earliest kept locally (tiered storage): the same as earliest here.
 const EARLIEST_LOCAL: i64 = -4;
 
-pub async fn handle(gw: Gateway, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
+/// Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
+pub async fn handle(
+    gw: Gateway,
+    version: i16,
+    req: ListOffsetsRequest,
+    access: Access,
+) -> ListOffsetsResponse {
     // Leader epochs exist from v4.
     let epoch = if version >= 4 { 0 } else { -1 };
     let table = gw.topic_table();
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let meta = table.get(&t.name).cloned();
+        let denied = !access.topic(Operation::Describe, &t.name);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in t.partitions {
             let answer =
@@ -35,6 +43,11 @@ pub async fn handle(gw: Gateway, version: i16, req: ListOffsetsRequest) -> ListO
                     partition: p.partition_index,
                 });
             partitions.push(match tp {
+                _ if denied => answer
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_timestamp(-1)
+                    .with_offset(-1)
+                    .with_leader_epoch(-1),
                 None => answer
                     .with_error_code(ResponseError::UnknownTopicOrPartition.code())
                     .with_timestamp(-1)

@@ -14,6 +14,7 @@ use kafka_protocol::messages::{BrokerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::backend::{TopicMeta, TopicPartition};
 use crate::gateway::Gateway;
 use crate::membership::Cluster;
@@ -24,36 +25,26 @@ use crate::topic_admin::{validate_topic_name, CreateTopic, Refresh};
 const AUTO_CREATE_FLAG_FROM: i16 = 4;
 /// "Not requested" in authorized-operations fields.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-/// With no authorizer every operation is allowed. Bits are Kafka's `AclOperation`
-/// codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
-/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 (topics); cluster adds CLUSTER_ACTION 9,
-/// IDEMPOTENT_WRITE 12, ALTER 7, DESCRIBE 8, CREATE 5, DESCRIBE_CONFIGS, ALTER_CONFIGS.
-const TOPIC_OPERATIONS: i32 = bits(&[3, 4, 5, 6, 7, 8, 10, 11]);
-const CLUSTER_OPERATIONS: i32 = bits(&[5, 7, 8, 9, 10, 11, 12]);
-
-const fn bits(ops: &[i32]) -> i32 {
-    let mut out = 0;
-    let mut i = 0;
-    while i < ops.len() {
-        out |= 1 << ops[i];
-        i += 1;
-    }
-    out
-}
 
 /// Brokers are named by their address on the listener the request came through.
+/// Topics the caller may not DESCRIBE are left out of a list of all topics and answer
+/// TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs CREATE on the cluster or
+/// the topic, as in Kafka.
 pub async fn handle(
     gw: Gateway,
     version: i16,
     req: MetadataRequest,
     caller: Caller,
+    access: Access,
 ) -> MetadataResponse {
     let cluster = gw.cluster();
     let table = gw.topic_table();
-    let topic_ops = if req.include_topic_authorized_operations {
-        TOPIC_OPERATIONS
-    } else {
-        OPERATIONS_NOT_REQUESTED
+    let topic_ops = |name: &str| {
+        if req.include_topic_authorized_operations {
+            access.operations(ResourceType::Topic, name)
+        } else {
+            OPERATIONS_NOT_REQUESTED
+        }
     };
     // v0 sends an empty list for "all topics"; later versions send null.
     let wanted = match req.topics {
@@ -64,7 +55,8 @@ pub async fn handle(
         None => table
             .all()
             .into_iter()
-            .map(|t| describe(t, version, &cluster, topic_ops))
+            .filter(|t| access.permits(Operation::Describe, ResourceType::Topic, &t.name))
+            .map(|t| describe(t, version, &cluster, topic_ops(&t.name)))
             .collect(),
         Some(wanted) => {
             // A topic this gateway has not seen may have just been made through another
@@ -88,13 +80,27 @@ pub async fn handle(
                     Some(name) => table.get(name).cloned(),
                     None => table.by_id(&t.topic_id).cloned(),
                 };
+                let named = t.name.as_ref().map(|n| n.to_string());
+                let name = named.or_else(|| found.as_ref().map(|f| f.name.to_string()));
+                if let Some(name) = name.filter(|n| !access.topic(Operation::Describe, n)) {
+                    // Without DESCRIBE the caller learns nothing, not even whether it exists.
+                    let name = t.name.map(|_| TopicName(StrBytes::from_string(name)));
+                    let denied = ResponseError::TopicAuthorizationFailed;
+                    out.push(missing(name, t.topic_id, denied));
+                    continue;
+                }
                 out.push(match (found, t.name) {
-                    (Some(topic), _) => describe(&topic, version, &cluster, topic_ops),
+                    (Some(topic), _) => describe(&topic, version, &cluster, topic_ops(&topic.name)),
                     (None, None) => missing(None, t.topic_id, ResponseError::UnknownTopicId),
                     (None, Some(name)) => {
                         let code = if let Err(e) = validate_topic_name(&name) {
                             tracing::debug!(error = %e, "metadata for an invalid topic name");
                             ResponseError::InvalidTopicException
+                        } else if may_create
+                            && !access.cluster(Operation::Create)
+                            && !access.topic(Operation::Create, &name)
+                        {
+                            ResponseError::TopicAuthorizationFailed
                         } else if may_create {
                             auto_create(&gw, &name).await
                         } else {
@@ -133,7 +139,7 @@ pub async fn handle(
         }))
         .with_topics(topics)
         .with_cluster_authorized_operations(if req.include_cluster_authorized_operations {
-            CLUSTER_OPERATIONS
+            access.operations(ResourceType::Cluster, CLUSTER_NAME)
         } else {
             OPERATIONS_NOT_REQUESTED
         })

@@ -4,6 +4,7 @@
 //! message to the actor owning it; they do that before returning their future, so
 //! pipelined requests reach the actors in the order they arrived.
 
+mod acls;
 mod alter_configs;
 mod api_versions;
 mod config_resources;
@@ -66,6 +67,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -98,6 +102,8 @@ pub fn route(
     body: RequestKind,
     caller: Caller,
 ) -> Result<Reply, WireError> {
+    // What the caller may do, by the ACLs in force as the request arrived.
+    let access = gw.access(&caller);
     Ok(match body {
         RequestKind::ApiVersions(r) => {
             let finalized = gw.cluster_config().finalized();
@@ -106,88 +112,107 @@ pub fn route(
             )))
         }
         RequestKind::Metadata(r) => answer(
-            metadata::handle(gw.clone(), version, r, caller),
+            metadata::handle(gw.clone(), version, r, caller, access),
             ResponseKind::Metadata,
         ),
-        RequestKind::Produce(r) => produce::handle(gw, version, r),
-        RequestKind::Fetch(r) => answer(fetch::handle(gw.clone(), version, r), ResponseKind::Fetch),
+        RequestKind::Produce(r) => produce::handle(gw, version, r, &access),
+        RequestKind::Fetch(r) => answer(
+            fetch::handle(gw.clone(), version, r, access),
+            ResponseKind::Fetch,
+        ),
         RequestKind::ListOffsets(r) => answer(
-            list_offsets::handle(gw.clone(), version, r),
+            list_offsets::handle(gw.clone(), version, r, access),
             ResponseKind::ListOffsets,
         ),
         RequestKind::CreateTopics(r) => answer(
-            create_topics::handle(gw, version, r),
+            create_topics::handle(gw, version, r, &access),
             ResponseKind::CreateTopics,
         ),
         RequestKind::DeleteTopics(r) => answer(
-            delete_topics::handle(gw, version, r),
+            delete_topics::handle(gw, version, r, &access),
             ResponseKind::DeleteTopics,
         ),
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
-            describe_configs::handle(gw, version, r),
+            describe_configs::handle(gw, version, r, &access),
         )),
-        RequestKind::AlterConfigs(r) => {
-            answer(alter_configs::handle(gw, r), ResponseKind::AlterConfigs)
-        }
+        RequestKind::AlterConfigs(r) => answer(
+            alter_configs::handle(gw, r, &access),
+            ResponseKind::AlterConfigs,
+        ),
         RequestKind::IncrementalAlterConfigs(r) => answer(
-            incremental_alter_configs::handle(gw, r),
+            incremental_alter_configs::handle(gw, r, &access),
             ResponseKind::IncrementalAlterConfigs,
         ),
         RequestKind::UpdateFeatures(r) => answer(
-            update_features::handle(gw, version, r),
+            update_features::handle(gw, version, r, &access),
             ResponseKind::UpdateFeatures,
         ),
         RequestKind::InitProducerId(r) => answer(
-            init_producer_id::handle(gw.clone(), r),
+            init_producer_id::handle(gw.clone(), r, access),
             ResponseKind::InitProducerId,
         ),
         RequestKind::FindCoordinator(r) => answered(ResponseKind::FindCoordinator(
-            groups::find_coordinator(gw, version, r, &caller),
+            groups::find_coordinator(gw, version, r, &caller, &access),
         )),
         RequestKind::JoinGroup(r) => answer(
-            groups::join(gw.clone(), version, r, caller),
+            groups::join(gw.clone(), version, r, caller, access),
             ResponseKind::JoinGroup,
         ),
         RequestKind::SyncGroup(r) => answer(
-            groups::sync(gw.clone(), version, r),
+            groups::sync(gw.clone(), version, r, access),
             ResponseKind::SyncGroup,
         ),
-        RequestKind::Heartbeat(r) => {
-            answer(groups::heartbeat(gw.clone(), r), ResponseKind::Heartbeat)
-        }
+        RequestKind::Heartbeat(r) => answer(
+            groups::heartbeat(gw.clone(), r, access),
+            ResponseKind::Heartbeat,
+        ),
         RequestKind::LeaveGroup(r) => answer(
-            groups::leave(gw.clone(), version, r),
+            groups::leave(gw.clone(), version, r, access),
             ResponseKind::LeaveGroup,
         ),
         RequestKind::DescribeGroups(r) => answer(
-            groups::describe(gw.clone(), version, r),
+            groups::describe(gw.clone(), version, r, access),
             ResponseKind::DescribeGroups,
         ),
         RequestKind::ListGroups(r) => answer(
-            groups::list(gw.clone(), version, r),
+            groups::list(gw.clone(), version, r, access),
             ResponseKind::ListGroups,
         ),
-        RequestKind::DeleteGroups(r) => {
-            answer(groups::delete(gw.clone(), r), ResponseKind::DeleteGroups)
-        }
+        RequestKind::DeleteGroups(r) => answer(
+            groups::delete(gw.clone(), r, access),
+            ResponseKind::DeleteGroups,
+        ),
         RequestKind::OffsetCommit(r) => answer(
-            offsets::commit(gw.clone(), version, r),
+            offsets::commit(gw.clone(), version, r, access),
             ResponseKind::OffsetCommit,
         ),
         RequestKind::OffsetFetch(r) => answer(
-            offsets::fetch(gw.clone(), version, r),
+            offsets::fetch(gw.clone(), version, r, access),
             ResponseKind::OffsetFetch,
         ),
-        RequestKind::OffsetDelete(r) => {
-            answer(offsets::delete(gw.clone(), r), ResponseKind::OffsetDelete)
-        }
+        RequestKind::OffsetDelete(r) => answer(
+            offsets::delete(gw.clone(), r, access),
+            ResponseKind::OffsetDelete,
+        ),
         RequestKind::AlterUserScramCredentials(r) => answer(
-            scram_credentials::alter(gw.clone(), r),
+            scram_credentials::alter(gw.clone(), r, access),
             ResponseKind::AlterUserScramCredentials,
         ),
         RequestKind::DescribeUserScramCredentials(r) => answer(
-            scram_credentials::describe(gw.clone(), r),
+            scram_credentials::describe(gw.clone(), r, access),
             ResponseKind::DescribeUserScramCredentials,
+        ),
+        RequestKind::CreateAcls(r) => answer(
+            acls::create(gw.clone(), access, r),
+            ResponseKind::CreateAcls,
+        ),
+        RequestKind::DescribeAcls(r) => answer(
+            acls::describe(gw.clone(), access, r),
+            ResponseKind::DescribeAcls,
+        ),
+        RequestKind::DeleteAcls(r) => answer(
+            acls::delete(gw.clone(), access, r),
+            ResponseKind::DeleteAcls,
         ),
         // The decoder refuses keys outside SERVED, so this is only reached if the two disagree.
         _ => return Err(WireError::NotServed(key)),

@@ -28,6 +28,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{ConsumerProtocolSubscription, GroupId, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
+use crate::authorizer::{Access, Operation, ResourceType};
 use crate::backend::{CommittedOffset, TopicPartition};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
@@ -142,9 +143,18 @@ async fn fetch_all(
     Ok(out)
 }
 
-pub async fn commit(gw: Gateway, version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
+/// READ on the group (GROUP_AUTHORIZATION_FAILED for every partition otherwise) and
+/// READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+pub async fn commit(
+    gw: Gateway,
+    version: i16,
+    req: OffsetCommitRequest,
+    access: Access,
+) -> OffsetCommitResponse {
     let group: Arc<str> = req.group_id.as_str().into();
-    let checked = if group.is_empty() {
+    let checked = if let Some(e) = super::groups::group_denied(&access, Operation::Read, &group) {
+        Err(e)
+    } else if group.is_empty() {
         Err(ResponseError::InvalidGroupId)
     } else if let Some(e) = super::groups::not_coordinator(&gw, &group) {
         Err(e)
@@ -165,6 +175,7 @@ pub async fn commit(gw: Gateway, version: i16, req: OffsetCommitRequest) -> Offs
     let mut entries = Vec::new();
     for topic in req.topics {
         let meta = table.get(&topic.name).cloned();
+        let denied = checked.is_ok() && !access.topic(Operation::Read, &topic.name);
         let partitions = topic
             .partitions
             .into_iter()
@@ -174,6 +185,7 @@ pub async fn commit(gw: Gateway, version: i16, req: OffsetCommitRequest) -> Offs
                     .filter(|m| (0..m.partitions).contains(&p.partition_index));
                 let outcome = match (&checked, known) {
                     (Err(e), _) => Err(*e),
+                    _ if denied => Err(ResponseError::TopicAuthorizationFailed),
                     (_, None) => Err(ResponseError::UnknownTopicOrPartition),
                     _ if p
                         .committed_metadata
@@ -240,15 +252,24 @@ pub async fn commit(gw: Gateway, version: i16, req: OffsetCommitRequest) -> Offs
     OffsetCommitResponse::default().with_topics(topics)
 }
 
-/// One group's answer to OffsetFetch: topics with their partitions' offsets.
+/// A partition's committed offset, or why it is not answered.
+type Read = Result<Option<CommittedOffset>, ResponseError>;
+
+/// One group's answer to OffsetFetch: topics with their partitions' offsets. DESCRIBE
+/// on the group is needed, and on each topic: topics named without it answer
+/// TOPIC_AUTHORIZATION_FAILED, and a list of every topic leaves them out.
 async fn fetch_group(
     gw: &Gateway,
+    access: &Access,
     group: &str,
     topics: Option<Vec<(TopicName, Vec<i32>)>>,
-) -> Result<Vec<(TopicName, Vec<(i32, Option<CommittedOffset>)>)>, ResponseError> {
-    if let Some(e) = super::groups::not_coordinator(gw, group) {
+) -> Result<Vec<(TopicName, Vec<(i32, Read)>)>, ResponseError> {
+    if let Some(e) = super::groups::group_denied(access, Operation::Describe, group)
+        .or_else(|| super::groups::not_coordinator(gw, group))
+    {
         return Err(e);
     }
+    let described = |t: &TopicName| access.topic(Operation::Describe, t);
     let group: Arc<str> = group.into();
     let topics = match topics {
         Some(t) => t,
@@ -268,11 +289,13 @@ async fn fetch_group(
                     ps.sort_unstable();
                     (TopicName(StrBytes::from_string(t.to_string())), ps)
                 })
+                .filter(|(t, _)| access.permits(Operation::Describe, ResourceType::Topic, t))
                 .collect()
         }
     };
     let wanted: Vec<TopicPartition> = topics
         .iter()
+        .filter(|(t, _)| described(t))
         .flat_map(|(t, ps)| {
             ps.iter().map(move |p| TopicPartition {
                 topic: t.as_str().into(),
@@ -284,9 +307,13 @@ async fn fetch_group(
     Ok(topics
         .into_iter()
         .map(|(t, ps)| {
+            let allowed = described(&t);
             let offsets = ps
                 .into_iter()
-                .map(|p| (p, found.next().flatten()))
+                .map(|p| match allowed {
+                    true => (p, Ok(found.next().flatten())),
+                    false => (p, Err(ResponseError::TopicAuthorizationFailed)),
+                })
                 .collect();
             (t, offsets)
         })
@@ -299,7 +326,12 @@ type Wanted = Option<Vec<(TopicName, Vec<i32>)>>;
 /// OffsetFetch. From v8 a request names several groups, before one at the top level;
 /// both are answered by one path, in the v8 shape, then moved to the top level for the
 /// older versions.
-pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
+pub async fn fetch(
+    gw: Gateway,
+    version: i16,
+    req: OffsetFetchRequest,
+    access: Access,
+) -> OffsetFetchResponse {
     let groups: Vec<(GroupId, Wanted)> = if version >= GROUPS_FROM {
         let each = req.groups.into_iter().map(|g| {
             let topics = g.topics.map(|ts| {
@@ -318,7 +350,7 @@ pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> Offset
     };
     let mut answers = Vec::with_capacity(groups.len());
     for (group, topics) in groups {
-        answers.push(answer_group(&gw, version, group, topics).await);
+        answers.push(answer_group(&gw, &access, version, group, topics).await);
     }
     if version >= GROUPS_FROM {
         return OffsetFetchResponse::default().with_groups(answers);
@@ -345,38 +377,41 @@ pub async fn fetch(gw: Gateway, version: i16, req: OffsetFetchRequest) -> Offset
 /// One group's answer to OffsetFetch, in the v8+ shape.
 async fn answer_group(
     gw: &Gateway,
+    access: &Access,
     version: i16,
     group: GroupId,
     topics: Wanted,
 ) -> OffsetFetchResponseGroup {
-    let read = fetch_group(gw, &group, topics.clone()).await;
+    let read = fetch_group(gw, access, &group, topics.clone()).await;
     let error = read.as_ref().err().copied();
     let read = match read {
         Ok(read) => read,
         // v1 has no group-level error: every partition asked for carries it instead.
         Err(_) if version < 2 => {
             let unread = topics.unwrap_or_default().into_iter();
-            let unread = unread.map(|(t, ps)| (t, ps.into_iter().map(|p| (p, None)).collect()));
+            let unread = unread.map(|(t, ps)| (t, ps.into_iter().map(|p| (p, Ok(None))).collect()));
             unread.collect()
         }
         Err(_) => Vec::new(),
     };
     let partition_error = if version < 2 { error } else { None };
     let topics = read.into_iter().map(|(name, ps)| {
-        let partitions = ps
-            .into_iter()
-            .map(|(p, c): (i32, Option<CommittedOffset>)| {
-                // No committed offset reads as -1, without error.
-                let (offset, epoch, metadata) = c.map_or((-1, -1, String::new()), |c| {
-                    (c.offset, c.leader_epoch, c.metadata)
-                });
-                OffsetFetchResponsePartitions::default()
-                    .with_partition_index(p)
-                    .with_committed_offset(offset)
-                    .with_committed_leader_epoch(if version >= 5 { epoch } else { -1 })
-                    .with_metadata(Some(StrBytes::from_string(metadata)))
-                    .with_error_code(partition_error.map_or(0, |e| e.code()))
+        let partitions = ps.into_iter().map(|(p, c): (i32, Read)| {
+            let (c, error) = match c {
+                Ok(c) => (c, partition_error),
+                Err(e) => (None, Some(e)),
+            };
+            // No committed offset reads as -1, without error.
+            let (offset, epoch, metadata) = c.map_or((-1, -1, String::new()), |c| {
+                (c.offset, c.leader_epoch, c.metadata)
             });
+            OffsetFetchResponsePartitions::default()
+                .with_partition_index(p)
+                .with_committed_offset(offset)
+                .with_committed_leader_epoch(if version >= 5 { epoch } else { -1 })
+                .with_metadata(Some(StrBytes::from_string(metadata)))
+                .with_error_code(error.map_or(0, |e| e.code()))
+        });
         OffsetFetchResponseTopics::default()
             .with_name(name)
             .with_partitions(partitions.collect())
@@ -413,9 +448,12 @@ async fn subscribed_topics(gw: &Gateway, group: &str) -> Option<HashSet<String>>
     Some(topics)
 }
 
-pub async fn delete(gw: Gateway, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+/// DELETE on the group, READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> OffsetDeleteResponse {
     let group: Arc<str> = req.group_id.as_str().into();
-    if let Some(e) = super::groups::not_coordinator(&gw, &group) {
+    if let Some(e) = super::groups::group_denied(&access, Operation::Delete, &group)
+        .or_else(|| super::groups::not_coordinator(&gw, &group))
+    {
         return OffsetDeleteResponse::default().with_error_code(e.code());
     }
     let subscribed = subscribed_topics(&gw, &group).await.unwrap_or_default();
@@ -435,11 +473,13 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest) -> OffsetDeleteRespon
     let mut entries = Vec::new();
     for t in req.topics {
         let meta = table.get(&t.name).cloned();
+        let denied = !access.topic(Operation::Read, &t.name);
         let ps: Vec<(i32, Result<usize, ResponseError>)> = t
             .partitions
             .iter()
             .map(|p| {
                 let outcome = match &meta {
+                    _ if denied => Err(ResponseError::TopicAuthorizationFailed),
                     _ if subscribed.contains(t.name.as_str()) => {
                         Err(ResponseError::GroupSubscribedToTopic)
                     }
@@ -543,7 +583,7 @@ mod tests {
         // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
         let retriable = ResponseError::CoordinatorLoadInProgress.code();
         for v in 1..=9 {
-            let r = fetch(gw.clone(), v, request(v)).await;
+            let r = fetch(gw.clone(), v, request(v), Access::unrestricted()).await;
             match v {
                 // v1 has no top-level error: the partition carries it.
                 1 => {

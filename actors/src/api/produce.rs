@@ -14,6 +14,7 @@ use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Answer, Reply};
+use crate::authorizer::{Access, Operation};
 use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
 use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
@@ -36,7 +37,8 @@ enum Outcome {
     },
 }
 
-pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
+/// Each topic needs WRITE (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
+pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) -> Reply {
     let table = gw.topic_table();
     let config = gw.cluster_config();
     let acks = req.acks;
@@ -66,6 +68,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
         } else {
             table.get(&topic.name)
         };
+        // Checked before existence, so a denied caller learns nothing of the topic.
+        let name = meta.map_or(topic.name.as_str(), |m| &m.name);
+        let denied =
+            (meta.is_some() || version < TOPIC_IDS_FROM) && !access.topic(Operation::Write, name);
         let outcomes: Vec<Outcome> = topic
             .partition_data
             .into_iter()
@@ -76,6 +82,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest) -> Reply {
                 };
                 if let Some((code, message)) = &refuse_all {
                     return refused(*code, message.clone());
+                }
+                if denied {
+                    let message = "WRITE on the topic is not allowed".to_string();
+                    return refused(ResponseError::TopicAuthorizationFailed, message);
                 }
                 let Some(meta) = meta.filter(|m| (0..m.partitions).contains(&p.index)) else {
                     let code = if version >= TOPIC_IDS_FROM && meta.is_none() {

@@ -17,16 +17,26 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::backend_error_code;
+use crate::authorizer::{Access, Operation};
 use crate::backend::{ScramCredential, ScramMechanism};
 use crate::gateway::Gateway;
 use crate::sasl::scram;
 
 type Refusal = (ResponseError, String);
 
+/// DESCRIBE on the cluster is needed (CLUSTER_AUTHORIZATION_FAILED otherwise).
 pub async fn describe(
     gw: Gateway,
     request: DescribeUserScramCredentialsRequest,
+    access: Access,
 ) -> DescribeUserScramCredentialsResponse {
+    if !access.cluster(Operation::Describe) {
+        return DescribeUserScramCredentialsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+            .with_error_message(Some(StrBytes::from_static_str(
+                "DESCRIBE on the cluster is not allowed",
+            )));
+    }
     let stored = match gw.backend.scram_credentials().await {
         Ok(s) => s,
         Err(e) => {
@@ -89,18 +99,27 @@ struct Change {
     credential: Option<ScramCredential>,
 }
 
+/// ALTER on the cluster is needed (CLUSTER_AUTHORIZATION_FAILED for every user otherwise).
 pub async fn alter(
     gw: Gateway,
     request: AlterUserScramCredentialsRequest,
+    access: Access,
 ) -> AlterUserScramCredentialsResponse {
-    let stored = match gw.backend.scram_credentials().await {
-        Ok(s) => s,
-        Err(e) => {
+    let stored = if access.cluster(Operation::Alter) {
+        gw.backend.scram_credentials().await.map_err(|e| {
             tracing::warn!(error = %e, "cannot read SCRAM credentials");
+            (backend_error_code(&e), e.to_string())
+        })
+    } else {
+        let denied = "ALTER on the cluster is not allowed".to_string();
+        Err((ResponseError::ClusterAuthorizationFailed, denied))
+    };
+    let stored = match stored {
+        Ok(s) => s,
+        Err(error) => {
             let mut users: Vec<&StrBytes> = request.deletions.iter().map(|d| &d.name).collect();
             users.extend(request.upsertions.iter().map(|u| &u.name));
             users.dedup();
-            let error = (backend_error_code(&e), e.to_string());
             let results = users.into_iter().map(|u| result(u.as_str(), Some(&error)));
             return AlterUserScramCredentialsResponse::default().with_results(results.collect());
         }

@@ -13,6 +13,7 @@ use kafka_protocol::messages::update_features_response::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{FeatureError, UpdateFeature, UpgradeType};
 use crate::gateway::Gateway;
 
@@ -25,7 +26,10 @@ pub fn handle(
     gw: &Gateway,
     version: i16,
     req: UpdateFeaturesRequest,
+    access: &Access,
 ) -> impl Future<Output = UpdateFeaturesResponse> {
+    // ALTER on the cluster, or nothing changes.
+    let denied = !access.cluster(Operation::Alter);
     let mut seen = HashSet::new();
     let pending: Vec<_> = req
         .feature_updates
@@ -36,7 +40,7 @@ pub fn handle(
                 (false, true) => UpgradeType::SafeDowngrade as i8,
                 (false, false) => UpgradeType::Upgrade as i8,
             };
-            let sent = seen.insert(u.feature.clone()).then(|| {
+            let sent = (seen.insert(u.feature.clone()) && !denied).then(|| {
                 gw.catalog.send(UpdateFeature {
                     feature: u.feature.to_string(),
                     level: u.max_version_level,
@@ -51,6 +55,10 @@ pub fn handle(
         let mut results = Vec::with_capacity(pending.len());
         for (feature, sent) in pending {
             let outcome = match sent {
+                None if denied => Err((
+                    ResponseError::ClusterAuthorizationFailed,
+                    "ALTER on the cluster is not allowed".to_string(),
+                )),
                 None => Err((
                     ResponseError::InvalidRequest,
                     format!("feature '{}' appears more than once", feature.as_str()),

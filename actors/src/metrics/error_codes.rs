@@ -110,6 +110,9 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
             codes.extend(r.results.iter().map(|f| f.error_code));
             beside(&mut codes, r.error_code);
         }
+        ResponseKind::CreateAcls(r) => codes.extend(r.results.iter().map(|c| c.error_code)),
+        ResponseKind::DescribeAcls(r) => codes.push(r.error_code),
+        ResponseKind::DeleteAcls(r) => codes.extend(r.filter_results.iter().map(|f| f.error_code)),
         _ => {}
     }
     codes

@@ -209,6 +209,15 @@ impl Backend for MeteredBackend {
     fn check_login(&self, user: &str, password: &str) -> BackendFuture<'_, bool> {
         self.timed("check_login", self.inner.check_login(user, password))
     }
+    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
+        self.timed("acls", self.inner.acls())
+    }
+    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        self.timed("create_acls", self.inner.create_acls(bindings))
+    }
+    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
+        self.timed("delete_acls", self.inner.delete_acls(bindings))
+    }
     fn ping(&self) -> BackendFuture<'_, ()> {
         self.timed("ping", self.inner.ping())
     }

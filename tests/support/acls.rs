@@ -1,0 +1,217 @@
+//! Raw requests for the ACL tests (`tests/acls.rs`): ACL bindings, and the one answer
+//! code each API gives for a topic or group.
+
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::Compression;
+
+use super::{batch, call, record, topic_name, RawClient};
+
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const SECURITY_DISABLED: i16 = 54;
+
+/// Kafka's codes: resource types, pattern types, operations, permissions.
+pub const TOPIC: i8 = 2;
+pub const GROUP: i8 = 3;
+pub const CLUSTER: i8 = 4;
+pub const LITERAL: i8 = 3;
+pub const PREFIXED: i8 = 4;
+pub const ALL: i8 = 2;
+pub const READ: i8 = 3;
+pub const WRITE: i8 = 4;
+pub const CREATE: i8 = 5;
+pub const ALTER: i8 = 7;
+pub const DESCRIBE: i8 = 8;
+pub const DENY: i8 = 2;
+pub const ALLOW: i8 = 3;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// One binding: `(resource type, name, pattern type)`, `(principal, host)`, operation,
+/// permission.
+pub fn acl(
+    resource: (i8, &str, i8),
+    who: (&str, &str),
+    operation: i8,
+    permission: i8,
+) -> AclCreation {
+    AclCreation::default()
+        .with_resource_type(resource.0)
+        .with_resource_name(s(resource.1))
+        .with_resource_pattern_type(resource.2)
+        .with_principal(s(who.0))
+        .with_host(s(who.1))
+        .with_operation(operation)
+        .with_permission_type(permission)
+}
+
+/// CreateAcls v3; each creation's error code.
+pub fn create_acls(c: &mut RawClient, acls: Vec<AclCreation>) -> Vec<i16> {
+    let r = call!(
+        c,
+        CreateAcls,
+        3,
+        CreateAclsRequest::default().with_creations(acls)
+    );
+    r.results.iter().map(|x| x.error_code).collect()
+}
+
+/// DescribeAcls v3 of every binding: the error code and `(resource name, principal,
+/// operation)` of each binding found.
+pub fn all_acls(c: &mut RawClient) -> (i16, Vec<(String, String, i8)>) {
+    let request = DescribeAclsRequest::default()
+        .with_resource_type_filter(1)
+        .with_resource_name_filter(None)
+        .with_pattern_type_filter(1)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    let r = call!(c, DescribeAcls, 3, request);
+    let found = r.resources.iter().flat_map(|res| {
+        res.acls.iter().map(move |a| {
+            (
+                res.resource_name.to_string(),
+                a.principal.to_string(),
+                a.operation,
+            )
+        })
+    });
+    (r.error_code, found.collect())
+}
+
+/// Produce v9 of one record to partition 0; the partition's error code.
+pub fn produce_code(c: &mut RawClient, topic: &str) -> i16 {
+    let records = batch(&[record(None, b"v", 1_700_000_000_000)], Compression::None);
+    let data = TopicProduceData::default()
+        .with_name(topic_name(topic))
+        .with_partition_data(vec![PartitionProduceData::default()
+            .with_index(0)
+            .with_records(Some(records))]);
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![data]);
+    call!(c, Produce, 9, request).responses[0].partition_responses[0].error_code
+}
+
+/// Fetch v12 of partition 0 from offset 0; the partition's error code.
+pub fn fetch_code(c: &mut RawClient, topic: &str) -> i16 {
+    let wanted = FetchTopic::default()
+        .with_topic(topic_name(topic))
+        .with_partitions(vec![FetchPartition::default()
+            .with_partition(0)
+            .with_fetch_offset(0)
+            .with_partition_max_bytes(1 << 20)]);
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![wanted]);
+    call!(c, Fetch, 12, request).responses[0].partitions[0].error_code
+}
+
+/// ListOffsets v7 (latest) of partition 0; the partition's error code.
+pub fn list_offsets_code(c: &mut RawClient, topic: &str) -> i16 {
+    let wanted = ListOffsetsTopic::default()
+        .with_name(topic_name(topic))
+        .with_partitions(vec![ListOffsetsPartition::default().with_timestamp(-1)]);
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![wanted]);
+    call!(c, ListOffsets, 7, request).topics[0].partitions[0].error_code
+}
+
+/// Metadata v12 of every topic: the names listed.
+pub fn listed_topics(c: &mut RawClient) -> Vec<String> {
+    let r = call!(
+        c,
+        Metadata,
+        12,
+        MetadataRequest::default().with_topics(None)
+    );
+    let mut names: Vec<String> = r
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Metadata v10 (the last with the cluster's) of one topic, without creating it, with
+/// its authorized operations and the cluster's: (error code, topic operations,
+/// cluster operations).
+pub fn metadata_of(c: &mut RawClient, topic: &str) -> (i16, i32, i32) {
+    let wanted = MetadataRequestTopic::default().with_name(Some(topic_name(topic)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![wanted]))
+        .with_allow_auto_topic_creation(false)
+        .with_include_topic_authorized_operations(true)
+        .with_include_cluster_authorized_operations(true);
+    let r = call!(c, Metadata, 10, request);
+    let t = &r.topics[0];
+    (
+        t.error_code,
+        t.topic_authorized_operations,
+        r.cluster_authorized_operations,
+    )
+}
+
+/// OffsetCommit v8 as admin tools send it (generation -1) of offset 0 of partition 0.
+pub fn commit_code(c: &mut RawClient, group: &str, topic: &str) -> i16 {
+    let t = OffsetCommitRequestTopic::default()
+        .with_name(topic_name(topic))
+        .with_partitions(vec![OffsetCommitRequestPartition::default()
+            .with_committed_offset(0)
+            .with_committed_leader_epoch(-1)]);
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(s(""))
+        .with_topics(vec![t]);
+    call!(c, OffsetCommit, 8, request).topics[0].partitions[0].error_code
+}
+
+/// FindCoordinator v3 of a group; the error code.
+pub fn find_coordinator_code(c: &mut RawClient, group: &str) -> i16 {
+    let request = FindCoordinatorRequest::default().with_key(s(group));
+    call!(c, FindCoordinator, 3, request).error_code
+}
+
+/// DescribeGroups v5 with authorized operations: (error code, operations).
+pub fn describe_group(c: &mut RawClient, group: &str) -> (i16, i32) {
+    let request = DescribeGroupsRequest::default()
+        .with_groups(vec![GroupId(s(group))])
+        .with_include_authorized_operations(true);
+    let g = &call!(c, DescribeGroups, 5, request).groups[0];
+    (g.error_code, g.authorized_operations)
+}
+
+/// CreateTopics v7 of a one-partition topic; its error code.
+pub fn create_topic_code(c: &mut RawClient, topic: &str) -> i16 {
+    let t = create_topics_request::CreatableTopic::default()
+        .with_name(topic_name(topic))
+        .with_num_partitions(1)
+        .with_replication_factor(1);
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![t]);
+    call!(c, CreateTopics, 7, request).topics[0].error_code
+}
+
+/// The bit field Kafka's authorized-operations fields hold for these operations.
+pub fn bits(operations: &[i8]) -> i32 {
+    operations.iter().fold(0, |b, op| b | (1 << op))
+}
