@@ -1,7 +1,8 @@
 //! Kafka ACLs end to end, through raw requests for the exact codes: bindings created
 //! by a super user, then a principal held to them after a restart (so the bindings are
 //! read back from the store), on both stores; two gateways on one Iggy sharing them;
-//! and the ACL APIs refused without an authorizer, as Kafka refuses them.
+//! and the ACL APIs refused without an authorizer, as Kafka refuses them. Last, a SASL
+//! user through librdkafka, held to the bindings made for its own principal.
 
 mod support;
 
@@ -14,7 +15,13 @@ use support::admin::eventually;
 use support::iggy::IggyServer;
 use support::{Gateway, RawClient, Store};
 
-/// Until a SASL listener names callers, every connection is this principal.
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+/// A PLAINTEXT connection's principal.
 const ME: &str = "User:ANONYMOUS";
 const ANY_HOST: &str = "*";
 
@@ -228,3 +235,95 @@ fn gateways_on_one_iggy_share_their_acls() {
 }
 
 support::on_every_store!(acls_decide_every_request);
+
+/// alice logs in with SCRAM through librdkafka on a SASL listener; the super user (the
+/// PLAINTEXT listener's anonymous principal) lets her use one topic and her groups only
+/// (without the group binding, her consumer gets GROUP_AUTHORIZATION_FAILED).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sasl_user_gets_only_what_her_acls_allow() {
+    let gw = Gateway::start_with(&[
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        ),
+        ("authorizer", "standard"),
+        ("super_users", "User:ANONYMOUS"),
+        ("sasl_enabled_mechanisms", "SCRAM-SHA-256"),
+        ("sasl_scram_users", "alice:alice-secret"),
+    ]);
+    let mut admin = RawClient::connect(gw.listener("PLAINTEXT"));
+    for topic in ["alices", "others"] {
+        assert_eq!(create_topic_code(&mut admin, topic), 0, "{topic}");
+        assert_eq!(produce_code(&mut admin, topic), 0, "{topic}");
+    }
+    let alice = ("User:alice", ANY_HOST);
+    let created = create_acls(
+        &mut admin,
+        vec![
+            acl((TOPIC, "alices", LITERAL), alice, ALL, ALLOW),
+            acl((GROUP, "alice-", PREFIXED), alice, READ, ALLOW),
+        ],
+    );
+    assert_eq!(created, vec![0, 0]);
+
+    let mut config = ClientConfig::new();
+    config
+        .set(
+            "bootstrap.servers",
+            gw.listener("SASL_PLAINTEXT").to_string(),
+        )
+        .set("security.protocol", "SASL_PLAINTEXT")
+        .set("sasl.mechanisms", "SCRAM-SHA-256")
+        .set("sasl.username", "alice")
+        .set("sasl.password", "alice-secret")
+        .set("message.timeout.ms", "10000");
+    let producer: FutureProducer = config.create().expect("producer");
+    let send = |topic: &'static str| {
+        producer.send(
+            FutureRecord::<(), str>::to(topic).payload("from alice"),
+            Duration::from_secs(10),
+        )
+    };
+    send("alices").await.expect("alice writes her topic");
+    let refused = send("others")
+        .await
+        .expect_err("alice may not write others");
+    assert_eq!(
+        refused.0,
+        KafkaError::MessageProduction(RDKafkaErrorCode::TopicAuthorizationFailed)
+    );
+
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", "alice-reads")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let listed = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata");
+    let names: Vec<&str> = listed.topics().iter().map(|t| t.name()).collect();
+    assert!(names.contains(&"alices"), "{names:?}");
+    assert!(
+        !names.contains(&"others"),
+        "alice sees a topic she may not describe: {names:?}"
+    );
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("alices", 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&tpl).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut read = 0;
+    while read < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice read {read} of 2"
+        );
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            m.expect("alice reads her topic")
+                .payload()
+                .expect("a value");
+            read += 1;
+        }
+    }
+}
