@@ -28,6 +28,13 @@ if [ -n "${SSL_BOOTSTRAP:-}" ]; then
 else
     echo "SKIPPED: SSL checks (no SSL_BOOTSTRAP)"
 fi
+# With SASL_SSL_BOOTSTRAP (a SASL_SSL listener, its certificate's CA in SSL_CA) and the
+# SASL user: kcat and confluent-kafka over SASL_SSL with SCRAM-SHA-512.
+if [ -n "${SASL_SSL_BOOTSTRAP:-}" ]; then
+    checks+=(kcat-sasl-ssl confluent-sasl-ssl)
+else
+    echo "SKIPPED: SASL_SSL checks (no SASL_SSL_BOOTSTRAP)"
+fi
 passed=0
 for check in "${checks[@]}"; do
     case $check in
@@ -45,6 +52,11 @@ for check in "${checks[@]}"; do
         java-scram) cmd=(bash "$HERE/java_check.sh" ScramJava "$SASL_BOOTSTRAP") ;;
         kcat-ssl) cmd=(bash "$HERE/kcat_ssl.sh" "$SSL_BOOTSTRAP" "$SSL_CA") ;;
         confluent-ssl) cmd=("$PY" "$HERE/ssl_confluent.py" --bootstrap "$SSL_BOOTSTRAP" --ca "$SSL_CA") ;;
+        kcat-sasl-ssl) cmd=(bash "$HERE/kcat_ssl.sh" "$SASL_SSL_BOOTSTRAP" "$SSL_CA"
+                            "${SASL_USER:-admin}" "${SASL_PASSWORD:-admin-secret}") ;;
+        confluent-sasl-ssl) cmd=("$PY" "$HERE/sasl_confluent.py" --bootstrap "$SASL_SSL_BOOTSTRAP"
+                                 --user "${SASL_USER:-admin}" --password "${SASL_PASSWORD:-admin-secret}"
+                                 --ca "$SSL_CA") ;;
         *) cmd=("$PY" "$HERE/roundtrip.py" --bootstrap "$BOOTSTRAP" --client "$check" "$@") ;;
     esac
     if ! PYTHON=$PY "${cmd[@]}"; then

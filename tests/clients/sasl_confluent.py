@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""confluent-kafka (librdkafka) over SASL_PLAINTEXT with SCRAM-SHA-512 (issue 7).
+"""confluent-kafka (librdkafka) over SASL_PLAINTEXT, or SASL_SSL with --ca, with
+SCRAM-SHA-512 (issue 7).
 
   1. The bootstrap user (--user/--password) logs in; alter_user_scram_credentials adds
      a user with SCRAM-SHA-512; describe_user_scram_credentials lists it.
   2. The new user creates a topic, produces ten records and consumes them back.
   3. A wrong password gets the broker's authentication error, not a timeout.
 
-    sasl_confluent.py --bootstrap 127.0.0.1:9093 --user admin --password admin-secret
-Prints `PASS confluent-sasl` or exits non-zero naming the first failure.
+    sasl_confluent.py --bootstrap 127.0.0.1:9093 --user admin --password admin-secret [--ca CA]
+Prints `PASS confluent-sasl` (`confluent-sasl-ssl` with --ca) or exits non-zero naming
+the first failure.
 """
 import argparse
 import sys
@@ -19,6 +21,8 @@ from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, S
                                    UserScramCredentialUpsertion)
 
 TIMEOUT = 20
+# The CA of a SASL_SSL listener's certificate (--ca); None for SASL_PLAINTEXT.
+CA = None
 
 
 class Fail(Exception):
@@ -31,12 +35,14 @@ def check(ok, what):
 
 
 def config(bootstrap, user, password):
+    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": CA} if CA else {}
     return {
         "bootstrap.servers": bootstrap,
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanisms": "SCRAM-SHA-512",
         "sasl.username": user,
         "sasl.password": password,
+        **tls,
     }
 
 
@@ -87,13 +93,17 @@ def main():
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--user", default="admin")
     parser.add_argument("--password", default="admin-secret")
+    parser.add_argument("--ca", help="CA file: SASL_SSL instead of SASL_PLAINTEXT")
     args = parser.parse_args()
+    global CA
+    CA = args.ca
+    name = "confluent-sasl-ssl" if CA else "confluent-sasl"
     try:
         run(args.bootstrap, args.user, args.password)
     except (Fail, KafkaException) as e:
-        print(f"FAIL confluent-sasl: {e}", file=sys.stderr)
+        print(f"FAIL {name}: {e}", file=sys.stderr)
         sys.exit(1)
-    print("PASS confluent-sasl")
+    print(f"PASS {name}")
 
 
 if __name__ == "__main__":
