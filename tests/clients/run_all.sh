@@ -18,6 +18,9 @@ checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs conflue
         confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
     checks+=(confluent-sasl java-scram)
+    # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
+    # user a super user, `allow_everyone_if_no_acl_found` on): the Java ACL check.
+    [ "${AUTHORIZER:-}" != standard ] || checks+=(java-acls)
 else
     echo "SKIPPED: SASL checks (no SASL_BOOTSTRAP)"
 fi
@@ -50,6 +53,7 @@ for check in "${checks[@]}"; do
         confluent-sasl) cmd=("$PY" "$HERE/sasl_confluent.py" --bootstrap "$SASL_BOOTSTRAP"
                              --user "${SASL_USER:-admin}" --password "${SASL_PASSWORD:-admin-secret}") ;;
         java-scram) cmd=(bash "$HERE/java_check.sh" ScramJava "$SASL_BOOTSTRAP") ;;
+        java-acls) cmd=(bash "$HERE/java_check.sh" AclsJava "$SASL_BOOTSTRAP") ;;
         kcat-ssl) cmd=(bash "$HERE/kcat_ssl.sh" "$SSL_BOOTSTRAP" "$SSL_CA") ;;
         confluent-ssl) cmd=("$PY" "$HERE/ssl_confluent.py" --bootstrap "$SSL_BOOTSTRAP" --ca "$SSL_CA") ;;
         kcat-sasl-ssl) cmd=(bash "$HERE/kcat_ssl.sh" "$SASL_SSL_BOOTSTRAP" "$SSL_CA"
