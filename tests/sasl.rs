@@ -21,10 +21,9 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{Offset, TopicPartitionList};
 use sha2::{Digest, Sha256, Sha512};
+use support::kafka::read_values;
 use support::{call, Gateway, RawClient, Store};
 
 const SASL: &str = "SASL_PLAINTEXT://127.0.0.1:0";
@@ -75,29 +74,6 @@ fn produce(config: &ClientConfig, topic: &str, values: &[String]) {
     producer.flush(Duration::from_secs(30)).expect("flush");
 }
 
-fn consume(config: &ClientConfig, topic: &str, count: usize) -> Vec<String> {
-    let consumer: BaseConsumer = config
-        .clone()
-        .set("group.id", "unused")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&tpl).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut got = Vec::new();
-    while got.len() < count {
-        assert!(Instant::now() < deadline, "timed out consuming: {got:?}");
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            let m = m.expect("consume error");
-            got.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
-        }
-    }
-    got
-}
-
 /// Whether librdkafka gets metadata through the gateway with these credentials.
 fn metadata_works(config: &ClientConfig) -> bool {
     let consumer: BaseConsumer = config.create().expect("consumer");
@@ -127,7 +103,7 @@ async fn rdkafka_produces_and_consumes_with_plain_and_both_scram_mechanisms() {
         create_topic(&config, &topic).await;
         let values: Vec<String> = (0..20).map(|n| format!("{mechanism}-{n}")).collect();
         produce(&config, &topic, &values);
-        assert_eq!(consume(&config, &topic, values.len()), values);
+        assert_eq!(read_values(&config, &topic, values.len()), values);
         // The same client with a wrong password gets nothing through.
         assert!(!metadata_works(&client(
             &gw.bootstrap(),
@@ -746,7 +722,7 @@ fn librdkafka_reauthenticates_without_losing_its_connection() {
         handshakes as i64 >= connects + 3,
         "{handshakes} handshakes, {connects} connects"
     );
-    assert_eq!(consume(&config, "reauth", 40).len(), 40);
+    assert_eq!(read_values(&config, "reauth", 40).len(), 40);
 }
 
 // ---- PLAIN against Iggy's users ------------------------------------------------------

@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 use rcgen::DnType;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
-use rdkafka::{Offset, TopicPartitionList};
 use rustls::pki_types::{CertificateDer, ServerName};
 
 use support::iggy::IggyServer;
+use support::kafka::read_values;
 use support::tls::{write_atomically, Issued, Pki};
 use support::Gateway;
 
@@ -105,31 +104,6 @@ fn refused(config: &ClientConfig) -> bool {
         .is_err()
 }
 
-/// Reads partition 0 of `topic` from the start until `n` values came.
-fn consume(config: &ClientConfig, topic: &str, n: usize) -> Vec<String> {
-    let consumer: BaseConsumer = config
-        .clone()
-        .set("group.id", "tls-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&tpl).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut got = Vec::new();
-    while got.len() < n {
-        assert!(Instant::now() < deadline, "read {} of {n}", got.len());
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => got.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap()),
-            Some(Err(e)) => panic!("consume: {e}"),
-            None => {}
-        }
-    }
-    got
-}
-
 fn values(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-{i}")).collect()
 }
@@ -150,10 +124,10 @@ fn librdkafka_over_ssl_next_to_a_plain_listener() {
 
     let all: Vec<String> = over_ssl.iter().chain(&over_plain).cloned().collect();
     assert_eq!(
-        consume(&ssl_client(ssl, &pki, None), "secure", all.len()),
+        read_values(&ssl_client(ssl, &pki, None), "secure", all.len()),
         all
     );
-    assert_eq!(consume(&plain_client(plain), "secure", all.len()), all);
+    assert_eq!(read_values(&plain_client(plain), "secure", all.len()), all);
 
     // Plain Kafka on the SSL port gets nowhere, and TLS on the plain port neither.
     assert!(!refused(&ssl_client(ssl, &pki, None)));
@@ -187,7 +161,7 @@ fn a_required_client_certificate_is_checked() {
         &values("a", 10),
     );
     assert_eq!(
-        consume(&ssl_client(ssl, &pki, Some(&alice)), "mtls", 10),
+        read_values(&ssl_client(ssl, &pki, Some(&alice)), "mtls", 10),
         values("a", 10)
     );
     assert!(!refused(&ssl_client(ssl, &pki, Some(&alice))));
@@ -388,7 +362,7 @@ fn the_gateway_reaches_iggy_over_tls() {
     ]);
     produce(&plain_client(gw.addr), "via-tls", &values("t", 20));
     assert_eq!(
-        consume(&plain_client(gw.addr), "via-tls", 20),
+        read_values(&plain_client(gw.addr), "via-tls", 20),
         values("t", 20)
     );
 

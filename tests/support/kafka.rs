@@ -133,6 +133,35 @@ pub fn consume(
     got
 }
 
+/// The values of partition 0 of `topic`, read from the start by a client made from
+/// `config` (any listener, any security settings) until `n` came; panics after 30 s.
+pub fn read_values(config: &ClientConfig, topic: &str, n: usize) -> Vec<String> {
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", format!("{topic}-reader"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&tpl).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while got.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "read {} of {n}: {got:?}",
+            got.len()
+        );
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            let m = m.expect("consume error");
+            got.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
+        }
+    }
+    got
+}
+
 /// A consumer of `group` that commits only when told to.
 pub fn group_consumer(bootstrap: &str, group: &str) -> BaseConsumer {
     ClientConfig::new()
