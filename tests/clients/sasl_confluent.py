@@ -16,22 +16,14 @@ import sys
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
-TIMEOUT = 20
+from confluent_common import TIMEOUT, Fail, check, round_trip
+
 # The CA of a SASL_SSL listener's certificate (--ca); None for SASL_PLAINTEXT.
 CA = None
-
-
-class Fail(Exception):
-    pass
-
-
-def check(ok, what):
-    if not ok:
-        raise Fail(what)
 
 
 def config(bootstrap, user, password):
@@ -63,20 +55,7 @@ def run(bootstrap, admin_user, admin_password):
     own_admin = AdminClient(mine)
     for future in own_admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(timeout=TIMEOUT)
-    producer = Producer(mine)
-    for i in range(10):
-        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode())
-    check(producer.flush(TIMEOUT) == 0, "records not acknowledged")
-    consumer = Consumer({**mine, "group.id": f"g-{tag}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.time() + TIMEOUT
-    while len(got) < 10 and time.time() < deadline:
-        m = consumer.poll(0.5)
-        if m is not None:
-            check(m.error() is None, f"consume error {m.error()}")
-            got.append(m.value().decode())
-    consumer.close()
-    check(got == [f"v{i}" for i in range(10)], f"consumed {got}")
+    round_trip(mine, topic, f"g-{tag}")
 
     errors = []
     wrong = Producer({**config(bootstrap, user, "not-" + password),

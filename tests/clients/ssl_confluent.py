@@ -14,19 +14,10 @@ import sys
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-TIMEOUT = 20
-
-
-class Fail(Exception):
-    pass
-
-
-def check(ok, what):
-    if not ok:
-        raise Fail(what)
+from confluent_common import TIMEOUT, Fail, check, round_trip
 
 
 def config(bootstrap, ca):
@@ -49,20 +40,7 @@ def run(bootstrap, ca):
     topic = f"ssl-confluent-{tag}"
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(timeout=TIMEOUT)
-    producer = Producer(conf)
-    for i in range(10):
-        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode())
-    check(producer.flush(TIMEOUT) == 0, "records not acknowledged")
-    consumer = Consumer({**conf, "group.id": f"g-{tag}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.time() + TIMEOUT
-    while len(got) < 10 and time.time() < deadline:
-        m = consumer.poll(0.5)
-        if m is not None:
-            check(m.error() is None, f"consume error {m.error()}")
-            got.append(m.value().decode())
-    consumer.close()
-    check(got == [f"v{i}" for i in range(10)], f"consumed {got}")
+    round_trip(conf, topic, f"g-{tag}")
 
     errors = []
     untrusting = Producer({**conf, "ssl.ca.location": "probe", "error_cb": errors.append})

@@ -1,0 +1,34 @@
+"""What the confluent-kafka checks over TLS and SASL share (ssl_confluent.py,
+sasl_confluent.py): failing with a message, and a ten-record round trip."""
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+TIMEOUT = 20
+
+
+class Fail(Exception):
+    pass
+
+
+def check(ok, what):
+    if not ok:
+        raise Fail(what)
+
+
+def round_trip(conf, topic, group):
+    """Produces ten keyed records to partition 0 of `topic` and reads them back."""
+    producer = Producer(conf)
+    for i in range(10):
+        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode())
+    check(producer.flush(TIMEOUT) == 0, "records not acknowledged")
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got, deadline = [], time.time() + TIMEOUT
+    while len(got) < 10 and time.time() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None:
+            check(m.error() is None, f"consume error {m.error()}")
+            got.append(m.value().decode())
+    consumer.close()
+    check(got == [f"v{i}" for i in range(10)], f"consumed {got}")
