@@ -19,9 +19,10 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::ProduceRequest;
 use kafka_protocol::records::Compression;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use support::kafka::group_consumer;
 use support::{batch, call, record, topic_name, Gateway, RawClient};
 
 /// How long each run is measured.
@@ -180,12 +181,7 @@ fn measure(bootstrap: &str, topic: &str) -> Throughput {
 
 /// Records a consumer reads from the start of `topic` within `run`.
 fn consume_for(bootstrap: &str, topic: &str, run: Duration) -> u64 {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "unused")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
+    let consumer = group_consumer(bootstrap, "unused");
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Beginning)
         .unwrap();
