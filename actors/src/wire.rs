@@ -172,7 +172,12 @@ pub fn encode_response(
     } else {
         key.response_header_version(version)
     };
-    let mut buf = BytesMut::with_capacity(64);
+    // Fetch answers carry the records: size the buffer once instead of doubling it.
+    let records_hint = match body {
+        ResponseKind::Fetch(fetch) => fetch.compute_size(version).unwrap_or(0),
+        _ => 0,
+    };
+    let mut buf = BytesMut::with_capacity(64 + records_hint);
     buf.put_i32(0);
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
