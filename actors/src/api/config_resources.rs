@@ -1,9 +1,12 @@
 //! The resources DescribeConfigs, AlterConfigs and IncrementalAlterConfigs name: a
 //! topic, or a broker (this gateway by its node id, or "" for every gateway).
 
+use std::future::Future;
+
 use futures_util::future::{ready, LocalBoxFuture};
 use futures_util::FutureExt;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::protocol::StrBytes;
 
 use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{AlterBrokerConfigs, BrokerScope, ConfigChange};
@@ -73,10 +76,51 @@ fn named(gw: &Gateway, resource_type: i8, name: &str) -> Result<Resource, (Respo
 /// Why a resource was not altered: the error code and message it is answered with.
 pub type Refusal = (ResponseError, String);
 
-/// Changes one resource's configurations (or, with `validate_only`, checks the change).
-/// The change is sent to its owner now, so changes apply in request order; a broker
-/// change has reached every topic it affects when the future resolves.
-pub fn alter(
+/// One resource's outcome, as AlterConfigs and IncrementalAlterConfigs answer it.
+pub struct Altered {
+    pub resource_type: i8,
+    pub resource_name: StrBytes,
+    pub error_code: i16,
+    pub error_message: Option<StrBytes>,
+}
+
+/// Changes each resource's configurations (or, with `validate_only`, checks the
+/// changes); a resource that fails is answered on its own. Every change is sent to its
+/// owner now, so changes apply in request order.
+pub fn alter_each(
+    gw: &Gateway,
+    access: &Access,
+    changes: Vec<(i8, StrBytes, ConfigChange)>,
+    validate_only: bool,
+) -> impl Future<Output = Vec<Altered>> {
+    let pending: Vec<_> = changes
+        .into_iter()
+        .map(|(resource_type, name, change)| {
+            let altered = alter(gw, access, (resource_type, &name), change, validate_only);
+            (resource_type, name, altered)
+        })
+        .collect();
+    async move {
+        let mut answers = Vec::with_capacity(pending.len());
+        for (resource_type, resource_name, altered) in pending {
+            let (error_code, error_message) = match altered.await {
+                Ok(()) => (0, None),
+                Err((code, message)) => (code.code(), Some(StrBytes::from_string(message))),
+            };
+            answers.push(Altered {
+                resource_type,
+                resource_name,
+                error_code,
+                error_message,
+            });
+        }
+        answers
+    }
+}
+
+/// Changes one resource's configurations (or checks the change). A broker change has
+/// reached every topic it affects when the future resolves.
+fn alter(
     gw: &Gateway,
     access: &Access,
     (resource_type, name): (i8, &str),

@@ -8,9 +8,8 @@ use kafka_protocol::messages::incremental_alter_configs_request::IncrementalAlte
 use kafka_protocol::messages::incremental_alter_configs_response::{
     AlterConfigsResourceResponse, IncrementalAlterConfigsResponse,
 };
-use kafka_protocol::protocol::StrBytes;
 
-use super::config_resources::alter;
+use super::config_resources::alter_each;
 use crate::authorizer::Access;
 use crate::config_catalog::ConfigChange;
 use crate::gateway::Gateway;
@@ -20,7 +19,7 @@ pub fn handle(
     req: IncrementalAlterConfigsRequest,
     access: &Access,
 ) -> impl Future<Output = IncrementalAlterConfigsResponse> {
-    let pending: Vec<_> = req
+    let changes = req
         .resources
         .into_iter()
         .map(|r| {
@@ -32,32 +31,22 @@ pub fn handle(
                     (c.name.to_string(), c.config_operation, value)
                 })
                 .collect();
-            let change = ConfigChange::Incremental(ops);
-            let altered = alter(
-                gw,
-                access,
-                (r.resource_type, &r.resource_name),
-                change,
-                req.validate_only,
-            );
-            (r.resource_type, r.resource_name, altered)
+            (
+                r.resource_type,
+                r.resource_name,
+                ConfigChange::Incremental(ops),
+            )
         })
         .collect();
+    let altered = alter_each(gw, access, changes, req.validate_only);
     async move {
-        let mut responses = Vec::with_capacity(pending.len());
-        for (resource_type, resource_name, altered) in pending {
-            let (code, message) = match altered.await {
-                Ok(()) => (0, None),
-                Err((code, message)) => (code.code(), Some(StrBytes::from_string(message))),
-            };
-            responses.push(
-                AlterConfigsResourceResponse::default()
-                    .with_resource_type(resource_type)
-                    .with_resource_name(resource_name)
-                    .with_error_code(code)
-                    .with_error_message(message),
-            );
-        }
-        IncrementalAlterConfigsResponse::default().with_responses(responses)
+        let responses = altered.await.into_iter().map(|a| {
+            AlterConfigsResourceResponse::default()
+                .with_resource_type(a.resource_type)
+                .with_resource_name(a.resource_name)
+                .with_error_code(a.error_code)
+                .with_error_message(a.error_message)
+        });
+        IncrementalAlterConfigsResponse::default().with_responses(responses.collect())
     }
 }
