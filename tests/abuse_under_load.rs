@@ -19,10 +19,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::ProduceRequest;
 use kafka_protocol::records::Compression;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
-use support::kafka::group_consumer;
+use rdkafka::ClientContext;
+use support::kafka::{assign_from_start, group_consumer};
 use support::{batch, call, record, topic_name, Gateway, RawClient};
 
 /// How long each run is measured.
@@ -182,10 +181,7 @@ fn measure(bootstrap: &str, topic: &str) -> Throughput {
 /// Records a consumer reads from the start of `topic` within `run`.
 fn consume_for(bootstrap: &str, topic: &str, run: Duration) -> u64 {
     let consumer = group_consumer(bootstrap, "unused");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&tpl).unwrap();
+    assign_from_start(&consumer, topic, [0]);
     let started = Instant::now();
     let mut read = 0;
     while started.elapsed() < run {

@@ -38,7 +38,8 @@ use support::configs;
 use support::groups;
 use support::iggy::{free_port, IggyServer};
 use support::kafka::{
-    admin, commit_offsets, committed, consume, create_topic, group_consumer, produce, Expected,
+    admin, assign_from_start, commit_offsets, committed, consume, create_topic, group_consumer,
+    produce, Expected,
 };
 use support::{Gateway, RawClient};
 
@@ -975,12 +976,7 @@ fn read_until(
         .set("enable.auto.commit", "false")
         .create()
         .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in last.keys() {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
+    assign_from_start(&consumer, topic, last.keys().copied());
     let mut got: HashMap<i32, Vec<(i64, Vec<u8>)>> = HashMap::new();
     let done = |got: &HashMap<i32, Vec<(i64, Vec<u8>)>>| {
         last.iter().all(|(p, l)| {

@@ -87,6 +87,21 @@ pub fn produce(bootstrap: &str, topic: &str, codec: &str, records: &[(i32, Expec
     assert_eq!(producer.in_flight_count(), 0);
 }
 
+/// Assigns `consumer` the given partitions of `topic`, each from its first record
+/// (manual assignment: no group is joined).
+pub fn assign_from_start(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partitions: impl IntoIterator<Item = i32>,
+) {
+    let mut tpl = TopicPartitionList::new();
+    for p in partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+}
+
 /// Reads every partition from the start until `want[p]` records came back.
 pub fn consume(
     bootstrap: &str,
@@ -100,12 +115,7 @@ pub fn consume(
         .set("enable.auto.commit", "false")
         .create()
         .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in want.keys() {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
+    assign_from_start(&consumer, topic, want.keys().copied());
     let mut got: HashMap<i32, Vec<(i64, Expected, Timestamp)>> = HashMap::new();
     let total: usize = want.values().sum();
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -142,10 +152,7 @@ pub fn read_values(config: &ClientConfig, topic: &str, n: usize) -> Vec<String> 
         .set("enable.auto.commit", "false")
         .create()
         .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&tpl).unwrap();
+    assign_from_start(&consumer, topic, [0]);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut got = Vec::new();
     while got.len() < n {
