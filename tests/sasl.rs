@@ -24,6 +24,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use sha2::{Digest, Sha256, Sha512};
 use support::kafka::read_values;
+use support::sasl::{authenticate, handshake, plain_login};
 use support::{call, Gateway, RawClient, Store};
 
 const SASL: &str = "SASL_PLAINTEXT://127.0.0.1:0";
@@ -115,25 +116,6 @@ async fn rdkafka_produces_and_consumes_with_plain_and_both_scram_mechanisms() {
 }
 
 // ---- raw SASL exchanges --------------------------------------------------------------
-
-fn handshake(c: &mut RawClient, mechanism: &str) -> SaslHandshakeResponse {
-    call!(
-        c,
-        SaslHandshake,
-        1,
-        SaslHandshakeRequest::default().with_mechanism(s(mechanism))
-    )
-}
-
-fn authenticate(c: &mut RawClient, v: i16, token: &[u8]) -> SaslAuthenticateResponse {
-    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(token));
-    call!(c, SaslAuthenticate, v, request)
-}
-
-fn plain_login(c: &mut RawClient, user: &str, password: &str) -> SaslAuthenticateResponse {
-    assert_eq!(handshake(c, "PLAIN").error_code, 0);
-    authenticate(c, 2, format!("\0{user}\0{password}").as_bytes())
-}
 
 fn hmac_of(sha512: bool, key: &[u8], data: &[u8]) -> Vec<u8> {
     if sha512 {

@@ -1,5 +1,5 @@
-//! Raw requests for the ACL tests (`tests/acls.rs`): ACL bindings, and the one answer
-//! code each API gives for a topic or group.
+//! Raw requests for the ACL tests (`tests/acls.rs`, `tests/acls_per_api.rs`): ACL
+//! bindings, and the answer each API gives for a topic, a group or the cluster.
 
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -19,19 +19,28 @@ pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 pub const SECURITY_DISABLED: i16 = 54;
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 /// Kafka's codes: resource types, pattern types, operations, permissions.
 pub const TOPIC: i8 = 2;
 pub const GROUP: i8 = 3;
 pub const CLUSTER: i8 = 4;
+pub const TRANSACTIONAL_ID: i8 = 5;
+/// The one cluster resource's name.
+pub const KAFKA_CLUSTER: &str = "kafka-cluster";
 pub const LITERAL: i8 = 3;
 pub const PREFIXED: i8 = 4;
 pub const ALL: i8 = 2;
 pub const READ: i8 = 3;
 pub const WRITE: i8 = 4;
 pub const CREATE: i8 = 5;
+pub const DELETE: i8 = 6;
 pub const ALTER: i8 = 7;
 pub const DESCRIBE: i8 = 8;
+pub const DESCRIBE_CONFIGS: i8 = 10;
+pub const ALTER_CONFIGS: i8 = 11;
+pub const IDEMPOTENT_WRITE: i8 = 12;
 pub const DENY: i8 = 2;
 pub const ALLOW: i8 = 3;
 
@@ -214,4 +223,115 @@ pub fn create_topic_code(c: &mut RawClient, topic: &str) -> i16 {
 /// The bit field Kafka's authorized-operations fields hold for these operations.
 pub fn bits(operations: &[i8]) -> i32 {
     operations.iter().fold(0, |b, op| b | (1 << op))
+}
+
+/// Metadata v12 of one topic: its id.
+pub fn topic_id(c: &mut RawClient, topic: &str) -> uuid::Uuid {
+    let wanted = MetadataRequestTopic::default().with_name(Some(topic_name(topic)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![wanted]))
+        .with_allow_auto_topic_creation(false);
+    let t = &call!(c, Metadata, 12, request).topics[0];
+    assert_eq!(t.error_code, 0, "{t:?}");
+    t.topic_id
+}
+
+/// DeleteTopics v6 of one topic, by name or by id: the name answered and the error code.
+pub fn delete_topic(c: &mut RawClient, topic: Result<&str, uuid::Uuid>) -> (Option<String>, i16) {
+    let state = match topic {
+        Ok(name) => {
+            delete_topics_request::DeleteTopicState::default().with_name(Some(topic_name(name)))
+        }
+        Err(id) => delete_topics_request::DeleteTopicState::default().with_topic_id(id),
+    };
+    let request = DeleteTopicsRequest::default()
+        .with_topics(vec![state])
+        .with_timeout_ms(5000);
+    let r = &call!(c, DeleteTopics, 6, request).responses[0];
+    (r.name.as_ref().map(|n| n.to_string()), r.error_code)
+}
+
+/// InitProducerId v4, idempotent or with a transactional id: (error code, producer id).
+pub fn init_producer_id(c: &mut RawClient, transactional_id: Option<&str>) -> (i16, i64) {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(transactional_id.map(|t| TransactionalId(s(t))))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r = call!(c, InitProducerId, 4, request);
+    (r.error_code, r.producer_id.0)
+}
+
+/// ListGroups v4: the error code and the groups listed, sorted.
+pub fn list_groups(c: &mut RawClient) -> (i16, Vec<String>) {
+    let r = call!(c, ListGroups, 4, ListGroupsRequest::default());
+    let mut names: Vec<String> = r.groups.iter().map(|g| g.group_id.to_string()).collect();
+    names.sort();
+    (r.error_code, names)
+}
+
+/// DeleteGroups v2 of one group: its error code.
+pub fn delete_group_code(c: &mut RawClient, group: &str) -> i16 {
+    let request = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s(group))]);
+    call!(c, DeleteGroups, 2, request).results[0].error_code
+}
+
+/// One topic's partitions in an OffsetFetch answer: (topic, [(partition, offset, code)]).
+pub type FetchedOffsets = Vec<(String, Vec<(i32, i64, i16)>)>;
+
+/// OffsetFetch v8 of one group, partition 0 of each topic named (`None`: every topic
+/// with an offset): the group's error code and its topics.
+pub fn fetch_offsets(
+    c: &mut RawClient,
+    group: &str,
+    topics: Option<&[&str]>,
+) -> (i16, FetchedOffsets) {
+    use offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+    let topics = topics.map(|ts| {
+        ts.iter()
+            .map(|t| {
+                OffsetFetchRequestTopics::default()
+                    .with_name(topic_name(t))
+                    .with_partition_indexes(vec![0])
+            })
+            .collect()
+    });
+    let wanted = OffsetFetchRequestGroup::default()
+        .with_group_id(GroupId(s(group)))
+        .with_topics(topics);
+    let request = OffsetFetchRequest::default().with_groups(vec![wanted]);
+    let g = &call!(c, OffsetFetch, 8, request).groups[0];
+    let topics = g.topics.iter().map(|t| {
+        let partitions = t.partitions.iter();
+        let partitions = partitions.map(|p| (p.partition_index, p.committed_offset, p.error_code));
+        (t.name.to_string(), partitions.collect())
+    });
+    (g.error_code, topics.collect())
+}
+
+/// OffsetFetch v7 (one group at the top) of partition 0 of `topic`: the top-level code.
+pub fn fetch_offsets_v7_code(c: &mut RawClient, group: &str, topic: &str) -> i16 {
+    let wanted = offset_fetch_request::OffsetFetchRequestTopic::default()
+        .with_name(topic_name(topic))
+        .with_partition_indexes(vec![0]);
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_topics(Some(vec![wanted]));
+    call!(c, OffsetFetch, 7, request).error_code
+}
+
+/// OffsetDelete v0 of partition 0 of `topic`: the top-level code and the partition's.
+pub fn delete_offset(c: &mut RawClient, group: &str, topic: &str) -> (i16, Option<i16>) {
+    use offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
+    let t = OffsetDeleteRequestTopic::default()
+        .with_name(topic_name(topic))
+        .with_partitions(vec![
+            OffsetDeleteRequestPartition::default().with_partition_index(0)
+        ]);
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_topics(vec![t].into_iter().collect());
+    let r = call!(c, OffsetDelete, 0, request);
+    let partition = r.topics.iter().flat_map(|t| t.partitions.iter()).next();
+    (r.error_code, partition.map(|p| p.error_code))
 }

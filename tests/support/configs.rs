@@ -274,6 +274,26 @@ pub fn update_feature(
     upgrade_type: i8,
     validate_only: bool,
 ) -> (i16, Option<String>) {
+    let r = update_features(c, v, level, upgrade_type, validate_only);
+    if v >= 2 {
+        return (r.error_code, r.error_message.map(|m| m.to_string()));
+    }
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let result = r.results.into_iter().next().expect("one result");
+    (
+        result.error_code,
+        result.error_message.map(|m| m.to_string()),
+    )
+}
+
+/// The whole UpdateFeatures answer to the request [`update_feature`] sends.
+pub fn update_features(
+    c: &mut RawClient,
+    v: i16,
+    level: i16,
+    upgrade_type: i8,
+    validate_only: bool,
+) -> kafka_protocol::messages::UpdateFeaturesResponse {
     use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
     use kafka_protocol::messages::UpdateFeaturesRequest;
     let mut update = FeatureUpdateKey::default()
@@ -288,16 +308,7 @@ pub fn update_feature(
         .with_timeout_ms(5000)
         .with_feature_updates(vec![update])
         .with_validate_only(validate_only);
-    let r = call!(c, UpdateFeatures, v, request);
-    if v >= 2 {
-        return (r.error_code, r.error_message.map(|m| m.to_string()));
-    }
-    assert_eq!(r.error_code, 0, "{r:?}");
-    let result = r.results.into_iter().next().expect("one result");
-    (
-        result.error_code,
-        result.error_message.map(|m| m.to_string()),
-    )
+    call!(c, UpdateFeatures, v, request)
 }
 
 /// The finalized `gateway.version` and its epoch (ApiVersions v4).

@@ -8,6 +8,7 @@ pub mod configs;
 pub mod groups;
 pub mod iggy;
 pub mod kafka;
+pub mod sasl;
 pub mod tls;
 
 use std::io::{BufRead, BufReader, Read, Write};

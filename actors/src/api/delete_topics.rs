@@ -16,7 +16,7 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use crate::authorizer::{Access, Operation};
+use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
 use crate::log_slot::ForgetTopic;
 use crate::topic_admin::DeleteTopic;
@@ -25,7 +25,11 @@ use crate::topic_admin::DeleteTopic;
 const TOPIC_STATES_FROM: i16 = 6;
 const ERROR_MESSAGE_FROM: i16 = 5;
 
-/// Each topic needs DELETE (TOPIC_AUTHORIZATION_FAILED otherwise).
+/// Each topic needs DELETE, on it or on the cluster, as Kafka's controller decides
+/// (`ControllerApis.deleteTopics`): a name the caller may not DESCRIBE answers
+/// TOPIC_AUTHORIZATION_FAILED whether it exists or not, a describable missing one
+/// UNKNOWN_TOPIC_OR_PARTITION; a topic named by id that may not be described is
+/// refused without its name.
 pub fn handle(
     gw: &Gateway,
     version: i16,
@@ -53,23 +57,46 @@ pub fn handle(
         );
         (ResponseError::PolicyViolation, message)
     });
+    let every_topic = access.permits(Operation::Delete, ResourceType::Cluster, CLUSTER_NAME);
+    let may = |operation, topic: &str| every_topic || access.topic(operation, topic);
+    let denied = || {
+        Err((
+            ResponseError::TopicAuthorizationFailed,
+            "DELETE on the topic is not allowed".to_string(),
+        ))
+    };
     let pending: Vec<_> = targets
         .into_iter()
         .map(|(name, id)| {
-            let name = name
+            let by_id = name.is_none();
+            let mut name = name
                 .map(|n| n.to_string())
                 .or_else(|| table.by_id(&id).map(|t| t.name.to_string()));
-            let sent = match (&refused, &name) {
+            let sent = match (&refused, name.clone()) {
                 (Some(refusal), _) => Err(refusal.clone()),
                 (None, None) => Err((
                     ResponseError::UnknownTopicId,
                     format!("no topic has id {id}"),
                 )),
-                (None, Some(n)) if !access.topic(Operation::Delete, n) => Err((
-                    ResponseError::TopicAuthorizationFailed,
-                    "DELETE on the topic is not allowed".to_string(),
-                )),
-                (None, Some(n)) => Ok(gw.topic_admin.send(DeleteTopic(n.clone()))),
+                (None, Some(n)) => {
+                    let described = may(Operation::Describe, &n);
+                    let deletable = may(Operation::Delete, &n);
+                    match (deletable, described) {
+                        // A topic named by id exists and was found by it.
+                        (true, _) if by_id => Ok(gw.topic_admin.send(DeleteTopic(n))),
+                        (false, false) if by_id => {
+                            name = None;
+                            denied()
+                        }
+                        (_, false) => denied(),
+                        (true, true) => Ok(gw.topic_admin.send(DeleteTopic(n))),
+                        (false, true) if table.get(&n).is_none() => Err((
+                            ResponseError::UnknownTopicOrPartition,
+                            format!("topic '{n}' does not exist"),
+                        )),
+                        (false, true) => denied(),
+                    }
+                }
             };
             (name, id, sent)
         })

@@ -9,8 +9,10 @@ use kafka_protocol::messages::ProducerId;
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
 
-/// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
-/// topic (Kafka's `authorizeByResourceType`), else CLUSTER_AUTHORIZATION_FAILED.
+/// A transactional producer needs WRITE on its transactional id (else
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and allowed it is refused the same way, since
+/// transactions are not served); an idempotent one IDEMPOTENT_WRITE on the cluster or
+/// WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
 pub async fn handle(
     gw: Gateway,
     req: InitProducerIdRequest,
@@ -22,8 +24,22 @@ pub async fn handle(
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
     };
-    // Kafka's InitProducerIdRequest checks: an empty transactional id, or only one of
-    // producer id and epoch (KIP-360 bumps send both), is a malformed request.
+    // Authorization first, as in Kafka's KafkaApis: WRITE on the transactional id, or
+    // for an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+    // (Kafka's `authorizeByResourceType`).
+    match req.transactional_id.as_deref() {
+        Some(id) if !access.allows(Operation::Write, ResourceType::TransactionalId, id) => {
+            return refused(ResponseError::TransactionalIdAuthorizationFailed);
+        }
+        None if !access.cluster(Operation::IdempotentWrite)
+            && !access.allows_any(Operation::Write, ResourceType::Topic) =>
+        {
+            return refused(ResponseError::ClusterAuthorizationFailed);
+        }
+        _ => {}
+    }
+    // Then the request's own checks: an empty transactional id, or only one of
+    // producer id and epoch (KIP-360 bumps send both), is malformed.
     let half_known = (req.producer_id.0 == -1) != (req.producer_epoch == -1);
     if half_known || req.transactional_id.as_ref().is_some_and(|t| t.is_empty()) {
         return refused(ResponseError::InvalidRequest);
@@ -33,11 +49,6 @@ pub async fn handle(
             "InitProducerId with a transactional id refused: transactions are not served"
         );
         return refused(ResponseError::TransactionalIdAuthorizationFailed);
-    }
-    if !access.cluster(Operation::IdempotentWrite)
-        && !access.allows_any(Operation::Write, ResourceType::Topic)
-    {
-        return refused(ResponseError::ClusterAuthorizationFailed);
     }
     match gw.backend.allocate_producer_id().await {
         Ok(id) => InitProducerIdResponse::default()

@@ -28,11 +28,16 @@ pub fn handle(
     req: UpdateFeaturesRequest,
     access: &Access,
 ) -> impl Future<Output = UpdateFeaturesResponse> {
-    // ALTER on the cluster, or nothing changes.
+    // ALTER on the cluster, or nothing changes: Kafka's controller refuses the whole
+    // request at the top, without per-feature results, at every version.
     let denied = !access.cluster(Operation::Alter);
+    let updates = if denied {
+        Vec::new()
+    } else {
+        req.feature_updates
+    };
     let mut seen = HashSet::new();
-    let pending: Vec<_> = req
-        .feature_updates
+    let pending: Vec<_> = updates
         .into_iter()
         .map(|u| {
             let upgrade_type = match (version >= UPGRADE_TYPE_FROM, u.allow_downgrade) {
@@ -40,7 +45,7 @@ pub fn handle(
                 (false, true) => UpgradeType::SafeDowngrade as i8,
                 (false, false) => UpgradeType::Upgrade as i8,
             };
-            let sent = (seen.insert(u.feature.clone()) && !denied).then(|| {
+            let sent = seen.insert(u.feature.clone()).then(|| {
                 gw.catalog.send(UpdateFeature {
                     feature: u.feature.to_string(),
                     level: u.max_version_level,
@@ -52,13 +57,16 @@ pub fn handle(
         })
         .collect();
     async move {
+        if denied {
+            return UpdateFeaturesResponse::default()
+                .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+                .with_error_message(Some(StrBytes::from_static_str(
+                    "ALTER on the cluster is not allowed",
+                )));
+        }
         let mut results = Vec::with_capacity(pending.len());
         for (feature, sent) in pending {
             let outcome = match sent {
-                None if denied => Err((
-                    ResponseError::ClusterAuthorizationFailed,
-                    "ALTER on the cluster is not allowed".to_string(),
-                )),
                 None => Err((
                     ResponseError::InvalidRequest,
                     format!("feature '{}' appears more than once", feature.as_str()),
