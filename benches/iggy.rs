@@ -30,12 +30,10 @@ use iggy::prelude::{
 mod common;
 mod raw;
 
-use common::{await_partitions, bounded, config, consume, create_topic, Stats, PARTITIONS};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use common::{bounded, consume, create_topic, pct, produce, Row, PARTITIONS};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use std::{env, fs, net, thread};
 
@@ -128,7 +126,6 @@ fn start_gateway(bin: &Path, iggy: &str) -> Proc {
     spawn("gateway", cmd, dir, addr)
 }
 
-/// The value at quantile `p` of sorted nanoseconds, in ms.
 /// CPU seconds used so far by process `pid` (all its threads, user and system), from
 /// /proc: clock ticks of 10 ms, so phases should last seconds (BENCH_RECORDS).
 fn cpu_secs(pid: u32) -> f64 {
@@ -167,22 +164,6 @@ impl CpuMeter {
         }
         out
     }
-}
-
-fn pct(sorted: &[u64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
-    sorted.get(i).map_or(f64::NAN, |&ns| ns as f64 / 1e6)
-}
-
-#[derive(Clone, Copy, Default)]
-struct Row {
-    records: u64,
-    produce_rps: f64,
-    produce_mbps: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    consume_rps: f64,
-    consume_mbps: f64,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,14 +269,7 @@ async fn sdk_produce(
     }
     let secs = start.elapsed().as_secs_f64();
     lat.sort_unstable();
-    Row {
-        records: n,
-        produce_rps: n as f64 / secs,
-        produce_mbps: (n * size as u64) as f64 / secs / 1e6,
-        p50_ms: pct(&lat, 0.50),
-        p99_ms: pct(&lat, 0.99),
-        ..Row::default()
-    }
+    Row::produced(n, size, secs, &lat)
 }
 
 /// Reads every partition back from offset 0 until `n` messages came: (records/s, MB/s).
@@ -439,88 +413,6 @@ async fn sdk_create_topic(c: &TcpClient, topic: &str) {
 // ---------------------------------------------------------------------------------------------
 // The gateway path (librdkafka), shaped as `benches/throughput.rs`.
 
-/// Produces `n` records round robin over the partitions. With `rate`, record i is sent at its
-/// scheduled time i / rate and its latency counts from then; without, as fast as librdkafka
-/// takes them, latency from the successful send(). Returns (seconds, sorted latencies).
-fn kafka_produce(
-    addr: &str,
-    topic: &str,
-    size: usize,
-    n: u64,
-    rate: Option<f64>,
-    limit: Duration,
-) -> (f64, Vec<u64>) {
-    let stats = Stats {
-        base: Instant::now(),
-        acks: Mutex::default(),
-    };
-    let producer: ThreadedProducer<Stats> = config(addr)
-        .set("linger.ms", "5")
-        .set("batch.num.messages", "10000")
-        .set("acks", "all")
-        .set("compression.type", "none")
-        .set("message.timeout.ms", limit.as_millis().to_string())
-        .create_with_context(stats)
-        .expect("producer");
-    await_partitions(producer.client(), topic);
-    let stats = producer.context().clone();
-    let done = || {
-        let acks = stats.acks.lock().unwrap();
-        acks.latencies_ns.len() as u64 + acks.failed
-    };
-    let payload = vec![b'x'; size];
-    let start = Instant::now();
-    let start_ns = stats.base.elapsed().as_nanos() as u64;
-    let deadline = start + limit;
-    for i in 0..n {
-        let partition = (i % PARTITIONS as u64) as i32;
-        let mut rec = BaseRecord::<(), [u8], usize>::with_opaque_to(topic, 0).payload(&payload);
-        rec = rec.partition(partition);
-        let scheduled = rate.map(|r| start_ns + (i as f64 / r * 1e9) as u64);
-        if let Some(at) = scheduled {
-            let now = stats.base.elapsed().as_nanos() as u64;
-            if at > now + 200_000 {
-                thread::sleep(Duration::from_nanos(at - now));
-            }
-        }
-        loop {
-            rec.delivery_opaque =
-                scheduled.unwrap_or_else(|| stats.base.elapsed().as_nanos() as u64) as usize;
-            match producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    assert!(
-                        Instant::now() < deadline,
-                        "produce: queue full for {limit:?}"
-                    );
-                    rec = r;
-                    thread::sleep(Duration::from_micros(200));
-                }
-                Err((e, _)) => panic!("produce: send failed: {e}"),
-            }
-        }
-    }
-    while done() < n {
-        assert!(
-            Instant::now() < deadline,
-            "produce: {} of {n} acked",
-            done()
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let mut acks = stats.acks.lock().unwrap();
-    if let Some(e) = &acks.first_error {
-        eprintln!(
-            "  produce: {} records failed, first error: {e}",
-            acks.failed
-        );
-    }
-    let mut lat = std::mem::take(&mut acks.latencies_ns);
-    lat.sort_unstable();
-    (secs, lat)
-}
-
 // ---------------------------------------------------------------------------------------------
 
 struct Measured {
@@ -619,17 +511,10 @@ fn main() {
         create_topic(&gateway.addr, &topic);
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         let (secs, lat) = bounded("produce", hard, move || {
-            kafka_produce(&addr, &t, size, n, None, limit)
+            produce(&addr, &t, size, n, None, limit)
         });
         let acked = lat.len() as u64;
-        let mut gw = Row {
-            records: acked,
-            produce_rps: acked as f64 / secs,
-            produce_mbps: (acked * size as u64) as f64 / secs / 1e6,
-            p50_ms: pct(&lat, 0.50),
-            p99_ms: pct(&lat, 0.99),
-            ..Row::default()
-        };
+        let mut gw = Row::produced(acked, size, secs, &lat);
         eprintln!(
             "gateway {size} B: {acked}/{n} acked, {:.0} rec/s",
             gw.produce_rps
@@ -653,20 +538,16 @@ fn main() {
         create_topic(&gateway.addr, &raw_topic);
         let addr = gateway.addr.clone();
         let cpu = CpuMeter::start(&iggy, &gateway);
-        let (rps, mbps, lat) = bounded("raw produce", hard, move || {
+        let (secs, lat) = bounded("raw produce", hard, move || {
             let shape = (PARTITIONS, SDK_CLIENTS);
             raw::produce::produce(&addr, &raw_topic, shape, (size, n, SDK_BATCH), limit)
         });
         let raw_produce_cpu = cpu.per_record(n);
-        let raw_produce = Row {
-            records: n,
-            produce_rps: rps,
-            produce_mbps: mbps,
-            p50_ms: pct(&lat, 0.50),
-            p99_ms: pct(&lat, 0.99),
-            ..Row::default()
-        };
-        eprintln!("gateway {size} B: raw Produce, {rps:.0} rec/s");
+        let raw_produce = Row::produced(n, size, secs, &lat);
+        eprintln!(
+            "gateway {size} B: raw Produce, {:.0} rec/s",
+            raw_produce.produce_rps
+        );
 
         // (3) Half the peak, both ways, into the same topics: half the lower of the two peaks,
         // so that neither path is asked for more than it carried at full speed.
@@ -674,7 +555,7 @@ fn main() {
         let paced_n = (rate * rate_secs) as u64;
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         let (_, gw_lat) = bounded("paced produce", hard, move || {
-            kafka_produce(&addr, &t, size, paced_n, Some(rate), limit)
+            produce(&addr, &t, size, paced_n, Some(rate), limit)
         });
         let sdk_lat = rt.block_on(async {
             tokio::time::timeout(limit, sdk_paced(&clients, &topic, size, rate, rate_secs))

@@ -11,12 +11,9 @@
 
 mod common;
 
-use common::{await_partitions, bounded, config, consume, create_topic, Stats, PARTITIONS};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use common::{bounded, consume, create_topic, produce, Row, PARTITIONS};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use std::{env, fs, net, panic, thread};
 
@@ -76,93 +73,10 @@ fn start_broker(name: &str, bin: &Path) -> Broker {
     broker
 }
 
-#[derive(Clone, Copy, Default)]
-struct Row {
-    records: u64,
-    produce_rps: f64,
-    produce_mbps: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    consume_rps: f64,
-    consume_mbps: f64,
-}
-
-/// Produces `n` records, round-robin over the partitions by explicit partition number (an even
-/// spread that does not depend on librdkafka's sticky partitioner). Fills the produce columns.
-fn produce(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> Row {
-    let stats = Stats {
-        base: Instant::now(),
-        acks: Mutex::default(),
-    };
-    let producer: ThreadedProducer<Stats> = config(addr)
-        .set("linger.ms", "5")
-        .set("batch.num.messages", "10000")
-        .set("acks", "all")
-        .set("compression.type", "none")
-        .set("message.timeout.ms", limit.as_millis().to_string())
-        .create_with_context(stats)
-        .expect("producer");
-    await_partitions(producer.client(), topic);
-    let stats = producer.context().clone();
-    let done = || {
-        let acks = stats.acks.lock().unwrap();
-        acks.latencies_ns.len() as u64 + acks.failed
-    };
-    let payload = vec![b'x'; size];
-    let start = Instant::now();
-    let deadline = start + limit;
-    for i in 0..n {
-        let partition = (i % PARTITIONS as u64) as i32;
-        let mut rec = BaseRecord::<(), [u8], usize>::with_opaque_to(topic, 0).payload(&payload);
-        rec = rec.partition(partition);
-        loop {
-            // Stamp at the send that succeeds: time spent waiting for queue room is not latency.
-            rec.delivery_opaque = stats.base.elapsed().as_nanos() as usize;
-            match producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    assert!(
-                        Instant::now() < deadline,
-                        "produce: queue full for {limit:?}"
-                    );
-                    rec = r;
-                    thread::sleep(Duration::from_micros(200));
-                }
-                Err((e, _)) => panic!("produce: send failed: {e}"),
-            }
-        }
-    }
-    while done() < n {
-        assert!(
-            Instant::now() < deadline,
-            "produce: {} of {n} acked",
-            done()
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let mut acks = stats.acks.lock().unwrap();
-    if let Some(e) = &acks.first_error {
-        eprintln!(
-            "  produce: {} records failed, first error: {e}",
-            acks.failed
-        );
-    }
-    let lat = &mut acks.latencies_ns;
-    lat.sort_unstable();
-    let pct = |p: f64| {
-        lat.get((lat.len() as f64 * p) as usize)
-            .map_or(f64::NAN, |&ns| ns as f64 / 1e6)
-    };
-    let ok = lat.len() as u64;
-    Row {
-        records: ok,
-        produce_rps: ok as f64 / secs,
-        produce_mbps: (ok * size as u64) as f64 / secs / 1e6,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-        ..Row::default()
-    }
+/// A full-speed librdkafka produce phase (`common::produce`) as a row.
+fn produce_row(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> Row {
+    let (secs, lat) = produce(addr, topic, size, n, None, limit);
+    Row::produced(lat.len() as u64, size, secs, &lat)
 }
 
 fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
@@ -176,7 +90,9 @@ fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
         let topic = format!("bench-{size}");
         create_topic(&broker.addr, &topic);
         let (addr, t) = (broker.addr.clone(), topic.clone());
-        let mut row = bounded("produce", hard, move || produce(&addr, &t, size, n, limit));
+        let mut row = bounded("produce", hard, move || {
+            produce_row(&addr, &t, size, n, limit)
+        });
         eprintln!(
             "{name} {size} B: {}/{n} acked, {:.0} rec/s",
             row.records, row.produce_rps

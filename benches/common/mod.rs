@@ -1,12 +1,13 @@
 //! Shared by the benches that drive a broker with librdkafka (the `rdkafka` crate):
-//! bounded phases, topic creation, waiting for metadata, delivery-latency accounting
-//! and a full read-back by manual assignment.
+//! bounded phases, topic creation, waiting for metadata, a produce phase with its
+//! delivery latencies (full speed or paced), and a full read-back by manual assignment.
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{Client, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{DeliveryResult, ProducerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::sync::{mpsc, Mutex};
 use std::thread;
@@ -150,4 +151,118 @@ pub fn consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) ->
     // Cheap integrity check: every record came back whole (contents are not compared).
     assert_eq!(bytes, n * size as u64, "consume: payload bytes differ");
     (got as f64 / secs, bytes as f64 / secs / 1e6)
+}
+
+/// One path's figures for one record size.
+#[derive(Clone, Copy, Default)]
+pub struct Row {
+    pub records: u64,
+    pub produce_rps: f64,
+    pub produce_mbps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub consume_rps: f64,
+    pub consume_mbps: f64,
+}
+
+impl Row {
+    /// A produce phase: `records` of `size` bytes in `secs`, latencies sorted (ns).
+    pub fn produced(records: u64, size: usize, secs: f64, sorted_ns: &[u64]) -> Row {
+        Row {
+            records,
+            produce_rps: records as f64 / secs,
+            produce_mbps: (records * size as u64) as f64 / secs / 1e6,
+            p50_ms: pct(sorted_ns, 0.50),
+            p99_ms: pct(sorted_ns, 0.99),
+            ..Row::default()
+        }
+    }
+}
+
+/// The value at quantile `p` of sorted nanoseconds, in ms.
+pub fn pct(sorted: &[u64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(i).map_or(f64::NAN, |&ns| ns as f64 / 1e6)
+}
+
+/// Produces `n` records round robin over the partitions. With `rate`, record i is sent at its
+/// scheduled time i / rate and its latency counts from then; without, as fast as librdkafka
+/// takes them, latency from the successful send(). Returns (seconds, sorted latencies).
+pub fn produce(
+    addr: &str,
+    topic: &str,
+    size: usize,
+    n: u64,
+    rate: Option<f64>,
+    limit: Duration,
+) -> (f64, Vec<u64>) {
+    let stats = Stats {
+        base: Instant::now(),
+        acks: Mutex::default(),
+    };
+    let producer: ThreadedProducer<Stats> = config(addr)
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "10000")
+        .set("acks", "all")
+        .set("compression.type", "none")
+        .set("message.timeout.ms", limit.as_millis().to_string())
+        .create_with_context(stats)
+        .expect("producer");
+    await_partitions(producer.client(), topic);
+    let stats = producer.context().clone();
+    let done = || {
+        let acks = stats.acks.lock().unwrap();
+        acks.latencies_ns.len() as u64 + acks.failed
+    };
+    let payload = vec![b'x'; size];
+    let start = Instant::now();
+    let start_ns = stats.base.elapsed().as_nanos() as u64;
+    let deadline = start + limit;
+    for i in 0..n {
+        let partition = (i % PARTITIONS as u64) as i32;
+        let mut rec = BaseRecord::<(), [u8], usize>::with_opaque_to(topic, 0).payload(&payload);
+        rec = rec.partition(partition);
+        let scheduled = rate.map(|r| start_ns + (i as f64 / r * 1e9) as u64);
+        if let Some(at) = scheduled {
+            let now = stats.base.elapsed().as_nanos() as u64;
+            if at > now + 200_000 {
+                thread::sleep(Duration::from_nanos(at - now));
+            }
+        }
+        loop {
+            rec.delivery_opaque =
+                scheduled.unwrap_or_else(|| stats.base.elapsed().as_nanos() as u64) as usize;
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "produce: queue full for {limit:?}"
+                    );
+                    rec = r;
+                    thread::sleep(Duration::from_micros(200));
+                }
+                Err((e, _)) => panic!("produce: send failed: {e}"),
+            }
+        }
+    }
+    while done() < n {
+        assert!(
+            Instant::now() < deadline,
+            "produce: {} of {n} acked",
+            done()
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mut acks = stats.acks.lock().unwrap();
+    if let Some(e) = &acks.first_error {
+        eprintln!(
+            "  produce: {} records failed, first error: {e}",
+            acks.failed
+        );
+    }
+    let mut lat = std::mem::take(&mut acks.latencies_ns);
+    lat.sort_unstable();
+    (secs, lat)
 }

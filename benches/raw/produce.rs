@@ -19,15 +19,15 @@ use super::call;
 /// Produce by topic name (v13 names topics by id).
 const VERSION: i16 = 12;
 
-/// Sends `n` records of `size` bytes in batches of `batch`. Returns (records/s, MB/s of
-/// values, per-request latencies in ns); panics past `limit` or on any error code.
+/// Sends `n` records of `size` bytes in batches of `batch`. Returns (seconds, sorted
+/// per-request latencies in ns); panics past `limit` or on any error code.
 pub fn produce(
     addr: &str,
     topic: &str,
     (partitions, connections): (i32, usize),
     (size, n, batch): (usize, u64, usize),
     limit: Duration,
-) -> (f64, f64, Vec<u64>) {
+) -> (f64, Vec<u64>) {
     let batches = n.div_ceil(batch as u64);
     let start = Instant::now();
     let writers: Vec<_> = (0..connections as u64)
@@ -65,11 +65,7 @@ pub fn produce(
     }
     let secs = start.elapsed().as_secs_f64();
     latencies.sort_unstable();
-    (
-        n as f64 / secs,
-        (n * size as u64) as f64 / secs / 1e6,
-        latencies,
-    )
+    (secs, latencies)
 }
 
 fn request(topic: &str, partition: i32, value: &Bytes, count: usize) -> ProduceRequest {
