@@ -15,12 +15,12 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
-use rustls::pki_types::{CertificateDer, ServerName};
 
+use support::acls::*;
 use support::iggy::IggyServer;
 use support::kafka::read_values;
-use support::tls::{write_atomically, Issued, Pki};
-use support::Gateway;
+use support::tls::{pem_certificates, write_atomically, Issued, Pki};
+use support::{Gateway, RawClient};
 
 /// A gateway with a PLAINTEXT and an SSL listener serving `server`.
 fn gateway(pki: &Pki, server: &Issued, extra: &[(&str, &str)]) -> Gateway {
@@ -78,6 +78,12 @@ impl ProducerContext for Deliveries {
 
 /// Produces `values` to partition 0 of `topic`, every one acknowledged.
 fn produce(config: &ClientConfig, topic: &str, values: &[String]) {
+    let outcomes = deliver(config, topic, values);
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+}
+
+/// Sends `values` to partition 0 of `topic`: how librdkafka reports each delivery.
+fn deliver(config: &ClientConfig, topic: &str, values: &[String]) -> Vec<Result<(), String>> {
     let deliveries = Deliveries::default();
     let producer: ThreadedProducer<Deliveries> = config
         .clone()
@@ -93,7 +99,7 @@ fn produce(config: &ClientConfig, topic: &str, values: &[String]) {
     producer.flush(Duration::from_secs(15)).expect("flush");
     let outcomes = deliveries.0.lock().unwrap().clone();
     assert_eq!(outcomes.len(), values.len());
-    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    outcomes
 }
 
 /// Whether a client with `config` fails to fetch metadata (within 5 s).
@@ -182,49 +188,74 @@ fn a_required_client_certificate_is_checked() {
     );
 }
 
-/// A TLS connection to `addr` trusting `pki`'s CA.
-fn tls_connect(
-    addr: SocketAddr,
-    pki: &Pki,
-) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = std::fs::read(pki.ca_file()).unwrap();
-    for cert in rustls_pemfile_certs(&ca) {
-        roots.add(cert).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = ServerName::try_from("localhost").unwrap();
-    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let tcp = TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut tls = rustls::StreamOwned::new(conn, tcp);
-    tls.flush().unwrap(); // drives the handshake
-    while tls.conn.is_handshaking() {
-        tls.conn.complete_io(&mut tls.sock).unwrap();
-    }
-    tls
-}
+/// With ACLs on, a client certificate's subject is the principal, in Kafka's RFC 2253
+/// form: alice (`O=Acme, CN=alice`) is `User:CN=alice,O=Acme`, refused (29) until a
+/// binding names exactly that principal, through librdkafka and in raw requests.
+#[test]
+fn a_client_certificate_is_the_principal_acls_name() {
+    let pki = Pki::new();
+    let server = pki.server("server", "gateway");
+    let gw = gateway(
+        &pki,
+        &server,
+        &[
+            ("ssl_client_auth", "required"),
+            ("authorizer", "standard"),
+            // The PLAINTEXT listener's anonymous principal administers.
+            ("super_users", "User:ANONYMOUS"),
+        ],
+    );
+    let ssl = gw.listener("SSL");
+    let mut admin = RawClient::connect(gw.listener("PLAINTEXT"));
+    assert_eq!(create_topic_code(&mut admin, "mtls"), 0);
+    let alice = pki.client(
+        "alice",
+        &[
+            (DnType::OrganizationName, "Acme"),
+            (DnType::CommonName, "alice"),
+        ],
+    );
+    let mut raw = RawClient::over(pki.connect(ssl, Some(&alice)));
+    let librdkafka = ssl_client(ssl, &pki, Some(&alice));
 
-fn rustls_pemfile_certs(pem: &[u8]) -> Vec<CertificateDer<'static>> {
-    use rustls::pki_types::pem::PemObject;
-    CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<_, _>>()
-        .unwrap()
+    assert_eq!(produce_code(&mut raw, "mtls"), TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(fetch_code(&mut raw, "mtls"), TOPIC_AUTHORIZATION_FAILED);
+    let refused = deliver(&librdkafka, "mtls", &values("refused", 1));
+    assert!(
+        refused[0]
+            .as_ref()
+            .is_err_and(|e| e.contains("Topic authorization failed")),
+        "{refused:?}"
+    );
+    // Bindings for other spellings of the subject do not name her.
+    for other in ["User:CN=alice", "User:O=Acme,CN=alice", "User:alice"] {
+        let binding = acl((TOPIC, "mtls", LITERAL), (other, "*"), ALL, ALLOW);
+        assert_eq!(create_acls(&mut admin, vec![binding]), [0], "{other}");
+    }
+    assert_eq!(produce_code(&mut raw, "mtls"), TOPIC_AUTHORIZATION_FAILED);
+
+    // Her topic, and the group librdkafka's reader uses.
+    let exact = ("User:CN=alice,O=Acme", "*");
+    let bindings = vec![
+        acl((TOPIC, "mtls", LITERAL), exact, ALL, ALLOW),
+        acl((GROUP, "mtls-reader", LITERAL), exact, READ, ALLOW),
+    ];
+    assert_eq!(create_acls(&mut admin, bindings), [0, 0]);
+    assert_eq!(produce_code(&mut raw, "mtls"), 0);
+    assert_eq!(fetch_code(&mut raw, "mtls"), 0);
+    produce(&librdkafka, "mtls", &values("a", 10));
+    let read = read_values(&librdkafka, "mtls", 11);
+    assert_eq!(read[1..], values("a", 10), "{read:?}");
 }
 
 /// The server certificate a new TLS connection gets.
 fn served_certificate(addr: SocketAddr, pki: &Pki) -> Vec<u8> {
-    let tls = tls_connect(addr, pki);
+    let tls = pki.connect(addr, None);
     tls.conn.peer_certificates().unwrap()[0].to_vec()
 }
 
 fn file_der(path: &std::path::Path) -> Vec<u8> {
-    rustls_pemfile_certs(&std::fs::read(path).unwrap())[0].to_vec()
+    pem_certificates(path)[0].to_vec()
 }
 
 /// ApiVersions v0 over `stream`: true if a well-formed answer came back.
@@ -260,7 +291,7 @@ fn a_changed_certificate_is_served_to_new_connections_only() {
     let gw = gateway(&pki, &first, &[("ssl_reload_interval_ms", "200")]);
     let ssl = gw.listener("SSL");
     assert_eq!(served_certificate(ssl, &pki), file_der(&first.cert));
-    let mut open = tls_connect(ssl, &pki);
+    let mut open = pki.connect(ssl, None);
     assert!(api_versions(&mut open));
 
     // A broken certificate is not taken: the first one stays.
@@ -334,7 +365,7 @@ fn stalled_and_garbage_handshakes_are_closed_and_harmless() {
     assert!(!api_versions(&mut plain));
 
     // Both listeners still serve.
-    let mut tls = tls_connect(ssl, &pki);
+    let mut tls = pki.connect(ssl, None);
     assert!(api_versions(&mut tls));
     let mut tcp = TcpStream::connect(gw.listener("PLAINTEXT")).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

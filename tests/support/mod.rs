@@ -264,9 +264,13 @@ pub(crate) use on_every_store;
 
 /// A raw Kafka connection for requests no client library sends on purpose.
 pub struct RawClient {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     correlation: i32,
 }
+
+/// What a [`RawClient`] speaks over: a TCP socket, or a TLS session on one.
+pub trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
 
 impl RawClient {
     pub fn connect(addr: SocketAddr) -> RawClient {
@@ -274,8 +278,13 @@ impl RawClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
+        RawClient::over(stream)
+    }
+
+    /// Speaks over `stream`, already connected (with its read timeout set).
+    pub fn over(stream: impl Stream + 'static) -> RawClient {
         RawClient {
-            stream,
+            stream: Box::new(stream),
             correlation: 0,
         }
     }
@@ -297,10 +306,7 @@ impl RawClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        RawClient {
-            stream,
-            correlation: 0,
-        }
+        RawClient::over(stream)
     }
 
     /// Sends one request and returns its decoded response.

@@ -1,12 +1,19 @@
 //! Test certificates, made fresh by each test with rcgen (no key is ever committed):
 //! a CA, server certificates for 127.0.0.1/localhost, client certificates with a
-//! subject, all as PEM files in a temporary directory.
+//! subject, all as PEM files in a temporary directory; and TLS connections (rustls)
+//! trusting the CA, with a client certificate or without.
 
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa, KeyPair,
 };
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 /// A CA and the files it signs, in `dir`.
 pub struct Pki {
@@ -56,6 +63,43 @@ impl Pki {
         self.issue(name, params)
     }
 
+    /// A TLS connection to `addr` (handshake done) trusting this CA, presenting
+    /// `client`'s certificate when given.
+    pub fn connect(
+        &self,
+        addr: SocketAddr,
+        client: Option<&Issued>,
+    ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in pem_certificates(&self.ca_file()) {
+            roots.add(cert).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+        let config = match client {
+            Some(c) => {
+                let key = PrivateKeyDer::from_pem_file(&c.key).unwrap();
+                config
+                    .with_client_auth_cert(pem_certificates(&c.cert), key)
+                    .unwrap()
+            }
+            None => config.with_no_client_auth(),
+        };
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let tcp = TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        tls.flush().unwrap(); // drives the handshake
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock).unwrap();
+        }
+        tls
+    }
+
     fn issue(&self, name: &str, params: CertificateParams) -> Issued {
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.ca).unwrap();
@@ -82,4 +126,12 @@ pub fn write_atomically(path: &Path, contents: &[u8]) {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, contents).unwrap();
     std::fs::rename(&tmp, path).unwrap();
+}
+
+/// The certificates of a PEM file, in order.
+pub fn pem_certificates(path: &Path) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_file_iter(path)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
