@@ -27,9 +27,10 @@ check() {
 
 check "hadolint deploy/Dockerfile" "$BIN/hadolint" deploy/Dockerfile
 check "Kubernetes schemas" "$BIN/kubernetes-validate" --strict --quiet \
-    deploy/kubernetes/*.yaml deploy/examples/*.yaml
+    deploy/kubernetes/*.yaml deploy/examples/*.yaml deploy/examples/tls/secret.yaml
 check "Compose specification" "$BIN/check-jsonschema" --builtin-schema vendor.compose-spec \
     deploy/docker-compose.yml
+# Also the TLS example's patches, merged and validated (settings_known.py).
 check "settings the gateway accepts" "$BIN/python" tests/deploy/settings_known.py "$GATEWAY"
 
 # The plain summary line CI reads.
