@@ -7,6 +7,7 @@ mod iggy;
 mod listeners;
 mod settings;
 mod stored_acl;
+mod stored_quota;
 mod tls;
 
 use std::io::Write;

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 pub use crate::authorizer::AclBinding;
+pub use crate::quotas::{ClientQuotas, QuotaChange, QuotaEntity};
 use crate::records::BatchHeader;
 
 pub type BackendResult<T> = Result<T, BackendError>;
@@ -349,6 +350,15 @@ pub trait Backend: Send + Sync + 'static {
     fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()>;
     /// Removes these bindings; ones not stored are ignored. Survives a crash once resolved.
     fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()>;
+
+    // Client quotas (AlterClientQuotas, DescribeClientQuotas; `quotas/`): shared by
+    // every gateway on the backend, each enforcing them on its own traffic.
+
+    /// Every stored quota, by entity, written by this gateway or any other.
+    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas>;
+    /// Applies the changes in order (as [`crate::quotas::apply`]), all or none.
+    /// Survives a crash once resolved.
+    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()>;
 
     /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
     fn ping(&self) -> BackendFuture<'_, ()>;

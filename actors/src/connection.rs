@@ -51,6 +51,8 @@ pub struct Connection {
     finished: BTreeMap<u64, (Option<Bytes>, Held)>,
     /// Set when reading has ended: close once every earlier request is answered.
     last_request: Option<u64>,
+    /// Until when the reader hands over no request: a client over its quota (KIP-219).
+    muted_until: watch::Sender<Instant>,
     /// Dropped with the actor, which stops the reader task.
     _stop_reader: oneshot::Sender<()>,
 }
@@ -90,6 +92,7 @@ impl Connection {
     ) {
         let (stop_tx, stop_rx) = oneshot::channel();
         let (answers, to_write) = mpsc::unbounded_channel();
+        let (muted_until, mute) = watch::channel(Instant::now());
         let settings = gateway.settings.clone();
         actix::spawn(write_answers(
             write,
@@ -113,7 +116,7 @@ impl Connection {
             actix::spawn(read_frames(
                 frames,
                 ctx.address(),
-                budgets,
+                (budgets, mute),
                 timeouts,
                 shutdown,
                 stop_rx,
@@ -129,6 +132,7 @@ impl Connection {
                 next_answer: 0,
                 finished: BTreeMap::new(),
                 last_request: None,
+                muted_until,
                 _stop_reader: stop_tx,
             }
         });
@@ -210,7 +214,8 @@ impl Handler<Frame> for Connection {
         let seq = self.next_request;
         self.next_request += 1;
         let started = Instant::now();
-        self.gateway.metrics.received(frame.len());
+        let size = frame.len();
+        self.gateway.metrics.received(size);
         if self.last_request.is_some() {
             return; // closing: nothing after a bad request is served
         }
@@ -225,6 +230,7 @@ impl Handler<Frame> for Connection {
             tracing::info!(peer = %self.peer, %reason, "closing connection");
             return self.close_before(seq, ctx);
         }
+        let mut metered = crate::quotas::Metered::Free;
         let (reply, answer_version) = match request.body {
             // KIP-511: answer at v0 so the client retries with a version both know.
             None => (api::unsupported_api_versions(), 0),
@@ -233,19 +239,22 @@ impl Handler<Frame> for Connection {
                     .serve(&self.gateway.sasl, version, body, self.peer),
                 version,
             ),
-            Some(body) => match api::route(
-                &self.gateway,
-                key,
-                version,
-                body,
-                self.caller(&request.header),
-            ) {
-                Ok(reply) => (reply, version),
-                Err(e) => return self.refuse(seq, e, ctx),
-            },
+            Some(mut body) => {
+                let caller = self.caller(&request.header);
+                metered = self.gateway.quotas.meter(&caller, size, &mut body);
+                match api::route(&self.gateway, key, version, body, caller) {
+                    Ok(reply) => (reply, version),
+                    Err(e) => return self.refuse(seq, e, ctx),
+                }
+            }
         };
         let peer = self.peer;
-        ctx.spawn(reply.into_actor(self).map(move |answer, act, ctx| {
+        ctx.spawn(reply.into_actor(self).map(move |mut answer, act, ctx| {
+            let throttle = act.gateway.quotas.settle(metered, version, &mut answer);
+            if !throttle.is_zero() {
+                let until = Instant::now() + throttle;
+                act.muted_until.send_modify(|u| *u = (*u).max(until));
+            }
             act.gateway.metrics.answered(key, version, &answer, started);
             let encode = |r: &ResponseKind| {
                 wire::encode_response(key, answer_version, correlation_id, r)
@@ -298,11 +307,12 @@ struct Budgets {
     queued: ByteBudget,
 }
 
-/// Reads frames while the budgets allow; reports why it stopped.
+/// Reads frames while the budgets allow, handing each over once the connection is
+/// not muted; reports why it stopped.
 async fn read_frames<R: AsyncRead + Unpin>(
     mut frames: FramedRead<R, FrameCodec>,
     conn: Addr<Connection>,
-    budgets: Budgets,
+    (budgets, mute): (Budgets, watch::Receiver<Instant>),
     timeouts: ReadTimeouts,
     mut shutdown: watch::Receiver<bool>,
     mut stop: oneshot::Receiver<()>,
@@ -311,7 +321,13 @@ async fn read_frames<R: AsyncRead + Unpin>(
         tokio::select! {
             _ = &mut stop => return,
             _ = shutdown.wait_for(|s| *s) => break None,
-            frame = next_request(&mut frames, &budgets, &timeouts) => match frame {
+            frame = async {
+                let frame = next_request(&mut frames, &budgets, &timeouts).await;
+                // A throttled client's next request waits out its throttle time.
+                let until = *mute.borrow();
+                tokio::time::sleep_until(until.into()).await;
+                frame
+            } => match frame {
                 Ok(Some((frame, held))) => {
                     if conn.send(Frame(frame, held)).await.is_err() {
                         return;

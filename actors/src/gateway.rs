@@ -19,6 +19,8 @@ use crate::log_slot::{Append, LogSlot};
 use crate::membership::{Cluster, Membership};
 use crate::metrics::{MeteredBackend, Metrics};
 use crate::offset_slot::OffsetSlot;
+use crate::quotas::store::QuotaStore;
+use crate::quotas::Quotas;
 use crate::sasl::{Authenticator, SaslSettings};
 use crate::session::Caller;
 use crate::topic_admin::{TopicAdmin, TopicTable};
@@ -126,6 +128,8 @@ pub struct Gateway {
     pub sasl: Arc<Authenticator>,
     /// ACLs and who bypasses them; `None` without an authorizer.
     pub authorizer: Option<Authorizer>,
+    /// Client quotas in force and the byte rates measured against them.
+    pub quotas: Quotas,
 }
 
 impl Gateway {
@@ -167,6 +171,9 @@ impl Gateway {
             }
             None => None,
         };
+        let (quota_store, quota_table) =
+            QuotaStore::start_with(backend.clone(), settings.topic_refresh_interval).await?;
+        let quotas = Quotas::new(quota_store, quota_table);
         let signals = Arc::new(AppendSignals::default());
         let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
             .map(|i| {
@@ -215,6 +222,7 @@ impl Gateway {
             cluster,
             sasl,
             authorizer,
+            quotas,
         })
     }
 

@@ -26,6 +26,7 @@ pub mod membership;
 pub mod metrics;
 pub mod offset_slot;
 pub mod producer_state;
+pub mod quotas;
 pub mod records;
 pub mod sasl;
 pub mod server;

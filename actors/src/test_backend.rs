@@ -22,6 +22,7 @@ pub struct TestOffsets {
     pub scram: Mutex<ScramCredentials>,
     /// ACL bindings, as a set.
     pub acls: Mutex<std::collections::BTreeSet<AclBinding>>,
+    pub quotas: Mutex<ClientQuotas>,
 }
 
 fn unused<T>() -> BackendFuture<'static, T> {
@@ -152,6 +153,14 @@ impl Backend for TestOffsets {
         for b in &bindings {
             stored.remove(b);
         }
+        Box::pin(async { Ok(()) })
+    }
+    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
+        let stored = self.quotas.lock().clone();
+        Box::pin(async move { Ok(stored) })
+    }
+    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
+        crate::quotas::apply(&mut self.quotas.lock(), changes);
         Box::pin(async { Ok(()) })
     }
     fn ping(&self) -> BackendFuture<'_, ()> {

@@ -4,7 +4,8 @@
 //! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON), the shared
 //! cluster configurations (`cluster/<name>` → JSON), SCRAM credentials
 //! (`scram/<mechanism>/<user>` → JSON), the ACL bindings (`acl/<binding as JSON>`, no
-//! value: a set) and the producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
+//! value: a set), client quotas (`quota/<[entity, key] as JSON>` → value) and the
+//! producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
 //! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
 //! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
 //! written in one atomic fjall batch. At start the small index entries are read into
@@ -25,8 +26,9 @@ use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
     AclBinding, AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
-    ClusterConfigs, CommittedOffset, ProducerBatch, ReadBatches, ScramCredential, ScramCredentials,
-    ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition, Watermarks,
+    ClientQuotas, ClusterConfigs, CommittedOffset, ProducerBatch, QuotaChange, ReadBatches,
+    ScramCredential, ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta,
+    TopicPartition, Watermarks,
 };
 use iggy_kafka_actors::records;
 use parking_lot::{Mutex, RwLock};
@@ -34,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::credentials::StoredCredential;
 use crate::stored_acl::StoredAcl;
+use crate::stored_quota::{stored_entity, StoredQuota};
 use index::{IndexEntry, PartitionIndex};
 use offsets::Offsets;
 
@@ -44,6 +47,7 @@ const TOPIC_PREFIX: &str = "topic/";
 const CLUSTER_PREFIX: &str = "cluster/";
 const SCRAM_PREFIX: &str = "scram/";
 const ACL_PREFIX: &str = "acl/";
+const QUOTA_PREFIX: &str = "quota/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -60,6 +64,8 @@ pub enum StoreError {
     BadScramCredential(String),
     #[error("stored ACL '{key}' is unreadable: {reason}")]
     BadAcl { key: String, reason: String },
+    #[error("stored client quota '{key}' is unreadable: {reason}")]
+    BadQuota { key: String, reason: String },
     #[error("committed offsets of group '{0}' are unreadable")]
     BadOffset(String),
     #[error("index of topic '{topic}' is damaged: {detail}")]
@@ -461,6 +467,47 @@ impl Inner {
         Ok(out)
     }
 
+    fn client_quotas(&self) -> BackendResult<ClientQuotas> {
+        let mut out = ClientQuotas::new();
+        for kv in self.meta.prefix(QUOTA_PREFIX) {
+            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
+            let key = String::from_utf8_lossy(&key[QUOTA_PREFIX.len()..]).into_owned();
+            let bad = |reason: String| StoreError::BadQuota {
+                key: key.clone(),
+                reason,
+            };
+            let (entity, name): (Vec<(String, Option<String>)>, String) =
+                serde_json::from_str(&key).map_err(|e| bad(e.to_string()))?;
+            let value: f64 = serde_json::from_slice(&value).map_err(|e| bad(e.to_string()))?;
+            let stored = StoredQuota {
+                entity,
+                key: name,
+                value: Some(value),
+            };
+            iggy_kafka_actors::quotas::apply(&mut out, [stored.change().map_err(bad)?]);
+        }
+        Ok(out)
+    }
+
+    /// Applies the changes in one atomic batch (the last change of a key wins).
+    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendResult<()> {
+        let mut last: BTreeMap<String, Option<f64>> = BTreeMap::new();
+        for c in &changes {
+            let key = serde_json::to_string(&(stored_entity(&c.entity), &c.key))
+                .map_err(|e| BackendError::Fatal(e.to_string()))?;
+            last.insert(format!("{QUOTA_PREFIX}{key}"), c.value);
+        }
+        let mut batch = self.db.batch();
+        for (key, value) in last {
+            match value {
+                Some(v) => batch.insert(&self.meta, key, v.to_string()),
+                None => batch.remove(&self.meta, key),
+            }
+        }
+        batch.commit().map_err(StoreError::from)?;
+        self.persist()
+    }
+
     fn set_scram_credential(
         &self,
         user: &str,
@@ -592,6 +639,14 @@ impl Backend for EmbeddedStore {
 
     fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
         blocking(&self.inner, move |s| s.change_acls(bindings, false))
+    }
+
+    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
+        blocking(&self.inner, |s| s.client_quotas())
+    }
+
+    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
+        blocking(&self.inner, move |s| s.alter_client_quotas(changes))
     }
 
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {

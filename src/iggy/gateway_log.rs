@@ -4,7 +4,7 @@
 //! producer-id blocks unique across restarts and across gateways sharing a server.
 //!
 //! The logs that hold state (topics, committed offsets, cluster configurations, SCRAM
-//! credentials, ACLs) are
+//! credentials, ACLs, client quotas) are
 //! snapshotted: every `iggy_snapshot_records` records or so, a gateway writes the records
 //! that rebuild the whole state (one per topic, per committed offset…) to the log's
 //! companion `<log>.snapshots`, ending with a marker naming the offset it covers.
@@ -34,6 +34,8 @@ pub const CLUSTER_CONFIGS: &str = "cluster-configs";
 pub const SCRAM_CREDENTIALS: &str = "scram-credentials";
 /// ACL bindings created and deleted (`acls.rs`).
 pub const ACLS: &str = "acls";
+/// Client quotas altered (`quotas.rs`).
+pub const CLIENT_QUOTAS: &str = "client-quotas";
 /// Node ids: record `n` makes `n` the id of the gateway that appended it.
 pub const NODE_IDS: &str = "node-ids";
 /// Gateways announcing themselves alive or leaving (`nodes.rs`).
@@ -43,12 +45,13 @@ const NODES_MAX_BYTES: u64 = 32 << 20;
 const NODES_SEGMENT_BYTES: u64 = 1 << 20;
 const PAGE: u32 = 1_000;
 /// The logs that are snapshotted (see the module documentation).
-pub const SNAPSHOTTED: [&str; 5] = [
+pub const SNAPSHOTTED: [&str; 6] = [
     TOPICS,
     COMMITTED_OFFSETS,
     CLUSTER_CONFIGS,
     SCRAM_CREDENTIALS,
     ACLS,
+    CLIENT_QUOTAS,
 ];
 /// Size cap of a snapshotted log and of its snapshots: thousands of snapshots' worth of
 /// records, so what Iggy drops is long covered. A snapshot must stay well under it.

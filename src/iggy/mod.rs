@@ -23,6 +23,7 @@ mod names;
 mod nodes;
 mod offsets;
 mod pool;
+mod quotas;
 mod read_ahead;
 mod scram;
 
@@ -41,9 +42,9 @@ use iggy::prelude::{
 };
 use iggy_kafka_actors::backend::{
     AclBinding, AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
-    ClusterConfigs, CommittedOffset, Node, ProducerBatch, ReadBatches, ScramCredential,
-    ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition,
-    Watermarks,
+    ClientQuotas, ClusterConfigs, CommittedOffset, Node, ProducerBatch, QuotaChange, ReadBatches,
+    ScramCredential, ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta,
+    TopicPartition, Watermarks,
 };
 use parking_lot::Mutex;
 
@@ -59,6 +60,7 @@ use nodes::{NodeRecord, Nodes};
 use offsets::{OffsetRecord, Offsets};
 pub use pool::ConnectError;
 use pool::{Conn, Pools};
+use quotas::{QuotaRecord, Quotas};
 use read_ahead::{Read, ReadAhead};
 use scram::{ScramRecord, ScramState};
 
@@ -168,6 +170,8 @@ struct Inner {
     scram: Mutex<Replayed<ScramState>>,
     /// ACL bindings, caught up with the `acls` log on each read.
     acls: Mutex<Replayed<Acls>>,
+    /// Client quotas, caught up with the `client-quotas` log on each read.
+    quotas: Mutex<Replayed<Quotas>>,
     offsets: Mutex<Replayed<Offsets>>,
     /// Announcements of the gateways sharing this server, and the next one to read.
     nodes: Mutex<(u64, Nodes)>,
@@ -463,6 +467,9 @@ impl Inner {
         let acls: Replayed<Acls> = gateway_log::load(conn, stream, gateway_log::ACLS)
             .await
             .map_err(loaded)?;
+        let quotas: Replayed<Quotas> = gateway_log::load(conn, stream, gateway_log::CLIENT_QUOTAS)
+            .await
+            .map_err(loaded)?;
         tracing::info!(
             topic_records = catalog.since_snapshot(),
             offset_records = offsets.since_snapshot(),
@@ -475,6 +482,7 @@ impl Inner {
             cluster: Mutex::new(cluster),
             scram: Mutex::new(scram),
             acls: Mutex::new(acls),
+            quotas: Mutex::new(quotas),
             offsets: Mutex::new(offsets),
             nodes: Mutex::new((0, Nodes::default())),
             config,
@@ -605,6 +613,9 @@ impl Inner {
                     .snapshot(gateway_log::SCRAM_CREDENTIALS, &inner.scram)
                     .await,
                 inner.snapshot(gateway_log::ACLS, &inner.acls).await,
+                inner
+                    .snapshot(gateway_log::CLIENT_QUOTAS, &inner.quotas)
+                    .await,
             ];
             for e in snapshots.into_iter().filter_map(Result::err) {
                 tracing::warn!(error = %e, "gateway log snapshot not written");
@@ -836,6 +847,19 @@ impl Inner {
     async fn change_acls(&self, bindings: Vec<AclBinding>, create: bool) -> BackendResult<()> {
         let record = AclRecord::new(create, &bindings);
         self.log(gateway_log::ACLS, record.encode()).await.map(drop)
+    }
+
+    async fn client_quotas(&self) -> BackendResult<ClientQuotas> {
+        self.catch_up(gateway_log::CLIENT_QUOTAS, &self.quotas)
+            .await?;
+        Ok(self.quotas.lock().state().quotas().clone())
+    }
+
+    async fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendResult<()> {
+        let record = QuotaRecord::new(&changes);
+        self.log(gateway_log::CLIENT_QUOTAS, record.encode())
+            .await
+            .map(drop)
     }
 
     async fn delete_topic(&self, name: &str) -> BackendResult<()> {
@@ -1546,6 +1570,14 @@ impl Backend for IggyBackend {
 
     fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
         self.run(|s| async move { s.change_acls(bindings, false).await })
+    }
+
+    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
+        self.run(|s| async move { s.client_quotas().await })
+    }
+
+    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
+        self.run(|s| async move { s.alter_client_quotas(changes).await })
     }
 
     fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {

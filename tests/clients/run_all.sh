@@ -15,7 +15,7 @@ PY=${PYTHON:-$(cd "$HERE/../.." && pwd)/.venv/bin/python}
 [ -x "$PY" ] || { echo "FAIL: no python venv at $PY (run .ci/client-deps.sh)" >&2; exit 1; }
 
 checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs confluent-configs
-        confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups)
+        confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups java-quotas)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
     checks+=(confluent-sasl java-scram)
     # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
@@ -49,6 +49,7 @@ for check in "${checks[@]}"; do
         kafka-python-groups) cmd=("$PY" "$HERE/groups_kafka_python.py" --bootstrap "$BOOTSTRAP") ;;
         kafkajs-groups) cmd=(node "$HERE/groups_kafkajs.js" "$BOOTSTRAP") ;;
         java-groups) cmd=(bash "$HERE/java_check.sh" GroupsJava "$BOOTSTRAP") ;;
+        java-quotas) cmd=(bash "$HERE/java_check.sh" QuotasJava "$BOOTSTRAP") ;;
         kcat-groups) cmd=(bash "$HERE/kcat_groups.sh" "$BOOTSTRAP") ;;
         confluent-sasl) cmd=("$PY" "$HERE/sasl_confluent.py" --bootstrap "$SASL_BOOTSTRAP"
                              --user "${SASL_USER:-admin}" --password "${SASL_PASSWORD:-admin-secret}") ;;

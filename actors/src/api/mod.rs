@@ -7,6 +7,7 @@
 mod acls;
 mod alter_configs;
 mod api_versions;
+mod client_quotas;
 mod config_resources;
 mod create_topics;
 mod delete_topics;
@@ -70,6 +71,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
@@ -213,6 +216,14 @@ pub fn route(
         RequestKind::DeleteAcls(r) => answer(
             acls::delete(gw.clone(), access, r),
             ResponseKind::DeleteAcls,
+        ),
+        RequestKind::DescribeClientQuotas(r) => answer(
+            client_quotas::describe(gw.clone(), access, r),
+            ResponseKind::DescribeClientQuotas,
+        ),
+        RequestKind::AlterClientQuotas(r) => answer(
+            client_quotas::alter(gw.clone(), access, r),
+            ResponseKind::AlterClientQuotas,
         ),
         // The decoder refuses keys outside SERVED, so this is only reached if the two disagree.
         _ => return Err(WireError::NotServed(key)),

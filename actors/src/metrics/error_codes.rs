@@ -113,6 +113,8 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::CreateAcls(r) => codes.extend(r.results.iter().map(|c| c.error_code)),
         ResponseKind::DescribeAcls(r) => codes.push(r.error_code),
         ResponseKind::DeleteAcls(r) => codes.extend(r.filter_results.iter().map(|f| f.error_code)),
+        ResponseKind::DescribeClientQuotas(r) => codes.push(r.error_code),
+        ResponseKind::AlterClientQuotas(r) => codes.extend(r.entries.iter().map(|e| e.error_code)),
         _ => {}
     }
     codes

@@ -218,6 +218,15 @@ impl Backend for MeteredBackend {
     fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
         self.timed("delete_acls", self.inner.delete_acls(bindings))
     }
+    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
+        self.timed("client_quotas", self.inner.client_quotas())
+    }
+    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
+        self.timed(
+            "alter_client_quotas",
+            self.inner.alter_client_quotas(changes),
+        )
+    }
     fn ping(&self) -> BackendFuture<'_, ()> {
         self.timed("ping", self.inner.ping())
     }

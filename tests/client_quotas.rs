@@ -1,0 +1,692 @@
+//! Client quotas end to end. Raw requests for the exact answers of AlterClientQuotas
+//! and DescribeClientQuotas (entities, defaults, filters, refusals, validate_only),
+//! kept across a restart on both stores and refused without the cluster ACLs; then
+//! enforcement: a Produce or Fetch over its quota answered with a throttle time and
+//! its connection muted for it, and librdkafka clients with a quota held near it while
+//! a client id without one is not throttled.
+
+mod support;
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::Compression;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::{ClientContext, Message, Statistics};
+
+use support::acls::{create_topic_code, CLUSTER_AUTHORIZATION_FAILED};
+use support::{batch, call, record, topic_name, Gateway, RawClient, Store};
+
+const INVALID_REQUEST: i16 = 42;
+const UNSUPPORTED_VERSION: i16 = 35;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// An entity as (type, name) pairs; a `None` name is `<default>`.
+type Entity<'a> = &'a [(&'a str, Option<&'a str>)];
+
+fn entry(entity: Entity, ops: &[(&str, Option<f64>)]) -> EntryData {
+    EntryData::default()
+        .with_entity(
+            entity
+                .iter()
+                .map(|(t, n)| {
+                    EntityData::default()
+                        .with_entity_type(s(t))
+                        .with_entity_name(n.map(s))
+                })
+                .collect(),
+        )
+        .with_ops(
+            ops.iter()
+                .map(|(k, v)| {
+                    OpData::default()
+                        .with_key(s(k))
+                        .with_value(v.unwrap_or(0.0))
+                        .with_remove(v.is_none())
+                })
+                .collect(),
+        )
+}
+
+/// AlterClientQuotas at `v`: each entry's (code, message).
+fn alter(
+    c: &mut RawClient,
+    v: i16,
+    entries: Vec<EntryData>,
+    validate_only: bool,
+) -> Vec<(i16, Option<String>)> {
+    let request = AlterClientQuotasRequest::default()
+        .with_entries(entries)
+        .with_validate_only(validate_only);
+    let r = call!(c, AlterClientQuotas, v, request);
+    r.entries
+        .iter()
+        .map(|e| {
+            (
+                e.error_code,
+                e.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect()
+}
+
+fn set(c: &mut RawClient, entity: Entity, key: &str, value: f64) {
+    let answer = alter(c, 1, vec![entry(entity, &[(key, Some(value))])], false);
+    assert_eq!(answer, [(0, None)]);
+}
+
+/// A described entity: its parts, sorted, and its values.
+type Described = (Vec<(String, Option<String>)>, Vec<(String, f64)>);
+
+/// DescribeClientQuotas at `v` with (type, match type, match) components: the code
+/// and the entries, sorted.
+fn describe(
+    c: &mut RawClient,
+    v: i16,
+    components: &[(&str, i8, Option<&str>)],
+    strict: bool,
+) -> (i16, Option<Vec<Described>>) {
+    let request = DescribeClientQuotasRequest::default()
+        .with_components(
+            components
+                .iter()
+                .map(|(t, m, name)| {
+                    ComponentData::default()
+                        .with_entity_type(s(t))
+                        .with_match_type(*m)
+                        .with_match(name.map(s))
+                })
+                .collect(),
+        )
+        .with_strict(strict);
+    let r = call!(c, DescribeClientQuotas, v, request);
+    let entries = r.entries.map(|entries| {
+        let mut out: Vec<Described> = entries
+            .iter()
+            .map(|e| {
+                let mut entity: Vec<_> = e
+                    .entity
+                    .iter()
+                    .map(|p| {
+                        let name = p.entity_name.as_ref().map(|n| n.to_string());
+                        (p.entity_type.to_string(), name)
+                    })
+                    .collect();
+                entity.sort();
+                let values = e.values.iter().map(|x| (x.key.to_string(), x.value));
+                (entity, values.collect())
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    });
+    (r.error_code, entries)
+}
+
+fn described(entity: Entity, values: &[(&str, f64)]) -> Described {
+    let mut parts: Vec<_> = entity
+        .iter()
+        .map(|(t, n)| (t.to_string(), n.map(str::to_string)))
+        .collect();
+    parts.sort();
+    let values = values.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    (parts, values)
+}
+
+const EXACT: i8 = 0;
+const DEFAULT: i8 = 1;
+const ANY: i8 = 2;
+
+const ALICE: Entity = &[("user", Some("alice"))];
+const ALICE_APP: Entity = &[("user", Some("alice")), ("client-id", Some("app"))];
+const DEFAULT_USER: Entity = &[("user", None)];
+const DEFAULT_CLIENT: Entity = &[("client-id", None)];
+
+fn quota_apis_answer_as_kafka_does(store: Store) {
+    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    for v in 0..=1 {
+        assert_eq!(describe(&mut c, v, &[], false), (0, Some(vec![])));
+    }
+    set(&mut c, ALICE, "producer_byte_rate", 1024.0);
+    set(&mut c, ALICE_APP, "consumer_byte_rate", 2048.0);
+    set(&mut c, DEFAULT_USER, "request_percentage", 12.5);
+    set(&mut c, DEFAULT_CLIENT, "controller_mutation_rate", 3.0);
+    // Several keys at once, at v0; one set then changed.
+    let answer = alter(
+        &mut c,
+        0,
+        vec![entry(
+            ALICE,
+            &[
+                ("consumer_byte_rate", Some(4096.0)),
+                ("producer_byte_rate", Some(1500.0)),
+            ],
+        )],
+        false,
+    );
+    assert_eq!(answer, [(0, None)]);
+
+    // validate_only checks and answers, and stores nothing.
+    let answer = alter(
+        &mut c,
+        1,
+        vec![
+            entry(
+                &[("client-id", Some("dry"))],
+                &[("producer_byte_rate", Some(1.0))],
+            ),
+            entry(&[("client-id", Some("dry"))], &[("nope", Some(1.0))]),
+        ],
+        true,
+    );
+    assert_eq!(
+        answer[0].0, INVALID_REQUEST,
+        "the same entity twice: {answer:?}"
+    );
+    let answer = alter(
+        &mut c,
+        1,
+        vec![entry(
+            &[("client-id", Some("dry"))],
+            &[("producer_byte_rate", Some(1.0))],
+        )],
+        true,
+    );
+    assert_eq!(answer, [(0, None)]);
+
+    // Refusals, each naming the problem, as Kafka's.
+    let refused = |c: &mut RawClient, entity: Entity, ops: &[(&str, Option<f64>)]| {
+        let answer = alter(c, 1, vec![entry(entity, ops)], false);
+        assert_eq!(answer.len(), 1);
+        assert_eq!(answer[0].0, INVALID_REQUEST, "{entity:?} {ops:?}");
+        answer[0].1.clone().unwrap_or_default()
+    };
+    let message = refused(&mut c, ALICE, &[("bytes_per_fortnight", Some(5.0))]);
+    assert!(message.contains("bytes_per_fortnight"), "{message}");
+    let message = refused(&mut c, ALICE, &[("producer_byte_rate", Some(-5.0))]);
+    assert!(message.contains("greater than 0"), "{message}");
+    let message = refused(&mut c, ALICE, &[("producer_byte_rate", Some(10.5))]);
+    assert!(message.contains("fractional"), "{message}");
+    let message = refused(&mut c, ALICE, &[("producer_byte_rate", Some(f64::NAN))]);
+    assert!(message.contains("producer_byte_rate"), "{message}");
+    let message = refused(
+        &mut c,
+        &[("group", Some("g"))],
+        &[("producer_byte_rate", Some(5.0))],
+    );
+    assert!(message.contains("group"), "{message}");
+    let message = refused(&mut c, &[], &[("producer_byte_rate", Some(5.0))]);
+    assert!(message.contains("empty"), "{message}");
+    let message = refused(
+        &mut c,
+        &[("user", Some(""))],
+        &[("producer_byte_rate", Some(5.0))],
+    );
+    assert!(message.contains("Empty user"), "{message}");
+    let message = refused(
+        &mut c,
+        ALICE,
+        &[
+            ("producer_byte_rate", Some(5.0)),
+            ("producer_byte_rate", None),
+        ],
+    );
+    assert!(message.contains("Duplicate quota key"), "{message}");
+    let message = refused(
+        &mut c,
+        &[("ip", Some("10.0.0.1"))],
+        &[("connection_creation_rate", Some(5.0))],
+    );
+    assert!(message.contains("IP quotas"), "{message}");
+    // One bad entry leaves the good one beside it applied.
+    let answer = alter(
+        &mut c,
+        1,
+        vec![
+            entry(
+                &[("client-id", Some("good"))],
+                &[("producer_byte_rate", Some(7.0))],
+            ),
+            entry(
+                &[("client-id", Some("bad"))],
+                &[("producer_byte_rate", Some(0.0))],
+            ),
+        ],
+        false,
+    );
+    assert_eq!(answer[0], (0, None));
+    assert_eq!(answer[1].0, INVALID_REQUEST);
+    // Removing a key that is not set is not an error.
+    let answer = alter(
+        &mut c,
+        1,
+        vec![entry(
+            &[("client-id", Some("good"))],
+            &[("consumer_byte_rate", None)],
+        )],
+        false,
+    );
+    assert_eq!(answer, [(0, None)]);
+
+    // Sorted by (type, name) pairs, as `describe` sorts them.
+    let everything = vec![
+        described(DEFAULT_CLIENT, &[("controller_mutation_rate", 3.0)]),
+        described(ALICE_APP, &[("consumer_byte_rate", 2048.0)]),
+        described(
+            &[("client-id", Some("good"))],
+            &[("producer_byte_rate", 7.0)],
+        ),
+        described(DEFAULT_USER, &[("request_percentage", 12.5)]),
+        described(
+            ALICE,
+            &[
+                ("consumer_byte_rate", 4096.0),
+                ("producer_byte_rate", 1500.0),
+            ],
+        ),
+    ];
+    let check_filters = |c: &mut RawClient| {
+        for v in 0..=1 {
+            assert_eq!(
+                describe(c, v, &[], false),
+                (0, Some(everything.clone())),
+                "v{v}"
+            );
+        }
+        // Exact: every entity naming alice; strict: only the one with no other part.
+        let alices = vec![everything[1].clone(), everything[4].clone()];
+        let exact = [("user", EXACT, Some("alice"))];
+        assert_eq!(describe(c, 1, &exact, false), (0, Some(alices)));
+        assert_eq!(
+            describe(c, 1, &exact, true),
+            (0, Some(vec![everything[4].clone()]))
+        );
+        let default = [("user", DEFAULT, None)];
+        assert_eq!(
+            describe(c, 1, &default, false),
+            (0, Some(vec![everything[3].clone()]))
+        );
+        let clients = [("client-id", ANY, None)];
+        let with_client = vec![
+            everything[0].clone(),
+            everything[1].clone(),
+            everything[2].clone(),
+        ];
+        assert_eq!(describe(c, 1, &clients, false), (0, Some(with_client)));
+        let only_clients = vec![everything[0].clone(), everything[2].clone()];
+        assert_eq!(describe(c, 0, &clients, true), (0, Some(only_clients)));
+        let both = [
+            ("user", EXACT, Some("alice")),
+            ("client-id", EXACT, Some("app")),
+        ];
+        assert_eq!(
+            describe(c, 1, &both, true),
+            (0, Some(vec![everything[1].clone()]))
+        );
+        assert_eq!(
+            describe(c, 1, &[("ip", ANY, None)], false),
+            (0, Some(vec![]))
+        );
+    };
+    check_filters(&mut c);
+    // Bad filters: the whole answer refused, as Kafka's.
+    let bad = [
+        (vec![("group", ANY, None)], UNSUPPORTED_VERSION),
+        (vec![("user", 9, None)], UNSUPPORTED_VERSION),
+        (vec![("user", EXACT, None)], INVALID_REQUEST),
+        (vec![("user", DEFAULT, Some("alice"))], INVALID_REQUEST),
+        (
+            vec![("user", ANY, None), ("user", DEFAULT, None)],
+            INVALID_REQUEST,
+        ),
+        (
+            vec![("ip", ANY, None), ("user", ANY, None)],
+            INVALID_REQUEST,
+        ),
+        (vec![("", ANY, None)], INVALID_REQUEST),
+    ];
+    for (components, code) in bad {
+        assert_eq!(
+            describe(&mut c, 1, &components, false),
+            (code, None),
+            "{components:?}"
+        );
+    }
+
+    // Kept across a restart: read back from the store.
+    gw.restart_after_kill();
+    let mut c = RawClient::connect(gw.addr);
+    check_filters(&mut c);
+    // Removing the last key removes the entity.
+    let answer = alter(
+        &mut c,
+        1,
+        vec![entry(DEFAULT_USER, &[("request_percentage", None)])],
+        false,
+    );
+    assert_eq!(answer, [(0, None)]);
+    assert_eq!(
+        describe(&mut c, 1, &[("user", DEFAULT, None)], false),
+        (0, Some(vec![]))
+    );
+    gw.restart_after_kill();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(
+        describe(&mut c, 1, &[("user", DEFAULT, None)], false),
+        (0, Some(vec![]))
+    );
+}
+
+#[test]
+fn quota_apis_need_the_cluster_acls() {
+    let acls_on = [("authorizer", "standard"), ("super_users", "User:admin")];
+    let mut gw = Gateway::start_with(&acls_on);
+    let mut c = RawClient::connect(gw.addr);
+    let ops = [("producer_byte_rate", Some(10.0))];
+    let answer = alter(
+        &mut c,
+        1,
+        vec![entry(ALICE, &ops), entry(DEFAULT_USER, &ops)],
+        false,
+    );
+    assert_eq!(answer.len(), 2);
+    assert!(
+        answer
+            .iter()
+            .all(|(code, _)| *code == CLUSTER_AUTHORIZATION_FAILED),
+        "{answer:?}"
+    );
+    assert_eq!(
+        describe(&mut c, 1, &[], false),
+        (CLUSTER_AUTHORIZATION_FAILED, None)
+    );
+    // A cluster without ACLs open to everyone: both allowed.
+    gw.restart_with("allow_everyone_if_no_acl_found", Some("true"));
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(
+        alter(&mut c, 1, vec![entry(ALICE, &ops)], false),
+        [(0, None)]
+    );
+    let alice = vec![described(ALICE, &[("producer_byte_rate", 10.0)])];
+    assert_eq!(describe(&mut c, 1, &[], false), (0, Some(alice)));
+}
+
+/// The raw client's client id (`support::RawClient`).
+const RAW_CLIENT: Entity = &[("client-id", Some("raw-test"))];
+
+fn produce(c: &mut RawClient, topic: &str, bytes: usize) -> ProduceResponse {
+    let value = vec![b'q'; bytes];
+    let records = batch(&[record(None, &value, 1)], Compression::None);
+    let partition = PartitionProduceData::default()
+        .with_index(0)
+        .with_records(Some(records));
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(topic_name(topic))
+            .with_partition_data(vec![partition])]);
+    call!(c, Produce, 9, request)
+}
+
+fn fetch(c: &mut RawClient, topic: &str) -> FetchResponse {
+    let partition = FetchPartition::default()
+        .with_partition(0)
+        .with_fetch_offset(0)
+        .with_partition_max_bytes(1 << 20);
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(topic_name(topic))
+            .with_partitions(vec![partition])]);
+    call!(c, Fetch, 11, request)
+}
+
+/// How long an ApiVersions takes to be answered: as long as the connection is muted.
+fn api_versions_wait(c: &mut RawClient) -> Duration {
+    let started = Instant::now();
+    call!(
+        c,
+        ApiVersions,
+        3,
+        ApiVersionsRequest::default()
+            .with_client_software_name(s("raw"))
+            .with_client_software_version(s("1"))
+    );
+    started.elapsed()
+}
+
+#[test]
+fn over_its_quota_a_request_is_throttled_and_its_connection_muted() {
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic_code(&mut c, "q"), 0);
+    // 1,500 B/s: a 16 kB produce is about 1.1 kB/s over the 10 s window, within it;
+    // a second one is twice that, a second over (Kafka's (rate - quota) / quota × window).
+    set(&mut c, RAW_CLIENT, "producer_byte_rate", 1500.0);
+    let first = produce(&mut c, "q", 11_000);
+    assert_eq!(first.throttle_time_ms, 0, "{first:?}");
+    let second = produce(&mut c, "q", 11_000);
+    let throttle = second.throttle_time_ms;
+    assert!((1_000..20_000).contains(&throttle), "{second:?}");
+    // The records were stored anyway; the next request waits out the throttle time.
+    let code = second.responses[0].partition_responses[0].error_code;
+    assert_eq!(code, 0);
+    let waited = api_versions_wait(&mut c);
+    let throttle = Duration::from_millis(throttle as u64);
+    assert!(waited >= throttle.mul_f64(0.9), "{waited:?} < {throttle:?}");
+    // Another client id is not throttled, nor muted, on its own connection.
+    let mut other = RawClient::connect(gw.addr);
+    assert!(api_versions_wait(&mut other) < Duration::from_millis(500));
+
+    // A Fetch over its quota: an empty answer with the throttle time, as Kafka's.
+    set(&mut c, RAW_CLIENT, "consumer_byte_rate", 1000.0);
+    let r = fetch(&mut c, "q");
+    assert!(r.throttle_time_ms > 0, "{r:?}");
+    assert!(r.responses.is_empty(), "{r:?}");
+    // Without the quota the same fetch gets the records, unthrottled.
+    let remove = entry(RAW_CLIENT, &[("consumer_byte_rate", None)]);
+    assert_eq!(alter(&mut c, 1, vec![remove], false), [(0, None)]);
+    let r = fetch(&mut c, "q");
+    assert_eq!(r.throttle_time_ms, 0);
+    let records = r.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, |b| b.len());
+    assert!(records > 20_000, "{r:?}");
+}
+
+/// The largest throttle time librdkafka reported, from its statistics.
+#[derive(Clone, Default)]
+struct Throttles(Arc<AtomicI64>);
+
+impl ClientContext for Throttles {
+    fn stats(&self, statistics: Statistics) {
+        let max = statistics
+            .brokers
+            .values()
+            .filter_map(|b| b.throttle.as_ref().map(|w| w.max))
+            .max()
+            .unwrap_or(0);
+        self.0.fetch_max(max, Ordering::Relaxed);
+    }
+}
+
+impl ProducerContext for Throttles {
+    type DeliveryOpaque = Arc<AtomicI64>;
+
+    fn delivery(
+        &self,
+        result: &rdkafka::message::DeliveryResult<'_>,
+        delivered: Self::DeliveryOpaque,
+    ) {
+        if let Ok(m) = result {
+            let len = m.payload().map_or(0, |p| p.len());
+            delivered.fetch_add(len as i64, Ordering::Relaxed);
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for Throttles {}
+
+fn config(bootstrap: &str, client_id: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("client.id", client_id)
+        .set("statistics.interval.ms", "200");
+    config
+}
+
+const RUN: Duration = Duration::from_secs(8);
+/// Bytes a client without a quota moves at most: enough to tell its rate.
+const UNBOUNDED_STOP: f64 = 32e6;
+
+/// What a client achieved: bytes, over how long, the largest throttle time reported.
+#[derive(Debug)]
+struct Run {
+    bytes: f64,
+    took: Duration,
+    throttle_ms: i64,
+}
+
+impl Run {
+    fn rate(&self) -> f64 {
+        self.bytes / self.took.as_secs_f64()
+    }
+}
+
+/// Produces 1 kB records as fast as the gateway lets it for `RUN` (or until
+/// `UNBOUNDED_STOP` bytes are acknowledged).
+fn produce_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
+    let throttles = Throttles::default();
+    let producer: ThreadedProducer<Throttles> = config(bootstrap, client_id)
+        .set("linger.ms", "5")
+        .set("batch.size", "16384")
+        .create_with_context(throttles.clone())
+        .expect("producer");
+    let delivered = Arc::new(AtomicI64::new(0));
+    let payload = vec![b'p'; 1024];
+    let started = Instant::now();
+    let acknowledged = || delivered.load(Ordering::Relaxed) as f64;
+    while started.elapsed() < RUN && acknowledged() < UNBOUNDED_STOP {
+        let record = BaseRecord::with_opaque_to(topic, delivered.clone())
+            .payload(&payload[..])
+            .key("k");
+        if producer.send(record).is_err() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let run = Run {
+        bytes: acknowledged(),
+        took: started.elapsed(),
+        throttle_ms: throttles.0.load(Ordering::Relaxed),
+    };
+    producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
+    run
+}
+
+/// Consumes `topic` from its start for `RUN` (or until `UNBOUNDED_STOP` bytes).
+fn consume_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
+    let throttles = Throttles::default();
+    let consumer: BaseConsumer<Throttles> = config(bootstrap, client_id)
+        .set("group.id", client_id)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("message.max.bytes", "65536")
+        .set("fetch.max.bytes", "65536")
+        .set("max.partition.fetch.bytes", "65536")
+        .create_with_context(throttles.clone())
+        .expect("consumer");
+    consumer.subscribe(&[topic]).expect("subscribe");
+    let mut bytes = 0.0;
+    let started = Instant::now();
+    while started.elapsed() < RUN && bytes < UNBOUNDED_STOP {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            bytes += m.payload().map_or(0, |p| p.len()) as f64;
+        }
+    }
+    Run {
+        bytes,
+        took: started.elapsed(),
+        throttle_ms: throttles.0.load(Ordering::Relaxed),
+    }
+}
+
+/// The client with a quota was throttled and held near it; the one without was not.
+fn held_near(quota: f64, slow: &Run, fast: &Run) {
+    assert!(
+        slow.throttle_ms > 0,
+        "the client with a quota was never throttled"
+    );
+    assert_eq!(
+        fast.throttle_ms, 0,
+        "the client without a quota was throttled"
+    );
+    // Kafka measures the rate over at least 10 s (11 samples of 1 s): a client starts
+    // with up to a window's worth of allowance on top of the quota over its run.
+    let allowance = quota * (slow.took.as_secs_f64() + 11.0);
+    assert!(slow.bytes <= allowance, "{slow:?} is over its quota");
+    assert!(slow.rate() >= quota / 2.0, "{slow:?} is starved");
+    assert!(
+        fast.rate() >= 5.0 * slow.rate(),
+        "{fast:?} against {slow:?}"
+    );
+}
+
+#[test]
+fn librdkafka_clients_are_held_near_their_quota() {
+    let gw = Gateway::start_with(&[("group_initial_rebalance_delay_ms", "0")]);
+    let bootstrap = gw.bootstrap();
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(create_topic_code(&mut c, "produced"), 0);
+    const QUOTA: f64 = 20_000.0;
+    set(
+        &mut c,
+        &[("client-id", Some("slow"))],
+        "producer_byte_rate",
+        QUOTA,
+    );
+    set(
+        &mut c,
+        &[("client-id", Some("slow"))],
+        "consumer_byte_rate",
+        QUOTA,
+    );
+
+    // Two producers at once: one with a quota, one without.
+    let (slow, fast) = std::thread::scope(|scope| {
+        let slow = scope.spawn(|| produce_for_a_while(&bootstrap, "produced", "slow"));
+        let fast = scope.spawn(|| produce_for_a_while(&bootstrap, "produced", "fast"));
+        (slow.join().unwrap(), fast.join().unwrap())
+    });
+    println!("produced: with a quota {slow:?}, without {fast:?}");
+    held_near(QUOTA, &slow, &fast);
+
+    // Two consumers of what was produced at once, likewise.
+    let (slow, fast) = std::thread::scope(|scope| {
+        let slow = scope.spawn(|| consume_for_a_while(&bootstrap, "produced", "slow"));
+        let fast = scope.spawn(|| consume_for_a_while(&bootstrap, "produced", "fast"));
+        (slow.join().unwrap(), fast.join().unwrap())
+    });
+    println!("consumed: with a quota {slow:?}, without {fast:?}");
+    held_near(QUOTA, &slow, &fast);
+}
+
+support::on_every_store!(quota_apis_answer_as_kafka_does);
