@@ -186,66 +186,175 @@ pub fn approximate_size(r: &KafkaRecord) -> usize {
     20 + r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len) + headers
 }
 
-/// Writes one uncompressed batch holding `records` at consecutive offsets from
-/// `base_offset`. No producer id: consumers never need it. Each record's length is
-/// computed before it is written, so every value is copied once, straight into
-/// the batch (Fetch's main cost for large records is this copy).
-pub fn encode(base_offset: i64, log_append_time: bool, records: &[KafkaRecord]) -> Bytes {
-    let base_timestamp = records.first().map_or(-1, |r| r.timestamp);
-    let max_timestamp = records.iter().map(|r| r.timestamp).max().unwrap_or(-1);
-    let capacity: usize = records.iter().map(approximate_size).sum();
-    let mut out = BytesMut::with_capacity(HEADER_LEN + capacity);
-    out.put_i64(base_offset);
-    out.put_i32(0); // batch length, filled in below
-    out.put_i32(0); // partition leader epoch
-    out.put_i8(2); // magic
-    out.put_u32(0); // CRC, filled in below
-    out.put_i16(if log_append_time {
-        TIMESTAMP_TYPE_BIT
-    } else {
-        0
-    });
-    out.put_i32(records.len() as i32 - 1);
-    out.put_i64(base_timestamp);
-    out.put_i64(max_timestamp);
-    out.put_i64(-1); // producer id
-    out.put_i16(-1); // producer epoch
-    out.put_i32(-1); // base sequence
-    out.put_i32(records.len() as i32);
-    for (delta, r) in records.iter().enumerate() {
-        let timestamp_delta = r.timestamp.wrapping_sub(base_timestamp);
+/// Writes fetched records straight into uncompressed batches, as they come. A new
+/// batch starts at a gap in offsets or where the timestamp type changes (a
+/// LogAppendTime batch carries one time for all its records). Each value is copied
+/// once, into the batch: Fetch's main cost for large records is this copy.
+pub struct BatchWriter {
+    done: Vec<Bytes>,
+    open: Option<OpenBatch>,
+    /// Records taken so far, the bytes they add up to (about), and the most to take.
+    taken: usize,
+    size: usize,
+    max_bytes: usize,
+    next_offset: u64,
+}
+
+struct OpenBatch {
+    buf: BytesMut,
+    base_offset: u64,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    count: usize,
+    log_append_time: bool,
+}
+
+impl BatchWriter {
+    /// Takes records up to about `max_bytes` (and always the first).
+    pub fn new(max_bytes: usize) -> BatchWriter {
+        BatchWriter {
+            done: Vec::new(),
+            open: None,
+            taken: 0,
+            size: 0,
+            max_bytes,
+            next_offset: 0,
+        }
+    }
+
+    /// Adds the record at `offset`, unless the budget is spent: then false, and the
+    /// record is left for a later read.
+    pub fn push(&mut self, offset: u64, r: &KafkaRecord, log_append_time: bool) -> bool {
+        let size = approximate_size(r);
+        if self.size > 0 && self.size + size > self.max_bytes {
+            return false;
+        }
+        self.taken += 1;
+        self.size += size;
+        let continues = self.open.as_ref().is_some_and(|b| {
+            offset == b.base_offset + b.count as u64
+                && log_append_time == b.log_append_time
+                && (!log_append_time || b.base_timestamp == r.timestamp)
+        });
+        if !continues {
+            self.close();
+            self.open = Some(OpenBatch::new(offset, r.timestamp, log_append_time));
+        }
+        if let Some(b) = &mut self.open {
+            b.push(r);
+        }
+        self.next_offset = offset + 1;
+        true
+    }
+
+    /// What a record taken so far adds to a batch, on average (for sizing polls).
+    pub fn average_record_size(&self) -> usize {
+        self.size / self.taken.max(1)
+    }
+
+    /// The batches, and the offset after the last record taken.
+    pub fn finish(mut self) -> (Vec<Bytes>, u64) {
+        self.close();
+        (self.done, self.next_offset)
+    }
+
+    fn close(&mut self) {
+        if let Some(b) = self.open.take() {
+            self.done.push(b.finish());
+        }
+    }
+}
+
+impl OpenBatch {
+    /// The batch header with its length, CRC, last offset delta, max timestamp and
+    /// record count left for `finish`.
+    fn new(base_offset: u64, base_timestamp: i64, log_append_time: bool) -> OpenBatch {
+        let mut buf = BytesMut::with_capacity(HEADER_LEN + 4096);
+        buf.put_i64(base_offset as i64);
+        buf.put_i32(0); // batch length
+        buf.put_i32(0); // partition leader epoch
+        buf.put_i8(2); // magic
+        buf.put_u32(0); // CRC
+        buf.put_i16(if log_append_time {
+            TIMESTAMP_TYPE_BIT
+        } else {
+            0
+        });
+        buf.put_i32(0); // last offset delta
+        buf.put_i64(base_timestamp);
+        buf.put_i64(0); // max timestamp
+        buf.put_i64(-1); // producer id: consumers never need it
+        buf.put_i16(-1); // producer epoch
+        buf.put_i32(-1); // base sequence
+        buf.put_i32(0); // record count
+        OpenBatch {
+            buf,
+            base_offset,
+            base_timestamp,
+            max_timestamp: base_timestamp,
+            count: 0,
+            log_append_time,
+        }
+    }
+
+    fn push(&mut self, r: &KafkaRecord) {
+        let out = &mut self.buf;
+        let timestamp_delta = r.timestamp.wrapping_sub(self.base_timestamp);
+        let delta = self.count as i64;
         let headers = r.headers.iter();
+        // The record's length comes first, so it is computed before anything is written.
         let len = 1
             + varlong_len(timestamp_delta)
-            + varlong_len(delta as i64)
+            + varlong_len(delta)
             + nullable_len(r.key.as_deref())
             + nullable_len(r.value.as_deref())
             + varlong_len(r.headers.len() as i64)
             + headers
                 .map(|(k, v)| nullable_len(Some(k)) + nullable_len(v.as_deref()))
                 .sum::<usize>();
-        put_varlong(&mut out, len as i64);
+        out.reserve(len + 5);
+        put_varlong(out, len as i64);
         out.put_u8(0); // attributes
-        put_varlong(&mut out, timestamp_delta);
-        put_varlong(&mut out, delta as i64);
-        put_nullable(&mut out, r.key.as_deref());
-        put_nullable(&mut out, r.value.as_deref());
-        put_varlong(&mut out, r.headers.len() as i64);
+        put_varlong(out, timestamp_delta);
+        put_varlong(out, delta);
+        put_nullable(out, r.key.as_deref());
+        put_nullable(out, r.value.as_deref());
+        put_varlong(out, r.headers.len() as i64);
         for (k, v) in &r.headers {
-            put_nullable(&mut out, Some(k));
-            put_nullable(&mut out, v.as_deref());
+            put_nullable(out, Some(k));
+            put_nullable(out, v.as_deref());
         }
+        self.count += 1;
+        self.max_timestamp = self.max_timestamp.max(r.timestamp);
     }
-    let batch_length = (out.len() - LOG_OVERHEAD) as i32;
-    out[8..12].copy_from_slice(&batch_length.to_be_bytes());
-    let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
-    out[17..21].copy_from_slice(&crc.to_be_bytes());
-    out.freeze()
+
+    fn finish(mut self) -> Bytes {
+        let out = &mut self.buf;
+        let batch_length = (out.len() - LOG_OVERHEAD) as i32;
+        out[8..12].copy_from_slice(&batch_length.to_be_bytes());
+        let last_delta = self.count as i32 - 1;
+        out[ATTRIBUTES_AT + 2..ATTRIBUTES_AT + 6].copy_from_slice(&last_delta.to_be_bytes());
+        out[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8]
+            .copy_from_slice(&self.max_timestamp.to_be_bytes());
+        out[RECORD_COUNT_AT..RECORD_COUNT_AT + 4]
+            .copy_from_slice(&(self.count as i32).to_be_bytes());
+        let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+        out[17..21].copy_from_slice(&crc.to_be_bytes());
+        self.buf.freeze()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `records` as one batch at consecutive offsets from `base_offset`, whatever their
+    /// timestamps (`BatchWriter` would split a LogAppendTime batch where they differ).
+    fn encode(base_offset: u64, log_append_time: bool, records: &[KafkaRecord]) -> Bytes {
+        let mut batch = OpenBatch::new(base_offset, records[0].timestamp, log_append_time);
+        records.iter().for_each(|r| batch.push(r));
+        batch.finish()
+    }
     use kafka_protocol::records::{
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
@@ -373,6 +482,48 @@ mod tests {
             assert_eq!(decoded.records[2].timestamp, 12);
             assert_eq!(decoded.records[1].key.as_deref(), Some(&b"k1"[..]));
         }
+    }
+
+    #[test]
+    fn fetched_records_split_into_batches_where_kafka_needs_it() {
+        let r = |timestamp| KafkaRecord {
+            timestamp,
+            key: None,
+            value: Some(Bytes::from_static(b"v")),
+            headers: vec![],
+        };
+        let mut w = BatchWriter::new(usize::MAX);
+        let fetched = [
+            (5, 1, false),
+            (6, 2, false),
+            (7, 9, true),
+            (8, 9, true),
+            (9, 10, true),
+            (11, 3, false),
+        ];
+        for (offset, timestamp, log_append_time) in fetched {
+            assert!(w.push(offset, &r(timestamp), log_append_time));
+        }
+        let (batches, next) = w.finish();
+        let bases: Vec<i64> = batches.iter().map(|b| records::base_offset(b)).collect();
+        assert_eq!(bases, vec![5, 7, 9, 11]);
+        assert_eq!(next, 12);
+        for b in &batches {
+            records::validate(b).expect("valid batch");
+        }
+        let decoded = decode(&batches[1]).unwrap();
+        assert!(decoded.log_append_time);
+        assert_eq!(decoded.records.len(), 2);
+
+        let mut one = BatchWriter::new(1);
+        assert!(
+            one.push(0, &r(1), false),
+            "at least one record, even over budget"
+        );
+        assert!(!one.push(1, &r(1), false), "but no more");
+        let (one, next) = one.finish();
+        assert_eq!(next, 1, "the read ahead starts after what was taken");
+        assert_eq!(decode(&one[0]).unwrap().records.len(), 1);
     }
 
     #[test]

@@ -385,41 +385,6 @@ fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
     }
 }
 
-/// Messages decoded for Kafka, grouped into record batches: a new batch starts at
-/// a gap in offsets or where the timestamp type (or a log-append time) changes.
-/// Also returns the offset after the last message taken.
-fn encode_batches(messages: Vec<(u64, FromIggy)>, max_bytes: usize) -> (Vec<Bytes>, u64) {
-    fn flush(out: &mut Vec<Bytes>, group: &mut Vec<KafkaRecord>, start: u64, lat: bool) {
-        if !group.is_empty() {
-            out.push(kafka_batch::encode(start as i64, lat, group));
-            group.clear();
-        }
-    }
-    let mut out = Vec::new();
-    let mut group: Vec<KafkaRecord> = Vec::new();
-    let (mut group_start, mut group_lat) = (0u64, false);
-    let mut size = 0;
-    for (i, (offset, m)) in messages.into_iter().enumerate() {
-        size += kafka_batch::approximate_size(&m.record);
-        if size > max_bytes && i > 0 {
-            break;
-        }
-        let continues = !group.is_empty()
-            && offset == group_start + group.len() as u64
-            && m.log_append_time == group_lat
-            && (!m.log_append_time || group[0].timestamp == m.record.timestamp);
-        if !continues {
-            flush(&mut out, &mut group, group_start, group_lat);
-            group_start = offset;
-            group_lat = m.log_append_time;
-        }
-        group.push(m.record);
-    }
-    let next = group_start + group.len() as u64;
-    flush(&mut out, &mut group, group_start, group_lat);
-    (out, next)
-}
-
 fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
     mapping::from_iggy(IggyView {
         payload: &m.payload,
@@ -1078,13 +1043,9 @@ impl Inner {
         let polled = self
             .poll(conn, &tp, PollingStrategy::offset(offset as u64), count)
             .await?;
-        let messages: Vec<(u64, FromIggy)> = polled
-            .messages
-            .iter()
-            .filter(|m| m.header.offset >= offset as u64)
-            .map(|m| Ok((m.header.offset, self.decode_for_kafka(&tp, m)?)))
-            .collect::<BackendResult<_>>()?;
-        let Some(first) = messages.first().map(|(o, _)| *o as i64) else {
+        // Iggy answers in offset order, so what is at or after `offset` is a tail.
+        let wanted = (polled.messages.iter()).position(|m| m.header.offset >= offset as u64);
+        let Some(fetched) = wanted.map(|at| &polled.messages[at..]) else {
             // Nothing at or after `offset`: the partition state says why.
             let watermarks = self.watermarks(&tp).await?;
             return Ok(done(ReadBatches {
@@ -1092,13 +1053,7 @@ impl Inner {
                 watermarks,
             }));
         };
-        let polled_bytes: usize = messages
-            .iter()
-            .map(|(_, m)| kafka_batch::approximate_size(&m.record))
-            .sum();
-        self.record_sizes
-            .lock()
-            .insert(tp.clone(), polled_bytes / messages.len());
+        let first = fetched[0].header.offset as i64;
         let high = polled.current_offset as i64 + 1;
         let log_start = match self.log_starts.lock().get(&tp) {
             Some(&start) => start.min(first),
@@ -1115,7 +1070,17 @@ impl Inner {
                 },
             }));
         }
-        let (batches, next) = encode_batches(messages, max_bytes);
+        let mut writer = kafka_batch::BatchWriter::new(max_bytes);
+        for m in fetched {
+            let r = self.decode_for_kafka(&tp, m)?;
+            if !writer.push(m.header.offset, &r.record, r.log_append_time) {
+                break;
+            }
+        }
+        self.record_sizes
+            .lock()
+            .insert(tp.clone(), writer.average_record_size());
+        let (batches, next) = writer.finish();
         Ok(Read {
             batches: ReadBatches {
                 batches,
@@ -1733,44 +1698,5 @@ mod tests {
         assert_eq!(far[0], far[1], "spread too wide: both now");
         let negative = origin_timestamps(&[r(-1)]);
         assert!(negative[0] > 0);
-    }
-
-    #[test]
-    fn fetched_messages_split_into_batches_where_kafka_needs_it() {
-        let m = |ts, lat| FromIggy {
-            record: KafkaRecord {
-                timestamp: ts,
-                key: None,
-                value: Some(Bytes::from_static(b"v")),
-                headers: vec![],
-            },
-            log_append_time: lat,
-            producer: None,
-        };
-        let (batches, next) = encode_batches(
-            vec![
-                (5, m(1, false)),
-                (6, m(2, false)),
-                (7, m(9, true)),
-                (8, m(9, true)),
-                (9, m(10, true)),
-                (11, m(3, false)),
-            ],
-            usize::MAX,
-        );
-        let bases: Vec<i64> = batches
-            .iter()
-            .map(|b| iggy_kafka_actors::records::base_offset(b))
-            .collect();
-        assert_eq!(bases, vec![5, 7, 9, 11]);
-        assert_eq!(next, 12);
-        let (one, next) = encode_batches(vec![(0, m(1, false)), (1, m(1, false))], 1);
-        assert_eq!(next, 1, "the read ahead starts after what was taken");
-        assert_eq!(one.len(), 1, "at least one record even over budget");
-        assert_eq!(
-            kafka_batch::decode(&one[0]).unwrap().records.len(),
-            1,
-            "but no more"
-        );
     }
 }
