@@ -56,11 +56,16 @@ pub fn decode(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
     let max_timestamp = (&batch[MAX_TIMESTAMP_AT..]).get_i64();
     let count = (&batch[RECORD_COUNT_AT..]).get_i32().max(0) as usize;
     let log_append_time = attributes & TIMESTAMP_TYPE_BIT != 0;
-    let mut body = inflate(attributes & COMPRESSION_MASK, batch.slice(HEADER_LEN..))?;
+    let body = inflate(attributes & COMPRESSION_MASK, batch.slice(HEADER_LEN..))?;
+    let mut cursor = Cursor {
+        data: &body,
+        pos: 0,
+        end: body.len(),
+    };
     // The count is the producer's claim; never reserve more than the bytes can hold.
     let mut records = Vec::with_capacity(count.min(body.len() / 7 + 1));
     for _ in 0..count {
-        let mut r = read_record(&mut body, base_timestamp)?;
+        let mut r = read_record(&mut cursor, base_timestamp)?;
         if log_append_time {
             r.timestamp = max_timestamp;
         }
@@ -86,21 +91,23 @@ fn inflate(codec: i16, data: Bytes) -> Result<Bytes, BatchCodecError> {
     Ok(out.into())
 }
 
-fn read_record(buf: &mut Bytes, base_timestamp: i64) -> Result<KafkaRecord, BatchCodecError> {
-    let len = varint(buf)?;
+fn read_record(c: &mut Cursor<'_>, base_timestamp: i64) -> Result<KafkaRecord, BatchCodecError> {
+    let len = c.varint()?;
     let len = usize::try_from(len).map_err(|_| BatchCodecError::Record("negative length"))?;
-    let mut r = take(buf, len)?;
-    take(&mut r, 1)?; // attributes: unused in v2
-    let timestamp = base_timestamp.wrapping_add(varlong(&mut r)?);
-    let _offset_delta = varint(&mut r)?;
-    let key = nullable_bytes(&mut r)?;
-    let value = nullable_bytes(&mut r)?;
-    let count = varint(&mut r)?;
+    let mut r = c.record(len)?;
+    r.skip(1)?; // attributes: unused in v2
+    let timestamp = base_timestamp.wrapping_add(r.varlong()?);
+    let _offset_delta = r.varint()?;
+    let key = r.nullable_bytes()?;
+    let value = r.nullable_bytes()?;
+    let count = r.varint()?;
     let count = usize::try_from(count).map_err(|_| BatchCodecError::Record("negative count"))?;
-    let mut headers = Vec::with_capacity(count.min(r.len() / 2 + 1));
+    let mut headers = Vec::with_capacity(count.min(r.left() / 2 + 1));
     for _ in 0..count {
-        let key = nullable_bytes(&mut r)?.ok_or(BatchCodecError::Record("null header key"))?;
-        let value = nullable_bytes(&mut r)?;
+        let key = r
+            .nullable_bytes()?
+            .ok_or(BatchCodecError::Record("null header key"))?;
+        let value = r.nullable_bytes()?;
         headers.push((key, value));
     }
     Ok(KafkaRecord {
@@ -111,39 +118,72 @@ fn read_record(buf: &mut Bytes, base_timestamp: i64) -> Result<KafkaRecord, Batc
     })
 }
 
-fn take(buf: &mut Bytes, n: usize) -> Result<Bytes, BatchCodecError> {
-    if buf.len() < n {
-        return Err(BatchCodecError::Truncated);
-    }
-    Ok(buf.split_to(n))
+/// A read position in a records section. Only keys, values and headers become
+/// `Bytes` (each a shared slice of the section: one reference count per field, which
+/// is the cost that matters on small records); everything else is read in place.
+struct Cursor<'a> {
+    data: &'a Bytes,
+    pos: usize,
+    end: usize,
 }
 
-fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, BatchCodecError> {
-    match varint(buf)? {
-        -1 => Ok(None),
-        n if n < -1 => Err(BatchCodecError::Record("negative length")),
-        n => take(buf, n as usize).map(Some),
+impl<'a> Cursor<'a> {
+    fn left(&self) -> usize {
+        self.end - self.pos
     }
-}
 
-fn varlong(buf: &mut Bytes) -> Result<i64, BatchCodecError> {
-    let mut raw: u64 = 0;
-    for shift in (0..70).step_by(7) {
-        if buf.is_empty() {
+    /// The next `len` bytes as a cursor of their own (one record); this one moves past them.
+    fn record(&mut self, len: usize) -> Result<Cursor<'a>, BatchCodecError> {
+        let start = self.pos;
+        self.skip(len)?;
+        Ok(Cursor {
+            data: self.data,
+            pos: start,
+            end: self.pos,
+        })
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), BatchCodecError> {
+        if self.left() < n {
             return Err(BatchCodecError::Truncated);
         }
-        let b = buf.get_u8();
-        raw |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+        self.pos += n;
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize) -> Result<Bytes, BatchCodecError> {
+        let start = self.pos;
+        self.skip(n)?;
+        Ok(self.data.slice(start..self.pos))
+    }
+
+    fn nullable_bytes(&mut self) -> Result<Option<Bytes>, BatchCodecError> {
+        match self.varint()? {
+            -1 => Ok(None),
+            n if n < -1 => Err(BatchCodecError::Record("negative length")),
+            n => self.take(n as usize).map(Some),
         }
     }
-    Err(BatchCodecError::Record("varint too long"))
-}
 
-fn varint(buf: &mut Bytes) -> Result<i32, BatchCodecError> {
-    let v = varlong(buf)?;
-    i32::try_from(v).map_err(|_| BatchCodecError::Record("varint out of range"))
+    fn varlong(&mut self) -> Result<i64, BatchCodecError> {
+        let mut raw: u64 = 0;
+        for shift in (0..70).step_by(7) {
+            let b = *self.data[..self.end]
+                .get(self.pos)
+                .ok_or(BatchCodecError::Truncated)?;
+            self.pos += 1;
+            raw |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+            }
+        }
+        Err(BatchCodecError::Record("varint too long"))
+    }
+
+    fn varint(&mut self) -> Result<i32, BatchCodecError> {
+        let v = self.varlong()?;
+        i32::try_from(v).map_err(|_| BatchCodecError::Record("varint out of range"))
+    }
 }
 
 fn put_varlong(out: &mut BytesMut, v: i64) {
@@ -535,6 +575,18 @@ mod tests {
             .records
             .iter()
             .all(|r| r.timestamp == 1_700_000_000_000));
+    }
+
+    #[test]
+    fn corrupted_records_are_errors_not_panics() {
+        let batch = encode(0, false, &sample());
+        for at in HEADER_LEN..batch.len() {
+            for byte in [0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff] {
+                let mut b = BytesMut::from(&batch[..]);
+                b[at] = byte;
+                let _ = decode(&b.freeze());
+            }
+        }
     }
 
     #[test]

@@ -185,23 +185,18 @@ fn key_is_native(key: &Option<Bytes>) -> bool {
 }
 
 /// The record as an Iggy message whose `origin_timestamp` is `origin_micros`.
+/// The record is taken by value so its value moves into the payload, uncounted.
 pub fn to_iggy(
-    r: &KafkaRecord,
+    r: KafkaRecord,
     log_append_time: bool,
     producer: Option<ProducerStamp>,
     origin_micros: u64,
 ) -> IggyParts {
     let timestamp_held = timestamp_from_origin(origin_micros) == Some(r.timestamp);
-    if let (None, Some(value), true, None, false, true) = (
-        &r.key,
-        &r.value,
-        r.headers.is_empty(),
-        producer,
-        log_append_time,
-        timestamp_held,
-    ) {
+    let plain = r.key.is_none() && r.headers.is_empty() && producer.is_none();
+    if plain && r.value.is_some() && !log_append_time && timestamp_held {
         return IggyParts {
-            payload: value.clone(),
+            payload: r.value.unwrap_or_default(),
             headers: Bytes::from_static(MARKER_ONLY),
         };
     }
@@ -223,7 +218,7 @@ pub fn to_iggy(
     if let (true, Some(key)) = (native_key, &r.key) {
         tlv.entry(KEY, RAW, key);
     }
-    let value = r.value.clone().unwrap_or_default();
+    let value = r.value.unwrap_or_default();
     // Room left for Kafka headers, keeping space for a `kafka.split` entry.
     let budget = MAX_HEADERS_BYTES.saturating_sub(tlv.0.len() + entry_size(SPLIT.len(), 4));
     let native_headers = headers_are_native(&r.headers, budget);
@@ -551,7 +546,7 @@ mod tests {
             .unwrap_or(7);
         let mut first = None;
         for origin_micros in [exact, exact + 1] {
-            let parts = to_iggy(r, log_append_time, Some(producer), origin_micros);
+            let parts = to_iggy(r.clone(), log_append_time, Some(producer), origin_micros);
             assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
             iggy_binary_protocol::validate_user_headers(&parts.headers)
                 .expect("valid Iggy headers");
@@ -657,7 +652,7 @@ mod tests {
         tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
         assert_eq!(tlv.0.as_ref(), MARKER_ONLY);
         let r = record(None, Some(b(b"v")), vec![]);
-        let parts = to_iggy(&r, false, None, r.timestamp as u64 * 1000);
+        let parts = to_iggy(r.clone(), false, None, r.timestamp as u64 * 1000);
         assert_eq!(parts.headers.as_ref(), MARKER_ONLY);
         // Read back by the fast path, and by the general one when the origin differs.
         for origin_micros in [r.timestamp as u64 * 1000, 7] {
@@ -678,9 +673,9 @@ mod tests {
     fn the_timestamp_header_is_written_only_when_the_origin_timestamp_lacks_it() {
         let r = record(None, Some(b(b"v")), vec![]);
         let micros = r.timestamp as u64 * 1000;
-        let held = to_iggy(&r, false, None, micros);
+        let held = to_iggy(r.clone(), false, None, micros);
         assert_eq!(names(&held), vec![b(MARKER)], "only the marker");
-        let other = to_iggy(&r, false, None, micros + 1);
+        let other = to_iggy(r, false, None, micros + 1);
         assert!(names(&other).contains(&b(TIMESTAMP)));
     }
 

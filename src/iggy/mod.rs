@@ -892,7 +892,7 @@ impl Inner {
         let count = decoded.records.len() as u64;
         let mut messages: Vec<IggyMessage> = decoded
             .records
-            .iter()
+            .into_iter()
             .zip(origins)
             .enumerate()
             .map(|(i, (r, origin_timestamp))| {
