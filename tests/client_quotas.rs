@@ -2,8 +2,9 @@
 //! and DescribeClientQuotas (entities, defaults, filters, refusals, validate_only),
 //! kept across a restart on both stores and refused without the cluster ACLs; then
 //! enforcement: a Produce or Fetch over its quota answered with a throttle time and
-//! its connection muted for it, and librdkafka clients with a quota held near it while
-//! a client id without one is not throttled.
+//! its connection muted for it, librdkafka clients with a quota held near it while a
+//! client id without one is not throttled, an IP over its connection rate refused, and
+//! quotas shared by gateways on one Iggy server.
 
 mod support;
 
@@ -24,6 +25,8 @@ use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer}
 use rdkafka::{ClientContext, Message, Statistics};
 
 use support::acls::{create_topic_code, CLUSTER_AUTHORIZATION_FAILED};
+use support::admin::eventually;
+use support::iggy::IggyServer;
 use support::{batch, call, record, topic_name, Gateway, RawClient, Store};
 
 const INVALID_REQUEST: i16 = 42;
@@ -249,10 +252,25 @@ fn quota_apis_answer_as_kafka_does(store: Store) {
     assert!(message.contains("Duplicate quota key"), "{message}");
     let message = refused(
         &mut c,
-        &[("ip", Some("10.0.0.1"))],
+        &[("ip", Some("not-an-ip"))],
         &[("connection_creation_rate", Some(5.0))],
     );
-    assert!(message.contains("IP quotas"), "{message}");
+    assert!(message.contains("not a valid IP"), "{message}");
+    let message = refused(
+        &mut c,
+        &[("ip", None), ("user", Some("alice"))],
+        &[("connection_creation_rate", Some(5.0))],
+    );
+    assert!(message.contains("combination"), "{message}");
+    // IP entities take connection_creation_rate only, the others everything else.
+    let message = refused(
+        &mut c,
+        &[("ip", None)],
+        &[("producer_byte_rate", Some(5.0))],
+    );
+    assert!(message.contains("producer_byte_rate"), "{message}");
+    let message = refused(&mut c, ALICE, &[("connection_creation_rate", Some(5.0))]);
+    assert!(message.contains("connection_creation_rate"), "{message}");
     // One bad entry leaves the good one beside it applied.
     let answer = alter(
         &mut c,
@@ -470,6 +488,85 @@ fn api_versions_wait(c: &mut RawClient) -> Duration {
             .with_client_software_version(s("1"))
     );
     started.elapsed()
+}
+
+#[test]
+fn gateways_on_one_iggy_share_their_quotas() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let refresh = [("topic_refresh_ms", "200")];
+    let (first, second) = (server.gateway_with(&refresh), server.gateway_with(&refresh));
+    let (mut c1, mut c2) = (
+        RawClient::connect(first.addr),
+        RawClient::connect(second.addr),
+    );
+    assert_eq!(create_topic_code(&mut c1, "shared"), 0);
+    set(&mut c1, RAW_CLIENT, "producer_byte_rate", 1500.0);
+    // Described through the other gateway at once: it reads the store.
+    let raw = vec![described(RAW_CLIENT, &[("producer_byte_rate", 1500.0)])];
+    assert_eq!(describe(&mut c2, 1, &[], false), (0, Some(raw)));
+    // And enforced there once it has re-read the quotas.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            produce(&mut c2, "shared", 11_000).throttle_time_ms > 0
+        }),
+        "the other gateway never throttled the client"
+    );
+}
+
+/// Whether a connection from `source` is served: its ApiVersions answered.
+fn served_from(gw: &Gateway, source: &str) -> bool {
+    let mut c = RawClient::connect_from(source.parse().unwrap(), gw.addr);
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("raw"))
+        .with_client_software_version(s("1"));
+    c.send(ApiKey::ApiVersions, 3, &RequestKind::ApiVersions(request));
+    c.read_frame().is_some()
+}
+
+#[test]
+fn an_ip_over_its_connection_rate_is_closed_unserved() {
+    let gw = Gateway::start();
+    let mut c = RawClient::connect(gw.addr);
+    let rate = "connection_creation_rate";
+    set(&mut c, &[("ip", Some("127.0.0.7"))], rate, 1.0);
+    set(&mut c, &[("ip", None)], rate, 2.0);
+    let ips = [("ip", ANY, None)];
+    let both = vec![
+        described(&[("ip", None)], &[(rate, 2.0)]),
+        described(&[("ip", Some("127.0.0.7"))], &[(rate, 1.0)]),
+    ];
+    assert_eq!(describe(&mut c, 1, &ips, false), (0, Some(both)));
+    // 1 connection/s over the 10 s window Kafka measures at least: ten are served,
+    // the eleventh closed; refused ones are not counted, so it stays refused.
+    let served = (0..10).filter(|_| served_from(&gw, "127.0.0.7")).count();
+    assert_eq!(served, 10);
+    let started = Instant::now();
+    assert!(
+        !served_from(&gw, "127.0.0.7"),
+        "the 11th connection was served"
+    );
+    assert!(
+        started.elapsed() <= Duration::from_secs(3),
+        "held longer than a sample"
+    );
+    assert!(!served_from(&gw, "127.0.0.7"));
+    // Other addresses have the default rate, each its own.
+    let served = (0..20).filter(|_| served_from(&gw, "127.0.0.8")).count();
+    assert_eq!(served, 20);
+    assert!(!served_from(&gw, "127.0.0.8"));
+    assert!(served_from(&gw, "127.0.0.9"));
+    // Without the quotas, connections are served again.
+    let remove = |ip| entry(&[("ip", ip)], &[(rate, None)]);
+    let answer = alter(
+        &mut c,
+        1,
+        vec![remove(Some("127.0.0.7")), remove(None)],
+        false,
+    );
+    assert_eq!(answer, [(0, None), (0, None)]);
+    assert!(served_from(&gw, "127.0.0.7"));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! A listener's accept loop: accepts sockets, enforces the connection limits (in total
-//! and per source address), and starts each connection actor on one of the worker
+//! and per source address) and IP connection-rate quotas, and starts each connection actor on one of the worker
 //! arbiters (one per core), round robin. Each configured listener runs one loop; the
 //! connection limits are shared by all. On a TLS listener the handshake runs on the
 //! worker, bounded in time; a failed one is logged and closes that socket only.
@@ -48,6 +48,17 @@ pub async fn serve(
                 continue;
             }
         };
+        // Over its IP's `connection_creation_rate`: closed unserved after the throttle
+        // time, as Kafka's acceptor closes it (still counted against the limits meanwhile).
+        let throttle = gateway.quotas.connection_throttle(peer.ip());
+        if !throttle.is_zero() {
+            tracing::info!(%peer, ?throttle, "connection_creation_rate exceeded; closing after the throttle time");
+            actix::spawn(async move {
+                tokio::time::sleep(throttle).await;
+                drop((stream, slot));
+            });
+            continue;
+        }
         // A tokio socket belongs to the runtime that registered it: move the plain socket
         // to the worker and register it there.
         let stream = match stream.into_std() {

@@ -116,7 +116,7 @@ fn check(entry: &AlterEntry, stored: &ClientQuotas) -> Result<Vec<QuotaChange>, 
         let value = if op.remove {
             None
         } else {
-            QuotaKey::check(key, op.value)?;
+            QuotaKey::check(&entity, key, op.value)?;
             Some(op.value)
         };
         if now != value {

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::IpAddr;
 
 /// The kinds of entity a quota applies to, as the protocol names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,8 +34,8 @@ impl EntityType {
 pub struct QuotaEntity(Vec<(EntityType, Option<String>)>);
 
 impl QuotaEntity {
-    /// An entity from the protocol's (type, name) pairs, refused as Kafka refuses it.
-    /// IP entities are refused too: the gateway does not enforce connection rates.
+    /// An entity from the protocol's (type, name) pairs, refused as Kafka refuses it
+    /// (an IP must be an address here: host names are not resolved).
     pub fn parse<'a>(
         parts: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
     ) -> Result<QuotaEntity, String> {
@@ -62,9 +63,11 @@ impl QuotaEntity {
             if has(EntityType::User) || has(EntityType::ClientId) {
                 return Err("Invalid quota entity combination, IP entity should not be combined with User or ClientId".into());
             }
-            return Err(
-                "IP quotas (connection_creation_rate) are not supported by this gateway".into(),
-            );
+            if let Some(Some(ip)) = entity.first().map(|(_, n)| n) {
+                if ip.parse::<IpAddr>().is_err() {
+                    return Err(format!("{ip} is not a valid IP or resolvable host."));
+                }
+            }
         }
         Ok(QuotaEntity(entity))
     }
@@ -110,14 +113,17 @@ pub enum QuotaKey {
     RequestPercentage,
     /// Partition mutations per second (a DOUBLE): stored and described only.
     ControllerMutationRate,
+    /// Connections an IP may open per second (an INT, IP entities only): enforced on accept.
+    ConnectionCreationRate,
 }
 
 impl QuotaKey {
-    pub const ALL: [QuotaKey; 4] = [
+    pub const ALL: [QuotaKey; 5] = [
         QuotaKey::ProducerByteRate,
         QuotaKey::ConsumerByteRate,
         QuotaKey::RequestPercentage,
         QuotaKey::ControllerMutationRate,
+        QuotaKey::ConnectionCreationRate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -126,6 +132,7 @@ impl QuotaKey {
             QuotaKey::ConsumerByteRate => "consumer_byte_rate",
             QuotaKey::RequestPercentage => "request_percentage",
             QuotaKey::ControllerMutationRate => "controller_mutation_rate",
+            QuotaKey::ConnectionCreationRate => "connection_creation_rate",
         }
     }
 
@@ -133,28 +140,34 @@ impl QuotaKey {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    fn integral(self) -> bool {
-        matches!(
-            self,
-            QuotaKey::ProducerByteRate | QuotaKey::ConsumerByteRate
-        )
+    /// The largest value of an integral key (Kafka's LONG or INT), `None` for a DOUBLE.
+    fn integral_max(self) -> Option<(f64, &'static str)> {
+        match self {
+            QuotaKey::ProducerByteRate | QuotaKey::ConsumerByteRate => {
+                Some((i64::MAX as f64, "a LONG"))
+            }
+            QuotaKey::ConnectionCreationRate => Some((i32::MAX as f64, "an INT")),
+            QuotaKey::RequestPercentage | QuotaKey::ControllerMutationRate => None,
+        }
     }
 
-    /// Checks a value to set as Kafka's `validateQuotaKeyValue` does (and refuses
-    /// NaN and infinities, which no quota can mean).
-    pub fn check(key: &str, value: f64) -> Result<QuotaKey, String> {
-        let Some(k) = QuotaKey::from_name(key) else {
-            return Err(format!("Invalid configuration key {key}"));
-        };
+    /// Checks a value to set for `entity` as Kafka's `validateQuotaKeyValue` does: IP
+    /// entities take `connection_creation_rate` only, the others every other key. NaN
+    /// and infinities are refused too, which no quota can mean.
+    pub fn check(entity: &QuotaEntity, key: &str, value: f64) -> Result<QuotaKey, String> {
+        let for_ip = entity.name(EntityType::Ip).is_some();
+        let k = QuotaKey::from_name(key)
+            .filter(|k| (*k == QuotaKey::ConnectionCreationRate) == for_ip)
+            .ok_or_else(|| format!("Invalid configuration key {key}"))?;
         if !value.is_finite() {
             return Err(format!("Quota {key} must be a finite number"));
         }
         if value <= 0.0 {
             return Err(format!("Quota {key} must be greater than 0"));
         }
-        if k.integral() {
-            if value > i64::MAX as f64 {
-                return Err(format!("Proposed value for {key} is too large for a LONG."));
+        if let Some((max, kind)) = k.integral_max() {
+            if value > max {
+                return Err(format!("Proposed value for {key} is too large for {kind}."));
             }
             if (value % 1.0).abs() > 1e-6 {
                 return Err(format!("{key} cannot be a fractional value."));
@@ -311,27 +324,40 @@ mod tests {
         assert_eq!(refused(&[("user", Some(""))]), "Empty user not supported");
         assert!(refused(&[("user", None), ("user", Some("a"))]).contains("duplicate"));
         assert!(refused(&[("ip", None), ("user", Some("a"))]).contains("combination"));
-        assert!(refused(&[("ip", Some("10.0.0.1"))]).contains("not supported"));
+        assert!(refused(&[("ip", Some("host.example"))]).contains("not a valid IP"));
+        assert_eq!(
+            entity(&[("ip", Some("10.0.0.1"))]).to_string(),
+            "/ips/10.0.0.1"
+        );
     }
 
     #[test]
     fn values_are_checked_by_key_type() {
+        let user = entity(&[("user", None)]);
+        let check = |key, value| QuotaKey::check(&user, key, value);
         assert_eq!(
-            QuotaKey::check("producer_byte_rate", 1024.0),
+            check("producer_byte_rate", 1024.0),
             Ok(QuotaKey::ProducerByteRate)
         );
         assert_eq!(
-            QuotaKey::check("nope", 1.0).unwrap_err(),
+            check("nope", 1.0).unwrap_err(),
             "Invalid configuration key nope"
         );
-        assert!(QuotaKey::check("consumer_byte_rate", 0.0)
+        assert!(check("consumer_byte_rate", 0.0)
             .unwrap_err()
             .contains("greater than 0"));
-        assert!(QuotaKey::check("consumer_byte_rate", 1.5)
+        assert!(check("consumer_byte_rate", 1.5)
             .unwrap_err()
             .contains("fractional"));
-        assert!(QuotaKey::check("request_percentage", 12.5).is_ok());
-        assert!(QuotaKey::check("request_percentage", f64::NAN).is_err());
+        assert!(check("request_percentage", 12.5).is_ok());
+        assert!(check("request_percentage", f64::NAN).is_err());
+        assert!(check("connection_creation_rate", 5.0).is_err(), "an IP key");
+        let ip = entity(&[("ip", None)]);
+        assert!(QuotaKey::check(&ip, "connection_creation_rate", 5.0).is_ok());
+        assert!(QuotaKey::check(&ip, "connection_creation_rate", 3e9)
+            .unwrap_err()
+            .contains("an INT"));
+        assert!(QuotaKey::check(&ip, "producer_byte_rate", 5.0).is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Client quotas: Kafka's `producer_byte_rate` and `consumer_byte_rate` per user
-//! principal and client id, stored in the backend (every gateway on it shares them)
+//! principal and client id, and `connection_creation_rate` per IP, stored in the backend (every gateway on it shares them)
 //! and enforced by each gateway on its own traffic, as each Kafka broker enforces them
 //! on its own (`docs/SECURITY.md`).
 //!
@@ -8,13 +8,15 @@
 //! or Fetch looks its quota up there (Kafka's precedence, most specific first) and
 //! records its bytes in the [`rate::Rate`] of the entity the quota is for; over the
 //! quota, the answer carries the throttle time and the connection reads nothing more
-//! from the client until it has passed (KIP-219).
+//! from the client until it has passed (KIP-219). A connection from an IP over its
+//! connection rate is closed after the throttle time, unserved, as Kafka's acceptor does.
 
 pub mod entity;
 pub mod rate;
 pub mod store;
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,11 +37,12 @@ use crate::session::Caller;
 /// Sensors kept before idle ones are dropped (Kafka expires them after an hour idle).
 const MAX_SENSORS: usize = 10_000;
 
-/// The two enforced quotas.
+/// The enforced quotas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Produce,
     Fetch,
+    Connection,
 }
 
 /// One part of a quota lookup key: a name, `<default>`, or no such part.
@@ -53,11 +56,13 @@ enum Part {
 /// An entity's (producer, consumer) byte rates, where set.
 type ByteRates = (Option<f64>, Option<f64>);
 
-/// The byte-rate quotas in force, indexed for the per-request lookup.
+/// The enforced quotas in force, indexed for the per-request lookup.
 #[derive(Debug, Default, PartialEq)]
 pub struct QuotaTable {
     /// User part → client-id part → byte rates.
     rates: HashMap<Part, HashMap<Part, ByteRates>>,
+    /// Connection creation rates by IP; `None` is `<default>`.
+    connections: HashMap<Option<IpAddr>, f64>,
 }
 
 impl QuotaTable {
@@ -68,7 +73,20 @@ impl QuotaTable {
             Some(Some(n)) => Part::Named(n.to_string()),
         };
         let mut rates: HashMap<Part, HashMap<Part, _>> = HashMap::new();
+        let mut connections = HashMap::new();
         for (e, values) in stored {
+            if let Some(ip) = e.name(EntityType::Ip) {
+                // Stored entities were checked on the way in: their IPs parse.
+                let ip = match ip.map(str::parse) {
+                    Some(Ok(ip)) => Some(ip),
+                    Some(Err(_)) => continue,
+                    None => None,
+                };
+                if let Some(rate) = values.get(QuotaKey::ConnectionCreationRate.name()) {
+                    connections.insert(ip, *rate);
+                }
+                continue;
+            }
             let produce = values.get(QuotaKey::ProducerByteRate.name()).copied();
             let fetch = values.get(QuotaKey::ConsumerByteRate.name()).copied();
             if produce.is_some() || fetch.is_some() {
@@ -78,16 +96,16 @@ impl QuotaTable {
                     .insert(part(e, EntityType::ClientId), (produce, fetch));
             }
         }
-        QuotaTable { rates }
+        QuotaTable { rates, connections }
     }
 
-    /// How many entities have a byte-rate quota.
+    /// How many entities have an enforced quota.
     pub fn len(&self) -> usize {
-        self.rates.values().map(HashMap::len).sum()
+        self.rates.values().map(HashMap::len).sum::<usize>() + self.connections.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rates.is_empty()
+        self.len() == 0
     }
 
     /// The quota of `kind` for a user and client id, with the sensor it is measured
@@ -116,7 +134,7 @@ impl QuotaTable {
             let (produce, fetch) = self.rates.get(up)?.get(cp)?;
             let quota = match kind {
                 Kind::Produce => (*produce)?,
-                Kind::Fetch => (*fetch)?,
+                _ => (*fetch)?,
             };
             let name = |p: &Part, n: &str| match p {
                 Part::Absent => String::new(),
@@ -125,6 +143,19 @@ impl QuotaTable {
             Some((quota, (kind, name(up, user), name(cp, client))))
         });
         found
+    }
+
+    /// The connection creation rate of an IP (`/ips/<ip>`, else `/ips/<default>`),
+    /// measured per IP.
+    fn connection_rate(&self, ip: IpAddr) -> Option<(f64, SensorKey)> {
+        if self.connections.is_empty() {
+            return None;
+        }
+        let quota = self
+            .connections
+            .get(&Some(ip))
+            .or(self.connections.get(&None))?;
+        Some((*quota, (Kind::Connection, ip.to_string(), String::new())))
     }
 }
 
@@ -200,6 +231,25 @@ impl Quotas {
                 Metered::Produce(Duration::from_millis(ms))
             }
         }
+    }
+
+    /// How long a new connection from `ip` is held before being closed unserved: zero
+    /// unless it is over its IP's `connection_creation_rate`. As Kafka's
+    /// `ConnectionQuotas`, a refused connection is not counted and the wait is at most
+    /// one sample (1 s).
+    pub fn connection_throttle(&self, ip: IpAddr) -> Duration {
+        let resolved = self.table.borrow().connection_rate(ip);
+        let Some((quota, key)) = resolved else {
+            return Duration::ZERO;
+        };
+        let now = self.now_ms();
+        let rate = self.sensor(key);
+        let mut rate = rate.lock();
+        let ms = rate.record_and_throttle(1.0, quota, now);
+        if ms > 0 {
+            rate.record(-1.0, now);
+        }
+        Duration::from_millis(ms.min(rate::SAMPLE_MS))
     }
 
     /// Settles a metered request against its answer: the throttle time goes into the
@@ -313,5 +363,25 @@ mod tests {
             Some((1.0, key("", "d")))
         );
         assert_eq!(table(&[]).resolve(Kind::Produce, "u", "c"), None);
+    }
+
+    #[test]
+    fn an_ip_has_its_own_rate_else_the_default() {
+        let rate = "connection_creation_rate";
+        let t = table(&[
+            (&[("ip", None)], rate, 5.0),
+            (&[("ip", Some("10.0.0.1"))], rate, 2.0),
+        ]);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let key = |s: &str| (Kind::Connection, s.to_string(), String::new());
+        assert_eq!(
+            t.connection_rate(ip("10.0.0.1")),
+            Some((2.0, key("10.0.0.1")))
+        );
+        assert_eq!(
+            t.connection_rate(ip("10.0.0.2")),
+            Some((5.0, key("10.0.0.2")))
+        );
+        assert_eq!(t.resolve(Kind::Produce, "u", "c"), None);
     }
 }
