@@ -4,7 +4,7 @@
 //! enforcement: a Produce or Fetch over its quota answered with a throttle time and
 //! its connection muted for it, librdkafka clients with a quota held near it while a
 //! client id without one is not throttled, an IP over its connection rate refused, and
-//! quotas shared by gateways on one Iggy server.
+//! quotas shared by gateways on one Iggy server and restored from their snapshot.
 
 mod support;
 
@@ -513,6 +513,68 @@ fn gateways_on_one_iggy_share_their_quotas() {
         }),
         "the other gateway never throttled the client"
     );
+}
+
+/// The offset the latest snapshot of the gateway log `client-quotas` covers up to
+/// (`src/iggy/gateway_log.rs`: a marker is `M`, then that offset as u64).
+async fn quota_snapshot_upto(sdk: &::iggy::prelude::TcpClient) -> Option<u64> {
+    use ::iggy::prelude::{Consumer, Identifier, MessageClient, PollingStrategy};
+    let id = |name: &str| Identifier::named(name).unwrap();
+    let polled = sdk
+        .poll_messages(
+            &id("kafka-gateway"),
+            &id("client-quotas.snapshots"),
+            Some(0),
+            &Consumer::default(),
+            &PollingStrategy::last(),
+            1,
+            false,
+        )
+        .await
+        .ok()?;
+    let last = polled.messages.last()?;
+    (last.payload.first() == Some(&b'M'))
+        .then(|| u64::from_be_bytes(last.payload[1..9].try_into().unwrap()))
+}
+
+#[test]
+fn quotas_on_iggy_come_back_from_their_snapshot() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let mut gw = server.gateway_with(&[("iggy_snapshot_records", "5")]);
+    let mut c = RawClient::connect(gw.addr);
+    // Twelve changes to four client ids; the last of each wins.
+    for n in 1..=12 {
+        let client = format!("c{}", n % 4);
+        let entity = [("client-id", Some(client.as_str()))];
+        set(&mut c, &entity, "producer_byte_rate", 1000.0 * n as f64);
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let sdk = runtime.block_on(server.sdk());
+    let snapshotted = || runtime.block_on(quota_snapshot_upto(&sdk)) >= Some(10);
+    assert!(
+        eventually(Duration::from_secs(20), snapshotted),
+        "no snapshot of the client-quotas log"
+    );
+    // Started again from the snapshot, then the records after it: the same quotas.
+    gw.restart_after_kill();
+    let mut c = RawClient::connect(gw.addr);
+    let want: Vec<Described> = [
+        ("c0", 12_000.0),
+        ("c1", 9_000.0),
+        ("c2", 10_000.0),
+        ("c3", 11_000.0),
+    ]
+    .iter()
+    .map(|(client, rate)| {
+        described(
+            &[("client-id", Some(client))],
+            &[("producer_byte_rate", *rate)],
+        )
+    })
+    .collect();
+    assert_eq!(describe(&mut c, 1, &[], false), (0, Some(want)));
 }
 
 /// Whether a connection from `source` is served: its ApiVersions answered.
