@@ -137,6 +137,14 @@ fn salted(sha512: bool, password: &str, salt: &[u8], iterations: u32) -> Vec<u8>
     }
 }
 
+fn scram_mechanism(sha512: bool) -> &'static str {
+    if sha512 {
+        "SCRAM-SHA-512"
+    } else {
+        "SCRAM-SHA-256"
+    }
+}
+
 /// A SCRAM login by the RFC 5802 client steps at SaslAuthenticate `v`: the server-first
 /// message, then the final answer (checked against the server signature on success).
 fn scram_login(
@@ -146,16 +154,29 @@ fn scram_login(
     user: &str,
     password: &str,
 ) -> (String, SaslAuthenticateResponse) {
-    let mechanism = if sha512 {
-        "SCRAM-SHA-512"
-    } else {
-        "SCRAM-SHA-256"
-    };
-    assert_eq!(handshake(c, mechanism).error_code, 0);
+    assert_eq!(handshake(c, scram_mechanism(sha512)).error_code, 0);
+    let mut last = None;
+    let (server_first, _) = scram_client(sha512, user, password, |message| {
+        let r = authenticate(c, v, message);
+        let token = (r.error_code == 0).then(|| r.auth_bytes.clone());
+        last = Some(r);
+        token
+    });
+    (server_first, last.expect("a final answer"))
+}
+
+/// The RFC 5802 client steps, each message sent by `send`, which returns the server's
+/// answer (`None`: refused): the server-first message, and the server-final one if the
+/// login succeeded, checked against the server signature.
+fn scram_client(
+    sha512: bool,
+    user: &str,
+    password: &str,
+    mut send: impl FnMut(&[u8]) -> Option<Bytes>,
+) -> (String, Option<Bytes>) {
     let bare = format!("n={user},r=clientnonce123");
-    let first = authenticate(c, v, format!("n,,{bare}").as_bytes());
-    assert_eq!(first.error_code, 0, "{first:?}");
-    let server_first = String::from_utf8(first.auth_bytes.to_vec()).unwrap();
+    let first = send(format!("n,,{bare}").as_bytes()).expect("a server-first message");
+    let server_first = String::from_utf8(first.to_vec()).unwrap();
     let fields: Vec<&str> = server_first.split(',').collect();
     let nonce = fields[0].strip_prefix("r=").unwrap();
     assert!(nonce.starts_with("clientnonce123"), "{server_first}");
@@ -176,22 +197,14 @@ fn scram_login(
         .zip(&signature)
         .map(|(a, b)| a ^ b)
         .collect();
-    let last = authenticate(
-        c,
-        v,
-        format!("{without_proof},p={}", B64.encode(proof)).as_bytes(),
-    );
-    if last.error_code == 0 {
+    let last = send(format!("{without_proof},p={}", B64.encode(proof)).as_bytes());
+    if let Some(server_final) = &last {
         let server_key = hmac_of(sha512, &salted, b"Server Key");
         let expected = format!(
             "v={}",
             B64.encode(hmac_of(sha512, &server_key, auth.as_bytes()))
         );
-        assert_eq!(
-            last.auth_bytes,
-            expected.as_bytes(),
-            "the server's signature"
-        );
+        assert_eq!(server_final, expected.as_bytes(), "the server's signature");
     }
     (server_first, last)
 }
@@ -262,6 +275,78 @@ fn a_wrong_password_and_an_unknown_user_are_refused_alike() {
         );
         assert_eq!(metadata_v12(&mut c).brokers.len(), 1);
     }
+}
+
+/// SaslHandshake v0, as kafka-python 2.0 and Sarama up to 1.40 send it: the tokens then
+/// travel as bare size-prefixed frames both ways (no SaslAuthenticate). PLAIN and both
+/// SCRAM mechanisms log in; a wrong password closes the connection without an answer
+/// after the failed-login delay, as Kafka does, since nothing could carry error 58.
+#[test]
+fn handshake_v0_exchanges_bare_tokens() {
+    let gw = Gateway::start_with(&[
+        ("listeners", SASL),
+        ("sasl_enabled_mechanisms", ALL_MECHANISMS),
+        ("sasl_scram_users", "alice:alice-secret"),
+        ("sasl_failed_login_delay_ms", "10"),
+    ]);
+    let handshake_v0 = |c: &mut RawClient, mechanism: &str| {
+        let request = SaslHandshakeRequest::default().with_mechanism(s(mechanism));
+        let r = call!(c, SaslHandshake, 0, request);
+        assert_eq!(r.error_code, 0, "{r:?}");
+        assert_eq!(r.mechanisms.len(), 3, "{r:?}");
+    };
+    // One bare token out, the bare answer back; `None` once the connection is closed.
+    let bare = |c: &mut RawClient, token: &[u8]| {
+        c.send_frame(token);
+        c.read_frame()
+    };
+
+    let mut c = RawClient::connect(gw.addr);
+    handshake_v0(&mut c, "PLAIN");
+    assert_eq!(
+        bare(&mut c, b"\0alice\0alice-secret").as_deref(),
+        Some(&b""[..]),
+        "PLAIN answers an empty token"
+    );
+    assert_eq!(
+        metadata_v12(&mut c).brokers.len(),
+        1,
+        "served once logged in"
+    );
+
+    let mut c = RawClient::connect(gw.addr);
+    handshake_v0(&mut c, "PLAIN");
+    assert_eq!(bare(&mut c, b"\0alice\0not-her-password"), None);
+
+    for sha512 in [false, true] {
+        let mut c = RawClient::connect(gw.addr);
+        handshake_v0(&mut c, scram_mechanism(sha512));
+        let (_, last) = scram_client(sha512, "alice", "alice-secret", |m| bare(&mut c, m));
+        assert!(
+            last.is_some(),
+            "SCRAM-SHA-{}",
+            if sha512 { 512 } else { 256 }
+        );
+        assert_eq!(metadata_v12(&mut c).brokers.len(), 1);
+
+        let mut c = RawClient::connect(gw.addr);
+        handshake_v0(&mut c, scram_mechanism(sha512));
+        let (_, last) = scram_client(sha512, "alice", "wrong", |m| bare(&mut c, m));
+        assert_eq!(last, None, "a wrong SCRAM proof closes the connection");
+    }
+
+    // ApiVersions offers both versions, as Kafka 3.x does.
+    let mut c = RawClient::connect(gw.addr);
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("sasl-test"))
+        .with_client_software_version(s("1.0"));
+    let versions = call!(c, ApiVersions, 3, request);
+    let handshake = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::SaslHandshake as i16);
+    let handshake = handshake.expect("SaslHandshake advertised");
+    assert_eq!((handshake.min_version, handshake.max_version), (0, 1));
 }
 
 #[test]

@@ -30,7 +30,7 @@ use crate::metrics::ConnectionMeter;
 use crate::sasl;
 use crate::session::{Caller, Listener, Principal};
 use crate::wire::{self, FrameCodec, FramePart, WireError};
-use kafka_protocol::messages::{RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 
 pub struct Connection {
     gateway: Gateway,
@@ -193,6 +193,50 @@ impl Connection {
         self.last_request = Some(self.last_request.map_or(seq, |last| last.min(seq)));
         self.close_if_done(ctx);
     }
+
+    /// Writes request `seq`'s answer once `reply` resolves, in request order, throttled
+    /// by the quota it was `metered` against: a response to `(key, version)` encoded at
+    /// `answered_as` (version, correlation id), or a bare SASL token.
+    fn reply(
+        &mut self,
+        (seq, held): (u64, Held),
+        (reply, metered): (api::Reply, crate::quotas::Metered),
+        started: Instant,
+        (key, version): (ApiKey, i16),
+        (answer_version, correlation_id): (i16, i32),
+        ctx: &mut Context<Self>,
+    ) {
+        let peer = self.peer;
+        ctx.spawn(reply.into_actor(self).map(move |mut answer, act, ctx| {
+            let throttle = act.gateway.quotas.settle(metered, version, &mut answer);
+            if !throttle.is_zero() {
+                let until = Instant::now() + throttle;
+                act.muted_until.send_modify(|u| *u = (*u).max(until));
+            }
+            act.gateway.metrics.answered(key, version, &answer, started);
+            let encode = |r: &ResponseKind| {
+                wire::encode_response(key, answer_version, correlation_id, r)
+                    .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
+                    .ok()
+            };
+            let bytes = match answer {
+                Answer::Raw(token) => Some(wire::framed(&token)),
+                Answer::Send(r) => encode(&r),
+                Answer::SendAndClose(r, reason) => {
+                    tracing::info!(%peer, %reason, "closing connection after this answer");
+                    act.close_before(seq + 1, ctx);
+                    encode(&r)
+                }
+                Answer::Nothing => None,
+                Answer::Close(reason) => {
+                    tracing::info!(%peer, %reason, "closing connection");
+                    act.close_before(seq + 1, ctx);
+                    None
+                }
+            };
+            act.finish(seq, bytes, held, ctx);
+        }));
+    }
 }
 
 impl Actor for Connection {
@@ -218,6 +262,15 @@ impl Handler<Frame> for Connection {
         self.gateway.metrics.received(size);
         if self.last_request.is_some() {
             return; // closing: nothing after a bad request is served
+        }
+        if self.sasl.expects_raw_token() {
+            let reply = self
+                .sasl
+                .serve_raw_token(&self.gateway.sasl, frame, self.peer);
+            // Counted as SaslAuthenticate v0; no response header is written.
+            let raw = (ApiKey::SaslAuthenticate, 0);
+            let reply = (reply, crate::quotas::Metered::Free);
+            return self.reply((seq, held), reply, started, raw, (0, 0), ctx);
         }
         let request = match wire::decode_request(frame) {
             Ok(r) => r,
@@ -248,35 +301,16 @@ impl Handler<Frame> for Connection {
                 }
             }
         };
-        let peer = self.peer;
-        ctx.spawn(reply.into_actor(self).map(move |mut answer, act, ctx| {
-            let throttle = act.gateway.quotas.settle(metered, version, &mut answer);
-            if !throttle.is_zero() {
-                let until = Instant::now() + throttle;
-                act.muted_until.send_modify(|u| *u = (*u).max(until));
-            }
-            act.gateway.metrics.answered(key, version, &answer, started);
-            let encode = |r: &ResponseKind| {
-                wire::encode_response(key, answer_version, correlation_id, r)
-                    .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
-                    .ok()
-            };
-            let bytes = match answer {
-                Answer::Send(r) => encode(&r),
-                Answer::SendAndClose(r, reason) => {
-                    tracing::info!(%peer, %reason, "closing connection after this answer");
-                    act.close_before(seq + 1, ctx);
-                    encode(&r)
-                }
-                Answer::Nothing => None,
-                Answer::Close(reason) => {
-                    tracing::info!(%peer, %reason, "closing connection");
-                    act.close_before(seq + 1, ctx);
-                    None
-                }
-            };
-            act.finish(seq, bytes, held, ctx);
-        }));
+        let answered_as = (answer_version, correlation_id);
+        let reply = (reply, metered);
+        self.reply(
+            (seq, held),
+            reply,
+            started,
+            (key, version),
+            answered_as,
+            ctx,
+        );
     }
 }
 

@@ -189,6 +189,14 @@ pub fn encode_response(
     Ok(buf.freeze())
 }
 
+/// Frames bytes sent as they are (a SASL token after SaslHandshake v0): size, then them.
+pub fn framed(body: &[u8]) -> Bytes {
+    let mut buf = BytesMut::with_capacity(4 + body.len());
+    buf.put_i32(body.len() as i32);
+    buf.put_slice(body);
+    buf.freeze()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

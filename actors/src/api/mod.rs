@@ -25,6 +25,7 @@ mod update_features;
 
 use std::future::{ready, Future};
 
+use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use kafka_protocol::error::ResponseError;
@@ -62,9 +63,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::UpdateFeatures, 0, 2),
-    // SASL: served by the connection's `sasl::Session`, not `route`. SaslHandshake v0
-    // (raw tokens after it, pre-1.0 clients) is not served.
-    (ApiKey::SaslHandshake, 1, 1),
+    // SASL: served by the connection's `sasl::Session`, not `route`. After SaslHandshake
+    // v0 (pre-KIP-152 clients) the tokens come as bare frames, not SaslAuthenticate.
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
@@ -92,6 +93,9 @@ pub enum Answer {
     Close(String),
     /// This answer, then the connection closes (a failed SASL authentication).
     SendAndClose(Box<ResponseKind>, String),
+    /// A SASL token as it is, size-prefixed, without a response header: the answer to a
+    /// bare token after SaslHandshake v0.
+    Raw(Bytes),
 }
 
 /// An answer still being worked out.

@@ -7,6 +7,11 @@
 //! message after a delay, then the connection closes. With `connections.max.reauth.ms`
 //! the authentication expires: the client re-authenticates on the same connection
 //! (KIP-368), or its next other request closes it.
+//!
+//! After SaslHandshake v0 (pre-KIP-152 clients: kafka-python 2.0, Sarama up to 1.40) the
+//! tokens come as bare size-prefixed frames without a request header, and go back the
+//! same way; a failed login there has no SaslAuthenticate to carry its error, so the
+//! connection closes after the delay without an answer, as Kafka closes it.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -42,6 +47,8 @@ struct State {
     /// The last successful authentication; a re-authentication must keep its principal
     /// and mechanism.
     authenticated: Option<Authenticated>,
+    /// The exchange's tokens come as bare frames (after SaslHandshake v0).
+    raw_tokens: bool,
 }
 
 struct Authenticated {
@@ -62,6 +69,17 @@ enum Step {
     Scram(ScramMechanism, Box<Exchange>),
     /// A SASL request is being served; nothing may arrive meanwhile.
     Busy,
+}
+
+/// What serving one token came to, whatever framing carried it.
+enum Served {
+    /// The answer token; another token is expected.
+    Continue(Bytes),
+    /// Authenticated; the last answer token.
+    Authenticated(Bytes),
+    /// Refused, after the failed-login delay: the message SaslAuthenticate carries, and
+    /// why the connection closes.
+    Refused(String, &'static str),
 }
 
 /// What one token of an exchange came to.
@@ -124,13 +142,42 @@ impl Session {
         peer: SocketAddr,
     ) -> Reply {
         match body {
-            RequestKind::SaslHandshake(r) => self.handshake(auth, r),
+            RequestKind::SaslHandshake(r) => self.handshake(auth, version, r),
             RequestKind::SaslAuthenticate(r) => self.authenticate(auth, version, r, peer),
             other => unreachable!("not a SASL request: {other:?}"),
         }
     }
 
-    fn handshake(&self, auth: &Authenticator, request: SaslHandshakeRequest) -> Reply {
+    /// Whether the next frame is a bare SASL token (after SaslHandshake v0), not a request.
+    pub fn expects_raw_token(&self) -> bool {
+        let state = self.state.borrow();
+        state.raw_tokens && matches!(state.step, Step::Chosen(_) | Step::Scram(..))
+    }
+
+    /// Serves a bare token ([`Session::expects_raw_token`]): the answer token as a bare
+    /// frame, or, on a failed login, the connection closed without an answer.
+    pub fn serve_raw_token(
+        &self,
+        auth: &Arc<Authenticator>,
+        token: Bytes,
+        peer: SocketAddr,
+    ) -> Reply {
+        let step = std::mem::replace(&mut self.state.borrow_mut().step, Step::Busy);
+        let served = self.token(auth, step, token, peer);
+        Box::pin(async move {
+            match served.await {
+                Served::Continue(token) | Served::Authenticated(token) => Answer::Raw(token),
+                Served::Refused(_, reason) => Answer::Close(reason.into()),
+            }
+        })
+    }
+
+    fn handshake(
+        &self,
+        auth: &Authenticator,
+        version: i16,
+        request: SaslHandshakeRequest,
+    ) -> Reply {
         let offered: Vec<StrBytes> = auth
             .settings()
             .mechanisms
@@ -157,10 +204,19 @@ impl Session {
                 "SaslHandshake in the middle of a SASL exchange",
             ));
         }
+        // Re-authentication (KIP-368) needs SaslAuthenticate, which v0 does not use.
+        let raw_tokens = version == 0;
+        if raw_tokens && state.authenticated.is_some() {
+            return sent(closing(
+                answer(Some(ResponseError::IllegalSaslState)),
+                "SaslHandshake v0 to re-authenticate",
+            ));
+        }
         let asked = request.mechanism.as_str();
         match Mechanism::from_name(asked).filter(|m| auth.settings().mechanisms.contains(m)) {
             Some(m) => {
                 state.step = Step::Chosen(m);
+                state.raw_tokens = raw_tokens;
                 sent(Answer::Send(Box::new(answer(None))))
             }
             None => sent(closing(
@@ -205,9 +261,44 @@ impl Session {
                 ))
             }
         }
-        let (auth, state) = (auth.clone(), self.state.clone());
+        let served = self.token(auth, step, request.auth_bytes, peer);
+        let max_reauth = auth.settings().max_reauth;
         Box::pin(async move {
-            let outcome = exchange(&auth, step, request.auth_bytes).await;
+            let mut response = SaslAuthenticateResponse::default();
+            match served.await {
+                Served::Continue(token) => {
+                    response.auth_bytes = token;
+                    Answer::Send(Box::new(ResponseKind::SaslAuthenticate(response)))
+                }
+                Served::Authenticated(token) => {
+                    response.auth_bytes = token;
+                    if version >= 1 {
+                        response.session_lifetime_ms =
+                            max_reauth.map_or(0, |d| d.as_millis().try_into().unwrap_or(i64::MAX));
+                    }
+                    Answer::Send(Box::new(ResponseKind::SaslAuthenticate(response)))
+                }
+                Served::Refused(message, reason) => {
+                    response.error_code = ResponseError::SaslAuthenticationFailed.code();
+                    response.error_message = Some(StrBytes::from_string(message));
+                    closing(ResponseKind::SaslAuthenticate(response), reason)
+                }
+            }
+        })
+    }
+
+    /// Serves one token of the exchange at `step`, in either framing: the next step, or
+    /// the login recorded, or a failure logged and delayed.
+    fn token(
+        &self,
+        auth: &Arc<Authenticator>,
+        step: Step,
+        token: Bytes,
+        peer: SocketAddr,
+    ) -> impl std::future::Future<Output = Served> + 'static {
+        let (auth, state) = (auth.clone(), self.state.clone());
+        async move {
+            let outcome = exchange(&auth, step, token).await;
             let reauthenticating = state.borrow().authenticated.is_some();
             let outcome = match outcome {
                 Token::Done(m, user, token) => {
@@ -229,13 +320,10 @@ impl Session {
                 }
                 other => other,
             };
-            let mut response = SaslAuthenticateResponse::default();
             match outcome {
                 Token::Continue(next, token) => {
                     state.borrow_mut().step = next;
-                    Answer::Send(Box::new(ResponseKind::SaslAuthenticate(
-                        response.with_auth_bytes(token),
-                    )))
+                    Served::Continue(token)
                 }
                 Token::Done(m, user, token) => {
                     let max_reauth = auth.settings().max_reauth;
@@ -249,13 +337,9 @@ impl Session {
                             mechanism: m,
                             expires: max_reauth.map(|d| Instant::now() + d),
                         }),
+                        raw_tokens: false,
                     };
-                    response.auth_bytes = token;
-                    if version >= 1 {
-                        response.session_lifetime_ms =
-                            max_reauth.map_or(0, |d| d.as_millis().try_into().unwrap_or(i64::MAX));
-                    }
-                    Answer::Send(Box::new(ResponseKind::SaslAuthenticate(response)))
+                    Served::Authenticated(token)
                 }
                 Token::Failed(m, reason) => {
                     let delay = auth.failed_login(peer.ip());
@@ -270,26 +354,16 @@ impl Session {
                         "Authentication failed during {phase} due to invalid credentials with SASL mechanism {}",
                         m.name()
                     );
-                    response.error_code = ResponseError::SaslAuthenticationFailed.code();
-                    response.error_message = Some(StrBytes::from_string(message));
-                    closing(
-                        ResponseKind::SaslAuthenticate(response),
-                        "failed authentication",
-                    )
+                    Served::Refused(message, "failed authentication")
                 }
                 Token::Unavailable(m, error) => {
                     tracing::warn!(%peer, mechanism = m.name(), %error, "cannot check credentials");
-                    response.error_code = ResponseError::SaslAuthenticationFailed.code();
-                    response.error_message = Some(StrBytes::from_static_str(
-                        "Authentication failed: credentials cannot be checked now, retry later",
-                    ));
-                    closing(
-                        ResponseKind::SaslAuthenticate(response),
-                        "credential store unavailable",
-                    )
+                    let message =
+                        "Authentication failed: credentials cannot be checked now, retry later";
+                    Served::Refused(message.into(), "credential store unavailable")
                 }
             }
-        })
+        }
     }
 }
 
