@@ -16,6 +16,7 @@ const ANY_HOST: &str = "*";
 /// How UpdateFeatures asks for a level above the current one.
 const UPGRADE: i8 = 1;
 const BROKER: i8 = 4;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
 
 /// A gateway with ACLs on: the PLAINTEXT listener's anonymous principal is a super user
 /// (the admin), SASL users log in with PLAIN on the SASL_PLAINTEXT listener.
@@ -133,6 +134,16 @@ fn configurations(store: Store) {
     assert_eq!(
         (refused.error_code, refused.configs.len()),
         (CLUSTER_AUTHORIZATION_FAILED, 0)
+    );
+    // The right is checked before the name: a refused caller learns nothing of it.
+    let bad_name = (TOPIC, "bad/name");
+    let refused = describe(&mut alice, 4, bad_name, None, false);
+    assert_eq!(refused.error_code, TOPIC_AUTHORIZATION_FAILED);
+    let refused = describe(&mut alice, 4, (BROKER, "nine"), None, false);
+    assert_eq!(refused.error_code, CLUSTER_AUTHORIZATION_FAILED);
+    assert_eq!(
+        describe(&mut admin, 4, bad_name, None, false).error_code,
+        INVALID_TOPIC_EXCEPTION
     );
     let hour = [("retention.ms", Some("3600000"))];
     let log_hour = [("log.retention.ms", Some("3600000"))];

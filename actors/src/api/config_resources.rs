@@ -23,27 +23,20 @@ pub enum Resource {
 }
 
 /// The resource a request names if the caller may do `operation` on it (the topic,
-/// or the cluster for a broker), or the error Kafka answers for it alone.
+/// or the cluster for a broker), or the error Kafka answers for it alone. As in
+/// Kafka, the caller's right comes first: a refused caller learns nothing of whether
+/// the name is valid.
 pub fn resource(
     gw: &Gateway,
     (access, operation): (&Access, Operation),
     resource_type: i8,
     name: &str,
 ) -> Result<Resource, (ResponseError, String)> {
-    let found = named(gw, resource_type, name)?;
-    let (allowed, denied) = match &found {
-        Resource::Topic(t) => (
-            access.topic(operation, t),
-            ResponseError::TopicAuthorizationFailed,
-        ),
-        Resource::Broker(_) => (
-            access.cluster(operation),
-            ResponseError::ClusterAuthorizationFailed,
-        ),
-    };
-    match allowed {
-        true => Ok(found),
-        false => Err((denied, format!("{operation:?} is not allowed"))),
+    let refused = |code| Err((code, format!("{operation:?} is not allowed")));
+    match resource_type {
+        TOPIC if !access.topic(operation, name) => refused(ResponseError::TopicAuthorizationFailed),
+        BROKER if !access.cluster(operation) => refused(ResponseError::ClusterAuthorizationFailed),
+        _ => named(gw, resource_type, name),
     }
 }
 
