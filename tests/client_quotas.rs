@@ -25,7 +25,7 @@ use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer}
 use rdkafka::{ClientContext, Message, Statistics};
 
 use support::acls::{create_topic_code, CLUSTER_AUTHORIZATION_FAILED};
-use support::admin::eventually;
+use support::admin::{eventually, Scrape};
 use support::iggy::IggyServer;
 use support::{batch, call, record, topic_name, Gateway, RawClient, Store};
 
@@ -614,6 +614,10 @@ fn an_ip_over_its_connection_rate_is_closed_unserved() {
         "held longer than a sample"
     );
     assert!(!served_from(&gw, "127.0.0.7"));
+    let scrape = Scrape::take(gw.admin);
+    let limit = [("limit", "connection_creation_rate")];
+    let refused = scrape.sum("iggy_kafka_gateway_refused_connections_total", &limit);
+    assert_eq!(refused, 2.0);
     // Other addresses have the default rate, each its own.
     let served = (0..20).filter(|_| served_from(&gw, "127.0.0.8")).count();
     assert_eq!(served, 20);
@@ -648,6 +652,14 @@ fn over_its_quota_a_request_is_throttled_and_its_connection_muted() {
     let code = second.responses[0].partition_responses[0].error_code;
     assert_eq!(code, 0);
     let waited = api_versions_wait(&mut c);
+    let throttled = |quota| {
+        let scrape = Scrape::take(gw.admin);
+        scrape.sum(
+            "iggy_kafka_gateway_throttled_requests_total",
+            &[("quota", quota)],
+        )
+    };
+    assert_eq!(throttled("producer_byte_rate"), 1.0);
     let throttle = Duration::from_millis(throttle as u64);
     assert!(waited >= throttle.mul_f64(0.9), "{waited:?} < {throttle:?}");
     // Another client id is not throttled, nor muted, on its own connection.
@@ -659,6 +671,7 @@ fn over_its_quota_a_request_is_throttled_and_its_connection_muted() {
     let r = fetch(&mut c, "q");
     assert!(r.throttle_time_ms > 0, "{r:?}");
     assert!(r.responses.is_empty(), "{r:?}");
+    assert_eq!(throttled("consumer_byte_rate"), 1.0);
     // Without the quota the same fetch gets the records, unthrottled.
     let remove = entry(RAW_CLIENT, &[("consumer_byte_rate", None)]);
     assert_eq!(alter(&mut c, 1, vec![remove], false), [(0, None)]);

@@ -359,7 +359,9 @@ async fn read_frames<R: AsyncRead + Unpin>(
                 let frame = next_request(&mut frames, &budgets, &timeouts).await;
                 // A throttled client's next request waits out its throttle time.
                 let until = *mute.borrow();
-                tokio::time::sleep_until(until.into()).await;
+                if until > Instant::now() {
+                    tokio::time::sleep_until(until.into()).await;
+                }
                 frame
             } => match frame {
                 Ok(Some((frame, held))) => {

@@ -173,7 +173,7 @@ impl Gateway {
         };
         let (quota_store, quota_table) =
             QuotaStore::start_with(backend.clone(), settings.topic_refresh_interval).await?;
-        let quotas = Quotas::new(quota_store, quota_table);
+        let quotas = Quotas::new((quota_store, quota_table), metrics.clone());
         let signals = Arc::new(AppendSignals::default());
         let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
             .map(|i| {

@@ -109,6 +109,11 @@ struct LimitLabels {
     limit: &'static str,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct QuotaLabels {
+    quota: &'static str,
+}
+
 /// The gateway's metrics and the registry that encodes them. One per process, shared
 /// through [`crate::Gateway`].
 pub struct Metrics {
@@ -120,6 +125,7 @@ pub struct Metrics {
     sent_bytes: Counter,
     connections: Gauge,
     refused_connections: Family<LimitLabels, Counter>,
+    throttled: Family<QuotaLabels, Counter>,
     backend: metered_backend::BackendMetrics,
     pub log_slots: SlotQueues,
     pub offset_slots: SlotQueues,
@@ -173,8 +179,15 @@ impl Metrics {
         registry.register(
             "refused_connections",
             "Kafka connections closed on accept, by the setting that refused them \
-             (max_connections, max_connections_per_ip)",
+             (max_connections, max_connections_per_ip, connection_creation_rate)",
             refused_connections.clone(),
+        );
+        let throttled = Family::default();
+        registry.register(
+            "throttled_requests",
+            "Produce and Fetch requests answered with a throttle time, by the client quota \
+             they exceeded (producer_byte_rate, consumer_byte_rate)",
+            throttled.clone(),
         );
         let backend = metered_backend::BackendMetrics::register(&mut registry);
         let log_slots = SlotQueues::register(
@@ -197,6 +210,7 @@ impl Metrics {
             sent_bytes,
             connections,
             refused_connections,
+            throttled,
             backend,
             log_slots,
             offset_slots,
@@ -248,6 +262,11 @@ impl Metrics {
         self.refused_connections
             .get_or_create(&LimitLabels { limit })
             .inc();
+    }
+
+    /// A request over the client quota `quota` was throttled.
+    pub fn throttled(&self, quota: &'static str) {
+        self.throttled.get_or_create(&QuotaLabels { quota }).inc();
     }
 
     /// Counts a connection as open until the returned meter is dropped.

@@ -32,6 +32,7 @@ pub use entity::{
 use rate::Rate;
 
 use crate::api::Answer;
+use crate::metrics::Metrics;
 use crate::session::Caller;
 
 /// Sensors kept before idle ones are dropped (Kafka expires them after an hour idle).
@@ -170,6 +171,7 @@ pub struct Quotas {
     pub table: watch::Receiver<Arc<QuotaTable>>,
     sensors: Arc<RwLock<HashMap<SensorKey, Arc<Mutex<Rate>>>>>,
     epoch: Instant,
+    metrics: Arc<Metrics>,
 }
 
 /// What a Produce or Fetch owes its quota, worked out as it arrives and settled once
@@ -186,12 +188,16 @@ pub enum Metered {
 }
 
 impl Quotas {
-    pub fn new(store: Addr<store::QuotaStore>, table: watch::Receiver<Arc<QuotaTable>>) -> Quotas {
+    pub fn new(
+        (store, table): (Addr<store::QuotaStore>, watch::Receiver<Arc<QuotaTable>>),
+        metrics: Arc<Metrics>,
+    ) -> Quotas {
         Quotas {
             store,
             table,
             sensors: Arc::default(),
             epoch: Instant::now(),
+            metrics,
         }
     }
 
@@ -227,6 +233,7 @@ impl Quotas {
                     .record_and_throttle(size as f64, quota, self.now_ms());
                 if ms > 0 {
                     tracing::debug!(principal = %caller.principal, client_id = %caller.client_id, ms, "produce throttled");
+                    self.metrics.throttled(QuotaKey::ProducerByteRate.name());
                 }
                 Metered::Produce(Duration::from_millis(ms))
             }
@@ -248,6 +255,8 @@ impl Quotas {
         let ms = rate.record_and_throttle(1.0, quota, now);
         if ms > 0 {
             rate.record(-1.0, now);
+            let limit = QuotaKey::ConnectionCreationRate.name();
+            self.metrics.connection_refused(limit);
         }
         Duration::from_millis(ms.min(rate::SAMPLE_MS))
     }
@@ -273,6 +282,7 @@ impl Quotas {
                 if ms > 0 {
                     rate.record(-size, now);
                     *f = FetchResponse::default().with_error_code(0);
+                    self.metrics.throttled(QuotaKey::ConsumerByteRate.name());
                 }
                 Duration::from_millis(ms)
             }
