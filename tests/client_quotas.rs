@@ -26,7 +26,7 @@ use rdkafka::{ClientContext, Message, Statistics};
 
 use support::acls::{create_topic_code, CLUSTER_AUTHORIZATION_FAILED};
 use support::admin::{eventually, Scrape};
-use support::iggy::IggyServer;
+use support::iggy::{snapshot_upto, IggyServer};
 use support::{batch, call, record, topic_name, Gateway, RawClient, Store};
 
 const INVALID_REQUEST: i16 = 42;
@@ -515,28 +515,6 @@ fn gateways_on_one_iggy_share_their_quotas() {
     );
 }
 
-/// The offset the latest snapshot of the gateway log `client-quotas` covers up to
-/// (`src/iggy/gateway_log.rs`: a marker is `M`, then that offset as u64).
-async fn quota_snapshot_upto(sdk: &::iggy::prelude::TcpClient) -> Option<u64> {
-    use ::iggy::prelude::{Consumer, Identifier, MessageClient, PollingStrategy};
-    let id = |name: &str| Identifier::named(name).unwrap();
-    let polled = sdk
-        .poll_messages(
-            &id("kafka-gateway"),
-            &id("client-quotas.snapshots"),
-            Some(0),
-            &Consumer::default(),
-            &PollingStrategy::last(),
-            1,
-            false,
-        )
-        .await
-        .ok()?;
-    let last = polled.messages.last()?;
-    (last.payload.first() == Some(&b'M'))
-        .then(|| u64::from_be_bytes(last.payload[1..9].try_into().unwrap()))
-}
-
 #[test]
 fn quotas_on_iggy_come_back_from_their_snapshot() {
     let Some(server) = IggyServer::start() else {
@@ -552,7 +530,7 @@ fn quotas_on_iggy_come_back_from_their_snapshot() {
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let sdk = runtime.block_on(server.sdk());
-    let snapshotted = || runtime.block_on(quota_snapshot_upto(&sdk)) >= Some(10);
+    let snapshotted = || runtime.block_on(snapshot_upto(&sdk, "client-quotas")) >= Some(10);
     assert!(
         eventually(Duration::from_secs(20), snapshotted),
         "no snapshot of the client-quotas log"

@@ -36,7 +36,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use support::admin::{eventually, get, Scrape};
 use support::configs;
 use support::groups;
-use support::iggy::{free_port, IggyServer};
+use support::iggy::{free_port, snapshot_upto, IggyServer};
 use support::kafka::{
     admin, assign_from_start, commit_offsets, committed, consume, create_topic, group_consumer,
     produce, Expected,
@@ -1166,26 +1166,6 @@ fn commit_each(bootstrap: &str, group: &str, topic: &str, first: i64, count: i64
             .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
             .expect("commit");
     }
-}
-
-/// The offset the latest snapshot of a gateway log covers up to, if it has one
-/// (`src/iggy/gateway_log.rs`: a marker is `M`, then that offset as u64).
-async fn snapshot_upto(sdk: &TcpClient, log: &str) -> Option<u64> {
-    let polled = sdk
-        .poll_messages(
-            &id(GATEWAY_STREAM),
-            &id(&format!("{log}.snapshots")),
-            Some(0),
-            &Consumer::default(),
-            &PollingStrategy::last(),
-            1,
-            false,
-        )
-        .await
-        .ok()?;
-    let last = polled.messages.last()?;
-    (last.payload.first() == Some(&b'M'))
-        .then(|| u64::from_be_bytes(last.payload[1..9].try_into().unwrap()))
 }
 
 /// The first offset a gateway log still holds.

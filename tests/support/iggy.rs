@@ -189,3 +189,25 @@ impl Drop for IggyServer {
         let _ = self.child.wait();
     }
 }
+
+/// The offset the latest snapshot of gateway log `log` covers up to, if it has one
+/// (`src/iggy/gateway_log.rs`: a marker is `M`, then that offset as u64).
+pub async fn snapshot_upto(sdk: &TcpClient, log: &str) -> Option<u64> {
+    use iggy::prelude::{Consumer, Identifier, MessageClient, PollingStrategy};
+    let id = |name: &str| Identifier::named(name).unwrap();
+    let polled = sdk
+        .poll_messages(
+            &id("kafka-gateway"),
+            &id(&format!("{log}.snapshots")),
+            Some(0),
+            &Consumer::default(),
+            &PollingStrategy::last(),
+            1,
+            false,
+        )
+        .await
+        .ok()?;
+    let last = polled.messages.last()?;
+    (last.payload.first() == Some(&b'M'))
+        .then(|| u64::from_be_bytes(last.payload[1..9].try_into().unwrap()))
+}
