@@ -237,6 +237,9 @@ pub struct BatchWriter {
     taken: usize,
     size: usize,
     max_bytes: usize,
+    /// About what all the records to come add up to: a batch's buffer is sized for the
+    /// rest of it once, instead of growing by copies.
+    expected: usize,
     next_offset: u64,
 }
 
@@ -250,14 +253,16 @@ struct OpenBatch {
 }
 
 impl BatchWriter {
-    /// Takes records up to about `max_bytes` (and always the first).
-    pub fn new(max_bytes: usize) -> BatchWriter {
+    /// Takes records up to about `max_bytes` (and always the first); `expected` is
+    /// about what the records to come add up to.
+    pub fn new(max_bytes: usize, expected: usize) -> BatchWriter {
         BatchWriter {
             done: Vec::new(),
             open: None,
             taken: 0,
             size: 0,
             max_bytes,
+            expected: expected.min(max_bytes),
             next_offset: 0,
         }
     }
@@ -269,6 +274,7 @@ impl BatchWriter {
         if self.size > 0 && self.size + size > self.max_bytes {
             return false;
         }
+        let rest = self.expected.saturating_sub(self.size).max(size);
         self.taken += 1;
         self.size += size;
         let continues = self.open.as_ref().is_some_and(|b| {
@@ -278,7 +284,8 @@ impl BatchWriter {
         });
         if !continues {
             self.close();
-            self.open = Some(OpenBatch::new(offset, r.timestamp, log_append_time));
+            let batch = OpenBatch::new(offset, r.timestamp, log_append_time, rest);
+            self.open = Some(batch);
         }
         if let Some(b) = &mut self.open {
             b.push(r);
@@ -307,9 +314,14 @@ impl BatchWriter {
 
 impl OpenBatch {
     /// The batch header with its length, CRC, last offset delta, max timestamp and
-    /// record count left for `finish`.
-    fn new(base_offset: u64, base_timestamp: i64, log_append_time: bool) -> OpenBatch {
-        let mut buf = BytesMut::with_capacity(HEADER_LEN + 4096);
+    /// record count left for `finish`; room for about `records_bytes` of records.
+    fn new(
+        base_offset: u64,
+        base_timestamp: i64,
+        log_append_time: bool,
+        records_bytes: usize,
+    ) -> OpenBatch {
+        let mut buf = BytesMut::with_capacity(HEADER_LEN + records_bytes);
         buf.put_i64(base_offset as i64);
         buf.put_i32(0); // batch length
         buf.put_i32(0); // partition leader epoch
@@ -391,7 +403,8 @@ mod tests {
     /// `records` as one batch at consecutive offsets from `base_offset`, whatever their
     /// timestamps (`BatchWriter` would split a LogAppendTime batch where they differ).
     fn encode(base_offset: u64, log_append_time: bool, records: &[KafkaRecord]) -> Bytes {
-        let mut batch = OpenBatch::new(base_offset, records[0].timestamp, log_append_time);
+        let size = records.iter().map(approximate_size).sum();
+        let mut batch = OpenBatch::new(base_offset, records[0].timestamp, log_append_time, size);
         records.iter().for_each(|r| batch.push(r));
         batch.finish()
     }
@@ -532,7 +545,7 @@ mod tests {
             value: Some(Bytes::from_static(b"v")),
             headers: vec![],
         };
-        let mut w = BatchWriter::new(usize::MAX);
+        let mut w = BatchWriter::new(usize::MAX, 0);
         let fetched = [
             (5, 1, false),
             (6, 2, false),
@@ -555,7 +568,7 @@ mod tests {
         assert!(decoded.log_append_time);
         assert_eq!(decoded.records.len(), 2);
 
-        let mut one = BatchWriter::new(1);
+        let mut one = BatchWriter::new(1, 1);
         assert!(
             one.push(0, &r(1), false),
             "at least one record, even over budget"

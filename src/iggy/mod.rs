@@ -1070,7 +1070,11 @@ impl Inner {
                 },
             }));
         }
-        let mut writer = kafka_batch::BatchWriter::new(max_bytes);
+        // What the polled messages weigh, about: the batches' buffers are sized from it.
+        let expected = (fetched.iter())
+            .map(|m| 20 + m.payload.len() + m.user_headers.as_ref().map_or(0, Bytes::len))
+            .sum();
+        let mut writer = kafka_batch::BatchWriter::new(max_bytes, expected);
         for m in fetched {
             let r = self.decode_for_kafka(&tp, m)?;
             if !writer.push(m.header.offset, &r.record, r.log_append_time) {
