@@ -4,16 +4,17 @@
 
 mod support;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::TopicPartitionList;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, RebalanceProtocol};
+use rdkafka::{ClientContext, TopicPartitionList};
 
-use support::groups::{commit, consume, create_topic, member, produce};
+use support::groups::{commit, consume, create_topic, member, member_with, produce};
 use support::{Gateway, Store};
 
 /// Settings that keep group tests quick: a short first-rebalance delay.
@@ -69,29 +70,96 @@ fn members_share_partitions_and_resume_from_commits(store: Store) {
     assert_eq!(values, (600..660).collect::<Vec<_>>());
 }
 
+/// The rebalances one member went through, as librdkafka hands them to the client.
+#[derive(Clone, Default)]
+struct Rebalances(Arc<Mutex<Vec<RebalanceEvent>>>);
+
+/// `("assign" | "revoke", partitions)`.
+type RebalanceEvent = (&'static str, BTreeSet<i32>);
+
+impl ClientContext for Rebalances {}
+
+impl ConsumerContext for Rebalances {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let partitions =
+            |tpl: &TopicPartitionList| tpl.elements().iter().map(|e| e.partition()).collect();
+        let event = match rebalance {
+            Rebalance::Assign(tpl) => ("assign", partitions(tpl)),
+            Rebalance::Revoke(tpl) => ("revoke", partitions(tpl)),
+            Rebalance::Error(e) => panic!("rebalance failed: {e}"),
+        };
+        self.0.lock().unwrap().push(event);
+    }
+}
+
 fn a_leaving_member_hands_its_partitions_over_cooperatively(store: Store) {
     let Some(gw) = Gateway::start_on(store, FAST_GROUPS) else {
         return;
     };
     let b = gw.bootstrap();
     create_topic(&b, "handover", 4);
+    let first = member_with(
+        &b,
+        "g2",
+        "handover",
+        "cooperative-sticky",
+        Rebalances::default(),
+    );
+    let seen = Rebalances::default();
+    let second = member_with(&b, "g2", "handover", "cooperative-sticky", seen.clone());
+    // Both members hold partitions before any record exists.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while assigned(&first).is_empty() || assigned(&second).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the two members never shared the topic"
+        );
+        assert!(consume(&[&first, &second], 0, Duration::from_secs(5))
+            .iter()
+            .all(Vec::is_empty));
+    }
     produce(&b, "handover", 0, 200);
-    let first = member(&b, "g2", "handover", "cooperative-sticky");
-    let second = member(&b, "g2", "handover", "cooperative-sticky");
     let got = consume(&[&first, &second], 200, Duration::from_secs(60));
-    assert_eq!(got.iter().map(Vec::len).sum::<usize>(), 200);
+    let mut values: Vec<usize> = got
+        .iter()
+        .flatten()
+        .map(|(_, v)| v.parse().unwrap())
+        .collect();
+    values.sort_unstable();
+    assert_eq!(values, (0..200).collect::<Vec<_>>());
+    assert!(matches!(
+        second.rebalance_protocol(),
+        RebalanceProtocol::Cooperative
+    ));
+    assert_eq!(assigned(&second).len(), 2, "the partitions were shared");
     commit(&first);
     commit(&second);
     drop(first); // leaves the group: its partitions move to the other member
 
     produce(&b, "handover", 200, 100);
     let got = consume(&[&second], 100, Duration::from_secs(60));
-    let values: HashSet<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
+    let mut values: Vec<usize> = got[0].iter().map(|(_, v)| v.parse().unwrap()).collect();
+    values.sort_unstable();
     assert_eq!(
         values,
-        (200..300).collect(),
-        "the remaining member did not take over"
+        (200..300).collect::<Vec<_>>(),
+        "the remaining member did not take over from the commits"
     );
+    // Cooperatively: the remaining member kept what it had and was given the rest,
+    // never asked to give its own partitions up.
+    assert_eq!(assigned(&second), (0..4).collect());
+    let events = seen.0.lock().unwrap().clone();
+    assert!(
+        events.iter().all(|(kind, _)| *kind == "assign"),
+        "the remaining member had partitions revoked: {events:?}"
+    );
+    let given: BTreeSet<i32> = events.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(given, (0..4).collect(), "{events:?}");
+}
+
+fn assigned<C: ConsumerContext>(c: &BaseConsumer<C>) -> BTreeSet<i32> {
+    let tpl = c.assignment().expect("assignment");
+    tpl.elements().iter().map(|e| e.partition()).collect()
 }
 
 fn commits_survive_a_gateway_kill(store: Store) {

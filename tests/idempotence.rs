@@ -2,7 +2,9 @@
 //! and stored once, sequence gaps and fenced epochs are refused, and all of it holds
 //! across a crash of the gateway, since the state is rebuilt from the stored batches.
 //! Hand-built batches (RawClient) pin down the exact answers; an rdkafka producer shows
-//! a real client gets exactly-once writes across a SIGKILL.
+//! a real client gets exactly-once writes across a SIGKILL that leaves written
+//! batches unacknowledged (a proxy holds the answers back), so its retries must be
+//! recognised by the restarted gateway.
 
 mod support;
 
@@ -25,6 +27,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use support::proxy::Proxy;
 use support::{batch, record, Gateway, RawClient, Store};
 
 const TOPIC: &str = "idem";
@@ -339,15 +342,26 @@ fn transactions_are_refused_and_nothing_is_stored(store: Store) {
 fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash(store: Store) {
     const PARTITIONS: u32 = 3;
     const HALF: u32 = 600;
-    let Some((mut gw, _)) = gateway_with_topic(store, PARTITIONS as i32) else {
+    // The producer reaches the gateway only through a proxy, which the gateway
+    // advertises, so its answers can be held back while its writes go on.
+    let port = support::iggy::free_port();
+    let proxy = Proxy::start(([127, 0, 0, 1], port).into());
+    let advertised = proxy.addr.port().to_string();
+    let settings = [
+        ("bind_address", &*format!("127.0.0.1:{port}")),
+        ("advertised_host", "127.0.0.1"),
+        ("advertised_port", &*advertised),
+    ];
+    let Some(mut gw) = Gateway::start_on(store, &settings) else {
         return;
     };
+    create_topic(&mut RawClient::connect(gw.addr), TOPIC, PARTITIONS as i32);
     let producer: ThreadedProducer<_> = ClientConfig::new()
-        .set("bootstrap.servers", gw.bootstrap())
+        .set("bootstrap.servers", proxy.addr.to_string())
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "5")
-        .set("message.timeout.ms", "30000")
+        .set("message.timeout.ms", "60000")
         .set("reconnect.backoff.max.ms", "500")
         .create()
         .expect("producer");
@@ -358,12 +372,35 @@ fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash(store: Store) 
             let record = BaseRecord::<(), _>::to(TOPIC).partition((n % PARTITIONS) as i32);
             producer.send(record.payload(&value)).expect("enqueued");
         }
-        producer.flush(Duration::from_secs(30)).expect("flushed");
+    };
+    let stored = |c: &mut RawClient| -> i64 {
+        (0..PARTITIONS as i32)
+            .map(|p| high_watermark(c, TOPIC, p))
+            .sum()
     };
     send_range(0..HALF);
-    // Same producer (same id and sequences) against a restarted gateway.
-    gw.restart_after_kill();
+    producer.flush(Duration::from_secs(30)).expect("flushed");
+
+    // The second half is written but never acknowledged: the gateway dies with those
+    // batches in flight, and the producer retries them, same ids and sequences, against
+    // the restarted gateway, which must know them from its stored producer state.
+    proxy.hold_answers(true);
     send_range(HALF..2 * HALF);
+    let mut direct = RawClient::connect(gw.addr);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while stored(&mut direct) <= HALF as i64 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing of the second half written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    gw.kill();
+    proxy.hold_answers(false);
+    gw.restart_after_kill();
+    producer
+        .flush(Duration::from_secs(60))
+        .expect("flushed after the restart");
     drop(producer);
 
     let mut c = RawClient::connect(gw.addr);

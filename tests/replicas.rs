@@ -23,7 +23,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::producer::{DeliveryResult, ProducerContext};
-use rdkafka::ClientContext;
+use rdkafka::{ClientContext, TopicPartitionList};
 
 use support::groups::create_topic;
 use support::iggy::IggyServer;
@@ -188,6 +188,76 @@ fn consume_until(members: &[&BaseConsumer], got: &mut BTreeSet<u64>, want: &BTre
     }
 }
 
+/// Waits until at least `more` records beyond `past` are acknowledged; returns them all.
+fn acked_past(acks: &Acks, past: usize, more: usize) -> BTreeSet<u64> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let acked = acks.acked.lock().unwrap().clone();
+        if acked.len() >= past + more {
+            return acked;
+        }
+        let errors = acks.errors.lock().unwrap().clone();
+        assert!(errors.is_empty(), "delivery failures: {errors:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{} of {more} records acknowledged",
+            acked.len().saturating_sub(past)
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every member that owns partitions commits where it got to, and each partition's
+/// offset, read back through `gw`, is its high watermark: the group consumed
+/// everything and its coordinator, wherever it is now, stored the commits.
+fn commits_reach_the_end(members: &[&BaseConsumer], gw: &Gateway, group: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let reader: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", gw.bootstrap())
+        .set("group.id", group)
+        .create()
+        .expect("offset reader");
+    let mut want = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        want.add_partition(TOPIC, p);
+    }
+    loop {
+        for m in members {
+            if m.assignment().is_ok_and(|a| a.count() > 0) {
+                // A rebalance may refuse this one; the loop commits again.
+                if let Err(e) = m.commit_consumer_state(CommitMode::Sync) {
+                    eprintln!("commit refused, retried: {e}");
+                }
+            }
+        }
+        let committed = reader
+            .committed_offsets(want.clone(), Duration::from_secs(10))
+            .expect("OffsetFetch");
+        let short: Vec<(i32, i64, i64)> = (0..PARTITIONS)
+            .filter_map(|p| {
+                let (_, high) = reader
+                    .fetch_watermarks(TOPIC, p, Duration::from_secs(10))
+                    .expect("watermarks");
+                let at = committed
+                    .find_partition(TOPIC, p)
+                    .and_then(|e| e.offset().to_raw())
+                    .unwrap_or(-1);
+                (at != high).then_some((p, at, high))
+            })
+            .collect();
+        if short.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "committed offsets short of the end (partition, committed, high): {short:?}"
+        );
+        for m in members {
+            let _ = m.poll(Duration::from_millis(50));
+        }
+    }
+}
+
 #[test]
 fn three_gateways_act_as_one_cluster_and_survive_a_killed_one() {
     let Some(server) = IggyServer::start() else {
@@ -216,8 +286,7 @@ fn three_gateways_act_as_one_cluster_and_survive_a_killed_one() {
     let members: Vec<BaseConsumer> = gws.iter().map(|gw| member(&gw.bootstrap(), "g")).collect();
     let refs: Vec<&BaseConsumer> = members.iter().collect();
     let mut got = BTreeSet::new();
-    thread::sleep(Duration::from_secs(2));
-    let before = acks.acked.lock().unwrap().clone();
+    let before = acked_past(&acks, 0, 200);
     consume_until(&refs, &mut got, &before);
 
     // SIGKILL one gateway: the others drop it and take over its partitions and groups.
@@ -232,7 +301,9 @@ fn three_gateways_act_as_one_cluster_and_survive_a_killed_one() {
     gws[1].kill();
     let live = [&gws[0], &gws[2]];
     await_brokers(&live, 2, Duration::from_secs(15));
-    thread::sleep(Duration::from_secs(2));
+    // Producing goes on through the survivors.
+    let survived = acks.acked.lock().unwrap().len();
+    acked_past(&acks, survived, 200);
     stop.store(true, Ordering::Relaxed);
     let sent = producer.join().unwrap();
     let acked = acks.acked.lock().unwrap().clone();
@@ -249,9 +320,7 @@ fn three_gateways_act_as_one_cluster_and_survive_a_killed_one() {
     consume_until(&refs, &mut got, &acked);
 
     // The group re-formed on a live gateway and committed where it got to.
-    for m in &members {
-        let _ = m.commit_consumer_state(CommitMode::Sync);
-    }
+    commits_reach_the_end(&refs, &gws[0], "g");
     let owner = coordinator(&gws[0], "g");
     assert!(
         owner != killed && ids.contains(&owner),
@@ -276,14 +345,14 @@ fn a_gateway_stopped_with_sigterm_hands_over_without_losing_records() {
     ];
     let refs: Vec<&BaseConsumer> = members.iter().collect();
     let mut got = BTreeSet::new();
-    thread::sleep(Duration::from_secs(2));
-    let before = acks.acked.lock().unwrap().clone();
+    let before = acked_past(&acks, 0, 200);
     consume_until(&refs, &mut got, &before);
 
     let status = gws[1].terminate();
     assert!(status.success(), "gateway exit: {status}");
     await_brokers(&[&gws[0]], 1, Duration::from_secs(10));
-    thread::sleep(Duration::from_secs(1));
+    let survived = acks.acked.lock().unwrap().len();
+    acked_past(&acks, survived, 200);
     stop.store(true, Ordering::Relaxed);
     let sent = producer.join().unwrap();
     assert!(
@@ -294,6 +363,7 @@ fn a_gateway_stopped_with_sigterm_hands_over_without_losing_records() {
     let acked = acks.acked.lock().unwrap().clone();
     assert_eq!(acked.len() as u64, sent);
     consume_until(&refs, &mut got, &acked);
+    commits_reach_the_end(&refs, &gws[0], "h");
     assert_eq!(
         coordinator(&gws[0], "h"),
         broker_ids(&gws[0]).into_iter().next().unwrap()

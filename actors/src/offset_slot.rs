@@ -133,6 +133,8 @@ mod tests {
     use std::sync::LazyLock;
     use std::time::Duration;
 
+    use tokio::sync::Semaphore;
+
     use super::*;
     use crate::metrics::Metrics;
     use crate::test_backend::TestOffsets;
@@ -162,10 +164,22 @@ mod tests {
     }
 
     fn slot(delay: Duration) -> (Arc<TestOffsets>, Addr<OffsetSlot>) {
-        let backend = Arc::new(TestOffsets {
+        start(TestOffsets {
             delay,
             ..Default::default()
-        });
+        })
+    }
+
+    /// A slot whose commits wait in the store until `gate` gives them a permit.
+    fn gated_slot(gate: &Arc<Semaphore>) -> (Arc<TestOffsets>, Addr<OffsetSlot>) {
+        start(TestOffsets {
+            gate: Some(gate.clone()),
+            ..Default::default()
+        })
+    }
+
+    fn start(backend: TestOffsets) -> (Arc<TestOffsets>, Addr<OffsetSlot>) {
+        let backend = Arc::new(backend);
         (backend.clone(), OffsetSlot::new(backend).start())
     }
 
@@ -182,14 +196,14 @@ mod tests {
     }
 
     #[actix_rt::test]
-    async fn reads_and_other_slots_never_wait_behind_a_slow_commit() {
-        let (_, slow) = slot(Duration::from_millis(800));
-        let (_, other) = slot(Duration::from_millis(0));
-        let started = Instant::now();
-        let stuck = slow.send(commit(1, Duration::from_secs(10)));
-        // Give the slow commit time to take the commit lane.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let read = slow
+    async fn reads_and_other_slots_never_wait_behind_a_stuck_commit() {
+        let gate = Arc::new(Semaphore::new(0));
+        let (stuck_store, stuck) = gated_slot(&gate);
+        let (_, other) = slot(Duration::ZERO);
+        let pending = stuck.send(commit(1, Duration::from_secs(10)));
+        // The commit holds the slot's commit lane and waits inside the store.
+        stuck_store.entered.notified().await;
+        let read = stuck
             .send(FetchOffsets {
                 group: "g".into(),
                 partitions: vec![tp()],
@@ -199,16 +213,16 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(read[..], [Ok(None)]), "{read:?}");
-        other
+        let done = other
             .send(commit(2, Duration::from_secs(10)))
             .await
             .unwrap();
-        assert!(
-            started.elapsed() < Duration::from_millis(600),
-            "a read or another slot waited for the slow commit: {:?}",
-            started.elapsed()
-        );
-        assert!(stuck.await.unwrap()[0].is_ok());
+        assert!(done[0].is_ok(), "{done:?}");
+        // Both answered while the first commit was still held.
+        assert!(stuck_store.applied.lock().is_empty());
+        gate.add_permits(1);
+        assert!(pending.await.unwrap()[0].is_ok());
+        assert_eq!(*stuck_store.applied.lock(), [1]);
     }
 
     #[actix_rt::test]
@@ -216,7 +230,8 @@ mod tests {
         let metrics = Metrics::new();
         let depth =
             |d: usize| format!("iggy_kafka_gateway_offset_slot_queue_depth{{slot=\"3\"}} {d}\n");
-        let (_, slot) = slot(Duration::from_millis(300));
+        let gate = Arc::new(Semaphore::new(0));
+        let (store, slot) = gated_slot(&gate);
         let pending: Vec<_> = (0..3)
             .map(|i| {
                 slot.send(CommitOffsets {
@@ -226,8 +241,9 @@ mod tests {
             })
             .collect();
         // One commit holds the lane, two wait for it.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        store.entered.notified().await;
         assert!(metrics.encode().contains(&depth(3)), "{}", metrics.encode());
+        gate.add_permits(3);
         for p in pending {
             p.await.unwrap();
         }

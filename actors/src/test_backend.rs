@@ -3,18 +3,24 @@
 //! with commits slowed and reads failed on purpose, and what a gateway needs to start.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
 
 use parking_lot::Mutex;
 
 use crate::backend::*;
 use crate::gateway::{BrokerSettings, TopicRules};
 
-/// Committed offsets in memory, and no topics. Commits take `delay`; reads are
-/// immediate, or fail as a store that cannot be reached (`failing_reads`).
+/// Committed offsets in memory, and no topics. Commits take `delay`, and with a
+/// `gate` each waits for a permit of it, telling `entered` once it is in the store;
+/// reads are immediate, or fail as a store that cannot be reached (`failing_reads`).
 #[derive(Default)]
 pub struct TestOffsets {
     pub delay: Duration,
+    pub gate: Option<Arc<Semaphore>>,
+    pub entered: Notify,
     pub failing_reads: bool,
     pub stored: Mutex<HashMap<(String, TopicPartition), CommittedOffset>>,
     /// Offsets in the order commits were applied.
@@ -91,6 +97,10 @@ impl Backend for TestOffsets {
     ) -> BackendFuture<'_, ()> {
         let key = (group.to_string(), tp.clone());
         Box::pin(async move {
+            self.entered.notify_one();
+            if let Some(gate) = &self.gate {
+                gate.acquire().await.expect("gate open").forget();
+            }
             tokio::time::sleep(self.delay).await;
             if let Some(c) = offset {
                 self.applied.lock().push(c.offset);

@@ -64,12 +64,15 @@ pub fn decode(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
     };
     // The count is the producer's claim; never reserve more than the bytes can hold.
     let mut records = Vec::with_capacity(count.min(body.len() / 7 + 1));
-    for _ in 0..count {
-        let mut r = read_record(&mut cursor, base_timestamp)?;
+    for index in 0..count {
+        let mut r = read_record(&mut cursor, base_timestamp, index)?;
         if log_append_time {
             r.timestamp = max_timestamp;
         }
         records.push(r);
+    }
+    if cursor.left() != 0 {
+        return Err(BatchCodecError::Record("bytes after the last record"));
     }
     Ok(DecodedBatch {
         log_append_time,
@@ -91,13 +94,21 @@ fn inflate(codec: i16, data: Bytes) -> Result<Bytes, BatchCodecError> {
     Ok(out.into())
 }
 
-fn read_record(c: &mut Cursor<'_>, base_timestamp: i64) -> Result<KafkaRecord, BatchCodecError> {
+/// The record at `index` of its batch: its offset delta must be `index`, since the log
+/// numbers records one after another (Kafka refuses the same in compressed batches).
+fn read_record(
+    c: &mut Cursor<'_>,
+    base_timestamp: i64,
+    index: usize,
+) -> Result<KafkaRecord, BatchCodecError> {
     let len = c.varint()?;
     let len = usize::try_from(len).map_err(|_| BatchCodecError::Record("negative length"))?;
     let mut r = c.record(len)?;
     r.skip(1)?; // attributes: unused in v2
     let timestamp = base_timestamp.wrapping_add(r.varlong()?);
-    let _offset_delta = r.varint()?;
+    if usize::try_from(r.varint()?) != Ok(index) {
+        return Err(BatchCodecError::Record("offset delta out of order"));
+    }
     let key = r.nullable_bytes()?;
     let value = r.nullable_bytes()?;
     let count = r.varint()?;
@@ -109,6 +120,10 @@ fn read_record(c: &mut Cursor<'_>, base_timestamp: i64) -> Result<KafkaRecord, B
             .ok_or(BatchCodecError::Record("null header key"))?;
         let value = r.nullable_bytes()?;
         headers.push((key, value));
+    }
+    // As Kafka's `DefaultRecord.readFrom`: a record is exactly as long as it says.
+    if r.left() != 0 {
+        return Err(BatchCodecError::Record("record longer than its fields"));
     }
     Ok(KafkaRecord {
         timestamp,
@@ -590,16 +605,96 @@ mod tests {
             .all(|r| r.timestamp == 1_700_000_000_000));
     }
 
+    /// Where each record of a valid uncompressed batch keeps its attributes byte, the
+    /// one field `decode` does not read (unused in v2).
+    fn attribute_positions(batch: &Bytes) -> Vec<usize> {
+        let body = batch.slice(HEADER_LEN..);
+        let mut c = Cursor {
+            data: &body,
+            pos: 0,
+            end: body.len(),
+        };
+        let mut at = Vec::new();
+        while c.left() > 0 {
+            let len = c.varint().unwrap() as usize;
+            at.push(HEADER_LEN + c.pos);
+            c.skip(len).unwrap();
+        }
+        at
+    }
+
     #[test]
-    fn corrupted_records_are_errors_not_panics() {
+    fn corrupted_records_are_errors_or_read_as_they_stand() {
         let batch = encode(0, false, &sample());
+        let unread = attribute_positions(&batch);
+        let (mut refused, mut read) = (0, 0);
         for at in HEADER_LEN..batch.len() {
             for byte in [0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff] {
+                if batch[at] == byte {
+                    continue;
+                }
                 let mut b = BytesMut::from(&batch[..]);
                 b[at] = byte;
-                let _ = decode(&b.freeze());
+                let b = b.freeze();
+                let Ok(decoded) = decode(&b) else {
+                    refused += 1;
+                    continue;
+                };
+                read += 1;
+                // An accepted corruption is read: the records differ from the original,
+                // but for the one byte `decode` does not read.
+                let unchanged = decoded.records == sample();
+                assert_eq!(
+                    unchanged,
+                    unread.contains(&at),
+                    "byte {at} set to {byte:#04x}"
+                );
             }
         }
+        // Both kinds occur: a corrupted length or count is refused, a corrupted value
+        // byte is a different value.
+        assert!(refused > 0 && read > 0, "refused {refused}, read {read}");
+    }
+
+    /// `batch` with its records section replaced by `records` (header fields kept).
+    fn with_records(batch: &Bytes, records: &[u8]) -> Bytes {
+        let mut b = BytesMut::from(&batch[..HEADER_LEN]);
+        b.extend_from_slice(records);
+        b.freeze()
+    }
+
+    #[test]
+    fn records_that_disagree_with_their_lengths_or_offsets_are_refused() {
+        let batch = encode(0, false, &sample()[1..]);
+        let body = &batch[HEADER_LEN..];
+        assert!(decode(&batch).is_ok());
+        // One byte more inside the record than its fields use, length raised to match.
+        let mut longer = body.to_vec();
+        longer[0] += 2; // zigzag: +1
+        longer.push(0);
+        let refused = decode(&with_records(&batch, &longer)).unwrap_err();
+        assert_eq!(
+            refused,
+            BatchCodecError::Record("record longer than its fields")
+        );
+        // A byte after the last record.
+        let mut trailing = body.to_vec();
+        trailing.push(0);
+        let refused = decode(&with_records(&batch, &trailing)).unwrap_err();
+        assert_eq!(
+            refused,
+            BatchCodecError::Record("bytes after the last record")
+        );
+        // An offset delta of 1 for the first record (attributes, timestamp delta, then it).
+        let mut skipped = body.to_vec();
+        let delta_at = 1 + 1 + varlong_len(0);
+        assert_eq!(skipped[delta_at], 0);
+        skipped[delta_at] = 2; // zigzag: 1
+        let refused = decode(&with_records(&batch, &skipped)).unwrap_err();
+        assert_eq!(
+            refused,
+            BatchCodecError::Record("offset delta out of order")
+        );
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! librdkafka consumer-group helpers: numbered records, members subscribed to a topic,
-//! polling several members at once, synchronous commits. Shared by the group tests of
-//! both backends.
+//! polling several members at once (every record exactly once, no errors), synchronous
+//! commits. Shared by the group tests of both backends.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, DefaultConsumerContext,
+};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
@@ -46,7 +49,18 @@ pub fn produce(bootstrap: &str, topic: &str, first: usize, count: usize) {
 }
 
 pub fn member(bootstrap: &str, group: &str, topic: &str, assignor: &str) -> BaseConsumer {
-    let c: BaseConsumer = ClientConfig::new()
+    member_with(bootstrap, group, topic, assignor, DefaultConsumerContext)
+}
+
+/// A member whose `context` sees its rebalances.
+pub fn member_with<C: ConsumerContext>(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    assignor: &str,
+    context: C,
+) -> BaseConsumer<C> {
+    let c: BaseConsumer<C> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
@@ -54,32 +68,56 @@ pub fn member(bootstrap: &str, group: &str, topic: &str, assignor: &str) -> Base
         .set("session.timeout.ms", "6000")
         .set("heartbeat.interval.ms", "500")
         .set("partition.assignment.strategy", assignor)
-        .create()
+        .create_with_context(context)
         .unwrap();
     c.subscribe(&[topic]).unwrap();
     c
 }
 
-/// Polls every consumer in turn until `want` records arrived in all or time runs out.
-/// Returns the records each consumer got, as `(partition, value)`.
-pub fn consume(
-    consumers: &[&BaseConsumer],
+/// Polls every consumer in turn until `want` records arrived in all, then on for a
+/// moment to catch any record delivered twice: more than `want` fails, as does any
+/// error a consumer reports, and so does time running out. Returns the records each
+/// consumer got, as `(partition, value)`.
+pub fn consume<C: ConsumerContext>(
+    consumers: &[&BaseConsumer<C>],
     want: usize,
     within: Duration,
 ) -> Vec<Vec<(i32, String)>> {
     let mut got: Vec<Vec<(i32, String)>> = vec![Vec::new(); consumers.len()];
     let deadline = Instant::now() + within;
-    while got.iter().map(Vec::len).sum::<usize>() < want && Instant::now() < deadline {
+    let total = |got: &[Vec<(i32, String)>]| got.iter().map(Vec::len).sum::<usize>();
+    let mut quiet_until = None;
+    loop {
+        let n = total(&got);
+        assert!(n <= want, "{n} records where {want} were expected: {got:?}");
+        if n == want {
+            let until = *quiet_until.get_or_insert_with(|| Instant::now() + EXTRA_WINDOW);
+            if Instant::now() >= until {
+                let values: HashSet<&String> = got.iter().flatten().map(|(_, v)| v).collect();
+                assert_eq!(values.len(), want, "a record read twice: {got:?}");
+                return got;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} of {want} records within {within:?}"
+        );
         for (i, c) in consumers.iter().enumerate() {
-            if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
-                let value = String::from_utf8(m.payload().unwrap().to_vec()).unwrap();
-                got[i].push((m.partition(), value));
+            match c.poll(Duration::from_millis(50)) {
+                Some(Ok(m)) => {
+                    let value = String::from_utf8(m.payload().unwrap().to_vec()).unwrap();
+                    got[i].push((m.partition(), value));
+                }
+                Some(Err(e)) => panic!("consumer {i}: {e}"),
+                None => {}
             }
         }
     }
-    got
 }
 
-pub fn commit(c: &BaseConsumer) {
+/// How long [`consume`] goes on polling once it has all it wanted.
+const EXTRA_WINDOW: Duration = Duration::from_millis(500);
+
+pub fn commit<C: ConsumerContext>(c: &BaseConsumer<C>) {
     c.commit_consumer_state(CommitMode::Sync).expect("commit");
 }

@@ -8,6 +8,7 @@ pub mod configs;
 pub mod groups;
 pub mod iggy;
 pub mod kafka;
+pub mod proxy;
 pub mod sasl;
 pub mod tls;
 
