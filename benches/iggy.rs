@@ -440,6 +440,12 @@ fn main() {
         println!("SKIPPED iggy bench: set IGGY_SERVER_BIN");
         return;
     };
+    // Set but wrong is a mistake, not an absence (as in tests/support/iggy.rs).
+    assert!(
+        iggy_bin.is_file(),
+        "IGGY_SERVER_BIN={} names no file: set it to an iggy-server binary, or unset it to skip",
+        iggy_bin.display()
+    );
     let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
     let scale = env_f64("BENCH_RECORDS").unwrap_or(1.0);
     let rate_secs = env_f64("BENCH_RATE_SECS").unwrap_or(4.0);

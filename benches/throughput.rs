@@ -126,10 +126,12 @@ fn main() {
             println!("SKIPPED tansu: set TANSU_BIN");
             continue;
         };
-        if !bin.is_file() {
-            println!("SKIPPED {name}: no binary at {}", bin.display());
-            continue;
-        }
+        // Unset TANSU_BIN skips Tansu; a path naming no file is a mistake, not an absence.
+        assert!(
+            bin.is_file(),
+            "{name}: no binary at {} (GATEWAY_BIN / TANSU_BIN must name one)",
+            bin.display()
+        );
         // A failing broker is reported and the other one still measured; its process was
         // already killed by the Broker guard during unwinding.
         match panic::catch_unwind(|| run_broker(name, &bin, scale, limit)) {

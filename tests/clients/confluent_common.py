@@ -1,5 +1,6 @@
 """What the confluent-kafka checks over TLS and SASL share (ssl_confluent.py,
-sasl_confluent.py): failing with a message, and a ten-record round trip."""
+sasl_confluent.py): failing with a message, waiting for one expected client error, and a
+ten-record round trip."""
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -14,6 +15,17 @@ class Fail(Exception):
 def check(ok, what):
     if not ok:
         raise Fail(what)
+
+
+def expect_error(conf, expected, what):
+    """Polls a producer built from `conf` until librdkafka reports an error `expected`
+    accepts (through error_cb); fails naming every error seen if none does within TIMEOUT."""
+    errors = []
+    producer = Producer({**conf, "error_cb": errors.append})
+    deadline = time.time() + TIMEOUT
+    while not any(expected(e) for e in errors) and time.time() < deadline:
+        producer.poll(0.2)
+    check(any(expected(e) for e in errors), f"no {what} reported; errors: {errors}")
 
 
 def round_trip(conf, topic, group):

@@ -8,10 +8,13 @@ a fresh 6-partition topic and group:
      partitions each, covering the topic; DescribeGroups agrees.
   2. Batch 1 (100 records a partition) is consumed and committed exactly once.
   3. Batch 2: the victim consumes one batch of it, does not commit, and hangs (still
-     heartbeating); the others consume and commit theirs. Then the victim is SIGKILLed.
-  4. Its partitions move to the two survivors once its session expires: the test asks
-     for it within session.timeout.ms + 4 s of the kill (expiry, then one heartbeat and
-     a rejoin); cooperative-sticky survivors must also keep what they had.
+     heartbeating); the others consume and commit theirs. While it hangs it is still a
+     member holding its partitions (DescribeGroups) and no assignment has changed. Then
+     the victim is SIGKILLed.
+  4. Its partitions move to the two survivors once its session expires (no LeaveGroup
+     came: only the expiry can free them); DescribeGroups then lists the two survivors
+     alone. Cooperative-sticky survivors must also keep what they had. How long the
+     takeover took is printed, not asserted (timed assertions flake on shared cores).
   5. Batch 3 is produced; every record is consumed and committed.
 At-least-once limits checked: every record is delivered; a record is delivered twice
 only if it is on a victim partition at or after the victim's last commit there
@@ -20,7 +23,10 @@ Workers commit after each batch they consume, so no other redelivery is allowed.
 
 Commit in on_revoke (skip with --skip-revoke-commit): a member consumes 40 records
 without committing; a second member joins; the first commits them in its on_revoke
-callback, while the group is PreparingRebalance, as Kafka allows; none is read again.
+callback, while the group is PreparingRebalance, as Kafka allows; none is read again
+before a marker record produced on each partition once both members have one.
+
+A consume error fails the check at once, printed (partition EOF reporting is off).
 
 Admin paths (AdminClient), on the first scenario's group:
   - while live: describe (Stable, members, assignments); delete refused (NON_EMPTY_GROUP);
@@ -47,11 +53,22 @@ PARTITIONS = 6
 MEMBERS = 3
 PER_BATCH = 100  # records per partition per batch
 SESSION_MS = 6000
-TAKEOVER_SLACK_S = 4.0
 
 
 class Fail(Exception):
     pass
+
+
+def record(m, where):
+    """A polled message, or None for no message; a consume error fails at once rather
+    than showing up later as a wrong count or a timeout. _PARTITION_EOF is not an error
+    (consumer_conf turns its reporting off; it is passed over if a caller turns it on)."""
+    from confluent_kafka import KafkaError
+    if m is None or m.error() is None:
+        return m
+    if m.error().code() == KafkaError._PARTITION_EOF:
+        return None
+    raise Fail(f"{where}: consume error: {m.error()}")
 
 
 def consumer_conf(bootstrap, group, strategy, **extra):
@@ -209,6 +226,14 @@ class Scenario:
     def describe(self):
         return self.admin.describe_consumer_groups([self.group], request_timeout=10)[self.group].result()
 
+    def members_described(self):
+        """{client.id: sorted partitions} of a Stable group, from DescribeGroups."""
+        from confluent_kafka import ConsumerGroupState
+        d = self.describe()
+        if d.state != ConsumerGroupState.STABLE:
+            raise Fail(f"{self.strategy}: describe_consumer_groups: state {d.state}, expected Stable")
+        return {mb.client_id: sorted(tp.partition for tp in mb.assignment.topic_partitions) for mb in d.members}
+
     def run(self):
         from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
         from confluent_kafka.admin import NewTopic
@@ -246,6 +271,15 @@ class Scenario:
         self.pump(lambda: victim.hung and all(self.committed.get(p) == self.produced
                                               for p in range(PARTITIONS) if p not in victim.owned),
                   "the victim to hang and the others to commit batch 2")
+        # The hung victim keeps heartbeating, so it is still a member with its partitions,
+        # and nothing was reassigned: its partitions are freed below by the SIGKILL alone.
+        changed = {m.name: (sorted(before[m.name]), sorted(m.owned)) for m in survivors if m.owned != before[m.name]}
+        if changed:
+            raise Fail(f"{s}: assignments changed while the victim hung, still heartbeating: {changed}")
+        members = self.members_described()
+        if members != {m.name: sorted(m.owned) for m in self.members}:
+            raise Fail(f"{s}: describe while the victim hung: {members}; the members report "
+                       f"{ {m.name: sorted(m.owned) for m in self.members} }")
         victim_parts = set(victim.owned)
         victim_last = {p: self.member_commits[(victim.name, p)] for p in victim_parts}
         uncommitted = sorted(k for k, who in self.delivered.items() if victim.name in who and k[1] >= victim_last[k[0]])
@@ -255,15 +289,14 @@ class Scenario:
         # 4) survivors take its partitions once its session expires.
         self.pump(lambda: shared(survivors, PARTITIONS // (MEMBERS - 1)), "survivors to take the victim's partitions")
         took = max(m.assigned_at for m in survivors) - killed
-        if took > SESSION_MS / 1000 + TAKEOVER_SLACK_S:
-            raise Fail(f"{s}: takeover took {took:.1f}s after SIGKILL (session {SESSION_MS} ms)")
         if s == "cooperative-sticky":
             lost = {m.name: sorted(before[m.name] - m.owned) for m in survivors if before[m.name] - m.owned}
             if lost:
                 raise Fail(f"{s}: survivors lost partitions they owned before the kill: {lost}")
-        d = self.describe()
-        if d.state != ConsumerGroupState.STABLE or len(d.members) != MEMBERS - 1:
-            raise Fail(f"{s}: after takeover describe says state {d.state}, {len(d.members)} members")
+        members = self.members_described()
+        if members != {m.name: sorted(m.owned) for m in survivors}:
+            raise Fail(f"{s}: describe after the takeover: {members}; the survivors report "
+                       f"{ {m.name: sorted(m.owned) for m in survivors} }")
         # Live group: DeleteGroups and an admin offset commit are refused.
         err = self.admin.delete_consumer_groups([self.group], request_timeout=10)[self.group].exception()
         if err is None or err.args[0].code() != KafkaError.NON_EMPTY_GROUP:
@@ -291,7 +324,8 @@ class Scenario:
                        f"(victim partitions {sorted(victim_parts)}, last commits {victim_last})")
         redelivered = sum(len(w) - 1 for w in self.delivered.values())
         print(f"  {s}: victim had {sorted(victim_parts)} committed up to {victim_last}, consumed {len(uncommitted)} "
-              f"more uncommitted; takeover {took:.1f}s after SIGKILL; {redelivered} records redelivered", flush=True)
+              f"more uncommitted; takeover {took:.1f}s after SIGKILL (session {SESSION_MS} ms, not asserted); "
+              f"{redelivered} records redelivered", flush=True)
         if redelivered > len(uncommitted) or not uncommitted:
             raise Fail(f"{s}: {redelivered} records redelivered, only the victim's {len(uncommitted)} may be")
 
@@ -335,24 +369,34 @@ def check_revoke_commit(bootstrap, admin):
         a.subscribe([topic], on_revoke=on_revoke)
         end = time.monotonic() + 20
         while len(seen) < 40 and time.monotonic() < end:
-            m = a.poll(0.2)
-            if m is not None and not m.error():
+            m = record(a.poll(0.2), "revoke-commit: first member")
+            if m is not None:
                 seen.append((m.partition(), m.offset()))
                 pending[m.partition()] = m.offset()
         if len(seen) != 40:
             raise Fail(f"revoke-commit: the first member consumed {len(seen)} of 40 records")
         b.subscribe([topic])
-        end, settled = time.monotonic() + 20, None
-        # Until both have a partition, then 2 s more for anything redelivered.
-        while time.monotonic() < (settled or end):
+        # Once both have a partition, a marker record goes to each partition: a record
+        # committed in on_revoke but read again would come before its partition's marker.
+        end, markers = time.monotonic() + 30, None
+        while markers != {0, 1}:
+            if time.monotonic() > end:
+                raise Fail(f"revoke-commit: no marker read on partitions {sorted({0, 1} - (markers or set()))} "
+                           f"(assignments a {a.assignment()}, b {b.assignment()})")
             for c in (a, b):
-                m = c.poll(0.1)
-                if m is not None and not m.error():
+                m = record(c.poll(0.1), "revoke-commit")
+                if m is None:
+                    continue
+                if m.value() == b"marker":
+                    markers.add(m.partition())
+                else:
                     seen.append((m.partition(), m.offset()))
-            if settled is None and a.assignment() and b.assignment():
-                settled = time.monotonic() + 2
-        if settled is None:
-            raise Fail("revoke-commit: the second member got no partition within 20 s")
+            if markers is None and a.assignment() and b.assignment():
+                markers = set()
+                for p in (0, 1):
+                    prod.produce(topic, value=b"marker", partition=p)
+                if prod.flush(20) != 0:
+                    raise Fail("revoke-commit: markers not acknowledged")
     finally:
         a.close()
         b.close()
@@ -413,8 +457,8 @@ def check_admin(bootstrap, admin, group, topic, produced):
         c.subscribe([topic])
         first, end = {}, time.monotonic() + 20
         while len(first) < PARTITIONS and time.monotonic() < end:
-            m = c.poll(0.5)
-            if m is not None and not m.error():
+            m = record(c.poll(0.5), "admin: member after the reset")
+            if m is not None:
                 first.setdefault(m.partition(), m.offset())
     finally:
         c.close()

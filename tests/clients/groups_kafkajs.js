@@ -59,6 +59,12 @@ async function consume(want, autoCommit) {
   const problems = [];
   let done;
   const enough = new Promise((resolve) => (done = resolve));
+  // KafkaJS retries a failing fetch or join, then crashes the consumer and restarts it:
+  // an error would show up only as a wrong count 30 s later. It fails the check at once.
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    problems.push(`consumer crashed: ${payload.error.stack || payload.error}`);
+    done();
+  });
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
   await consumer.run({

@@ -2,7 +2,8 @@
 //!
 //! The binary comes from `IGGY_SERVER_BIN` or `iggy-server` on PATH; each test starts
 //! its own on a free loopback port with a temporary directory. Without one, callers
-//! get `None` and one SKIPPED line is printed per test binary.
+//! get `None` and one SKIPPED line is printed per test binary; an `IGGY_SERVER_BIN`
+//! naming no file panics.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -18,17 +19,24 @@ use super::Gateway;
 pub const SKIPPED: &str =
     "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
 
-/// The server binary, or `None` after printing the SKIPPED line (once per run).
+/// The server binary, or `None` after printing the SKIPPED line (once per run) when
+/// `IGGY_SERVER_BIN` is unset and no `iggy-server` is on PATH. A set `IGGY_SERVER_BIN`
+/// that names no file is a mistake, not an absence: it panics, naming the path, so the
+/// Iggy tests cannot pass by not running.
 pub fn server_bin() -> Option<PathBuf> {
     static SKIP_NOTICE: Once = Once::new();
-    let found = std::env::var_os("IGGY_SERVER_BIN")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|dir| dir.join("iggy-server"))
-                .find(|p| p.is_file())
-        })
-        .filter(|p| p.is_file());
+    if let Some(bin) = std::env::var_os("IGGY_SERVER_BIN").map(PathBuf::from) {
+        assert!(
+            bin.is_file(),
+            "IGGY_SERVER_BIN={} names no file: set it to an iggy-server binary, or unset it to skip \
+             the Iggy backend tests",
+            bin.display()
+        );
+        return Some(bin);
+    }
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("iggy-server"))
+        .find(|p| p.is_file());
     if found.is_none() {
         // Written to the stream directly: the test harness captures `println!`.
         SKIP_NOTICE.call_once(|| {
