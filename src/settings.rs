@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
 use iggy_kafka_actors::authorizer::AuthorizerSettings;
+use iggy_kafka_actors::config_catalog::definitions::MAX_PARTITIONS;
 use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{Mechanism, PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
-use iggy_kafka_actors::topic_admin::MAX_PARTITIONS;
 use iggy_kafka_actors::{BrokerSettings, TopicRules};
 use serde::Deserialize;
 

@@ -1,4 +1,4 @@
-//! Versions as data: every (API, version) in `iggy_kafka_actors::api::SERVED` gets a
+//! Versions as data: every (API, version) in `iggy_kafka_actors::protocol::versions::SERVED` gets a
 //! valid request built with `kafka-protocol` at exactly that version, and its answer
 //! must decode at that version and say what a Kafka broker would. Widening a range in
 //! SERVED widens this test; an API added to SERVED fails it until it is taught here.
@@ -12,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use iggy_kafka_actors::api::SERVED;
+use iggy_kafka_actors::protocol::versions::SERVED;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;

@@ -10,7 +10,7 @@ use std::net::{IpAddr, Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use iggy_kafka_actors::api::SERVED;
+use iggy_kafka_actors::protocol::versions::SERVED;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;

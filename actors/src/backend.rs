@@ -12,11 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
 use uuid::Uuid;
 
 pub use crate::authorizer::AclBinding;
+use crate::protocol::records::BatchHeader;
 pub use crate::quotas::{ClientQuotas, QuotaChange, QuotaEntity};
-use crate::records::BatchHeader;
 
 pub type BackendResult<T> = Result<T, BackendError>;
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = BackendResult<T>> + Send + 'a>>;
@@ -35,6 +36,21 @@ pub enum BackendError {
     /// A failure retrying will not fix (disk error, corrupt data).
     #[error("storage failure: {0}")]
     Fatal(String),
+}
+
+impl BackendError {
+    /// The Kafka error a client gets when the backend fails: retriable when retrying
+    /// can help.
+    pub fn code(&self) -> ResponseError {
+        match self {
+            BackendError::UnknownTopic(_) | BackendError::UnknownPartition { .. } => {
+                ResponseError::UnknownTopicOrPartition
+            }
+            BackendError::TopicExists(_) => ResponseError::TopicAlreadyExists,
+            BackendError::Unavailable(_) => ResponseError::RequestTimedOut,
+            BackendError::Fatal(_) => ResponseError::KafkaStorageError,
+        }
+    }
 }
 
 /// One partition of one topic, by Kafka name.

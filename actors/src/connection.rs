@@ -23,13 +23,15 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 
-use crate::api::{self, Answer};
+use crate::api;
 use crate::gateway::Gateway;
 use crate::limits::{ByteBudget, ConnectionSlot};
 use crate::metrics::ConnectionMeter;
+use crate::protocol::envelope;
+use crate::protocol::framing::{self, FrameCodec, FramePart};
+use crate::protocol::{Answer, Reply, WireError};
 use crate::sasl;
 use crate::session::{Caller, Listener, Principal};
-use crate::wire::{self, FrameCodec, FramePart, WireError};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 
 pub struct Connection {
@@ -200,7 +202,7 @@ impl Connection {
     fn reply(
         &mut self,
         (seq, held): (u64, Held),
-        (reply, metered): (api::Reply, crate::quotas::Metered),
+        (reply, metered): (Reply, crate::quotas::Metered),
         started: Instant,
         (key, version): (ApiKey, i16),
         (answer_version, correlation_id): (i16, i32),
@@ -215,12 +217,12 @@ impl Connection {
             }
             act.gateway.metrics.answered(key, version, &answer, started);
             let encode = |r: &ResponseKind| {
-                wire::encode_response(key, answer_version, correlation_id, r)
+                envelope::encode_response(key, answer_version, correlation_id, r)
                     .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
                     .ok()
             };
             let bytes = match answer {
-                Answer::Raw(token) => Some(wire::framed(&token)),
+                Answer::Raw(token) => Some(framing::framed(&token)),
                 Answer::Send(r) => encode(&r),
                 Answer::SendAndClose(r, reason) => {
                     tracing::info!(%peer, %reason, "closing connection after this answer");
@@ -272,7 +274,7 @@ impl Handler<Frame> for Connection {
             let reply = (reply, crate::quotas::Metered::Free);
             return self.reply((seq, held), reply, started, raw, (0, 0), ctx);
         }
-        let request = match wire::decode_request(frame) {
+        let request = match envelope::decode_request(frame) {
             Ok(r) => r,
             Err(e) => return self.refuse(seq, e, ctx),
         };

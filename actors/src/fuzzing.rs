@@ -6,9 +6,10 @@ use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
 use crate::backend::ScramMechanism;
-use crate::records;
+use crate::protocol::envelope;
+use crate::protocol::framing::{self, FrameCodec};
+use crate::protocol::records;
 use crate::sasl;
-use crate::wire::{self, FrameCodec};
 
 /// Bytes as they come off a socket: cut into frames (a small limit, so sizes both
 /// under and over it occur), each frame decoded as a request.
@@ -16,12 +17,12 @@ pub fn decode_request(data: &[u8]) {
     let mut codec = FrameCodec::new(64 << 10);
     let mut buf = BytesMut::from(data);
     while let Ok(Some(part)) = codec.decode(&mut buf) {
-        if let wire::FramePart::Body(frame) = part {
-            let _ = wire::decode_request(frame);
+        if let framing::FramePart::Body(frame) = part {
+            let _ = envelope::decode_request(frame);
         }
     }
     // The whole input as one frame too: most inputs never form a valid size prefix.
-    let _ = wire::decode_request(Bytes::copy_from_slice(data));
+    let _ = envelope::decode_request(Bytes::copy_from_slice(data));
 }
 
 /// Bytes as the records of a Produce partition: validated, then decompressed within a

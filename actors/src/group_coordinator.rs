@@ -479,7 +479,7 @@ impl GroupCoordinator {
         }
         self.metrics
             .groups
-            .set_counts(|state| counts[state as usize]);
+            .set_counts(GroupState::ALL.map(|state| (state.name(), counts[state as usize])));
     }
 
     /// Forgets groups with no members and no member ids handed out. One with committed

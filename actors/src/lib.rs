@@ -26,17 +26,18 @@ pub mod membership;
 pub mod metrics;
 pub mod offset_slot;
 pub mod producer_state;
+pub mod protocol;
 pub mod quotas;
-pub mod records;
 pub mod sasl;
 pub mod server;
 pub mod session;
+pub mod settings;
 #[cfg(test)]
 mod test_backend;
 pub mod tls;
 pub mod topic_admin;
-pub mod wire;
 
 pub use backend::{Backend, BackendError};
-pub use gateway::{BrokerSettings, Gateway, TopicRules};
+pub use gateway::Gateway;
 pub use metrics::Metrics;
+pub use settings::{BrokerSettings, TopicRules};

@@ -30,7 +30,7 @@ impl AppendError {
     pub fn code(&self) -> ResponseError {
         match self {
             AppendError::Sequence(e) => e.code(),
-            AppendError::Backend(e) => crate::api::backend_error_code(e),
+            AppendError::Backend(e) => e.code(),
             AppendError::SlotGone => ResponseError::NotLeaderOrFollower,
         }
     }

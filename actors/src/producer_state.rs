@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use kafka_protocol::error::ResponseError;
 
 use crate::backend::ProducerBatch;
-use crate::records::BatchHeader;
+use crate::protocol::records::BatchHeader;
 
 /// Kafka keeps this many batches per producer for duplicate detection, and clients
 /// keep at most this many in flight per partition when idempotent.

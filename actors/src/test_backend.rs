@@ -11,7 +11,7 @@ use tokio::sync::{Notify, Semaphore};
 use parking_lot::Mutex;
 
 use crate::backend::*;
-use crate::gateway::{BrokerSettings, TopicRules};
+use crate::settings::{BrokerSettings, TopicRules};
 
 /// Committed offsets in memory, and no topics. Commits take `delay`, and with a
 /// `gate` each waits for a permit of it, telling `entered` once it is in the store;

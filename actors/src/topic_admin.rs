@@ -15,15 +15,13 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::backend::{Backend, BackendError, TopicMeta};
+use crate::config_catalog::definitions::MAX_PARTITIONS;
 use crate::config_catalog::{
     ChangeTopicConfigs, ClusterConfig, ConfigCatalog, ConfigChange, ConfigError,
     ValidateTopicConfigs,
 };
-use crate::gateway::BrokerSettings;
+use crate::settings::BrokerSettings;
 
-/// Partitions one topic may have: far above any real use, low enough that a
-/// Metadata answer for the topic stays a reasonable size.
-pub const MAX_PARTITIONS: i32 = 100_000;
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
 const MAX_NAME_LEN: usize = 249;
 
@@ -60,7 +58,7 @@ impl TopicError {
             TopicError::Backend(BackendError::UnknownTopic(_)) => {
                 ResponseError::UnknownTopicOrPartition
             }
-            TopicError::Backend(e) => crate::api::backend_error_code(e),
+            TopicError::Backend(e) => e.code(),
             TopicError::CatalogGone => ResponseError::UnknownServerError,
         }
     }
@@ -128,7 +126,7 @@ impl TopicTable {
 }
 
 /// Create one topic. The sender resolves -1 (the broker defaults) through
-/// [`crate::gateway::TopicRules`] first.
+/// [`crate::settings::TopicRules`] first.
 #[derive(Message)]
 #[rtype(result = "Result<Arc<TopicMeta>, TopicError>")]
 pub struct CreateTopic {

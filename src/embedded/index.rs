@@ -3,7 +3,7 @@
 //! timestamp, and which idempotent producers wrote lately.
 
 use iggy_kafka_actors::backend::{ProducerBatch, Watermarks};
-use iggy_kafka_actors::records::BatchHeader;
+use iggy_kafka_actors::protocol::records::BatchHeader;
 
 /// Bytes of an encoded [`IndexEntry`].
 const ENTRY_LEN: usize = 8 + 4 + 8 + 8 + 2 + 4 + 4;

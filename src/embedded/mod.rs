@@ -30,7 +30,7 @@ use iggy_kafka_actors::backend::{
     ScramCredential, ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta,
     TopicPartition, Watermarks,
 };
-use iggy_kafka_actors::records;
+use iggy_kafka_actors::protocol::records;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 

@@ -8,7 +8,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use iggy_kafka_actors::records::{
+use iggy_kafka_actors::protocol::records::{
     self, InflateError, ATTRIBUTES_AT, COMPRESSION_MASK, HEADER_LEN, LOG_OVERHEAD,
     MAX_TIMESTAMP_AT, RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT,
 };
@@ -495,12 +495,12 @@ mod tests {
             })
             .collect();
         let batch = encode(7, false, &records);
-        iggy_kafka_actors::records::validate(&batch).expect("valid batch");
+        iggy_kafka_actors::protocol::records::validate(&batch).expect("valid batch");
         assert_eq!(decode(&batch).unwrap().records, records);
     }
 
     fn crate_validates(batch: &Bytes) {
-        let header = iggy_kafka_actors::records::validate(batch).expect("valid batch");
+        let header = iggy_kafka_actors::protocol::records::validate(batch).expect("valid batch");
         assert_eq!(header.record_count, 2);
         let mut b = batch.clone();
         let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut b).unwrap();

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
-use iggy_kafka_actors::api::served_versions;
+use iggy_kafka_actors::protocol::versions::served_versions;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;

@@ -72,7 +72,7 @@ pub async fn create(gw: Gateway, access: Access, req: CreateAclsRequest) -> Crea
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "ACLs not stored");
-                Err((super::backend_error_code(&e), e.to_string()))
+                Err((e.code(), e.to_string()))
             }
             Err(_) => Err((
                 ResponseError::UnknownServerError,
@@ -127,7 +127,7 @@ pub async fn describe(
     };
     let mut found = match authorizer.store.send(DescribeAcls(filter)).await {
         Ok(Ok(found)) => found,
-        Ok(Err(e)) => return failed(super::backend_error_code(&e), e.to_string()),
+        Ok(Err(e)) => return failed(e.code(), e.to_string()),
         Err(_) => {
             return failed(
                 ResponseError::UnknownServerError,
@@ -206,7 +206,7 @@ pub async fn delete(gw: Gateway, access: Access, req: DeleteAclsRequest) -> Dele
             Ok(Ok(matched)) => Ok(matched),
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "ACLs not deleted");
-                Err((super::backend_error_code(&e), e.to_string()))
+                Err((e.code(), e.to_string()))
             }
             Err(_) => Err((
                 ResponseError::UnknownServerError,

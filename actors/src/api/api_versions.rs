@@ -10,8 +10,8 @@ use kafka_protocol::messages::api_versions_response::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::SERVED;
 use crate::config_catalog::{Finalized, FEATURE, MAX_LEVEL, MIN_LEVEL};
+use crate::protocol::versions::SERVED;
 
 /// Client names and versions are checked from v3 (KIP-511).
 const CLIENT_INFO_FROM: i16 = 3;

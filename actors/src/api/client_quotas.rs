@@ -17,7 +17,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::backend_error_code;
 use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
 use crate::quotas::store::Reread;
@@ -61,7 +60,7 @@ pub async fn describe(
         Ok(q) => q,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read client quotas");
-            return failed((backend_error_code(&e), e.to_string()));
+            return failed((e.code(), e.to_string()));
         }
     };
     let entries = stored
@@ -155,7 +154,7 @@ pub async fn alter(
     let stored = if access.cluster(Operation::AlterConfigs) {
         gw.backend.client_quotas().await.map_err(|e| {
             tracing::warn!(error = %e, "cannot read client quotas");
-            (backend_error_code(&e), e.to_string())
+            (e.code(), e.to_string())
         })
     } else {
         let denied = "ALTER_CONFIGS on the cluster is not allowed".to_string();
@@ -230,7 +229,7 @@ pub async fn alter(
             }
             Err(e) => {
                 tracing::warn!(error = %e, "client quotas not stored");
-                Err((backend_error_code(&e), e.to_string()))
+                Err((e.code(), e.to_string()))
             }
         }
     };

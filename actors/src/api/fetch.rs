@@ -223,7 +223,7 @@ async fn read_partition(
             }
             _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),
         }
-        super::backend_error_code(&e)
+        e.code()
     })?;
     if offset < w.log_start || offset > w.high {
         tracing::debug!(partition = %tp, offset, log_start = w.log_start, high = w.high, "fetch offset out of range");

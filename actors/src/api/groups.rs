@@ -28,6 +28,7 @@ use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
 use kafka_protocol::messages::{BrokerId, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
+use super::group_access::{group_denied, not_coordinator};
 use super::offsets;
 use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
@@ -120,17 +121,6 @@ pub fn find_coordinator(
             .with_host(s(at.host.clone()))
             .with_port(at.port as i32),
     }
-}
-
-/// GROUP_AUTHORIZATION_FAILED (30) unless the caller may do `operation` on `group`.
-pub fn group_denied(access: &Access, operation: Operation, group: &str) -> Option<ResponseError> {
-    (!access.group(operation, group)).then_some(ResponseError::GroupAuthorizationFailed)
-}
-
-/// NOT_COORDINATOR (16) unless this gateway coordinates `group` now; clients then
-/// look the coordinator up again and move there.
-pub fn not_coordinator(gw: &Gateway, group: &str) -> Option<ResponseError> {
-    (!gw.cluster().coordinates(group)).then_some(ResponseError::NotCoordinator)
 }
 
 pub async fn join(

@@ -56,7 +56,7 @@ pub async fn handle(
             .with_producer_epoch(0),
         Err(e) => {
             tracing::warn!(error = %e, "producer id allocation failed");
-            refused(super::backend_error_code(&e))
+            refused(e.code())
         }
     }
 }

@@ -67,7 +67,7 @@ pub async fn handle(
                     Err(e) => {
                         tracing::warn!(partition = %tp, error = %e, "list offsets failed");
                         answer
-                            .with_error_code(super::backend_error_code(&e).code())
+                            .with_error_code(e.code().code())
                             .with_timestamp(-1)
                             .with_offset(-1)
                             .with_leader_epoch(-1)

@@ -1,4 +1,5 @@
-//! The route table: which handler serves each API key, and which versions.
+//! The route table: which handler serves each API key (the versions served are
+//! `protocol::versions`).
 //!
 //! Handlers are plain functions over a typed request. Those that change state send a
 //! message to the actor owning it; they do that before returning their future, so
@@ -13,6 +14,7 @@ mod create_topics;
 mod delete_topics;
 mod describe_configs;
 mod fetch;
+mod group_access;
 mod groups;
 mod incremental_alter_configs;
 mod init_producer_id;
@@ -25,81 +27,12 @@ mod update_features;
 
 use std::future::{ready, Future};
 
-use bytes::Bytes;
-use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use kafka_protocol::protocol::VersionRange;
 
-use crate::backend::BackendError;
 use crate::gateway::Gateway;
+use crate::protocol::{Answer, Reply, WireError};
 use crate::session::Caller;
-use crate::wire::WireError;
-
-/// Every API served, with the versions served: from Kafka 4's minimum (KIP-896) to
-/// the newest `kafka-protocol` encodes. ApiVersions advertises exactly this list.
-pub const SERVED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 13),
-    (ApiKey::Fetch, 4, 18),
-    (ApiKey::ListOffsets, 1, 10),
-    (ApiKey::Metadata, 0, 13),
-    (ApiKey::ApiVersions, 0, 4),
-    (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 6),
-    (ApiKey::InitProducerId, 0, 5),
-    (ApiKey::FindCoordinator, 0, 6),
-    (ApiKey::JoinGroup, 0, 9),
-    (ApiKey::SyncGroup, 0, 5),
-    (ApiKey::Heartbeat, 0, 4),
-    (ApiKey::LeaveGroup, 0, 5),
-    (ApiKey::DescribeGroups, 0, 6),
-    (ApiKey::ListGroups, 0, 5),
-    (ApiKey::DeleteGroups, 0, 2),
-    (ApiKey::OffsetCommit, 2, 9),
-    (ApiKey::OffsetFetch, 1, 9),
-    (ApiKey::OffsetDelete, 0, 0),
-    (ApiKey::DescribeConfigs, 1, 4),
-    (ApiKey::AlterConfigs, 0, 2),
-    (ApiKey::IncrementalAlterConfigs, 0, 1),
-    (ApiKey::UpdateFeatures, 0, 2),
-    // SASL: served by the connection's `sasl::Session`, not `route`. After SaslHandshake
-    // v0 (pre-KIP-152 clients) the tokens come as bare frames, not SaslAuthenticate.
-    (ApiKey::SaslHandshake, 0, 1),
-    (ApiKey::SaslAuthenticate, 0, 2),
-    (ApiKey::AlterUserScramCredentials, 0, 0),
-    (ApiKey::DescribeUserScramCredentials, 0, 0),
-    (ApiKey::CreateAcls, 1, 3),
-    (ApiKey::DescribeAcls, 1, 3),
-    (ApiKey::DeleteAcls, 1, 3),
-    (ApiKey::DescribeClientQuotas, 0, 1),
-    (ApiKey::AlterClientQuotas, 0, 1),
-];
-
-pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
-    SERVED
-        .iter()
-        .find(|(k, _, _)| *k == key)
-        .map(|&(_, min, max)| VersionRange { min, max })
-}
-
-/// What a request gets back.
-pub enum Answer {
-    Send(Box<ResponseKind>),
-    /// No answer: Produce with acks=0.
-    Nothing,
-    /// No answer, and the connection closes after the answers before it: how Kafka
-    /// tells an acks=0 producer that a write failed (it then refreshes its metadata).
-    Close(String),
-    /// This answer, then the connection closes (a failed SASL authentication).
-    SendAndClose(Box<ResponseKind>, String),
-    /// A SASL token as it is, size-prefixed, without a response header: the answer to a
-    /// bare token after SaslHandshake v0.
-    Raw(Bytes),
-}
-
-/// An answer still being worked out.
-pub type Reply = LocalBoxFuture<'static, Answer>;
 
 /// Starts serving one decoded request.
 pub fn route(
@@ -248,16 +181,4 @@ where
     F: Future<Output = T> + 'static,
 {
     Box::pin(fut.map(move |r| Answer::Send(Box::new(wrap(r)))))
-}
-
-/// The Kafka error a client gets when the backend fails: retriable when retrying can help.
-pub fn backend_error_code(e: &BackendError) -> ResponseError {
-    match e {
-        BackendError::UnknownTopic(_) | BackendError::UnknownPartition { .. } => {
-            ResponseError::UnknownTopicOrPartition
-        }
-        BackendError::TopicExists(_) => ResponseError::TopicAlreadyExists,
-        BackendError::Unavailable(_) => ResponseError::RequestTimedOut,
-        BackendError::Fatal(_) => ResponseError::KafkaStorageError,
-    }
 }

@@ -47,7 +47,7 @@ fn offset_error_code(e: &OffsetError) -> ResponseError {
     match e {
         // Java's consumer retries a commit on REQUEST_TIMED_OUT.
         OffsetError::Timeout => ResponseError::RequestTimedOut,
-        OffsetError::Backend(e) => super::backend_error_code(e),
+        OffsetError::Backend(e) => e.code(),
     }
 }
 
@@ -152,23 +152,24 @@ pub async fn commit(
     access: Access,
 ) -> OffsetCommitResponse {
     let group: Arc<str> = req.group_id.as_str().into();
-    let checked = if let Some(e) = super::groups::group_denied(&access, Operation::Read, &group) {
-        Err(e)
-    } else if group.is_empty() {
-        Err(ResponseError::InvalidGroupId)
-    } else if let Some(e) = super::groups::not_coordinator(&gw, &group) {
-        Err(e)
-    } else {
-        gw.groups
-            .send(CheckCommit(MemberRef {
-                group: group.to_string(),
-                generation: req.generation_id_or_member_epoch,
-                member_id: req.member_id.to_string(),
-                instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
-            }))
-            .await
-            .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
-    };
+    let checked =
+        if let Some(e) = super::group_access::group_denied(&access, Operation::Read, &group) {
+            Err(e)
+        } else if group.is_empty() {
+            Err(ResponseError::InvalidGroupId)
+        } else if let Some(e) = super::group_access::not_coordinator(&gw, &group) {
+            Err(e)
+        } else {
+            gw.groups
+                .send(CheckCommit(MemberRef {
+                    group: group.to_string(),
+                    generation: req.generation_id_or_member_epoch,
+                    member_id: req.member_id.to_string(),
+                    instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
+                }))
+                .await
+                .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
+        };
     let table = gw.topic_table();
     // Per partition: the answer known now, or the entry to store.
     let mut planned: Planned = Vec::new();
@@ -264,8 +265,8 @@ async fn fetch_group(
     group: &str,
     topics: Option<Vec<(TopicName, Vec<i32>)>>,
 ) -> Result<Vec<(TopicName, Vec<(i32, Read)>)>, ResponseError> {
-    if let Some(e) = super::groups::group_denied(access, Operation::Describe, group)
-        .or_else(|| super::groups::not_coordinator(gw, group))
+    if let Some(e) = super::group_access::group_denied(access, Operation::Describe, group)
+        .or_else(|| super::group_access::not_coordinator(gw, group))
     {
         return Err(e);
     }
@@ -451,8 +452,8 @@ async fn subscribed_topics(gw: &Gateway, group: &str) -> Option<HashSet<String>>
 /// DELETE on the group, READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> OffsetDeleteResponse {
     let group: Arc<str> = req.group_id.as_str().into();
-    if let Some(e) = super::groups::group_denied(&access, Operation::Delete, &group)
-        .or_else(|| super::groups::not_coordinator(&gw, &group))
+    if let Some(e) = super::group_access::group_denied(&access, Operation::Delete, &group)
+        .or_else(|| super::group_access::not_coordinator(&gw, &group))
     {
         return OffsetDeleteResponse::default().with_error_code(e.code());
     }
@@ -527,7 +528,7 @@ pub async fn delete_group_offsets(gw: &Gateway, group: &str) -> Result<(), Respo
         .backend
         .committed_partitions(group)
         .await
-        .map_err(|e| super::backend_error_code(&e))?;
+        .map_err(|e| e.code())?;
     let entries = partitions.into_iter().map(|tp| (tp, None)).collect();
     let group: Arc<str> = group.into();
     commit_all(gw, &group, entries, Instant::now() + READ_DEADLINE)

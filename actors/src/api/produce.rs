@@ -19,7 +19,7 @@ use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
 use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
-use crate::records;
+use crate::protocol::records;
 
 /// Produce v13 names topics by id (KIP-516).
 const TOPIC_IDS_FROM: i16 = 13;

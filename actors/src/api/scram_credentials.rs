@@ -16,7 +16,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::backend_error_code;
 use crate::authorizer::{Access, Operation};
 use crate::backend::{ScramCredential, ScramMechanism};
 use crate::gateway::Gateway;
@@ -42,7 +41,7 @@ pub async fn describe(
         Err(e) => {
             tracing::warn!(error = %e, "cannot read SCRAM credentials");
             return DescribeUserScramCredentialsResponse::default()
-                .with_error_code(backend_error_code(&e).code())
+                .with_error_code(e.code().code())
                 .with_error_message(Some(StrBytes::from_string(e.to_string())));
         }
     };
@@ -108,7 +107,7 @@ pub async fn alter(
     let stored = if access.cluster(Operation::Alter) {
         gw.backend.scram_credentials().await.map_err(|e| {
             tracing::warn!(error = %e, "cannot read SCRAM credentials");
-            (backend_error_code(&e), e.to_string())
+            (e.code(), e.to_string())
         })
     } else {
         let denied = "ALTER on the cluster is not allowed".to_string();
@@ -209,7 +208,7 @@ pub async fn alter(
             .await;
         let error = stored.err().map(|e| {
             tracing::warn!(%user, error = %e, "cannot store a SCRAM credential");
-            (backend_error_code(&e), e.to_string())
+            (e.code(), e.to_string())
         });
         if error.is_none() {
             tracing::info!(%user, mechanism = change.mechanism.name(), "SCRAM credential altered");

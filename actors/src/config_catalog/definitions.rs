@@ -52,8 +52,6 @@ pub struct Definition {
     pub doc: &'static str,
 }
 
-use crate::topic_admin::MAX_PARTITIONS;
-
 const COMPRESSION: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 const LONG_MAX: &str = "9223372036854775807";
 
@@ -96,6 +94,10 @@ const fn broker(
 }
 
 use ConfigType::{Boolean, Double, Int, List, Long, String as Str};
+
+/// Partitions one topic may have: far above any real use, low enough that a
+/// Metadata answer for the topic stays a reasonable size.
+pub const MAX_PARTITIONS: i32 = 100_000;
 
 /// Topic-level configurations of Kafka 4.1, sorted by name.
 #[rustfmt::skip]

@@ -16,7 +16,7 @@ use super::definitions::{
 use super::features::Finalized;
 use super::rules::list_items;
 use crate::backend::TopicLimits;
-use crate::gateway::{BrokerSettings, TopicRules};
+use crate::settings::{BrokerSettings, TopicRules};
 
 /// DescribeConfigs' `ConfigSource` codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use kafka_protocol::error::ResponseError;
 use tokio::sync::watch;
 
 use crate::backend::{Backend, BackendError, ClusterConfigs, TopicMeta};
-use crate::gateway::BrokerSettings;
+use crate::settings::BrokerSettings;
 pub use changes::{ConfigChange, Op};
 use definitions::{broker_config, topic_config, Definition};
 pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
@@ -121,7 +121,7 @@ impl ConfigError {
             | ConfigError::Duplicate(_)
             | ConfigError::UnknownOp { .. }
             | ConfigError::ReadOnly(_) => ResponseError::InvalidRequest,
-            ConfigError::Backend(e) => crate::api::backend_error_code(e),
+            ConfigError::Backend(e) => e.code(),
             ConfigError::CatalogGone => ResponseError::UnknownServerError,
         }
     }
@@ -161,7 +161,7 @@ pub enum FeatureError {
 impl FeatureError {
     pub fn code(&self) -> ResponseError {
         match self {
-            FeatureError::Backend(e) => crate::api::backend_error_code(e),
+            FeatureError::Backend(e) => e.code(),
             FeatureError::CatalogGone => ResponseError::FeatureUpdateFailed,
             _ => ResponseError::InvalidUpdateVersion,
         }

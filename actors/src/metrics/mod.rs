@@ -28,8 +28,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::api::Answer;
-use crate::group_coordinator::GroupState;
+use crate::protocol::Answer;
 
 pub use metered_backend::MeteredBackend;
 
@@ -369,14 +368,13 @@ impl GroupMetrics {
         }
     }
 
-    /// Sets the group counts; every state is listed, at 0 when no group is in it.
-    pub fn set_counts(&self, count: impl Fn(GroupState) -> usize) {
-        for state in GroupState::ALL {
+    /// Sets the number of groups in each state, by the state's Kafka name; the
+    /// coordinator lists every state, at 0 when no group is in it.
+    pub fn set_counts(&self, counts: impl IntoIterator<Item = (&'static str, usize)>) {
+        for (state, count) in counts {
             self.by_state
-                .get_or_create(&StateLabels {
-                    state: state.name(),
-                })
-                .set(count(state) as i64);
+                .get_or_create(&StateLabels { state })
+                .set(count as i64);
         }
     }
 

@@ -31,8 +31,8 @@ pub use entity::{
 };
 use rate::Rate;
 
-use crate::api::Answer;
 use crate::metrics::Metrics;
+use crate::protocol::Answer;
 use crate::session::Caller;
 
 /// Sensors kept before idle ones are dropped (Kafka expires them after an hour idle).

@@ -29,8 +29,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::scram::{self, Exchange};
 use super::{plain, Authenticator, Mechanism};
-use crate::api::{Answer, Reply};
 use crate::backend::{BackendError, ScramMechanism};
+use crate::protocol::{Answer, Reply};
 use crate::session::Principal;
 
 /// One connection's SASL state. The futures serving SASL requests update it when they

@@ -1,109 +1,13 @@
-//! Kafka framing and the envelope around each message: a 4-byte big-endian size,
-//! then a request header and body. Bodies are decoded and encoded by `kafka-protocol`;
-//! this module decides which header version applies and what to do with input that
-//! cannot be served.
+//! The envelope around each request and answer: which header version applies, the
+//! header itself, and the body decoded or encoded by `kafka-protocol`, with input that
+//! cannot be served refused here.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio_util::codec::Decoder;
 
-use crate::api;
-
-#[derive(Debug, thiserror::Error)]
-pub enum WireError {
-    #[error("frame of {size} bytes is over the {max}-byte limit")]
-    FrameTooLarge { size: i64, max: usize },
-    #[error("negative frame size {0}")]
-    NegativeFrame(i32),
-    #[error("request of {0} bytes is too short for a request header")]
-    ShortHeader(usize),
-    #[error("unknown API key {0}")]
-    UnknownApiKey(i16),
-    #[error("{0:?} is not served")]
-    NotServed(ApiKey),
-    #[error("{key:?} v{version} is not served (supported: {min}..={max})")]
-    UnsupportedVersion {
-        key: ApiKey,
-        version: i16,
-        min: i16,
-        max: i16,
-    },
-    #[error("malformed {key:?} v{version} request: {reason}")]
-    Malformed {
-        key: ApiKey,
-        version: i16,
-        reason: String,
-    },
-    #[error("could not encode {key:?} v{version} response: {reason}")]
-    Encode {
-        key: ApiKey,
-        version: i16,
-        reason: String,
-    },
-    #[error("request not received whole within {0:?}")]
-    SlowRequest(std::time::Duration),
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-/// Splits a byte stream into request frames in two steps: the size (refused over the
-/// limit), then, when polled again, the body. Nothing of the body is buffered before
-/// its reader polls for it, so the reader can wait for room for it in between.
-pub struct FrameCodec {
-    max_frame: usize,
-    /// Size of the frame whose body comes next.
-    body: Option<usize>,
-}
-
-/// What [`FrameCodec`] cuts from the stream.
-#[derive(Debug, PartialEq, Eq)]
-pub enum FramePart {
-    Size(usize),
-    Body(Bytes),
-}
-
-impl FrameCodec {
-    pub fn new(max_frame: usize) -> FrameCodec {
-        FrameCodec {
-            max_frame,
-            body: None,
-        }
-    }
-}
-
-impl Decoder for FrameCodec {
-    type Item = FramePart;
-    type Error = WireError;
-
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<FramePart>, WireError> {
-        if let Some(size) = self.body {
-            if src.len() < size {
-                src.reserve(size - src.len());
-                return Ok(None);
-            }
-            self.body = None;
-            return Ok(Some(FramePart::Body(src.split_to(size).freeze())));
-        }
-        if src.len() < 4 {
-            return Ok(None);
-        }
-        let size = (&src[..4]).get_i32();
-        if size < 0 {
-            return Err(WireError::NegativeFrame(size));
-        }
-        let size = size as usize;
-        if size > self.max_frame {
-            return Err(WireError::FrameTooLarge {
-                size: size as i64,
-                max: self.max_frame,
-            });
-        }
-        src.advance(4);
-        self.body = Some(size);
-        Ok(Some(FramePart::Size(size)))
-    }
-}
+use super::versions::served_versions;
+use super::WireError;
 
 /// A decoded request, or an ApiVersions request of a version newer than served,
 /// which KIP-511 says to answer at v0 so the client can retry.
@@ -126,7 +30,7 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, WireError> {
         version,
         reason: format!("{e:#}"),
     };
-    let served = api::served_versions(key).ok_or(WireError::UnknownApiKey(raw_key))?;
+    let served = served_versions(key).ok_or(WireError::UnknownApiKey(raw_key))?;
     if key == ApiKey::ApiVersions && version > served.max {
         // KIP-511: the header is v1-compatible up to the client id; the body is unknown to us.
         let header = RequestHeader::decode(&mut frame, 1).map_err(malformed)?;
@@ -189,68 +93,10 @@ pub fn encode_response(
     Ok(buf.freeze())
 }
 
-/// Frames bytes sent as they are (a SASL token after SaslHandshake v0): size, then them.
-pub fn framed(body: &[u8]) -> Bytes {
-    let mut buf = BytesMut::with_capacity(4 + body.len());
-    buf.put_i32(body.len() as i32);
-    buf.put_slice(body);
-    buf.freeze()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn frame(body: &[u8]) -> BytesMut {
-        let mut b = BytesMut::new();
-        b.put_i32(body.len() as i32);
-        b.put_slice(body);
-        b
-    }
-
-    #[test]
-    fn frames_come_as_size_then_body_and_oversize_is_refused() {
-        let mut codec = FrameCodec::new(16);
-        let mut buf = frame(b"hello");
-        let mut partial = buf.split_to(6);
-        assert_eq!(
-            codec.decode(&mut partial).unwrap(),
-            Some(FramePart::Size(5))
-        );
-        assert!(codec.decode(&mut partial).unwrap().is_none());
-        partial.unsplit(buf);
-        assert_eq!(
-            codec.decode(&mut partial).unwrap(),
-            Some(FramePart::Body(Bytes::from_static(b"hello")))
-        );
-
-        let mut big = frame(&[0; 17]);
-        assert!(matches!(
-            codec.decode(&mut big),
-            Err(WireError::FrameTooLarge { .. })
-        ));
-        let mut neg = BytesMut::from(&(-5i32).to_be_bytes()[..]);
-        assert!(matches!(
-            codec.decode(&mut neg),
-            Err(WireError::NegativeFrame(-5))
-        ));
-    }
-
-    #[test]
-    fn a_body_is_not_buffered_before_it_is_asked_for() {
-        // The size comes out alone; room for the body is reserved only on the next call.
-        let mut codec = FrameCodec::new(1 << 20);
-        let mut buf = BytesMut::with_capacity(4);
-        buf.put_i32(1 << 20);
-        let before = buf.capacity();
-        assert_eq!(
-            codec.decode(&mut buf).unwrap(),
-            Some(FramePart::Size(1 << 20))
-        );
-        assert!(buf.capacity() <= before);
-        assert!(codec.decode(&mut buf).unwrap().is_none());
-        assert!(buf.capacity() >= 1 << 20);
-    }
+    use crate::protocol::versions::SERVED;
 
     #[test]
     fn declared_array_lengths_never_size_allocations() {
@@ -292,7 +138,7 @@ mod tests {
         /// Any bytes after a valid API key and version: decoding answers or refuses, never panics.
         #[test]
         fn decoding_arbitrary_bodies_never_panics(
-            key in proptest::sample::select(api::SERVED.iter().map(|s| s.0 as i16).collect::<Vec<_>>()),
+            key in proptest::sample::select(SERVED.iter().map(|s| s.0 as i16).collect::<Vec<_>>()),
             version in 0i16..20,
             body in proptest::collection::vec(proptest::num::u8::ANY, 0..256),
         ) {
@@ -319,25 +165,13 @@ mod tests {
             let _ = decode_request(req.freeze());
         }
 
-        /// Frames split anywhere come out whole, or the stream is refused.
-        #[test]
-        fn framing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
-            let mut codec = FrameCodec::new(32);
-            let mut buf = BytesMut::from(&bytes[..]);
-            while let Ok(Some(part)) = codec.decode(&mut buf) {
-                match part {
-                    FramePart::Size(size) => proptest::prop_assert!(size <= 32),
-                    FramePart::Body(body) => proptest::prop_assert!(body.len() <= 32),
-                }
-            }
-        }
     }
 
     /// Header and default body of every served API at every served version.
     fn valid_requests() -> Vec<Bytes> {
         use kafka_protocol::messages::RequestHeader;
         let mut out = Vec::new();
-        for &(key, min, max) in api::SERVED {
+        for &(key, min, max) in SERVED {
             for version in min..=max {
                 let mut buf = BytesMut::new();
                 RequestHeader::default()

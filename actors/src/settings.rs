@@ -1,0 +1,85 @@
+//! Broker-wide settings the actors act on. The root package fills them from its
+//! configuration; nothing here reads files or the environment.
+
+use std::time::Duration;
+
+use crate::authorizer::AuthorizerSettings;
+use crate::backend::Endpoint;
+use crate::limits::ResourceLimits;
+use crate::sasl::SaslSettings;
+
+/// What the gateway was configured with.
+#[derive(Clone, Debug)]
+pub struct BrokerSettings {
+    pub node_id: i32,
+    pub cluster_id: String,
+    /// This gateway's advertised address per listener, in configured order; never empty.
+    pub endpoints: Vec<Endpoint>,
+    /// Largest request frame accepted; larger ones close the connection (Kafka's `socket.request.max.bytes`).
+    pub max_request_bytes: usize,
+    /// Requests read from one connection before its answers are written; reading pauses beyond it.
+    pub max_inflight_per_connection: usize,
+    /// Connections closed after this long without a request (`connections.max.idle.ms`).
+    pub idle_timeout: Duration,
+    /// A request begun must arrive whole within about this long.
+    pub read_timeout: Duration,
+    /// A client must take each answer within this long.
+    pub write_timeout: Duration,
+    /// Largest record batch a topic accepts unless it sets `max.message.bytes`.
+    pub message_max_bytes: usize,
+    /// Topic defaults and limits; read through [`Gateway::topic_rules`] only.
+    pub topic_rules: TopicRules,
+    /// Open connections allowed at once; more are closed on accept.
+    pub max_connections: usize,
+    /// Connections per source address and request bytes in flight.
+    pub limits: ResourceLimits,
+    /// Number of log-slot actors appends are spread over.
+    pub log_slots: usize,
+    /// Number of offset-slot actors commits and offset reads are spread over.
+    pub offset_slots: usize,
+    /// How long a rebalance of an empty group waits for more members.
+    pub group_initial_rebalance_delay: Duration,
+    /// How often the topic table is re-read from the backend.
+    pub topic_refresh_interval: Duration,
+    /// How often this gateway tells the others sharing the backend it is alive.
+    pub node_heartbeat: Duration,
+    /// A gateway silent this long has left the cluster.
+    pub node_timeout: Duration,
+    /// SASL mechanisms, where PLAIN checks passwords, re-authentication, failed logins.
+    pub sasl: SaslSettings,
+    /// The ACL authorizer; `None` allows every request (Kafka without an authorizer).
+    pub authorizer: Option<AuthorizerSettings>,
+}
+
+/// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and
+/// `default.replication.factor`, and how many names one DeleteTopics may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopicRules {
+    /// Metadata creates missing topics (with the request's consent from v4, KIP-361).
+    pub auto_create_topics_enable: bool,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    /// A DeleteTopics naming more topics deletes none (POLICY_VIOLATION for each).
+    pub delete_topics_max_names: usize,
+}
+
+impl TopicRules {
+    /// Partitions asked for; -1 means the broker default at every version, as Kafka's
+    /// controller has it.
+    pub fn partitions(&self, asked: i32) -> i32 {
+        if asked == -1 {
+            self.num_partitions
+        } else {
+            asked
+        }
+    }
+
+    /// Replication factor asked for; -1 means the broker default at every version.
+    pub fn replication_factor(&self, asked: i16) -> i16 {
+        if asked == -1 {
+            self.default_replication_factor
+        } else {
+            asked
+        }
+    }
+}
