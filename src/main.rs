@@ -20,6 +20,7 @@ use std::time::Duration;
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::membership::Leave;
+use iggy_kafka_actors::store::LogStore;
 use iggy_kafka_actors::tls::TlsListener;
 use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
@@ -113,7 +114,8 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     actix_rt::spawn(admin::serve(admin_listener, admin_state.clone()));
     tracing::info!(%admin_bound, "admin listener up (/healthz, /readyz, /metrics)");
 
-    let backend: Arc<dyn Backend> = match settings.backend {
+    // Each engine serves both ports.
+    let (logs, backend): (Arc<dyn LogStore>, Arc<dyn Backend>) = match settings.backend {
         BackendKind::Embedded => {
             let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy()).map_err(
                 |source| StartError::Store {
@@ -121,9 +123,13 @@ async fn run(settings: Settings) -> Result<(), StartError> {
                     source,
                 },
             )?;
-            Arc::new(store)
+            let store = Arc::new(store);
+            (store.clone(), store)
         }
-        BackendKind::Iggy => Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?),
+        BackendKind::Iggy => {
+            let store = Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?);
+            (store.clone(), store)
+        }
     };
     // Loaded before any listener binds: bad TLS files stop startup.
     let tls = match settings.tls()? {
@@ -150,6 +156,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
     let gateway = Gateway::start(
         settings.broker(&endpoints),
+        logs,
         backend.clone(),
         metrics,
         &handles,

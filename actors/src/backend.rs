@@ -269,30 +269,6 @@ pub trait Backend: Send + Sync + 'static {
         values: BTreeMap<String, String>,
     ) -> BackendFuture<'_, ()>;
 
-    /// Appends one batch and says where it landed. Calls for one partition are
-    /// never concurrent (the log slots serialize them); when the future resolves the
-    /// batch survives a crash of the gateway process.
-    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended>;
-    /// Batches holding `offset` and after, up to about `max_bytes` (always at least one
-    /// batch when any exists, as Kafka does).
-    fn read(
-        &self,
-        tp: &TopicPartition,
-        offset: i64,
-        max_bytes: usize,
-    ) -> BackendFuture<'_, ReadBatches>;
-    fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks>;
-    /// The first record whose timestamp is at or after `timestamp`.
-    fn offset_for_timestamp(
-        &self,
-        tp: &TopicPartition,
-        timestamp: i64,
-    ) -> BackendFuture<'_, Option<TimestampedOffset>>;
-    /// The record with the largest timestamp (the first of them on ties).
-    fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>>;
-    /// The last few batches of each idempotent producer, oldest first, so sequence
-    /// checks survive a restart.
-    fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>>;
     /// A producer id never handed out before, by this gateway or a previous run.
     fn allocate_producer_id(&self) -> BackendFuture<'_, i64>;
     /// Stores (`Some`) or deletes (`None`) a group's committed offset for a partition.
@@ -332,12 +308,6 @@ pub trait Backend: Send + Sync + 'static {
     fn live_nodes(&self, _timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    /// True when writers other than this gateway append to the logs (native Iggy
-    /// producers): their appends raise no signal, so waiting fetches also re-read.
-    fn external_appends(&self) -> bool {
-        false
-    }
-
     // --- SASL (docs/SECURITY.md): SCRAM credentials shared by every gateway on the
     // backend, and the backend's own users for PLAIN (`sasl_plain_backend = "iggy"`). ---
     /// Every stored SCRAM credential, written by this gateway or any other.

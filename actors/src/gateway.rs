@@ -16,19 +16,22 @@ use crate::group_coordinator::GroupCoordinator;
 use crate::limits::ByteBudget;
 use crate::log_slot::{Append, LogSlot};
 use crate::membership::{Cluster, Membership};
-use crate::metrics::{MeteredBackend, Metrics};
+use crate::metrics::{MeteredBackend, MeteredLog, Metrics};
 use crate::offset_slot::OffsetSlot;
 use crate::quotas::store::QuotaStore;
 use crate::quotas::Quotas;
 use crate::sasl::Authenticator;
 use crate::session::Caller;
 use crate::settings::{BrokerSettings, TopicRules};
+use crate::store::{LogStore, Logs};
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
 #[derive(Clone)]
 pub struct Gateway {
     pub settings: Arc<BrokerSettings>,
+    /// The partition logs, metered.
+    pub logs: Logs,
     /// The backend, wrapped in [`MeteredBackend`].
     pub backend: Arc<dyn Backend>,
     pub topic_admin: Addr<TopicAdmin>,
@@ -60,6 +63,7 @@ impl Gateway {
     /// `arbiters`. Every backend call from here on is metered.
     pub async fn start(
         settings: BrokerSettings,
+        logs: Arc<dyn LogStore>,
         backend: Arc<dyn Backend>,
         metrics: Arc<Metrics>,
         arbiters: &[ArbiterHandle],
@@ -73,6 +77,7 @@ impl Gateway {
             settings.node_id = id;
         }
         let settings = Arc::new(settings);
+        let logs = Logs::new(Arc::new(MeteredLog::new(logs, metrics.clone())));
         let backend: Arc<dyn Backend> = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let topics = backend.topics().await?;
         let (catalog, configs) = ConfigCatalog::start_with(backend.clone(), &settings).await?;
@@ -100,7 +105,7 @@ impl Gateway {
         let signals = Arc::new(AppendSignals::default());
         let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
             .map(|i| {
-                let slot = LogSlot::new(backend.clone(), signals.clone());
+                let slot = LogSlot::new(logs.clone(), signals.clone());
                 let arbiter = &arbiters[i % arbiters.len()];
                 LogSlot::start_in_arbiter(arbiter, |_| slot)
             })
@@ -129,6 +134,7 @@ impl Gateway {
         let queued_request_bytes = ByteBudget::new(settings.limits.queued_max_request_bytes);
         let sasl = Arc::new(Authenticator::new(settings.sasl.clone(), backend.clone()));
         Ok(Gateway {
+            logs,
             queued_request_bytes,
             settings,
             backend,

@@ -32,6 +32,7 @@ pub mod sasl;
 pub mod server;
 pub mod session;
 pub mod settings;
+pub mod store;
 #[cfg(test)]
 mod test_backend;
 pub mod tls;

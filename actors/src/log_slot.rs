@@ -12,9 +12,10 @@ use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
 
 use crate::append_signals::AppendSignals;
-use crate::backend::{AppendBatch, Appended, Backend, BackendError, ProducerBatch, TopicPartition};
+use crate::backend::{AppendBatch, Appended, BackendError, ProducerBatch, TopicPartition};
 use crate::metrics::Queued;
 use crate::producer_state::{ProducerStates, SequenceError};
+use crate::store::Logs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
@@ -47,16 +48,16 @@ pub struct Append {
 }
 
 pub struct LogSlot {
-    backend: Arc<dyn Backend>,
+    logs: Logs,
     signals: Arc<AppendSignals>,
     /// Producer state of each idempotently written partition of this slot, loaded on first use.
     producers: HashMap<TopicPartition, ProducerStates>,
 }
 
 impl LogSlot {
-    pub fn new(backend: Arc<dyn Backend>, signals: Arc<AppendSignals>) -> Self {
+    pub fn new(logs: Logs, signals: Arc<AppendSignals>) -> Self {
         LogSlot {
-            backend,
+            logs,
             signals,
             producers: HashMap::new(),
         }
@@ -80,10 +81,9 @@ impl Handler<Append> for LogSlot {
     fn handle(&mut self, msg: Append, _: &mut Self::Context) -> Self::Result {
         let Append { tp, batch, queued } = msg;
         let header = batch.header;
-        let backend = self.backend.clone();
         let history = (header.is_idempotent() && !self.producers.contains_key(&tp)).then(|| {
-            let (backend, tp) = (backend.clone(), tp.clone());
-            async move { backend.producer_batches(&tp).await }
+            let (logs, tp) = (self.logs.clone(), tp.clone());
+            async move { logs.producer_history(tp).await }
         });
         let load = async move {
             match history {
@@ -105,12 +105,12 @@ impl Handler<Append> for LogSlot {
                             _ => Ok(None),
                         }
                     });
-                    let backend = act.backend.clone();
+                    let logs = act.logs.clone();
                     async move {
                         match checked? {
                             Some(base_offset) => {
                                 // A retry of a batch already written: its offset, nothing written.
-                                let watermarks = backend.watermarks(&tp).await?;
+                                let watermarks = logs.watermarks(tp.clone()).await?;
                                 Ok((
                                     tp,
                                     base_offset,
@@ -122,7 +122,7 @@ impl Handler<Append> for LogSlot {
                                 ))
                             }
                             None => {
-                                let appended = backend.append(&tp, batch).await?;
+                                let appended = logs.append(tp.clone(), batch).await?;
                                 Ok((tp, appended.base_offset, appended, true))
                             }
                         }

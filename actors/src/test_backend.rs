@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 
 use crate::backend::*;
 use crate::settings::{BrokerSettings, TopicRules};
+use crate::store::{LogAnswer, LogCall, LogStore};
 
 /// Committed offsets in memory, and no topics. Commits take `delay`, and with a
 /// `gate` each waits for a permit of it, telling `entered` once it is in the store;
@@ -33,6 +34,12 @@ pub struct TestOffsets {
 
 fn unused<T>() -> BackendFuture<'static, T> {
     Box::pin(async { Err(BackendError::Fatal("not used by the tests".into())) })
+}
+
+impl LogStore for TestOffsets {
+    fn call(&self, _: LogCall) -> BackendFuture<'_, LogAnswer> {
+        unused()
+    }
 }
 
 impl Backend for TestOffsets {
@@ -63,28 +70,6 @@ impl Backend for TestOffsets {
         _: std::collections::BTreeMap<String, String>,
     ) -> BackendFuture<'_, ()> {
         Box::pin(async { Ok(()) })
-    }
-    fn append(&self, _: &TopicPartition, _: AppendBatch) -> BackendFuture<'_, Appended> {
-        unused()
-    }
-    fn read(&self, _: &TopicPartition, _: i64, _: usize) -> BackendFuture<'_, ReadBatches> {
-        unused()
-    }
-    fn watermarks(&self, _: &TopicPartition) -> BackendFuture<'_, Watermarks> {
-        unused()
-    }
-    fn offset_for_timestamp(
-        &self,
-        _: &TopicPartition,
-        _: i64,
-    ) -> BackendFuture<'_, Option<TimestampedOffset>> {
-        unused()
-    }
-    fn max_timestamp(&self, _: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
-        unused()
-    }
-    fn producer_batches(&self, _: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
-        unused()
     }
     fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
         unused()

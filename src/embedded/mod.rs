@@ -15,6 +15,7 @@
 //! actor's thread.
 
 mod index;
+mod log;
 mod offsets;
 
 use std::collections::{BTreeMap, HashMap};
@@ -26,9 +27,8 @@ use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
     AclBinding, AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
-    ClientQuotas, ClusterConfigs, CommittedOffset, ProducerBatch, QuotaChange, ReadBatches,
-    ScramCredential, ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta,
-    TopicPartition, Watermarks,
+    ClientQuotas, ClusterConfigs, CommittedOffset, QuotaChange, ReadBatches, ScramCredential,
+    ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition,
 };
 use iggy_kafka_actors::protocol::records;
 use parking_lot::{Mutex, RwLock};
@@ -652,67 +652,6 @@ impl Backend for EmbeddedStore {
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
         let name = name.to_string();
         blocking(&self.inner, move |s| s.delete_topic(&name))
-    }
-
-    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {
-        let tp = tp.clone();
-        blocking(&self.inner, move |s| s.append(&tp, batch))
-    }
-
-    fn read(
-        &self,
-        tp: &TopicPartition,
-        offset: i64,
-        max_bytes: usize,
-    ) -> BackendFuture<'_, ReadBatches> {
-        let tp = tp.clone();
-        blocking(&self.inner, move |s| s.read(&tp, offset, max_bytes))
-    }
-
-    fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks> {
-        let w = self
-            .inner
-            .log(tp)
-            .map(|log| log.partitions[tp.partition as usize].lock().watermarks());
-        Box::pin(async move { w })
-    }
-
-    fn offset_for_timestamp(
-        &self,
-        tp: &TopicPartition,
-        timestamp: i64,
-    ) -> BackendFuture<'_, Option<TimestampedOffset>> {
-        let tp = tp.clone();
-        blocking(&self.inner, move |s| {
-            let batch = s.log(&tp)?.partitions[tp.partition as usize]
-                .lock()
-                .first_batch_reaching(timestamp);
-            s.find_record(&tp, batch, |ts| ts >= timestamp)
-        })
-    }
-
-    fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
-        let tp = tp.clone();
-        blocking(&self.inner, move |s| {
-            let max = s.log(&tp)?.partitions[tp.partition as usize]
-                .lock()
-                .max_timestamp();
-            match max {
-                Some((base_offset, max_ts)) => {
-                    s.find_record(&tp, Some(base_offset), |ts| ts == max_ts)
-                }
-                None => Ok(None),
-            }
-        })
-    }
-
-    fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
-        let batches = self.inner.log(tp).map(|log| {
-            log.partitions[tp.partition as usize]
-                .lock()
-                .producer_batches()
-        });
-        Box::pin(async move { batches })
     }
 
     fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {

@@ -46,6 +46,7 @@ use iggy_kafka_actors::backend::{
     ScramCredential, ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta,
     TopicPartition, Watermarks,
 };
+use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
 use parking_lot::Mutex;
 
 use acls::{AclRecord, Acls};
@@ -1450,12 +1451,35 @@ impl Inner {
     }
 }
 
-impl Backend for IggyBackend {
-    /// Native Iggy producers write to the same topics.
+impl LogStore for IggyBackend {
+    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+        self.run(move |s| async move {
+            Ok(match call {
+                LogCall::Append { tp, batch } => LogAnswer::Appended(s.append(tp, batch).await?),
+                LogCall::Read {
+                    tp,
+                    offset,
+                    max_bytes,
+                } => LogAnswer::Read(s.read(tp, offset, max_bytes).await?),
+                LogCall::Watermarks(tp) => LogAnswer::Watermarks(s.watermarks(&tp).await?),
+                LogCall::OffsetForTimestamp { tp, timestamp } => {
+                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp).await?)
+                }
+                LogCall::MaxTimestamp(tp) => LogAnswer::Record(s.max_timestamp(tp).await?),
+                LogCall::ProducerHistory(tp) => {
+                    LogAnswer::ProducerHistory(s.producer_batches(&tp).await?)
+                }
+            })
+        })
+    }
+
     fn external_appends(&self) -> bool {
         true
     }
+}
 
+impl Backend for IggyBackend {
+    /// Native Iggy producers write to the same topics.
     fn allocate_node_id(&self, address: &str) -> BackendFuture<'_, Option<i32>> {
         let address = Bytes::from(address.to_string());
         self.run(|s| async move { s.node_id(address).await.map(Some) })
@@ -1547,45 +1571,6 @@ impl Backend for IggyBackend {
 
     fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
         self.run(|s| async move { s.alter_client_quotas(changes).await })
-    }
-
-    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendFuture<'_, Appended> {
-        let tp = tp.clone();
-        self.run(|s| async move { s.append(tp, batch).await })
-    }
-
-    fn read(
-        &self,
-        tp: &TopicPartition,
-        offset: i64,
-        max_bytes: usize,
-    ) -> BackendFuture<'_, ReadBatches> {
-        let tp = tp.clone();
-        self.run(move |s| async move { s.read(tp, offset, max_bytes).await })
-    }
-
-    fn watermarks(&self, tp: &TopicPartition) -> BackendFuture<'_, Watermarks> {
-        let tp = tp.clone();
-        self.run(|s| async move { s.watermarks(&tp).await })
-    }
-
-    fn offset_for_timestamp(
-        &self,
-        tp: &TopicPartition,
-        timestamp: i64,
-    ) -> BackendFuture<'_, Option<TimestampedOffset>> {
-        let tp = tp.clone();
-        self.run(move |s| async move { s.offset_for_timestamp(tp, timestamp).await })
-    }
-
-    fn max_timestamp(&self, tp: &TopicPartition) -> BackendFuture<'_, Option<TimestampedOffset>> {
-        let tp = tp.clone();
-        self.run(|s| async move { s.max_timestamp(tp).await })
-    }
-
-    fn producer_batches(&self, tp: &TopicPartition) -> BackendFuture<'_, Vec<ProducerBatch>> {
-        let tp = tp.clone();
-        self.run(|s| async move { s.producer_batches(&tp).await })
     }
 
     fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {

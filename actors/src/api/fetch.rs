@@ -81,7 +81,7 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
     let read_committed = req.isolation_level == READ_COMMITTED;
     // Appends by others (native Iggy producers) send no signal: look again now and
     // then, backing off, besides waking at once on this gateway's own appends.
-    let mut poll = gw.backend.external_appends().then_some(FIRST_POLL);
+    let mut poll = gw.logs.external_appends().then_some(FIRST_POLL);
     loop {
         // Subscribe before reading, so an append landing in between still wakes us.
         let mut signals: Vec<_> = topics
@@ -211,7 +211,7 @@ async fn read_partition(
     offset: i64,
     max_bytes: usize,
 ) -> Result<(Vec<Bytes>, i64, i64), ResponseError> {
-    let read = gw.backend.read(tp, offset, max_bytes.max(1)).await;
+    let read = gw.logs.read(tp.clone(), offset, max_bytes.max(1)).await;
     let ReadBatches {
         batches,
         watermarks: w,

@@ -97,10 +97,10 @@ async fn lookup(
         })
     };
     Ok(match timestamp {
-        LATEST => at(gw.backend.watermarks(tp).await?.high),
-        EARLIEST | EARLIEST_LOCAL => at(gw.backend.watermarks(tp).await?.log_start),
-        MAX_TIMESTAMP => gw.backend.max_timestamp(tp).await?,
-        t if t >= 0 => gw.backend.offset_for_timestamp(tp, t).await?,
+        LATEST => at(gw.logs.watermarks(tp.clone()).await?.high),
+        EARLIEST | EARLIEST_LOCAL => at(gw.logs.watermarks(tp.clone()).await?.log_start),
+        MAX_TIMESTAMP => gw.logs.max_timestamp(tp.clone()).await?,
+        t if t >= 0 => gw.logs.offset_for_timestamp(tp.clone(), t).await?,
         // Anything else, such as -5 (latest tiered offset): nothing is tiered here.
         _ => None,
     })

@@ -578,9 +578,15 @@ mod tests {
             failing_reads: true,
             ..Default::default()
         });
-        let gw = Gateway::start(settings(), backend, Metrics::new(), &[Arbiter::current()])
-            .await
-            .unwrap();
+        let gw = Gateway::start(
+            settings(),
+            backend.clone(),
+            backend,
+            Metrics::new(),
+            &[Arbiter::current()],
+        )
+        .await
+        .unwrap();
         // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
         let retriable = ResponseError::CoordinatorLoadInProgress.code();
         for v in 1..=9 {

@@ -1,0 +1,120 @@
+//! The log port: what a partition log needs and nothing else. Every call is a
+//! [`LogCall`] answered by a [`LogAnswer`], so one layer can time, count or trace all
+//! of them (`metrics::MeteredLog`); [`Logs`] gives the calls their types back.
+
+use std::sync::Arc;
+
+use crate::backend::{
+    AppendBatch, Appended, BackendError, BackendFuture, BackendResult, ProducerBatch, ReadBatches,
+    TimestampedOffset, TopicPartition, Watermarks,
+};
+
+/// One call to a log store.
+#[derive(Debug)]
+pub enum LogCall {
+    /// Appends one batch and says where it landed. Calls for one partition are never
+    /// concurrent (the log slots serialize them); when the answer comes the batch
+    /// survives a crash of the gateway process.
+    Append {
+        tp: TopicPartition,
+        batch: AppendBatch,
+    },
+    /// Batches holding `offset` and after, up to about `max_bytes` (always at least one
+    /// batch when any exists, as Kafka does).
+    Read {
+        tp: TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    },
+    Watermarks(TopicPartition),
+    /// The first record whose timestamp is at or after `timestamp`.
+    OffsetForTimestamp {
+        tp: TopicPartition,
+        timestamp: i64,
+    },
+    /// The record with the largest timestamp (the first of them on ties).
+    MaxTimestamp(TopicPartition),
+    /// The last few batches of each idempotent producer, oldest first, so sequence
+    /// checks survive a restart.
+    ProducerHistory(TopicPartition),
+}
+
+impl LogCall {
+    /// The call's name, as metrics label it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LogCall::Append { .. } => "append",
+            LogCall::Read { .. } => "read",
+            LogCall::Watermarks(_) => "watermarks",
+            LogCall::OffsetForTimestamp { .. } => "offset_for_timestamp",
+            LogCall::MaxTimestamp(_) => "max_timestamp",
+            LogCall::ProducerHistory(_) => "producer_batches",
+        }
+    }
+}
+
+/// What a [`LogCall`] gets back, one variant per kind of call.
+#[derive(Debug)]
+pub enum LogAnswer {
+    Appended(Appended),
+    Read(ReadBatches),
+    Watermarks(Watermarks),
+    Record(Option<TimestampedOffset>),
+    ProducerHistory(Vec<ProducerBatch>),
+}
+
+/// Partition logs: the embedded store's keyspaces, or Iggy's partitions.
+pub trait LogStore: Send + Sync + 'static {
+    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer>;
+    /// True when writers other than this gateway append to the logs (native Iggy
+    /// producers): their appends raise no signal, so waiting fetches also re-read.
+    fn external_appends(&self) -> bool {
+        false
+    }
+}
+
+/// A log store with typed calls. Cheap to clone.
+#[derive(Clone)]
+pub struct Logs(Arc<dyn LogStore>);
+
+/// Each typed call: the [`LogCall`] it sends and the [`LogAnswer`] it expects.
+macro_rules! typed_calls {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $out:ty = $call:expr => $answer:ident;)*) => {
+        impl Logs {
+            $($(#[$doc])* pub async fn $name(&self, $($arg: $ty),*) -> BackendResult<$out> {
+                let call = $call;
+                let name = call.name();
+                match self.0.call(call).await? {
+                    LogAnswer::$answer(answer) => Ok(answer),
+                    _ => Err(BackendError::Fatal(format!(
+                        "the log store answered {name} with another kind of answer"
+                    ))),
+                }
+            })*
+        }
+    };
+}
+
+typed_calls! {
+    append(tp: TopicPartition, batch: AppendBatch) -> Appended =
+        LogCall::Append { tp, batch } => Appended;
+    read(tp: TopicPartition, offset: i64, max_bytes: usize) -> ReadBatches =
+        LogCall::Read { tp, offset, max_bytes } => Read;
+    watermarks(tp: TopicPartition) -> Watermarks = LogCall::Watermarks(tp) => Watermarks;
+    offset_for_timestamp(tp: TopicPartition, timestamp: i64) -> Option<TimestampedOffset> =
+        LogCall::OffsetForTimestamp { tp, timestamp } => Record;
+    max_timestamp(tp: TopicPartition) -> Option<TimestampedOffset> =
+        LogCall::MaxTimestamp(tp) => Record;
+    producer_history(tp: TopicPartition) -> Vec<ProducerBatch> =
+        LogCall::ProducerHistory(tp) => ProducerHistory;
+}
+
+impl Logs {
+    pub fn new(store: Arc<dyn LogStore>) -> Logs {
+        Logs(store)
+    }
+
+    pub fn external_appends(&self) -> bool {
+        self.0.external_appends()
+    }
+}

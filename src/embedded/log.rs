@@ -1,0 +1,58 @@
+//! The embedded store as a log store: each call runs on tokio's blocking pool, except
+//! watermarks and producer history, which are in memory.
+
+use iggy_kafka_actors::backend::BackendFuture;
+use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
+
+use super::{blocking, EmbeddedStore};
+
+impl LogStore for EmbeddedStore {
+    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+        match call {
+            LogCall::Append { tp, batch } => blocking(&self.inner, move |s| {
+                s.append(&tp, batch).map(LogAnswer::Appended)
+            }),
+            LogCall::Read {
+                tp,
+                offset,
+                max_bytes,
+            } => blocking(&self.inner, move |s| {
+                s.read(&tp, offset, max_bytes).map(LogAnswer::Read)
+            }),
+            LogCall::Watermarks(tp) => {
+                let w = self
+                    .inner
+                    .log(&tp)
+                    .map(|log| log.partitions[tp.partition as usize].lock().watermarks());
+                Box::pin(async move { w.map(LogAnswer::Watermarks) })
+            }
+            LogCall::OffsetForTimestamp { tp, timestamp } => blocking(&self.inner, move |s| {
+                let batch = s.log(&tp)?.partitions[tp.partition as usize]
+                    .lock()
+                    .first_batch_reaching(timestamp);
+                s.find_record(&tp, batch, |ts| ts >= timestamp)
+                    .map(LogAnswer::Record)
+            }),
+            LogCall::MaxTimestamp(tp) => blocking(&self.inner, move |s| {
+                let max = s.log(&tp)?.partitions[tp.partition as usize]
+                    .lock()
+                    .max_timestamp();
+                let found = match max {
+                    Some((base_offset, max_ts)) => {
+                        s.find_record(&tp, Some(base_offset), |ts| ts == max_ts)?
+                    }
+                    None => None,
+                };
+                Ok(LogAnswer::Record(found))
+            }),
+            LogCall::ProducerHistory(tp) => {
+                let batches = self.inner.log(&tp).map(|log| {
+                    log.partitions[tp.partition as usize]
+                        .lock()
+                        .producer_batches()
+                });
+                Box::pin(async move { batches.map(LogAnswer::ProducerHistory) })
+            }
+        }
+    }
+}
