@@ -10,6 +10,7 @@ pub mod iggy;
 pub mod kafka;
 pub mod sasl;
 pub mod tls;
+pub mod versions;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
