@@ -21,7 +21,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Message, Statistics};
 
 use support::acls::{create_topic_code, CLUSTER_AUTHORIZATION_FAILED};
@@ -476,18 +478,21 @@ fn fetch(c: &mut RawClient, topic: &str) -> FetchResponse {
     call!(c, Fetch, 11, request)
 }
 
-/// How long an ApiVersions takes to be answered: as long as the connection is muted.
-fn api_versions_wait(c: &mut RawClient) -> Duration {
-    let started = Instant::now();
-    call!(
-        c,
-        ApiVersions,
-        3,
+fn api_versions_request() -> RequestKind {
+    RequestKind::ApiVersions(
         ApiVersionsRequest::default()
             .with_client_software_name(s("raw"))
-            .with_client_software_version(s("1"))
-    );
-    started.elapsed()
+            .with_client_software_version(s("1")),
+    )
+}
+
+/// An ApiVersions v3 answered without error.
+fn api_versions_answered(c: &mut RawClient) {
+    let ResponseKind::ApiVersions(r) = c.call(ApiKey::ApiVersions, 3, api_versions_request())
+    else {
+        unreachable!()
+    };
+    assert_eq!(r.error_code, 0, "{r:?}");
 }
 
 #[test]
@@ -555,14 +560,17 @@ fn quotas_on_iggy_come_back_from_their_snapshot() {
     assert_eq!(describe(&mut c, 1, &[], false), (0, Some(want)));
 }
 
-/// Whether a connection from `source` is served: its ApiVersions answered.
+/// Whether a connection from `source` is served (its ApiVersions answered) or closed
+/// unserved (end of stream or a reset, nothing sent); a connection left open without
+/// an answer until the read timeout fails.
 fn served_from(gw: &Gateway, source: &str) -> bool {
     let mut c = RawClient::connect_from(source.parse().unwrap(), gw.addr);
-    let request = ApiVersionsRequest::default()
-        .with_client_software_name(s("raw"))
-        .with_client_software_version(s("1"));
-    c.send(ApiKey::ApiVersions, 3, &RequestKind::ApiVersions(request));
-    c.read_frame().is_some()
+    c.send(ApiKey::ApiVersions, 3, &api_versions_request());
+    match c.next() {
+        support::Next::Frame(_) => true,
+        support::Next::Closed => false,
+        support::Next::Silent => panic!("a connection from {source} neither served nor closed"),
+    }
 }
 
 #[test]
@@ -582,14 +590,10 @@ fn an_ip_over_its_connection_rate_is_closed_unserved() {
     // the eleventh closed; refused ones are not counted, so it stays refused.
     let served = (0..10).filter(|_| served_from(&gw, "127.0.0.7")).count();
     assert_eq!(served, 10);
-    let started = Instant::now();
+    // Held for its throttle time, then closed (not held open until the read timeout).
     assert!(
         !served_from(&gw, "127.0.0.7"),
         "the 11th connection was served"
-    );
-    assert!(
-        started.elapsed() <= Duration::from_secs(3),
-        "held longer than a sample"
     );
     assert!(!served_from(&gw, "127.0.0.7"));
     let scrape = Scrape::take(gw.admin);
@@ -626,10 +630,9 @@ fn over_its_quota_a_request_is_throttled_and_its_connection_muted() {
     let second = produce(&mut c, "q", 11_000);
     let throttle = second.throttle_time_ms;
     assert!((1_000..20_000).contains(&throttle), "{second:?}");
-    // The records were stored anyway; the next request waits out the throttle time.
+    // The records were stored anyway.
     let code = second.responses[0].partition_responses[0].error_code;
     assert_eq!(code, 0);
-    let waited = api_versions_wait(&mut c);
     let throttled = |quota| {
         let scrape = Scrape::take(gw.admin);
         scrape.sum(
@@ -638,11 +641,21 @@ fn over_its_quota_a_request_is_throttled_and_its_connection_muted() {
         )
     };
     assert_eq!(throttled("producer_byte_rate"), 1.0);
-    let throttle = Duration::from_millis(throttle as u64);
-    assert!(waited >= throttle.mul_f64(0.9), "{waited:?} < {throttle:?}");
-    // Another client id is not throttled, nor muted, on its own connection.
+    // The connection is muted for the throttle time (at least the second asserted
+    // above): its next request stays unanswered while another connection is served,
+    // and is answered once the mute ends. The read timeout leaves room for the mute.
+    c.set_read_timeout(Duration::from_millis(throttle as u64) + Duration::from_secs(10));
+    c.send(ApiKey::ApiVersions, 3, &api_versions_request());
     let mut other = RawClient::connect(gw.addr);
-    assert!(api_versions_wait(&mut other) < Duration::from_millis(500));
+    api_versions_answered(&mut other);
+    assert!(
+        !c.has_arrived(),
+        "the throttled connection was served while muted"
+    );
+    let ResponseKind::ApiVersions(r) = c.receive(ApiKey::ApiVersions, 3) else {
+        unreachable!()
+    };
+    assert_eq!(r.error_code, 0, "after the mute: {r:?}");
 
     // A Fetch over its quota: an empty answer with the throttle time, as Kafka's.
     set(&mut c, RAW_CLIENT, "consumer_byte_rate", 1000.0);
@@ -662,9 +675,13 @@ fn over_its_quota_a_request_is_throttled_and_its_connection_muted() {
     assert!(records > 20_000, "{r:?}");
 }
 
-/// The largest throttle time librdkafka reported, from its statistics.
+/// What librdkafka reported of a client's run: the largest throttle time in its
+/// statistics, and the bytes done (acknowledged or consumed).
 #[derive(Clone, Default)]
-struct Throttles(Arc<AtomicI64>);
+struct Throttles {
+    max_ms: Arc<AtomicI64>,
+    done: Arc<AtomicI64>,
+}
 
 impl ClientContext for Throttles {
     fn stats(&self, statistics: Statistics) {
@@ -674,22 +691,27 @@ impl ClientContext for Throttles {
             .filter_map(|b| b.throttle.as_ref().map(|w| w.max))
             .max()
             .unwrap_or(0);
-        self.0.fetch_max(max, Ordering::Relaxed);
+        self.max_ms.fetch_max(max, Ordering::SeqCst);
     }
 }
 
 impl ProducerContext for Throttles {
-    type DeliveryOpaque = Arc<AtomicI64>;
+    type DeliveryOpaque = ();
 
-    fn delivery(
-        &self,
-        result: &rdkafka::message::DeliveryResult<'_>,
-        delivered: Self::DeliveryOpaque,
-    ) {
-        if let Ok(m) = result {
-            let len = m.payload().map_or(0, |p| p.len());
-            delivered.fetch_add(len as i64, Ordering::Relaxed);
-        }
+    fn delivery(&self, result: &rdkafka::message::DeliveryResult<'_>, _: ()) {
+        // Purged at the end of the run: not delivered, and no error of the gateway's.
+        let m = match result {
+            Ok(m) => m,
+            Err((
+                KafkaError::MessageProduction(
+                    RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight,
+                ),
+                _,
+            )) => return,
+            Err((e, _)) => panic!("a record was not delivered: {e}"),
+        };
+        let len = m.payload().map_or(0, |p| p.len());
+        self.done.fetch_add(len as i64, Ordering::SeqCst);
     }
 }
 
@@ -720,13 +742,21 @@ struct Run {
 }
 
 impl Run {
+    fn of(throttles: &Throttles, took: Duration) -> Run {
+        Run {
+            bytes: throttles.done.load(Ordering::SeqCst) as f64,
+            took,
+            throttle_ms: throttles.max_ms.load(Ordering::SeqCst),
+        }
+    }
+
     fn rate(&self) -> f64 {
         self.bytes / self.took.as_secs_f64()
     }
 }
 
 /// Produces 1 kB records as fast as the gateway lets it for `RUN` (or until
-/// `UNBOUNDED_STOP` bytes are acknowledged).
+/// `UNBOUNDED_STOP` bytes are acknowledged); any failed delivery fails the test.
 fn produce_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
     let throttles = Throttles::default();
     let producer: ThreadedProducer<Throttles> = config(bootstrap, client_id)
@@ -734,28 +764,28 @@ fn produce_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
         .set("batch.size", "16384") // a quarter of IN_FLIGHT_BYTES
         .create_with_context(throttles.clone())
         .expect("producer");
-    let delivered = Arc::new(AtomicI64::new(0));
     let payload = vec![b'p'; 1024];
     let started = Instant::now();
-    let acknowledged = || delivered.load(Ordering::Relaxed) as f64;
+    let acknowledged = || throttles.done.load(Ordering::SeqCst) as f64;
     while started.elapsed() < RUN && acknowledged() < UNBOUNDED_STOP {
-        let record = BaseRecord::with_opaque_to(topic, delivered.clone())
+        let record = BaseRecord::<str, [u8]>::to(topic)
             .payload(&payload[..])
             .key("k");
-        if producer.send(record).is_err() {
-            std::thread::sleep(Duration::from_millis(5));
+        match producer.send(record) {
+            Ok(()) => {}
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err((e, _)) => panic!("{client_id}: a record was not queued: {e}"),
         }
     }
-    let run = Run {
-        bytes: acknowledged(),
-        took: started.elapsed(),
-        throttle_ms: throttles.0.load(Ordering::Relaxed),
-    };
+    let run = Run::of(&throttles, started.elapsed());
     producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
     run
 }
 
-/// Consumes `topic` from its start for `RUN` (or until `UNBOUNDED_STOP` bytes).
+/// Consumes `topic` from its start for `RUN` (or until `UNBOUNDED_STOP` bytes); a
+/// consumer error fails the test at once.
 fn consume_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
     let throttles = Throttles::default();
     let consumer: BaseConsumer<Throttles> = config(bootstrap, client_id)
@@ -768,40 +798,58 @@ fn consume_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
         .create_with_context(throttles.clone())
         .expect("consumer");
     consumer.subscribe(&[topic]).expect("subscribe");
-    let mut bytes = 0.0;
     let started = Instant::now();
-    while started.elapsed() < RUN && bytes < UNBOUNDED_STOP {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
-            bytes += m.payload().map_or(0, |p| p.len()) as f64;
+    let consumed = || throttles.done.load(Ordering::SeqCst) as f64;
+    while started.elapsed() < RUN && consumed() < UNBOUNDED_STOP {
+        match consumer.poll(Duration::from_millis(100)) {
+            None => {}
+            Some(Ok(m)) => {
+                let len = m.payload().map_or(0, |p| p.len());
+                throttles.done.fetch_add(len as i64, Ordering::SeqCst);
+            }
+            Some(Err(e)) => panic!("{client_id}: consumer error: {e}"),
         }
     }
-    Run {
-        bytes,
-        took: started.elapsed(),
-        throttle_ms: throttles.0.load(Ordering::Relaxed),
-    }
+    Run::of(&throttles, started.elapsed())
 }
 
-/// The client with a quota was throttled and held near it; the one without was not.
-fn held_near(quota: f64, slow: &Run, fast: &Run) {
+/// Framing on top of the 1 kB values these clients move (record, batch and request
+/// headers): generous.
+const FRAMING: f64 = 1.05;
+/// Kafka's rate window is at least this long (11 samples of 1 s, the current one
+/// partly elapsed).
+const MIN_WINDOW_MS: f64 = 10_000.0;
+
+/// The client with a quota was throttled, never told to wait longer than Kafka's
+/// formula allows for all it moved ((rate - quota) / quota × window is bytes in the
+/// window / quota - window: at most its bytes, framed, and what it had on the wire,
+/// over the quota, less the shortest window), and not starved: served at least the
+/// shortest window's allowance less what one request brings, all it may have before
+/// its first throttle whenever that comes. The one without a quota was never
+/// throttled. The rates reached are printed, not asserted: speed is for benchmarks.
+fn held_near(what: &str, quota: f64, slow: &Run, fast: &Run) {
+    println!(
+        "bench: {what}: with a quota of {quota:.0} B/s {:.0} B/s, without {:.0} B/s",
+        slow.rate(),
+        fast.rate()
+    );
+    let moved = slow.bytes * FRAMING + IN_FLIGHT_BYTES;
+    let most = (moved / quota * 1000.0 - MIN_WINDOW_MS) as i64;
     assert!(
-        slow.throttle_ms > 0,
-        "the client with a quota was never throttled"
+        (1..=most).contains(&slow.throttle_ms),
+        "{what}: the client with a quota was throttled {} ms (expected 1 to {most}): {slow:?}",
+        slow.throttle_ms
     );
     assert_eq!(
         fast.throttle_ms, 0,
-        "the client without a quota was throttled"
+        "{what}: the client without a quota was throttled: {fast:?}"
     );
-    // Kafka measures the rate over at least 10 s (11 samples of 1 s): a client starts
-    // with up to a window's worth of allowance on top of the quota over its run. And
-    // what was already sent when a throttle began is still taken, as in Kafka.
-    let allowance = quota * (slow.took.as_secs_f64() + 11.0) + IN_FLIGHT_BYTES;
-    assert!(slow.bytes <= allowance, "{slow:?} is over its quota");
-    assert!(slow.rate() >= quota / 2.0, "{slow:?} is starved");
+    let allowance = quota * MIN_WINDOW_MS / 1000.0 - IN_FLIGHT_BYTES;
     assert!(
-        fast.rate() >= 5.0 * slow.rate(),
-        "{fast:?} against {slow:?}"
+        slow.bytes >= allowance,
+        "{what}: the client with a quota was starved (under {allowance} B): {slow:?}"
     );
+    assert!(fast.bytes > 0.0, "{what}: {fast:?}");
 }
 
 #[test]
@@ -831,7 +879,7 @@ fn librdkafka_clients_are_held_near_their_quota() {
         (slow.join().unwrap(), fast.join().unwrap())
     });
     println!("produced: with a quota {slow:?}, without {fast:?}");
-    held_near(QUOTA, &slow, &fast);
+    held_near("produce", QUOTA, &slow, &fast);
 
     // Two consumers of what was produced at once, likewise.
     let (slow, fast) = std::thread::scope(|scope| {
@@ -840,7 +888,7 @@ fn librdkafka_clients_are_held_near_their_quota() {
         (slow.join().unwrap(), fast.join().unwrap())
     });
     println!("consumed: with a quota {slow:?}, without {fast:?}");
-    held_near(QUOTA, &slow, &fast);
+    held_near("consume", QUOTA, &slow, &fast);
 }
 
 support::on_every_store!(quota_apis_answer_as_kafka_does);

@@ -1,18 +1,16 @@
-//! Versions as data: every (API, version) in `iggy_kafka_actors::protocol::versions::SERVED` gets a
-//! valid request built with `kafka-protocol` at exactly that version, and its answer
-//! must decode at that version and say what a Kafka broker would. Widening a range in
-//! SERVED widens this test; an API added to SERVED fails it until it is taught here.
+//! Versions as data: every (API, version) pinned in `tests/support/versions.rs` (Kafka
+//! 4.1's ranges, written down apart from the gateway's `SERVED`) gets a valid request
+//! built with `kafka-protocol` at exactly that version, and its answer must decode at
+//! that version and say what a Kafka broker would. ApiVersions must advertise exactly
+//! the pinned ranges, so a range narrowed or widened in SERVED fails here; an API added
+//! to the pinned table fails until it is taught here.
 
 mod support;
 
 use std::collections::HashSet;
-use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use iggy_kafka_actors::protocol::versions::SERVED;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
@@ -38,7 +36,8 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
-use support::{batch, call, framed, i32_at, record, topic_name as name, Gateway, RawClient, Store};
+use support::versions::{api_key, assert_advertised, SERVED};
+use support::{batch, call, i32_at, record, topic_name as name, Gateway, RawClient, Store};
 use uuid::Uuid;
 
 /// The topic every version reads and writes, and what it holds.
@@ -70,15 +69,16 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
         values,
         producer_ids,
     };
-    // Data for Fetch and ListOffsets, whichever API SERVED happens to list first.
+    // Data for Fetch and ListOffsets, whichever API the table happens to list first.
     for _ in 0..3 {
         produce(&mut c, 9, &mut t);
     }
 
     // Every version is tried even after one fails, so one run lists every broken one.
     let mut failures = Vec::new();
-    for &(key, min, max) in SERVED {
-        for v in min..=max {
+    for api in SERVED {
+        let key = api_key(api);
+        for v in api.min..=api.max {
             let outcome = catch_unwind(AssertUnwindSafe(|| match key {
                 ApiKey::Produce => produce(&mut c, v, &mut t),
                 ApiKey::Fetch => fetch(&mut c, v, &t),
@@ -126,13 +126,10 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
 
     // Every served API's answers are counted by error code on /metrics.
     let scrape = support::admin::Scrape::take(gw.admin);
-    let uncounted: Vec<ApiKey> = SERVED
+    let uncounted: Vec<&str> = SERVED
         .iter()
-        .map(|&(key, ..)| key)
-        .filter(|key| {
-            let api = format!("{key:?}");
-            scrape.sum("iggy_kafka_gateway_errors_total", &[("api", &api)]) == 0.0
-        })
+        .map(|api| api.name)
+        .filter(|api| scrape.sum("iggy_kafka_gateway_errors_total", &[("api", api)]) == 0.0)
         .collect();
     assert!(
         uncounted.is_empty(),
@@ -145,7 +142,8 @@ fn versions_just_outside_each_served_range_are_refused() {
     // A broker closes the connection on a version it does not serve, except for
     // ApiVersions, which KIP-511 answers at v0 with UNSUPPORTED_VERSION (35).
     let gw = Gateway::start();
-    for &(key, min, max) in SERVED {
+    for api in SERVED {
+        let (key, min, max) = (api_key(api), api.min, api.max);
         for v in [min - 1, max + 1].into_iter().filter(|&v| v >= 0) {
             let mut header = BytesMut::new();
             header.put_i16(key as i16);
@@ -160,17 +158,10 @@ fn versions_just_outside_each_served_range_are_refused() {
                 assert_eq!(i16::from_be_bytes([frame[4], frame[5]]), 35, "error code");
                 continue;
             }
-            let mut s = TcpStream::connect(gw.addr).unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            s.write_all(&framed(&header)).unwrap();
-            // Nothing comes back, and the gateway closes (a 5 s timeout fails).
-            let mut answer = Vec::new();
-            let read = s.read_to_end(&mut answer);
-            let reset = read
-                .as_ref()
-                .is_err_and(|e| e.kind() == ErrorKind::ConnectionReset);
-            assert!(read.is_ok() || reset, "{key:?} v{v}: not closed ({read:?})");
-            assert!(answer.is_empty(), "{key:?} v{v} was answered");
+            let mut c = RawClient::connect(gw.addr);
+            c.send_frame(&header);
+            // Nothing comes back, and the gateway closes (still open at 10 s fails).
+            c.assert_closed(&format!("{key:?} v{v}"));
         }
     }
 }
@@ -300,8 +291,7 @@ fn api_versions(c: &mut RawClient, v: i16) {
         .api_keys
         .iter()
         .map(|k| (k.api_key, k.min_version, k.max_version));
-    let served = SERVED.iter().map(|&(k, min, max)| (k as i16, min, max));
-    assert!(listed.eq(served), "ApiVersions lists {:?}", r.api_keys);
+    assert_advertised(&listed.collect::<Vec<_>>());
     // From v3 the gateway.version feature: levels 1 to 2 supported, 1 finalized.
     if v >= 3 {
         let supported = r
@@ -1011,8 +1001,20 @@ fn alter_user_scram_credentials(c: &mut RawClient, v: i16) {
 }
 
 fn describe_user_scram_credentials(c: &mut RawClient, v: i16) {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
     use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
-    let users = ["user-v0", "nobody"].map(|u| UserName::default().with_name(s(u)));
+    // A user of its own, whichever API the table lists first.
+    let user = format!("described-v{v}");
+    let upsertion = ScramCredentialUpsertion::default()
+        .with_name(s(&user))
+        .with_mechanism(1)
+        .with_iterations(4096)
+        .with_salt(Bytes::from_static(b"salt"))
+        .with_salted_password(Bytes::from(vec![7; 32]));
+    let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![upsertion]);
+    let r = call!(c, AlterUserScramCredentials, 0, request);
+    assert_eq!(r.results[0].error_code, 0, "{r:?}");
+    let users = [user.as_str(), "nobody"].map(|u| UserName::default().with_name(s(u)));
     let request = DescribeUserScramCredentialsRequest::default().with_users(Some(users.to_vec()));
     let r = call!(c, DescribeUserScramCredentials, v, request);
     let results: Vec<_> = r
@@ -1021,7 +1023,7 @@ fn describe_user_scram_credentials(c: &mut RawClient, v: i16) {
         .map(|x| (x.user.as_str(), x.error_code, x.credential_infos.len()))
         .collect();
     // RESOURCE_NOT_FOUND (91) for a user without credentials.
-    assert_eq!(results, [("user-v0", 0, 1), ("nobody", 91, 0)], "{r:?}");
+    assert_eq!(results, [(user.as_str(), 0, 1), ("nobody", 91, 0)], "{r:?}");
 }
 
 /// The binding each ACL version test makes: READ on topics prefixed `acl-v<v>-`.

@@ -1,11 +1,12 @@
 //! SASL on a SASL_PLAINTEXT listener: librdkafka producing and consuming with PLAIN,
 //! SCRAM-SHA-256 and SCRAM-SHA-512; failed logins (58, one message for a wrong password
-//! and an unknown user, growing delays); the gate before authentication; the SCRAM
+//! and an unknown user, the connection closed; the growing delays are unit-tested in
+//! `actors/src/sasl/mod.rs`); the gate before authentication; the SCRAM
 //! credential APIs; credentials across restarts; re-authentication (KIP-368).
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -213,11 +214,6 @@ fn metadata_v12(c: &mut RawClient) -> MetadataResponse {
     call!(c, Metadata, 12, MetadataRequest::default())
 }
 
-/// The connection was closed without an answer to the request just sent.
-fn closed_without_answer(c: &mut RawClient) -> bool {
-    c.read_frame().is_none()
-}
-
 #[test]
 fn a_wrong_password_and_an_unknown_user_are_refused_alike() {
     let gw = Gateway::start_with(&[
@@ -235,7 +231,7 @@ fn a_wrong_password_and_an_unknown_user_are_refused_alike() {
         let mut c = RawClient::connect(gw.addr);
         let r = plain_login(&mut c, user, password);
         answers.push(refusal(&r));
-        assert!(c.is_closed(), "a failed login closes the connection");
+        c.assert_closed("a failed PLAIN login");
     }
     assert_eq!(answers[0], answers[1]);
     let (code, message, _) = &answers[0];
@@ -253,7 +249,7 @@ fn a_wrong_password_and_an_unknown_user_are_refused_alike() {
             let (server_first, last) = scram_login(&mut c, 2, sha512, user, password);
             assert!(server_first.contains(",s=") && server_first.contains(",i="));
             answers.push(refusal(&last));
-            assert!(c.is_closed());
+            c.assert_closed(&format!("a failed {} login", scram_mechanism(sha512)));
         }
         assert_eq!(answers[0], answers[1]);
         assert_eq!(answers[0].0, 58);
@@ -349,41 +345,32 @@ fn handshake_v0_exchanges_bare_tokens() {
     assert_eq!((handshake.min_version, handshake.max_version), (0, 1));
 }
 
+/// Failed logins from one address, again and again, and after a success: each is
+/// answered SASL_AUTHENTICATION_FAILED (58) and its connection closed. How the delay
+/// before each answer grows, and that a success clears it, is unit-tested without a
+/// clock (`actors/src/sasl/mod.rs`).
 #[test]
-fn failed_logins_from_one_address_wait_longer_each_time() {
+fn failed_logins_from_one_address_are_refused_and_closed_each_time() {
     let gw = Gateway::start_with(&[
         ("listeners", SASL),
         ("sasl_enabled_mechanisms", "PLAIN"),
         ("sasl_scram_users", "alice:alice-secret"),
-        ("sasl_failed_login_delay_ms", "300"),
-        ("sasl_failed_login_max_delay_ms", "700"),
+        ("sasl_failed_login_delay_ms", "50"),
+        ("sasl_failed_login_max_delay_ms", "200"),
     ]);
-    let mut took = Vec::new();
-    for _ in 0..4 {
+    let refused = |n: usize| {
         let mut c = RawClient::connect(gw.addr);
         assert_eq!(handshake(&mut c, "PLAIN").error_code, 0);
-        let started = Instant::now();
-        assert_eq!(authenticate(&mut c, 2, b"\0alice\0wrong").error_code, 58);
-        took.push(started.elapsed());
-    }
-    let ms: Vec<u128> = took.iter().map(Duration::as_millis).collect();
-    assert!(
-        ms[0] >= 300 && ms[1] >= 600 && ms[2] >= 700 && ms[3] >= 700,
-        "{ms:?}"
-    );
-    assert!(ms[3] < 1_500, "the delay is bounded: {ms:?}");
-    // A success clears the address's failures.
+        let r = authenticate(&mut c, 2, b"\0alice\0wrong");
+        assert_eq!(r.error_code, 58, "failed login {n}: {r:?}");
+        c.assert_closed(&format!("failed login {n}"));
+    };
+    (0..4).for_each(refused);
+    // A success is served; the failures after it are refused alike.
     let mut c = RawClient::connect(gw.addr);
     assert_eq!(plain_login(&mut c, "alice", "alice-secret").error_code, 0);
-    let mut c = RawClient::connect(gw.addr);
-    assert_eq!(handshake(&mut c, "PLAIN").error_code, 0);
-    let started = Instant::now();
-    assert_eq!(authenticate(&mut c, 2, b"\0alice\0wrong").error_code, 58);
-    assert!(
-        started.elapsed() < Duration::from_millis(600),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_eq!(metadata_v12(&mut c).brokers.len(), 1);
+    (4..6).for_each(refused);
 }
 
 #[test]
@@ -413,7 +400,7 @@ fn requests_before_authentication_close_the_connection() {
         12,
         &RequestKind::Metadata(MetadataRequest::default()),
     );
-    assert!(closed_without_answer(&mut c));
+    c.assert_closed("Metadata before the handshake");
     // ...and between the handshake and the login.
     let mut c = RawClient::connect(gw.addr);
     assert_eq!(handshake(&mut c, "PLAIN").error_code, 0);
@@ -422,7 +409,7 @@ fn requests_before_authentication_close_the_connection() {
         12,
         &RequestKind::Metadata(MetadataRequest::default()),
     );
-    assert!(closed_without_answer(&mut c));
+    c.assert_closed("Metadata between the handshake and the login");
     // SaslAuthenticate without a handshake.
     let mut c = RawClient::connect(gw.addr);
     let request = SaslAuthenticateRequest::default()
@@ -432,7 +419,7 @@ fn requests_before_authentication_close_the_connection() {
         2,
         &RequestKind::SaslAuthenticate(request),
     );
-    assert!(closed_without_answer(&mut c));
+    c.assert_closed("SaslAuthenticate without a handshake");
     // A mechanism that is not enabled: UNSUPPORTED_SASL_MECHANISM (33) with the list, then closed.
     let gw2 = Gateway::start_with(&[
         ("listeners", SASL),
@@ -443,7 +430,7 @@ fn requests_before_authentication_close_the_connection() {
     assert_eq!(r.error_code, 33);
     let offered: Vec<&str> = r.mechanisms.iter().map(|m| m.as_str()).collect();
     assert_eq!(offered, ["SCRAM-SHA-256", "SCRAM-SHA-512"]);
-    assert!(c.is_closed());
+    c.assert_closed("a mechanism not enabled");
     // After the login everything is served; a second SaslAuthenticate is ILLEGAL_SASL_STATE (34).
     let mut c = RawClient::connect(gw.addr);
     assert_eq!(plain_login(&mut c, "alice", "alice-secret").error_code, 0);
@@ -713,13 +700,13 @@ fn reauthentication_extends_the_session_and_expiry_closes_the_connection() {
         12,
         &RequestKind::Metadata(MetadataRequest::default()),
     );
-    assert!(closed_without_answer(&mut c));
+    c.assert_closed("a request after the session expired");
     // A re-authentication may not change the principal.
     let mut c = RawClient::connect(gw.addr);
     assert_eq!(plain_login(&mut c, "alice", "alice-secret").error_code, 0);
     let r = plain_login(&mut c, "bob", "bob-secret");
     assert_eq!(r.error_code, 58);
-    assert!(c.is_closed());
+    c.assert_closed("a re-authentication as another principal");
 }
 
 /// Keeps librdkafka's latest statistics.

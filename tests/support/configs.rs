@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
-use iggy_kafka_actors::protocol::versions::served_versions;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
@@ -75,9 +74,12 @@ pub const KAFKA_TOPIC_CONFIGS: &[(&str, &str, &str)] = &[
     ("unclean.leader.election.enable", "true", "true"),
 ];
 
+/// Every version of `key` the gateway must serve, from the pinned table
+/// (`support::versions`), not from the gateway's own.
 pub fn versions(key: ApiKey) -> RangeInclusive<i16> {
-    let served = served_versions(key).expect("served");
-    served.min..=served.max
+    let api = super::versions::served(key as i16)
+        .unwrap_or_else(|| panic!("{key:?} is not in tests/support/versions.rs"));
+    api.min..=api.max
 }
 
 pub fn s(v: &str) -> StrBytes {

@@ -11,6 +11,7 @@ pub mod kafka;
 pub mod proxy;
 pub mod sasl;
 pub mod tls;
+pub mod versions;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -266,6 +267,9 @@ pub(crate) use on_every_store;
 /// A raw Kafka connection for requests no client library sends on purpose.
 pub struct RawClient {
     stream: Box<dyn Stream>,
+    /// The TCP socket under `stream` (the same socket, cloned) on plain connections,
+    /// for looking without waiting and for changing the read timeout.
+    tcp: Option<TcpStream>,
     correlation: i32,
 }
 
@@ -279,14 +283,23 @@ impl RawClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        RawClient::over(stream)
+        RawClient::over_tcp(stream)
     }
 
     /// Speaks over `stream`, already connected (with its read timeout set).
     pub fn over(stream: impl Stream + 'static) -> RawClient {
         RawClient {
             stream: Box::new(stream),
+            tcp: None,
             correlation: 0,
+        }
+    }
+
+    fn over_tcp(stream: TcpStream) -> RawClient {
+        let tcp = stream.try_clone().expect("clone a socket");
+        RawClient {
+            tcp: Some(tcp),
+            ..RawClient::over(stream)
         }
     }
 
@@ -307,7 +320,28 @@ impl RawClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        RawClient::over(stream)
+        RawClient::over_tcp(stream)
+    }
+
+    /// How long a read waits for the gateway (10 s unless changed): only so that a hang
+    /// fails instead of hanging. Plain TCP connections only.
+    pub fn set_read_timeout(&self, timeout: Duration) {
+        let tcp = self.tcp.as_ref().expect("a plain TCP connection");
+        tcp.set_read_timeout(Some(timeout)).unwrap();
+    }
+
+    /// Whether the gateway has sent anything not read yet, or closed the connection,
+    /// looking without waiting. Plain TCP connections only.
+    pub fn has_arrived(&self) -> bool {
+        let tcp = self.tcp.as_ref().expect("a plain TCP connection");
+        tcp.set_nonblocking(true).unwrap();
+        let peeked = tcp.peek(&mut [0; 1]);
+        tcp.set_nonblocking(false).unwrap();
+        match peeked {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(_) => true, // a reset
+        }
     }
 
     /// Sends one request and returns its decoded response.
@@ -359,25 +393,114 @@ impl RawClient {
         answer
     }
 
-    /// One frame, or `None` if the gateway closed the connection.
+    /// What the gateway does next on this connection: a frame, a close, or nothing
+    /// within the read timeout ([`next`]).
+    pub fn next(&mut self) -> Next {
+        next(&mut self.stream)
+    }
+
+    /// One frame, or `None` if the gateway closed the connection (end of stream or a
+    /// reset); panics if it did neither within the read timeout.
     pub fn read_frame(&mut self) -> Option<Bytes> {
-        let mut len = [0; 4];
-        self.stream.read_exact(&mut len).ok()?;
-        let mut body = vec![0; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut body).ok()?;
-        Some(Bytes::from(body))
+        match self.next() {
+            Next::Frame(frame) => Some(frame),
+            Next::Closed => None,
+            Next::Silent => panic!("neither an answer nor a close within the read timeout"),
+        }
     }
 
     /// True once the gateway has closed this connection (end of stream or a reset);
-    /// false if it is still open after the read timeout or sends bytes.
+    /// false if it sends a frame or is still open after the read timeout. Prefer
+    /// [`Self::assert_closed`], which says which of the two it was.
     pub fn is_closed(&mut self) -> bool {
-        use std::io::ErrorKind::{ConnectionAborted, ConnectionReset};
-        let mut probe = [0; 1];
-        match self.stream.read(&mut probe) {
-            Ok(n) => n == 0,
-            Err(e) => matches!(e.kind(), ConnectionReset | ConnectionAborted),
+        matches!(self.next(), Next::Closed)
+    }
+
+    /// Asserts that the gateway closes this connection with nothing more sent: end of
+    /// stream or a reset, not an answer, and not a connection left open until the read
+    /// timeout (a gateway that merely stops answering fails this).
+    pub fn assert_closed(&mut self, what: &str) {
+        assert_closed(&mut self.stream, what)
+    }
+}
+
+/// What came next on a connection, read by [`next`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A whole frame (without its size prefix).
+    Frame(Bytes),
+    /// The peer closed the connection at a frame boundary: end of stream, or a reset.
+    Closed,
+    /// Nothing at all, and the connection still open, when the read timeout passed.
+    Silent,
+}
+
+/// Reads what comes next on `stream` (with its read timeout set): one whole frame, the
+/// end of the connection, or silence until the timeout. The one place the tests tell a
+/// closed connection from one that merely stopped answering. A close or a stall in
+/// the middle of a frame panics: neither is an answer nor a clean close.
+pub fn next(stream: &mut (impl Read + ?Sized)) -> Next {
+    let mut len = [0; 4];
+    match fill(stream, &mut len) {
+        (_, Fill::Done) => {}
+        (0, Fill::Closed) => return Next::Closed,
+        (0, Fill::Silent) => return Next::Silent,
+        (n, how) => panic!("{how:?} after {n} bytes of a frame's size"),
+    }
+    let size = i32::from_be_bytes(len);
+    let size = usize::try_from(size).unwrap_or_else(|_| panic!("a frame of size {size}"));
+    let mut body = vec![0; size];
+    match fill(stream, &mut body) {
+        (_, Fill::Done) => Next::Frame(Bytes::from(body)),
+        (n, how) => panic!("{how:?} after {n} of a frame's {size} bytes"),
+    }
+}
+
+/// Asserts that the peer closes `stream` (end of stream or a reset) with nothing sent
+/// first, panicking with `what` and what came instead: a frame, or silence until the
+/// read timeout.
+pub fn assert_closed(stream: &mut (impl Read + ?Sized), what: &str) {
+    match next(stream) {
+        Next::Closed => {}
+        Next::Frame(frame) => panic!(
+            "{what}: expected the connection closed, got a {}-byte frame",
+            frame.len()
+        ),
+        Next::Silent => panic!("{what}: the connection is still open after the read timeout"),
+    }
+}
+
+#[derive(Debug)]
+enum Fill {
+    Done,
+    Closed,
+    Silent,
+}
+
+/// Reads until `buf` is full, the peer closes, or the read timeout passes: the bytes
+/// read and which of the three.
+fn fill(stream: &mut (impl Read + ?Sized), buf: &mut [u8]) -> (usize, Fill) {
+    use std::io::ErrorKind::*;
+    let mut at = 0;
+    while at < buf.len() {
+        match stream.read(&mut buf[at..]) {
+            Ok(0) => return (at, Fill::Closed),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == Interrupted => {}
+            Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => return (at, Fill::Silent),
+            // A reset, or (over TLS) a TCP close without close_notify.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ConnectionReset | ConnectionAborted | UnexpectedEof
+                ) =>
+            {
+                return (at, Fill::Closed)
+            }
+            Err(e) => panic!("reading from the gateway: {e}"),
         }
     }
+    (at, Fill::Done)
 }
 
 /// Sends a typed request of API `$api` at version `$v` on a [`RawClient`] and returns

@@ -29,9 +29,14 @@ pub struct Issued {
 
 impl Pki {
     pub fn new() -> Pki {
+        Pki::named("gateway test CA")
+    }
+
+    /// A CA whose subject's common name is `cn`.
+    pub fn named(cn: &str) -> Pki {
         let mut params = CertificateParams::new(Vec::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name = dn(&[(DnType::CommonName, "gateway test CA")]);
+        params.distinguished_name = dn(&[(DnType::CommonName, cn)]);
         let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
         let pki = Pki {
             dir: tempfile::tempdir().unwrap(),
@@ -70,6 +75,15 @@ impl Pki {
         addr: SocketAddr,
         client: Option<&Issued>,
     ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+        self.try_connect(addr, client).expect("TLS handshake")
+    }
+
+    /// [`Self::connect`], with the handshake's failure as its error.
+    pub fn try_connect(
+        &self,
+        addr: SocketAddr,
+        client: Option<&Issued>,
+    ) -> std::io::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
         let mut roots = rustls::RootCertStore::empty();
         for cert in pem_certificates(&self.ca_file()) {
             roots.add(cert).unwrap();
@@ -93,11 +107,11 @@ impl Pki {
         let tcp = TcpStream::connect(addr).unwrap();
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut tls = rustls::StreamOwned::new(conn, tcp);
-        tls.flush().unwrap(); // drives the handshake
+        tls.flush()?; // drives the handshake
         while tls.conn.is_handshaking() {
-            tls.conn.complete_io(&mut tls.sock).unwrap();
+            tls.conn.complete_io(&mut tls.sock)?;
         }
-        tls
+        Ok(tls)
     }
 
     fn issue(&self, name: &str, params: CertificateParams) -> Issued {
