@@ -1,5 +1,5 @@
 //! What ApiVersions must advertise, pinned here apart from the gateway's own table
-//! (`iggy_kafka_actors::api::SERVED`, from which its answer is built) and from the
+//! (`iggy_kafka_actors::protocol::versions::SERVED`, from which its answer is built) and from the
 //! `kafka-protocol` crate: the key, name and version range of every API the gateway
 //! serves, as literal numbers. A range narrowed or widened in SERVED, an API added or
 //! dropped there, fails the tests that compare an ApiVersions answer with this table,
