@@ -1,0 +1,158 @@
+//! The metadata port: small versioned tables of keys and values, on which every kind
+//! of gateway state is kept (`store::tables`): the embedded store's `meta` keyspace,
+//! or one Iggy log per table. Like the log port, every call is one [`MetaCall`], so
+//! one layer meters all of them.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::backend::{BackendError, BackendFuture, BackendResult};
+
+/// How many writes a table has taken: 0 before the first. Every write to a table
+/// gets a version no other write to it gets, on every gateway sharing the store, so
+/// a version also serves as a unique, ordered number (producer-id blocks, node ids).
+pub type Version = u64;
+
+/// One change to a table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Put { key: String, value: Bytes },
+    Delete { key: String },
+}
+
+impl Change {
+    pub fn key(&self) -> &str {
+        match self {
+            Change::Put { key, .. } | Change::Delete { key } => key,
+        }
+    }
+}
+
+/// A table's entries under a prefix, in key order, as of `version`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    pub version: Version,
+    pub entries: Vec<(String, Bytes)>,
+}
+
+/// What changed in a table since a version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Since {
+    /// The changes, in the order they were written, and the version after them.
+    Changes(Version, Vec<Change>),
+    /// The store no longer holds what came between: scan the table again.
+    Gone,
+}
+
+/// One call to a metadata store.
+#[derive(Debug)]
+pub enum MetaCall {
+    /// Applies the changes in order, all or none. Once answered they survive a crash
+    /// of the gateway process. Answers the version of this write.
+    Write {
+        table: &'static str,
+        changes: Vec<Change>,
+    },
+    /// Every entry whose key starts with `prefix`, including what other gateways wrote
+    /// before the call.
+    Scan { table: &'static str, prefix: String },
+    /// What changed in the table after `since`.
+    Since {
+        table: &'static str,
+        since: Version,
+    },
+    /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
+    Ping,
+    /// Makes everything acknowledged so far durable (called on shutdown).
+    Flush,
+}
+
+impl MetaCall {
+    /// The call's name, as metrics label it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MetaCall::Write { .. } => "meta_write",
+            MetaCall::Scan { .. } => "meta_scan",
+            MetaCall::Since { .. } => "meta_since",
+            MetaCall::Ping => "ping",
+            MetaCall::Flush => "flush",
+        }
+    }
+}
+
+/// What a [`MetaCall`] gets back.
+#[derive(Debug)]
+pub enum MetaAnswer {
+    Written(Version),
+    Scanned(Scan),
+    Since(Since),
+    Done,
+}
+
+pub trait MetaStore: Send + Sync + 'static {
+    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer>;
+    /// The same store through a connection of its own (on Iggy; the embedded store
+    /// has none to give): an actor that serializes its writes owns one, so they never
+    /// queue behind other actors' calls.
+    fn client(&self) -> Arc<dyn MetaStore>;
+}
+
+/// A metadata store with typed calls. Cheap to clone.
+#[derive(Clone)]
+pub struct Meta(Arc<dyn MetaStore>);
+
+impl Meta {
+    pub fn new(store: Arc<dyn MetaStore>) -> Meta {
+        Meta(store)
+    }
+
+    /// A handle on a connection of its own ([`MetaStore::client`]).
+    pub fn client(&self) -> Meta {
+        Meta(self.0.client())
+    }
+
+    pub async fn write(&self, table: &'static str, changes: Vec<Change>) -> BackendResult<Version> {
+        match self.0.call(MetaCall::Write { table, changes }).await? {
+            MetaAnswer::Written(v) => Ok(v),
+            _ => Err(unexpected("meta_write")),
+        }
+    }
+
+    pub async fn scan(&self, table: &'static str, prefix: &str) -> BackendResult<Scan> {
+        let prefix = prefix.to_string();
+        match self.0.call(MetaCall::Scan { table, prefix }).await? {
+            MetaAnswer::Scanned(scan) => Ok(scan),
+            _ => Err(unexpected("meta_scan")),
+        }
+    }
+
+    pub async fn since(&self, table: &'static str, since: Version) -> BackendResult<Since> {
+        match self.0.call(MetaCall::Since { table, since }).await? {
+            MetaAnswer::Since(changes) => Ok(changes),
+            _ => Err(unexpected("meta_since")),
+        }
+    }
+
+    pub async fn ping(&self) -> BackendResult<()> {
+        self.done(MetaCall::Ping).await
+    }
+
+    pub async fn flush(&self) -> BackendResult<()> {
+        self.done(MetaCall::Flush).await
+    }
+
+    async fn done(&self, call: MetaCall) -> BackendResult<()> {
+        let name = call.name();
+        match self.0.call(call).await? {
+            MetaAnswer::Done => Ok(()),
+            _ => Err(unexpected(name)),
+        }
+    }
+}
+
+fn unexpected(call: &str) -> BackendError {
+    BackendError::Fatal(format!(
+        "the metadata store answered {call} with another kind of answer"
+    ))
+}
