@@ -9,15 +9,12 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use uuid::Uuid;
 
-pub use crate::authorizer::AclBinding;
 use crate::protocol::records::BatchHeader;
-pub use crate::quotas::{ClientQuotas, QuotaChange, QuotaEntity};
 
 pub type BackendResult<T> = Result<T, BackendError>;
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = BackendResult<T>> + Send + 'a>>;
@@ -246,80 +243,9 @@ pub type ScramCredentials = BTreeMap<String, BTreeMap<ScramMechanism, ScramCrede
 /// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method
 /// by name: a method added here is added there too, defaults included.
 pub trait Backend: Send + Sync + 'static {
-    /// Every topic the backend holds.
-    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>>;
-    /// Creates a topic with `limits` applied; `TopicExists` if the name is taken.
-    fn create_topic(&self, topic: TopicMeta, limits: TopicLimits) -> BackendFuture<'_, ()>;
-    /// Deletes a topic with its records, its stored configurations and every committed
-    /// offset on it.
-    fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()>;
-    /// Replaces a topic's stored configurations and applies `limits`.
-    fn alter_topic_configs(
-        &self,
-        name: &str,
-        configs: BTreeMap<String, String>,
-        limits: TopicLimits,
-    ) -> BackendFuture<'_, ()>;
-    /// The shared maps as stored now, written by this gateway or any other.
-    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs>;
-    /// Replaces one shared map; an empty map removes it. Survives a crash once resolved.
-    fn set_cluster_config(
-        &self,
-        name: &str,
-        values: BTreeMap<String, String>,
-    ) -> BackendFuture<'_, ()>;
 
-    /// A producer id never handed out before, by this gateway or a previous run.
-    fn allocate_producer_id(&self) -> BackendFuture<'_, i64>;
-    /// Stores (`Some`) or deletes (`None`) a group's committed offset for a partition.
-    /// Calls for one partition are never concurrent (the offset slots serialize them);
-    /// when the future resolves the commit survives a crash of the gateway process.
-    fn commit_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-        offset: Option<CommittedOffset>,
-    ) -> BackendFuture<'_, ()>;
-    /// A group's committed offset for a partition; `None` when there is none.
-    fn committed_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-    ) -> BackendFuture<'_, Option<CommittedOffset>>;
-    /// Every partition a group has a committed offset for.
-    fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>>;
-    /// Every group with at least one committed offset.
-    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>>;
-    /// The node id of the gateway advertising `address` (`host:port`): the one it had
-    /// before if it ran at that address, else one no other gateway sharing this backend
-    /// holds. `None` when the backend serves a single gateway (which then keeps its
-    /// configured id).
-    fn allocate_node_id(&self, _address: &str) -> BackendFuture<'_, Option<i32>> {
-        Box::pin(async { Ok(None) })
-    }
-    /// Tells the other gateways `node` is alive (`true`) or leaving (`false`).
-    fn announce(&self, _node: &Node, _alive: bool) -> BackendFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    /// Nodes that announced themselves alive within `timeout` and have not left since;
-    /// empty when the backend serves a single gateway. Reading them also brings in
-    /// what other gateways committed meanwhile, so a node taking over a group serves
-    /// its latest offsets.
-    fn live_nodes(&self, _timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
     // --- SASL (docs/SECURITY.md): SCRAM credentials shared by every gateway on the
     // backend, and the backend's own users for PLAIN (`sasl_plain_backend = "iggy"`). ---
-    /// Every stored SCRAM credential, written by this gateway or any other.
-    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials>;
-    /// Stores (`Some`) or deletes (`None`) one user's credential for one mechanism.
-    /// Survives a crash once resolved.
-    fn set_scram_credential(
-        &self,
-        user: &str,
-        mechanism: ScramMechanism,
-        credential: Option<ScramCredential>,
-    ) -> BackendFuture<'_, ()>;
     /// Whether `user` logs in to the backend's own users with `password`. Only the
     /// Iggy backend has users; settings refuse `sasl_plain_backend = "iggy"` elsewhere.
     fn check_login(&self, _user: &str, _password: &str) -> BackendFuture<'_, bool> {
@@ -327,24 +253,6 @@ pub trait Backend: Send + Sync + 'static {
     }
     // --- end of SASL ---
 
-    // ACL bindings (CreateAcls, DeleteAcls; `authorizer/`): shared by every gateway on
-    // the backend, as a set (creating a stored binding again keeps it once).
-
-    /// Every ACL binding stored, by this gateway or any other.
-    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>>;
-    /// Stores bindings. Survives a crash once resolved.
-    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()>;
-    /// Removes these bindings; ones not stored are ignored. Survives a crash once resolved.
-    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()>;
-
-    // Client quotas (AlterClientQuotas, DescribeClientQuotas; `quotas/`): shared by
-    // every gateway on the backend, each enforcing them on its own traffic.
-
-    /// Every stored quota, by entity, written by this gateway or any other.
-    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas>;
-    /// Applies the changes in order (as [`crate::quotas::apply`]), all or none.
-    /// Survives a crash once resolved.
-    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()>;
 
     /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
     fn ping(&self) -> BackendFuture<'_, ()>;

@@ -8,22 +8,25 @@ use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::authorizer::store::AclStore;
+use crate::authorizer::store::Acls;
 use crate::authorizer::{Access, Authorizer};
 use crate::backend::{AppendBatch, Backend, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
 use crate::limits::ByteBudget;
 use crate::log_slot::{Append, LogSlot};
-use crate::membership::{Cluster, Membership};
-use crate::metrics::{MeteredBackend, MeteredLog, Metrics};
-use crate::offset_slot::OffsetSlot;
-use crate::quotas::store::QuotaStore;
+use crate::membership::{allocate_node_id, Cluster, Membership};
+use crate::metrics::{MeteredBackend, MeteredLog, MeteredMeta, Metrics};
+use crate::offsets::Offsets;
+use crate::producer_ids::ProducerIds;
+use crate::quotas::store::Quotas as QuotaRows;
 use crate::quotas::Quotas;
+use crate::sasl::credentials::Credentials;
 use crate::sasl::Authenticator;
 use crate::session::Caller;
 use crate::settings::{BrokerSettings, TopicRules};
-use crate::store::{LogStore, Logs};
+use crate::store::shared::SharedTable;
+use crate::store::{LogStore, Logs, Meta, MetaStore};
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
@@ -32,6 +35,9 @@ pub struct Gateway {
     pub settings: Arc<BrokerSettings>,
     /// The partition logs, metered.
     pub logs: Logs,
+    /// The metadata tables, metered.
+    pub meta: Meta,
+    pub producer_ids: Arc<ProducerIds>,
     /// The backend, wrapped in [`MeteredBackend`].
     pub backend: Arc<dyn Backend>,
     pub topic_admin: Addr<TopicAdmin>,
@@ -41,7 +47,8 @@ pub struct Gateway {
     /// The configurations in force as the config catalog last published them.
     pub configs: watch::Receiver<Arc<ClusterConfig>>,
     pub log_slots: Arc<[Addr<LogSlot>]>,
-    pub offset_slots: Arc<[Addr<OffsetSlot>]>,
+    /// Committed offsets, through the offset slots.
+    pub offsets: Offsets,
     pub groups: Addr<GroupCoordinator>,
     pub signals: Arc<AppendSignals>,
     pub metrics: Arc<Metrics>,
@@ -64,6 +71,7 @@ impl Gateway {
     pub async fn start(
         settings: BrokerSettings,
         logs: Arc<dyn LogStore>,
+        meta: Arc<dyn MetaStore>,
         backend: Arc<dyn Backend>,
         metrics: Arc<Metrics>,
         arbiters: &[ArbiterHandle],
@@ -73,24 +81,26 @@ impl Gateway {
             id: settings.node_id,
             endpoints: settings.endpoints.clone(),
         };
-        if let Some(id) = backend.allocate_node_id(&me.address()).await? {
-            settings.node_id = id;
+        let logs = Logs::new(Arc::new(MeteredLog::new(logs, metrics.clone())));
+        let meta = Meta::new(Arc::new(MeteredMeta::new(meta, metrics.clone())));
+        // Gateways sharing a store take ids of their own; one alone keeps its configured id.
+        if meta.shared() {
+            settings.node_id = allocate_node_id(&meta, &me.address()).await?;
         }
         let settings = Arc::new(settings);
-        let logs = Logs::new(Arc::new(MeteredLog::new(logs, metrics.clone())));
         let backend: Arc<dyn Backend> = Arc::new(MeteredBackend::new(backend, metrics.clone()));
-        let topics = backend.topics().await?;
-        let (catalog, configs) = ConfigCatalog::start_with(backend.clone(), &settings).await?;
+        let (catalog, configs) = ConfigCatalog::start_with(&meta, &settings).await?;
+        let offsets = Offsets::start(&meta, settings.offset_slots, arbiters, metrics.clone());
         let (topic_admin, table) = TopicAdmin::start_with(
-            topics,
-            backend.clone(),
+            (logs.clone(), &meta, offsets.clone()),
             (catalog.clone(), configs.clone()),
             settings.clone(),
-        );
+        )
+        .await?;
         let authorizer = match &settings.authorizer {
             Some(rules) => {
                 let refresh = settings.topic_refresh_interval;
-                let (store, table) = AclStore::start_with(backend.clone(), refresh).await?;
+                let (store, table) = SharedTable::<Acls>::start(&meta, refresh).await?;
                 Some(Authorizer {
                     settings: Arc::new(rules.clone()),
                     store,
@@ -100,7 +110,7 @@ impl Gateway {
             None => None,
         };
         let (quota_store, quota_table) =
-            QuotaStore::start_with(backend.clone(), settings.topic_refresh_interval).await?;
+            SharedTable::<QuotaRows>::start(&meta, settings.topic_refresh_interval).await?;
         let quotas = Quotas::new((quota_store, quota_table), metrics.clone());
         let signals = Arc::new(AppendSignals::default());
         let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
@@ -110,14 +120,7 @@ impl Gateway {
                 LogSlot::start_in_arbiter(arbiter, |_| slot)
             })
             .collect();
-        let offset_slots: Arc<[Addr<OffsetSlot>]> = (0..settings.offset_slots.max(1))
-            .map(|i| {
-                let slot = OffsetSlot::new(backend.clone());
-                OffsetSlot::start_in_arbiter(&arbiters[i % arbiters.len()], |_| slot)
-            })
-            .collect();
         metrics.log_slots.show(log_slots.len());
-        metrics.offset_slots.show(offset_slots.len());
         let groups =
             GroupCoordinator::new(settings.group_initial_rebalance_delay, metrics.clone()).start();
         let me = Node {
@@ -125,16 +128,24 @@ impl Gateway {
             ..me
         };
         let (membership, cluster) = Membership::start_with(
-            backend.clone(),
+            &meta,
             me,
             (settings.node_heartbeat, settings.node_timeout),
             log_slots.clone(),
         )
         .await?;
         let queued_request_bytes = ByteBudget::new(settings.limits.queued_max_request_bytes);
-        let sasl = Arc::new(Authenticator::new(settings.sasl.clone(), backend.clone()));
+        let (credentials, _) =
+            SharedTable::<Credentials>::start(&meta, settings.topic_refresh_interval).await?;
+        let sasl = Arc::new(Authenticator::new(
+            settings.sasl.clone(),
+            backend.clone(),
+            credentials,
+        ));
         Ok(Gateway {
+            producer_ids: Arc::new(ProducerIds::new(meta.client())),
             logs,
+            meta,
             queued_request_bytes,
             settings,
             backend,
@@ -143,7 +154,7 @@ impl Gateway {
             catalog,
             configs,
             log_slots,
-            offset_slots,
+            offsets,
             groups,
             signals,
             metrics,
@@ -189,11 +200,6 @@ impl Gateway {
         let slot = slot_of(&tp, self.log_slots.len());
         let queued = self.metrics.log_slots.enter(slot);
         self.log_slots[slot].send(Append { tp, batch, queued })
-    }
-
-    /// The offset slot that owns a partition's committed offsets; always the same one.
-    pub fn offset_slot(&self, tp: &TopicPartition) -> usize {
-        slot_of(tp, self.offset_slots.len())
     }
 }
 

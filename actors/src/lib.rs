@@ -6,7 +6,7 @@
 //! [`topic_admin::TopicAdmin`] (topics), [`config_catalog::ConfigCatalog`] (topic
 //! configurations), [`log_slot::LogSlot`] (appends, ordered per partition),
 //! [`group_coordinator::GroupCoordinator`] (consumer-group membership) and
-//! [`offset_slot::OffsetSlot`] (committed offsets). Reads go straight to the
+//! [`offsets::Offsets`] (committed offsets). Reads go straight to the
 //! [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow. [`metrics`] holds
 //! what they measure.
 
@@ -24,7 +24,8 @@ pub mod limits;
 pub mod log_slot;
 pub mod membership;
 pub mod metrics;
-pub mod offset_slot;
+pub mod offsets;
+pub mod producer_ids;
 pub mod producer_state;
 pub mod protocol;
 pub mod quotas;

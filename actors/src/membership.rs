@@ -1,21 +1,25 @@
 //! The membership actor: this gateway as one node of a cluster of gateways sharing a
 //! backend.
 //!
-//! Every heartbeat it announces itself alive through the backend and reads who else
-//! is, then publishes a [`Cluster`] view. Each gateway computes partition leaders and
+//! Every heartbeat it announces itself alive in table `nodes` of the metadata store
+//! and reads who else is, then publishes a [`Cluster`] view. Each gateway computes partition leaders and
 //! group coordinators from the same view with the same hashes, so they agree without
 //! talking to each other. A node whose announcements stop drops out of every view
-//! after `node_timeout`; a node shutting down announces it is leaving first. On the
-//! embedded store the cluster is this gateway alone.
+//! after `node_timeout`; a node shutting down announces it is leaving first. On a store
+//! no other gateway shares (the embedded one) the cluster is this gateway alone.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::backend::{Backend, BackendError, Node, TopicPartition};
+use crate::backend::{BackendError, BackendResult, Endpoint, Node, TopicPartition};
+use crate::store::meta::{Change, Since, Version};
+use crate::store::Meta;
 use crate::log_slot::{ForgetProducers, LogSlot};
 
 /// The live nodes as this gateway last saw them.
@@ -100,37 +104,199 @@ fn stable_hash<T: Hash + ?Sized>(value: &T) -> u64 {
     h.finish()
 }
 
+/// A node's announcement, as table `nodes` keeps it under the node's id: JSON with
+/// every listener's advertised address, whether it is alive, and a count that moves
+/// with every heartbeat, so each one is a change the others see.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Announcement {
+    alive: bool,
+    beat: u64,
+    listeners: Vec<(String, String, u16)>,
+}
+
+const NODES: &str = "nodes";
+const NODE_IDS: &str = "node-ids";
+
+impl Announcement {
+    fn of(node: &Node, alive: bool, beat: u64) -> Announcement {
+        let listeners = node
+            .endpoints
+            .iter()
+            .map(|e| (e.listener.clone(), e.host.clone(), e.port))
+            .collect();
+        Announcement {
+            alive,
+            beat,
+            listeners,
+        }
+    }
+
+    fn node(&self, id: i32) -> Node {
+        let endpoints = self
+            .listeners
+            .iter()
+            .map(|(listener, host, port)| Endpoint {
+                listener: listener.clone(),
+                host: host.clone(),
+                port: *port,
+            })
+            .collect();
+        Node { id, endpoints }
+    }
+
+    fn change(&self, id: i32) -> Change {
+        Change::Put {
+            key: id.to_string(),
+            value: serde_json::to_vec(self).expect("announcements serialize").into(),
+        }
+    }
+}
+
+/// The node id of the gateway advertising `address` (`host:port`) on a store gateways
+/// share: the one it had before if it ran at that address, else one no other gateway
+/// holds (the version of the write that claims it, unique to the table).
+pub async fn allocate_node_id(meta: &Meta, address: &str) -> BackendResult<i32> {
+    let known = meta.scan(NODE_IDS, address).await?;
+    if let Some((_, id)) = known.entries.iter().find(|(a, _)| a == address) {
+        let id = std::str::from_utf8(id).ok().and_then(|s| s.parse().ok());
+        return id.ok_or_else(|| BackendError::Fatal(format!("node id of {address} is unreadable")));
+    }
+    let claim = Change::Put {
+        key: String::new(),
+        value: address.as_bytes().to_vec().into(),
+    };
+    let version = meta.write(NODE_IDS, vec![claim]).await?;
+    let id = i32::try_from(version).map_err(|_| BackendError::Fatal("node ids exhausted".into()))?;
+    let named = Change::Put {
+        key: address.to_string(),
+        value: id.to_string().into(),
+    };
+    meta.write(NODE_IDS, vec![named]).await?;
+    Ok(id)
+}
+
+/// What this gateway has read of table `nodes`: each node's announcement and when it
+/// last changed, by this gateway's own clock (so skewed clocks do not matter).
+#[derive(Default)]
+struct Seen {
+    version: Version,
+    latest: HashMap<i32, (Announcement, Instant)>,
+}
+
+impl Seen {
+    /// Reads what changed since the last read (everything, the first time or when the
+    /// store no longer holds what came between).
+    async fn catch_up(&mut self, meta: &Meta) -> BackendResult<()> {
+        let now = Instant::now();
+        let changes = match meta.since(NODES, self.version).await? {
+            Since::Changes(version, changes) => {
+                self.version = version;
+                changes
+            }
+            Since::Gone => {
+                let scan = meta.scan(NODES, "").await?;
+                self.version = scan.version;
+                self.latest.clear();
+                scan.entries
+                    .into_iter()
+                    .map(|(key, value)| Change::Put { key, value })
+                    .collect()
+            }
+        };
+        for change in changes {
+            let Ok(id) = change.key().parse::<i32>() else {
+                continue;
+            };
+            match change {
+                Change::Put { value, .. } => match serde_json::from_slice::<Announcement>(&value) {
+                    Ok(a) => {
+                        // Two live gateways cannot share an address: an older id with
+                        // the same one is this gateway's predecessor, restarted in place.
+                        let first = a.listeners.first().cloned();
+                        self.latest.retain(|other, (old, _)| {
+                            *other == id || old.listeners.first().cloned() != first
+                        });
+                        self.latest.insert(id, (a, now));
+                    }
+                    Err(e) => tracing::warn!(node = id, error = %e, "skipping an unreadable announcement"),
+                },
+                Change::Delete { .. } => {
+                    self.latest.remove(&id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Nodes that said they are alive within `timeout`.
+    fn live(&self, timeout: Duration) -> Vec<Node> {
+        let mut live: Vec<Node> = self
+            .latest
+            .iter()
+            .filter(|(_, (a, at))| a.alive && at.elapsed() <= timeout)
+            .map(|(id, (a, _))| a.node(*id))
+            .collect();
+        live.sort_by_key(|n| n.id);
+        live
+    }
+}
+
 pub struct Membership {
-    backend: Arc<dyn Backend>,
+    /// A client of its own: heartbeats never queue behind other calls.
+    meta: Meta,
     me: Node,
     heartbeat: Duration,
     timeout: Duration,
     leaving: bool,
     /// A heartbeat round is running; the next tick skips rather than piles up.
     busy: bool,
+    beats: u64,
+    seen: Arc<tokio::sync::Mutex<Seen>>,
     log_slots: Arc<[Addr<LogSlot>]>,
     view: watch::Sender<Arc<Cluster>>,
 }
 
+/// Announces `me` and reads who else is alive.
+async fn round(
+    meta: &Meta,
+    seen: &tokio::sync::Mutex<Seen>,
+    (me, alive, beat): (&Node, bool, u64),
+    timeout: Duration,
+) -> BackendResult<Vec<Node>> {
+    meta.write(NODES, vec![Announcement::of(me, alive, beat).change(me.id)])
+        .await?;
+    let mut seen = seen.lock().await;
+    seen.catch_up(meta).await?;
+    Ok(seen.live(timeout))
+}
+
 impl Membership {
     /// Registers this node (its first heartbeat) and starts the actor; the receiver
-    /// always holds the latest view.
+    /// always holds the latest view. On a store no other gateway shares, the cluster is
+    /// this gateway alone and nothing is announced.
     pub async fn start_with(
-        backend: Arc<dyn Backend>,
+        meta: &Meta,
         me: Node,
         (heartbeat, timeout): (Duration, Duration),
         log_slots: Arc<[Addr<LogSlot>]>,
     ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), BackendError> {
-        backend.announce(&me, true).await?;
-        let live = backend.live_nodes(timeout).await?;
+        let meta = meta.client();
+        let seen = Arc::new(tokio::sync::Mutex::new(Seen::default()));
+        let live = if meta.shared() {
+            round(&meta, &seen, (&me, true, 0), timeout).await?
+        } else {
+            Vec::new()
+        };
         let (view, rx) = watch::channel(Arc::new(Cluster::single(me.clone())));
         let mut actor = Membership {
-            backend,
+            meta,
             me,
             heartbeat,
             timeout,
             leaving: false,
             busy: false,
+            beats: 0,
+            seen,
             log_slots,
             view,
         };
@@ -161,7 +327,7 @@ impl Membership {
             "cluster membership changed"
         );
         // Partitions may have been appended to through other nodes: idempotent
-        // producer state is read again from the backend before its next use.
+        // producer state is read again from the store before its next use.
         for slot in self.log_slots.iter() {
             slot.do_send(ForgetProducers);
         }
@@ -173,15 +339,14 @@ impl Membership {
     }
 
     fn beat(&mut self, ctx: &mut Context<Self>) {
-        if self.busy || self.leaving {
+        if self.busy || self.leaving || !self.meta.shared() {
             return;
         }
         self.busy = true;
-        let (backend, me, timeout) = (self.backend.clone(), self.me.clone(), self.timeout);
-        let round = async move {
-            backend.announce(&me, true).await?;
-            backend.live_nodes(timeout).await
-        };
+        self.beats += 1;
+        let (meta, seen, me) = (self.meta.clone(), self.seen.clone(), self.me.clone());
+        let (beat, timeout) = (self.beats, self.timeout);
+        let round = async move { round(&meta, &seen, (&me, true, beat), timeout).await };
         ctx.spawn(round.into_actor(self).map(|seen, act, _| {
             act.busy = false;
             match seen {
@@ -213,9 +378,13 @@ impl Handler<Leave> for Membership {
         self.leaving = true;
         let others = self.view.borrow().nodes.clone();
         self.publish(others);
-        let (backend, me) = (self.backend.clone(), self.me.clone());
+        let (meta, me, beat) = (self.meta.clone(), self.me.clone(), self.beats + 1);
         Box::pin(async move {
-            if let Err(e) = backend.announce(&me, false).await {
+            if !meta.shared() {
+                return;
+            }
+            let left = Announcement::of(&me, false, beat).change(me.id);
+            if let Err(e) = meta.write(NODES, vec![left]).await {
                 tracing::warn!(error = %e, "could not announce leaving the cluster");
             }
         })

@@ -1,163 +1,145 @@
-//! A backend for the actors' unit tests, behind the storage port (the one real seam;
-//! no Kafka or Iggy is involved): committed offsets and SCRAM credentials in memory,
-//! with commits slowed and reads failed on purpose, and what a gateway needs to start.
+//! A store for the actors' unit tests, behind the storage ports (the one real seam;
+//! no Kafka or Iggy is involved): metadata tables in memory, with offset commits
+//! slowed and offset reads failed on purpose, and what a gateway needs to start.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
-
+use bytes::Bytes;
 use parking_lot::Mutex;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::backend::*;
 use crate::settings::{BrokerSettings, TopicRules};
-use crate::store::{LogAnswer, LogCall, LogStore};
+use crate::store::meta::{Change, MetaAnswer, MetaCall, Scan, Since, Version};
+use crate::store::{LogAnswer, LogCall, LogStore, MetaStore};
 
-/// Committed offsets in memory, and no topics. Commits take `delay`, and with a
-/// `gate` each waits for a permit of it, telling `entered` once it is in the store;
-/// reads are immediate, or fail as a store that cannot be reached (`failing_reads`).
+/// Metadata tables in memory, and no topics. Offset commits take `delay`, and with a
+/// `gate` those of a partition 0 wait for a permit of it, telling `entered` once they
+/// are in the store;
+/// offset reads are immediate, or fail as a store that cannot be reached
+/// (`failing_reads`). The metadata port is served by `Arc<TestOffsets>`, whose clients
+/// share all of it.
 #[derive(Default)]
 pub struct TestOffsets {
     pub delay: Duration,
     pub gate: Option<Arc<Semaphore>>,
     pub entered: Notify,
     pub failing_reads: bool,
-    pub stored: Mutex<HashMap<(String, TopicPartition), CommittedOffset>>,
     /// Offsets in the order commits were applied.
     pub applied: Mutex<Vec<i64>>,
-    pub scram: Mutex<ScramCredentials>,
-    /// ACL bindings, as a set.
-    pub acls: Mutex<std::collections::BTreeSet<AclBinding>>,
-    pub quotas: Mutex<ClientQuotas>,
+    /// The metadata tables.
+    pub meta: MemoryMeta,
+}
+
+/// Metadata tables in memory, each with the log of its writes (its version is their
+/// count), so `Since` answers changes as a shared store does. Clones share them.
+#[derive(Clone, Default)]
+pub struct MemoryMeta(Arc<Mutex<HashMap<&'static str, MemoryTable>>>);
+
+#[derive(Default)]
+struct MemoryTable {
+    rows: BTreeMap<String, Bytes>,
+    writes: Vec<Vec<Change>>,
+}
+
+impl MetaStore for MemoryMeta {
+    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+        let mut tables = self.0.lock();
+        let answer = match call {
+            MetaCall::Write { table, changes } => {
+                let t = tables.entry(table).or_default();
+                for c in &changes {
+                    match c {
+                        Change::Put { key, value } => {
+                            t.rows.insert(key.clone(), value.clone());
+                        }
+                        Change::Delete { key } => {
+                            t.rows.remove(key);
+                        }
+                    }
+                }
+                t.writes.push(changes);
+                MetaAnswer::Written(t.writes.len() as Version)
+            }
+            MetaCall::Scan { table, prefix } => {
+                let t = tables.entry(table).or_default();
+                MetaAnswer::Scanned(Scan {
+                    version: t.writes.len() as Version,
+                    entries: t
+                        .rows
+                        .iter()
+                        .filter(|(k, _)| k.starts_with(&prefix))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                })
+            }
+            MetaCall::Since { table, since } => {
+                let t = tables.entry(table).or_default();
+                let changes = t.writes[since as usize..].concat();
+                MetaAnswer::Since(Since::Changes(t.writes.len() as Version, changes))
+            }
+            MetaCall::Ping | MetaCall::Flush => MetaAnswer::Done,
+        };
+        Box::pin(async move { Ok(answer) })
+    }
+
+    fn client(&self) -> Arc<dyn MetaStore> {
+        Arc::new(self.clone())
+    }
+}
+
+impl MetaStore for Arc<TestOffsets> {
+    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+        let offsets = |table: &str| table == crate::offsets::table::TABLE;
+        match call {
+            MetaCall::Write { table, changes } if offsets(table) => Box::pin(async move {
+                let held = changes.iter().any(|c| {
+                    crate::offsets::table::parse_key(c.key()).is_some_and(|(_, tp)| tp.partition == 0)
+                });
+                if let (Some(gate), true) = (&self.gate, held) {
+                    self.entered.notify_one();
+                    gate.acquire().await.expect("gate open").forget();
+                }
+                tokio::time::sleep(self.delay).await;
+                self.applied.lock().extend(changes.iter().filter_map(|c| match c {
+                    Change::Put { value, .. } => {
+                        crate::offsets::table::decode(value).map(|c| c.offset)
+                    }
+                    Change::Delete { .. } => None,
+                }));
+                self.meta.call(MetaCall::Write { table, changes }).await
+            }),
+            MetaCall::Scan { table, .. } if offsets(table) && self.failing_reads => {
+                Box::pin(async {
+                    Err(BackendError::Unavailable("reads fail on purpose".into()))
+                })
+            }
+            call => self.meta.call(call),
+        }
+    }
+
+    fn client(&self) -> Arc<dyn MetaStore> {
+        Arc::new(self.clone())
+    }
 }
 
 fn unused<T>() -> BackendFuture<'static, T> {
     Box::pin(async { Err(BackendError::Fatal("not used by the tests".into())) })
 }
 
+/// No logs at all.
 impl LogStore for TestOffsets {
-    fn call(&self, _: LogCall) -> BackendFuture<'_, LogAnswer> {
-        unused()
+    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+        match call {
+            LogCall::List => Box::pin(async { Ok(LogAnswer::Listed(Vec::new())) }),
+            _ => unused(),
+        }
     }
 }
 
 impl Backend for TestOffsets {
-    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn create_topic(&self, _: TopicMeta, _: TopicLimits) -> BackendFuture<'_, ()> {
-        unused()
-    }
-    fn delete_topic(&self, _: &str) -> BackendFuture<'_, ()> {
-        unused()
-    }
-    fn alter_topic_configs(
-        &self,
-        _: &str,
-        _: std::collections::BTreeMap<String, String>,
-        _: TopicLimits,
-    ) -> BackendFuture<'_, ()> {
-        unused()
-    }
-    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
-        Box::pin(async { Ok(ClusterConfigs::new()) })
-    }
-    /// Gateways report their static settings at startup; nothing here reads them.
-    fn set_cluster_config(
-        &self,
-        _: &str,
-        _: std::collections::BTreeMap<String, String>,
-    ) -> BackendFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
-        unused()
-    }
-    fn commit_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-        offset: Option<CommittedOffset>,
-    ) -> BackendFuture<'_, ()> {
-        let key = (group.to_string(), tp.clone());
-        Box::pin(async move {
-            self.entered.notify_one();
-            if let Some(gate) = &self.gate {
-                gate.acquire().await.expect("gate open").forget();
-            }
-            tokio::time::sleep(self.delay).await;
-            if let Some(c) = offset {
-                self.applied.lock().push(c.offset);
-                self.stored.lock().insert(key, c);
-            }
-            Ok(())
-        })
-    }
-    fn committed_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-    ) -> BackendFuture<'_, Option<CommittedOffset>> {
-        if self.failing_reads {
-            return Box::pin(async {
-                Err(BackendError::Unavailable("reads fail on purpose".into()))
-            });
-        }
-        let found = self
-            .stored
-            .lock()
-            .get(&(group.to_string(), tp.clone()))
-            .cloned();
-        Box::pin(async move { Ok(found) })
-    }
-    fn committed_partitions(&self, _: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
-        unused()
-    }
-    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
-        unused()
-    }
-    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
-        let stored = self.scram.lock().clone();
-        Box::pin(async move { Ok(stored) })
-    }
-    fn set_scram_credential(
-        &self,
-        user: &str,
-        mechanism: ScramMechanism,
-        credential: Option<ScramCredential>,
-    ) -> BackendFuture<'_, ()> {
-        let mut stored = self.scram.lock();
-        let by_mechanism = stored.entry(user.to_string()).or_default();
-        match credential {
-            Some(c) => by_mechanism.insert(mechanism, c),
-            None => by_mechanism.remove(&mechanism),
-        };
-        Box::pin(async { Ok(()) })
-    }
-    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
-        let stored = self.acls.lock().iter().cloned().collect();
-        Box::pin(async move { Ok(stored) })
-    }
-    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        self.acls.lock().extend(bindings);
-        Box::pin(async { Ok(()) })
-    }
-    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        let mut stored = self.acls.lock();
-        for b in &bindings {
-            stored.remove(b);
-        }
-        Box::pin(async { Ok(()) })
-    }
-    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
-        let stored = self.quotas.lock().clone();
-        Box::pin(async move { Ok(stored) })
-    }
-    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
-        crate::quotas::apply(&mut self.quotas.lock(), changes);
-        Box::pin(async { Ok(()) })
-    }
     fn ping(&self) -> BackendFuture<'_, ()> {
         unused()
     }

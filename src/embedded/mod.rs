@@ -1,11 +1,9 @@
 //! The embedded store: the default backend, on disk under the data directory, built
 //! on fjall (an LSM-tree key-value store; `docs/STORAGE.md` says why).
 //!
-//! Layout. Keyspace `meta` holds topic definitions (`topic/<name>` → JSON), the shared
-//! cluster configurations (`cluster/<name>` → JSON), SCRAM credentials
-//! (`scram/<mechanism>/<user>` → JSON), the ACL bindings (`acl/<binding as JSON>`, no
-//! value: a set), client quotas (`quota/<[entity, key] as JSON>` → value) and the
-//! producer-id block. Each topic has two keyspaces, named after its id: `r<id>` maps
+//! Layout. Keyspace `meta` holds the metadata port's tables (`meta.rs`: entries
+//! `<table>/<key>`, versions in keyspace `versions`), topic definitions among them
+//! (`topic/<name>` → JSON). Each topic has two keyspaces, named after its id: `r<id>` maps
 //! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
 //! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
 //! written in one atomic fjall batch. At start the small index entries are read into
@@ -16,7 +14,7 @@
 
 mod index;
 mod log;
-mod offsets;
+mod meta;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -26,28 +24,17 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
-    AclBinding, AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
-    ClientQuotas, ClusterConfigs, CommittedOffset, QuotaChange, ReadBatches, ScramCredential,
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
+    ClusterConfigs, CommittedOffset, ReadBatches, ScramCredential,
     ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition,
 };
 use iggy_kafka_actors::protocol::records;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
-use crate::credentials::StoredCredential;
-use crate::stored_acl::StoredAcl;
-use crate::stored_quota::{stored_entity, StoredQuota};
 use index::{IndexEntry, PartitionIndex};
-use offsets::Offsets;
 
-/// Producer ids are taken from disk in blocks, so handing one out rarely syncs.
-const PRODUCER_ID_BLOCK: i64 = 1_000;
-const PRODUCER_ID_KEY: &str = "producer-id-block-end";
 const TOPIC_PREFIX: &str = "topic/";
-const CLUSTER_PREFIX: &str = "cluster/";
-const SCRAM_PREFIX: &str = "scram/";
-const ACL_PREFIX: &str = "acl/";
-const QUOTA_PREFIX: &str = "quota/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -58,16 +45,13 @@ pub enum StoreError {
         key: String,
         source: serde_json::Error,
     },
-    #[error("stored cluster configuration '{0}' is unreadable")]
-    BadClusterConfig(String),
-    #[error("stored SCRAM credential '{0}' is unreadable")]
-    BadScramCredential(String),
-    #[error("stored ACL '{key}' is unreadable: {reason}")]
-    BadAcl { key: String, reason: String },
-    #[error("stored client quota '{key}' is unreadable: {reason}")]
-    BadQuota { key: String, reason: String },
-    #[error("committed offsets of group '{0}' are unreadable")]
-    BadOffset(String),
+    #[error("metadata store: {0}")]
+    BadMeta(String),
+    #[error(
+        "{0} holds data of the gateway's first storage layout, which this version no \
+         longer reads; start on an empty data directory (docs/STORAGE.md)"
+    )]
+    OldLayout(std::path::PathBuf),
     #[error("index of topic '{topic}' is damaged: {detail}")]
     BadIndex { topic: String, detail: String },
 }
@@ -96,11 +80,6 @@ struct TopicLog {
     partitions: Vec<Mutex<PartitionIndex>>,
 }
 
-struct ProducerIds {
-    next: i64,
-    block_end: i64,
-}
-
 /// When appended data is forced to disk. Every policy hands each batch to the OS
 /// before it is acknowledged, so a crash of the gateway process loses nothing;
 /// they differ in what a crash of the machine can lose.
@@ -121,10 +100,10 @@ pub struct EmbeddedStore {
 struct Inner {
     db: Database,
     meta: Keyspace,
-    offsets: Offsets,
+    /// The metadata port's tables (`meta.rs`), in `meta` and `versions`.
+    tables: meta::MetaTables,
     topics: RwLock<HashMap<Arc<str>, Arc<TopicLog>>>,
     append_persist: PersistMode,
-    producer_ids: Mutex<ProducerIds>,
 }
 
 impl EmbeddedStore {
@@ -135,7 +114,10 @@ impl EmbeddedStore {
             .journal_compression(fjall::CompressionType::None)
             .open()?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
-        let offsets = Offsets::new(db.keyspace("offsets", KeyspaceCreateOptions::default)?);
+        // Offsets and producer ids moved into the metadata tables (layout 2).
+        if db.keyspace_exists("offsets") || meta.get("producer-id-block-end")?.is_some() {
+            return Err(StoreError::OldLayout(dir.to_path_buf()));
+        }
         let mut topics = HashMap::new();
         for kv in meta.prefix(TOPIC_PREFIX) {
             let (key, value) = kv.into_inner()?;
@@ -154,23 +136,19 @@ impl EmbeddedStore {
             let name = meta.name.clone();
             topics.insert(name, Arc::new(open_log(&db, meta, true)?));
         }
-        let block_end = match meta.get(PRODUCER_ID_KEY)? {
-            Some(v) => i64::from_be_bytes(v.as_ref().try_into().unwrap_or([0; 8])),
-            None => 0,
-        };
+        let tables = meta::MetaTables::new(
+            meta.clone(),
+            db.keyspace("versions", KeyspaceCreateOptions::default)?,
+        );
         let inner = Arc::new(Inner {
             db,
             meta,
-            offsets,
+            tables,
             topics: RwLock::new(topics),
             append_persist: match sync {
                 SyncPolicy::EveryBatch => PersistMode::SyncData,
                 SyncPolicy::Every(_) | SyncPolicy::Never => PersistMode::Buffer,
             },
-            producer_ids: Mutex::new(ProducerIds {
-                next: block_end,
-                block_end,
-            }),
         });
         if let SyncPolicy::Every(interval) = sync {
             spawn_syncer(Arc::downgrade(&inner), interval);
@@ -405,143 +383,6 @@ impl Inner {
         Ok(())
     }
 
-    fn cluster_configs(&self) -> BackendResult<ClusterConfigs> {
-        let mut out = ClusterConfigs::new();
-        for kv in self.meta.prefix(CLUSTER_PREFIX) {
-            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
-            let name = String::from_utf8_lossy(&key[CLUSTER_PREFIX.len()..]).into_owned();
-            let values = serde_json::from_slice(&value)
-                .map_err(|_| StoreError::BadClusterConfig(name.clone()))?;
-            out.insert(name, values);
-        }
-        Ok(out)
-    }
-
-    fn set_cluster_config(
-        &self,
-        name: &str,
-        values: BTreeMap<String, String>,
-    ) -> BackendResult<()> {
-        let key = format!("{CLUSTER_PREFIX}{name}");
-        if values.is_empty() {
-            self.meta.remove(key).map_err(StoreError::from)?;
-        } else {
-            let json =
-                serde_json::to_vec(&values).map_err(|e| BackendError::Fatal(e.to_string()))?;
-            self.meta.insert(key, json).map_err(StoreError::from)?;
-        }
-        self.persist()
-    }
-
-    fn scram_credentials(&self) -> BackendResult<ScramCredentials> {
-        let mut out = ScramCredentials::new();
-        for kv in self.meta.prefix(SCRAM_PREFIX) {
-            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
-            let key = String::from_utf8_lossy(&key[SCRAM_PREFIX.len()..]).into_owned();
-            let bad = || StoreError::BadScramCredential(key.clone());
-            let (mechanism, user) = key.split_once('/').ok_or_else(bad)?;
-            let mechanism = ScramMechanism::from_name(mechanism).ok_or_else(bad)?;
-            let credential = serde_json::from_slice::<StoredCredential>(&value)
-                .ok()
-                .and_then(|c| c.credential())
-                .ok_or_else(bad)?;
-            out.entry(user.to_string())
-                .or_default()
-                .insert(mechanism, credential);
-        }
-        Ok(out)
-    }
-
-    fn acls(&self) -> BackendResult<Vec<AclBinding>> {
-        let mut out = Vec::new();
-        for kv in self.meta.prefix(ACL_PREFIX) {
-            let key = kv.key().map_err(StoreError::from)?;
-            let key = String::from_utf8_lossy(&key[ACL_PREFIX.len()..]).into_owned();
-            let bad = |reason: String| StoreError::BadAcl {
-                key: key.clone(),
-                reason,
-            };
-            let stored: StoredAcl = serde_json::from_str(&key).map_err(|e| bad(e.to_string()))?;
-            out.push(stored.binding().map_err(bad)?);
-        }
-        Ok(out)
-    }
-
-    fn client_quotas(&self) -> BackendResult<ClientQuotas> {
-        let mut out = ClientQuotas::new();
-        for kv in self.meta.prefix(QUOTA_PREFIX) {
-            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
-            let key = String::from_utf8_lossy(&key[QUOTA_PREFIX.len()..]).into_owned();
-            let bad = |reason: String| StoreError::BadQuota {
-                key: key.clone(),
-                reason,
-            };
-            let (entity, name): (Vec<(String, Option<String>)>, String) =
-                serde_json::from_str(&key).map_err(|e| bad(e.to_string()))?;
-            let value: f64 = serde_json::from_slice(&value).map_err(|e| bad(e.to_string()))?;
-            let stored = StoredQuota {
-                entity,
-                key: name,
-                value: Some(value),
-            };
-            iggy_kafka_actors::quotas::apply(&mut out, [stored.change().map_err(bad)?]);
-        }
-        Ok(out)
-    }
-
-    /// Applies the changes in one atomic batch (the last change of a key wins).
-    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendResult<()> {
-        let mut last: BTreeMap<String, Option<f64>> = BTreeMap::new();
-        for c in &changes {
-            let key = serde_json::to_string(&(stored_entity(&c.entity), &c.key))
-                .map_err(|e| BackendError::Fatal(e.to_string()))?;
-            last.insert(format!("{QUOTA_PREFIX}{key}"), c.value);
-        }
-        let mut batch = self.db.batch();
-        for (key, value) in last {
-            match value {
-                Some(v) => batch.insert(&self.meta, key, v.to_string()),
-                None => batch.remove(&self.meta, key),
-            }
-        }
-        batch.commit().map_err(StoreError::from)?;
-        self.persist()
-    }
-
-    fn set_scram_credential(
-        &self,
-        user: &str,
-        mechanism: ScramMechanism,
-        credential: Option<ScramCredential>,
-    ) -> BackendResult<()> {
-        let key = format!("{SCRAM_PREFIX}{}/{user}", mechanism.name());
-        match credential {
-            Some(c) => {
-                let json = serde_json::to_vec(&StoredCredential::from(&c))
-                    .map_err(|e| BackendError::Fatal(e.to_string()))?;
-                self.meta.insert(key, json).map_err(StoreError::from)?;
-            }
-            None => self.meta.remove(key).map_err(StoreError::from)?,
-        }
-        self.persist()
-    }
-
-    /// Creates (`true`) or deletes the bindings in one atomic batch.
-    fn change_acls(&self, bindings: Vec<AclBinding>, create: bool) -> BackendResult<()> {
-        let mut batch = self.db.batch();
-        for b in &bindings {
-            let json = serde_json::to_string(&StoredAcl::from(b))
-                .map_err(|e| BackendError::Fatal(e.to_string()))?;
-            let key = format!("{ACL_PREFIX}{json}");
-            match create {
-                true => batch.insert(&self.meta, key, Vec::<u8>::new()),
-                false => batch.remove(&self.meta, key),
-            }
-        }
-        batch.commit().map_err(StoreError::from)?;
-        self.persist()
-    }
-
     fn delete_topic(&self, name: &str) -> BackendResult<()> {
         let mut topics = self.topics.write();
         let log = topics
@@ -550,7 +391,6 @@ impl Inner {
         self.meta
             .remove(format!("{TOPIC_PREFIX}{name}"))
             .map_err(StoreError::from)?;
-        self.offsets.forget_topic(name)?;
         self.persist()?;
         self.db
             .delete_keyspace(log.records.clone())
@@ -561,19 +401,6 @@ impl Inner {
         Ok(())
     }
 
-    fn allocate_producer_id(&self) -> BackendResult<i64> {
-        let mut ids = self.producer_ids.lock();
-        if ids.next >= ids.block_end {
-            let end = ids.block_end + PRODUCER_ID_BLOCK;
-            self.meta
-                .insert(PRODUCER_ID_KEY, end.to_be_bytes().to_vec())
-                .map_err(StoreError::from)?;
-            self.persist()?;
-            ids.block_end = end;
-        }
-        ids.next += 1;
-        Ok(ids.next - 1)
-    }
 }
 
 /// Runs blocking store work off the actor threads.
@@ -616,92 +443,9 @@ impl Backend for EmbeddedStore {
         blocking(&self.inner, move |s| s.alter_topic_configs(&name, configs))
     }
 
-    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
-        blocking(&self.inner, |s| s.cluster_configs())
-    }
-
-    fn set_cluster_config(
-        &self,
-        name: &str,
-        values: BTreeMap<String, String>,
-    ) -> BackendFuture<'_, ()> {
-        let name = name.to_string();
-        blocking(&self.inner, move |s| s.set_cluster_config(&name, values))
-    }
-
-    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
-        blocking(&self.inner, |s| s.acls())
-    }
-
-    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        blocking(&self.inner, move |s| s.change_acls(bindings, true))
-    }
-
-    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        blocking(&self.inner, move |s| s.change_acls(bindings, false))
-    }
-
-    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
-        blocking(&self.inner, |s| s.client_quotas())
-    }
-
-    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
-        blocking(&self.inner, move |s| s.alter_client_quotas(changes))
-    }
-
     fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
         let name = name.to_string();
         blocking(&self.inner, move |s| s.delete_topic(&name))
-    }
-
-    fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
-        blocking(&self.inner, |s| s.allocate_producer_id())
-    }
-
-    fn commit_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-        offset: Option<CommittedOffset>,
-    ) -> BackendFuture<'_, ()> {
-        let (group, tp) = (group.to_string(), tp.clone());
-        blocking(&self.inner, move |s| {
-            Ok(s.offsets.commit(&group, &tp, offset)?)
-        })
-    }
-
-    fn committed_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-    ) -> BackendFuture<'_, Option<CommittedOffset>> {
-        let (group, tp) = (group.to_string(), tp.clone());
-        blocking(&self.inner, move |s| Ok(s.offsets.get(&group, &tp)?))
-    }
-
-    fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
-        let group = group.to_string();
-        blocking(&self.inner, move |s| Ok(s.offsets.partitions(&group)?))
-    }
-
-    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
-        blocking(&self.inner, |s| Ok(s.offsets.groups()?))
-    }
-
-    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
-        blocking(&self.inner, |s| s.scram_credentials())
-    }
-
-    fn set_scram_credential(
-        &self,
-        user: &str,
-        mechanism: ScramMechanism,
-        credential: Option<ScramCredential>,
-    ) -> BackendFuture<'_, ()> {
-        let user = user.to_string();
-        blocking(&self.inner, move |s| {
-            s.set_scram_credential(&user, mechanism, credential)
-        })
     }
 
     /// In-process: nothing to reach.

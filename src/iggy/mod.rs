@@ -1553,17 +1553,8 @@ impl Backend for IggyBackend {
         self.run(|s| async move { s.check_login(&username, &password).await })
     }
 
-    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
-        self.run(|s| async move { s.acls().await })
-    }
 
-    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        self.run(|s| async move { s.change_acls(bindings, true).await })
-    }
 
-    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        self.run(|s| async move { s.change_acls(bindings, false).await })
-    }
 
     fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
         self.run(|s| async move { s.client_quotas().await })

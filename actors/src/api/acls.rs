@@ -15,7 +15,7 @@ use kafka_protocol::messages::describe_acls_response::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authorizer::store::{CreateAcls, DeleteAcls, DescribeAcls};
+use crate::authorizer::store;
 use crate::authorizer::{Access, AclBinding, AclFilter, Operation};
 use crate::gateway::Gateway;
 
@@ -68,17 +68,10 @@ pub async fn create(gw: Gateway, access: Access, req: CreateAclsRequest) -> Crea
         .collect();
     let valid: Vec<AclBinding> = checked.iter().filter_map(|c| c.clone().ok()).collect();
     let stored = match (valid.is_empty(), &gw.authorizer) {
-        (false, Some(a)) => match a.store.send(CreateAcls(valid)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "ACLs not stored");
-                Err((e.code(), e.to_string()))
-            }
-            Err(_) => Err((
-                ResponseError::UnknownServerError,
-                "ACL store unavailable".into(),
-            )),
-        },
+        (false, Some(a)) => store::create(&a.store, valid).await.map_err(|e| {
+            tracing::warn!(error = %e, "ACLs not stored");
+            (e.code(), e.to_string())
+        }),
         _ => Ok(()),
     };
     let results = checked
@@ -125,15 +118,9 @@ pub async fn describe(
     let Some(authorizer) = &gw.authorizer else {
         return failed(ResponseError::SecurityDisabled, NO_AUTHORIZER.into());
     };
-    let mut found = match authorizer.store.send(DescribeAcls(filter)).await {
-        Ok(Ok(found)) => found,
-        Ok(Err(e)) => return failed(e.code(), e.to_string()),
-        Err(_) => {
-            return failed(
-                ResponseError::UnknownServerError,
-                "ACL store unavailable".into(),
-            )
-        }
+    let mut found = match store::describe(&authorizer.store, filter).await {
+        Ok(found) => found,
+        Err(e) => return failed(e.code(), e.to_string()),
     };
     // One resource per pattern, its ACLs together, as Kafka groups them.
     found.sort();
@@ -202,17 +189,10 @@ pub async fn delete(gw: Gateway, access: Access, req: DeleteAclsRequest) -> Dele
         .collect();
     let valid: Vec<AclFilter> = checked.iter().filter_map(|c| c.clone().ok()).collect();
     let deleted = match &gw.authorizer {
-        Some(a) if !valid.is_empty() => match a.store.send(DeleteAcls(valid)).await {
-            Ok(Ok(matched)) => Ok(matched),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "ACLs not deleted");
-                Err((e.code(), e.to_string()))
-            }
-            Err(_) => Err((
-                ResponseError::UnknownServerError,
-                "ACL store unavailable".into(),
-            )),
-        },
+        Some(a) if !valid.is_empty() => store::delete(&a.store, valid).await.map_err(|e| {
+            tracing::warn!(error = %e, "ACLs not deleted");
+            (e.code(), e.to_string())
+        }),
         _ => Ok(Vec::new()),
     };
     let mut matched = match &deleted {

@@ -19,7 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
-use crate::quotas::store::Reread;
+use crate::quotas::store;
 use crate::quotas::{ClientQuotas, FilterError, QuotaChange, QuotaEntity, QuotaFilter, QuotaKey};
 
 type Refusal = (ResponseError, String);
@@ -56,7 +56,7 @@ pub async fn describe(
         Err(FilterError::Invalid(m)) => return failed((ResponseError::InvalidRequest, m)),
         Err(FilterError::Unsupported(m)) => return failed((ResponseError::UnsupportedVersion, m)),
     };
-    let stored = match gw.backend.client_quotas().await {
+    let stored = match store::stored(&gw.quotas.store).await {
         Ok(q) => q,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read client quotas");
@@ -152,7 +152,7 @@ pub async fn alter(
     };
     let answer = |results| AlterClientQuotasResponse::default().with_entries(results);
     let stored = if access.cluster(Operation::AlterConfigs) {
-        gw.backend.client_quotas().await.map_err(|e| {
+        store::stored(&gw.quotas.store).await.map_err(|e| {
             tracing::warn!(error = %e, "cannot read client quotas");
             (e.code(), e.to_string())
         })
@@ -221,12 +221,8 @@ pub async fn alter(
         for c in &changes {
             tracing::info!(entity = %c.entity, key = %c.key, value = ?c.value, "altering client quota");
         }
-        match gw.backend.alter_client_quotas(changes).await {
-            Ok(()) => {
-                // This gateway enforces the change from its next request on.
-                let _ = gw.quotas.store.send(Reread).await;
-                Ok(())
-            }
+        match store::alter(&gw.quotas.store, changes).await {
+            Ok(()) => Ok(()),
             Err(e) => {
                 tracing::warn!(error = %e, "client quotas not stored");
                 Err((e.code(), e.to_string()))

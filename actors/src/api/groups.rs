@@ -320,7 +320,7 @@ pub async fn describe(
         .send(Describe(Some(names.clone())))
         .await
         .unwrap_or_default();
-    let with_offsets = gw.backend.offset_groups().await.unwrap_or_default();
+    let with_offsets = gw.offsets.groups().await.unwrap_or_default();
     let groups = names
         .into_iter()
         .map(|name| {
@@ -388,7 +388,7 @@ pub async fn list(
         .into_iter()
         .map(|(name, v)| (name, (v.protocol_type, v.state.name())))
         .collect();
-    let with_offsets = match gw.backend.offset_groups().await {
+    let with_offsets = match gw.offsets.groups().await {
         Ok(g) => g,
         Err(e) => {
             tracing::warn!(error = %e, "listing groups with offsets failed");
@@ -438,7 +438,7 @@ pub async fn list(
 }
 
 pub async fn delete(gw: Gateway, req: DeleteGroupsRequest, access: Access) -> DeleteGroupsResponse {
-    let with_offsets = gw.backend.offset_groups().await.unwrap_or_default();
+    let with_offsets = gw.offsets.groups().await.unwrap_or_default();
     let mut results = Vec::with_capacity(req.groups_names.len());
     for name in req.groups_names {
         let group = name.to_string();

@@ -50,7 +50,7 @@ pub async fn handle(
         );
         return refused(ResponseError::TransactionalIdAuthorizationFailed);
     }
-    match gw.backend.allocate_producer_id().await {
+    match gw.producer_ids.allocate().await {
         Ok(id) => InitProducerIdResponse::default()
             .with_producer_id(ProducerId(id))
             .with_producer_epoch(0),

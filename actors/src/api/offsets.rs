@@ -32,7 +32,7 @@ use crate::authorizer::{Access, Operation, ResourceType};
 use crate::backend::{CommittedOffset, TopicPartition};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
-use crate::offset_slot::{CommitOffsets, FetchOffsets, OffsetError};
+use crate::offsets::OffsetError;
 
 /// Kafka's `offset.metadata.max.bytes` default.
 const MAX_METADATA: usize = 4096;
@@ -55,25 +55,6 @@ fn offset_error_code(e: &OffsetError) -> ResponseError {
 /// sent to the slots.
 type Planned = Vec<(TopicName, Vec<(i32, Result<usize, ResponseError>)>)>;
 
-/// Splits items by the offset slot of their partition: `(slot, positions, items)`,
-/// so a request sends one message per slot and can put the answers back in order.
-fn by_slot<T>(
-    gw: &Gateway,
-    items: Vec<T>,
-    tp: impl Fn(&T) -> &TopicPartition,
-) -> Vec<(usize, Vec<usize>, Vec<T>)> {
-    let mut per_slot: BTreeMap<usize, (Vec<usize>, Vec<T>)> = BTreeMap::new();
-    for (i, item) in items.into_iter().enumerate() {
-        let slot = per_slot.entry(gw.offset_slot(tp(&item))).or_default();
-        slot.0.push(i);
-        slot.1.push(item);
-    }
-    per_slot
-        .into_iter()
-        .map(|(slot, (at, items))| (slot, at, items))
-        .collect()
-}
-
 /// Commits (or deletes) through the slots; results in the order given.
 async fn commit_all(
     gw: &Gateway,
@@ -81,66 +62,28 @@ async fn commit_all(
     entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
     deadline: Instant,
 ) -> Vec<Result<(), ResponseError>> {
-    let mut out = vec![Err(ResponseError::RequestTimedOut); entries.len()];
-    let sent: Vec<_> = by_slot(gw, entries, |e| &e.0)
+    let results = gw.offsets.commit(group, entries, deadline).await;
+    results
         .into_iter()
-        .map(|(slot, at, entries)| {
-            let group = group.clone();
-            (
-                at,
-                gw.offset_slots[slot].send(CommitOffsets {
-                    group,
-                    entries,
-                    deadline,
-                    queued: gw.metrics.offset_slots.enter(slot),
-                }),
-            )
-        })
-        .collect();
-    for (at, request) in sent {
-        for (i, r) in at.into_iter().zip(request.await.unwrap_or_default()) {
-            out[i] = r.map_err(|e| offset_error_code(&e));
-        }
-    }
-    out
+        .map(|r| r.map_err(|e| offset_error_code(&e)))
+        .collect()
 }
 
-/// Reads committed offsets through the slots, in the order given.
+/// Reads committed offsets through the slots' read clients, in the order given.
 async fn fetch_all(
     gw: &Gateway,
     group: &Arc<str>,
     partitions: Vec<TopicPartition>,
 ) -> Result<Vec<Option<CommittedOffset>>, ResponseError> {
     let deadline = Instant::now() + READ_DEADLINE;
-    let mut out = vec![None; partitions.len()];
-    let sent: Vec<_> = by_slot(gw, partitions, |tp| tp)
-        .into_iter()
-        .map(|(slot, at, partitions)| {
-            let group = group.clone();
-            (
-                at,
-                gw.offset_slots[slot].send(FetchOffsets {
-                    group,
-                    partitions,
-                    deadline,
-                    queued: gw.metrics.offset_slots.enter(slot),
-                }),
-            )
+    gw.offsets
+        .fetch(group, partitions, deadline)
+        .await
+        .map_err(|e| {
+            tracing::warn!(%group, error = %e, "offset read failed");
+            // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
+            ResponseError::CoordinatorLoadInProgress
         })
-        .collect();
-    for (at, request) in sent {
-        let results = request
-            .await
-            .map_err(|_| ResponseError::CoordinatorLoadInProgress)?;
-        for (i, r) in at.into_iter().zip(results) {
-            out[i] = r.map_err(|e| {
-                tracing::warn!(%group, error = %e, "offset read failed");
-                // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
-                ResponseError::CoordinatorLoadInProgress
-            })?;
-        }
-    }
-    Ok(out)
 }
 
 /// READ on the group (GROUP_AUTHORIZATION_FAILED for every partition otherwise) and
@@ -276,7 +219,7 @@ async fn fetch_group(
         Some(t) => t,
         // A null topic list (Admin listConsumerGroupOffsets): every partition with an offset.
         None => {
-            let stored = gw.backend.committed_partitions(&group).await.map_err(|e| {
+            let stored = gw.offsets.partitions(&group).await.map_err(|e| {
                 tracing::warn!(%group, error = %e, "listing committed partitions failed");
                 ResponseError::CoordinatorLoadInProgress
             })?;
@@ -458,7 +401,7 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> Of
         return OffsetDeleteResponse::default().with_error_code(e.code());
     }
     let subscribed = subscribed_topics(&gw, &group).await.unwrap_or_default();
-    let known = match gw.backend.offset_groups().await {
+    let known = match gw.offsets.groups().await {
         Ok(groups) => groups.iter().any(|g| **g == *group) || !subscribed.is_empty(),
         Err(_) => {
             return OffsetDeleteResponse::default()
@@ -524,11 +467,7 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> Of
 
 /// Removes every committed offset of a group (DeleteGroups).
 pub async fn delete_group_offsets(gw: &Gateway, group: &str) -> Result<(), ResponseError> {
-    let partitions = gw
-        .backend
-        .committed_partitions(group)
-        .await
-        .map_err(|e| e.code())?;
+    let partitions = gw.offsets.partitions(group).await.map_err(|e| e.code())?;
     let entries = partitions.into_iter().map(|tp| (tp, None)).collect();
     let group: Arc<str> = group.into();
     commit_all(gw, &group, entries, Instant::now() + READ_DEADLINE)
@@ -581,6 +520,7 @@ mod tests {
         let gw = Gateway::start(
             settings(),
             backend.clone(),
+            Arc::new(backend.clone()),
             backend,
             Metrics::new(),
             &[Arbiter::current()],

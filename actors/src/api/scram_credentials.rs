@@ -36,7 +36,7 @@ pub async fn describe(
                 "DESCRIBE on the cluster is not allowed",
             )));
     }
-    let stored = match gw.backend.scram_credentials().await {
+    let stored = match gw.sasl.credentials().await {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read SCRAM credentials");
@@ -105,7 +105,7 @@ pub async fn alter(
     access: Access,
 ) -> AlterUserScramCredentialsResponse {
     let stored = if access.cluster(Operation::Alter) {
-        gw.backend.scram_credentials().await.map_err(|e| {
+        gw.sasl.credentials().await.map_err(|e| {
             tracing::warn!(error = %e, "cannot read SCRAM credentials");
             (e.code(), e.to_string())
         })
@@ -203,8 +203,8 @@ pub async fn alter(
             .remove(&user)
             .expect("every ordered user has a change");
         let stored = gw
-            .backend
-            .set_scram_credential(&change.user, change.mechanism, change.credential)
+            .sasl
+            .set_credential(&change.user, change.mechanism, change.credential)
             .await;
         let error = stored.err().map(|e| {
             tracing::warn!(%user, error = %e, "cannot store a SCRAM credential");

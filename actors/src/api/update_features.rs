@@ -51,6 +51,7 @@ pub fn handle(
                     level: u.max_version_level,
                     upgrade_type,
                     validate_only: req.validate_only,
+                    topics: gw.topic_table().all().into_iter().cloned().collect(),
                 })
             });
             (u.feature, sent)

@@ -1,8 +1,8 @@
 //! Authorization: Kafka ACLs, decided as Kafka's `StandardAuthorizer` decides.
 //!
-//! The ACL bindings live in the backend, shared by every gateway on it; the
-//! [`store::AclStore`] actor owns this gateway's copy, changes it (CreateAcls,
-//! DeleteAcls) and publishes it as an immutable [`AclTable`]. Handlers ask one
+//! The ACL bindings are a table of the metadata store, shared by every gateway on it
+//! ([`store`]); this gateway's copy changes them (CreateAcls, DeleteAcls) and
+//! publishes them as an immutable [`AclTable`]. Handlers ask one
 //! [`Access`] per request (`Gateway::access`), which reads the latest table.
 //! With no authorizer configured every request is allowed, as in Kafka.
 
@@ -12,7 +12,6 @@ pub mod store;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use actix::Addr;
 use tokio::sync::watch;
 
 pub use acl::{
@@ -64,7 +63,7 @@ impl AclTable {
 #[derive(Clone)]
 pub struct Authorizer {
     pub settings: Arc<AuthorizerSettings>,
-    pub store: Addr<store::AclStore>,
+    pub store: store::AclStore,
     pub table: watch::Receiver<Arc<AclTable>>,
 }
 

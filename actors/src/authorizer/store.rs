@@ -1,166 +1,120 @@
-//! The ACL-store actor: the only writer of ACL bindings. It changes them one request
-//! at a time in the backend (every gateway on it shares them), re-reads them every
-//! `refresh` so other gateways' changes apply here too, and publishes the
-//! [`AclTable`] in force through a `watch` channel after every change and re-read.
+//! ACL bindings as a shared table (`store::shared`): table `acl`, one entry per
+//! binding, keyed by the binding as JSON with Kafka's wire codes (which never change
+//! meaning), with no value: a set every gateway on the store shares. Changes run one
+//! at a time through this gateway's [`SharedTable`], on the latest bindings.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use actix::prelude::*;
-use tokio::sync::watch;
+use actix::Addr;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 
 use super::{AclBinding, AclFilter, AclTable};
-use crate::backend::{Backend, BackendError};
+use crate::backend::{BackendError, BackendResult};
+use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable, Table};
 
-/// Store these bindings (ones already stored stay stored once).
-#[derive(Message)]
-#[rtype(result = "Result<(), BackendError>")]
-pub struct CreateAcls(pub Vec<AclBinding>);
+/// The ACL table.
+pub struct Acls;
 
-/// Remove every binding each filter matches; the answer lists them, filter by filter.
-#[derive(Message)]
-#[rtype(result = "Result<Vec<Vec<AclBinding>>, BackendError>")]
-pub struct DeleteAcls(pub Vec<AclFilter>);
-
-/// The bindings a filter matches, as stored now (re-read first, so a change made
-/// through another gateway a moment ago is listed).
-#[derive(Message)]
-#[rtype(result = "Result<Vec<AclBinding>, BackendError>")]
-pub struct DescribeAcls(pub AclFilter);
-
-pub struct AclStore {
-    backend: Arc<dyn Backend>,
-    published: watch::Sender<Arc<AclTable>>,
-    refresh: Duration,
+#[derive(Serialize, Deserialize)]
+struct StoredAcl {
+    resource_type: i8,
+    name: String,
+    pattern_type: i8,
+    principal: String,
+    host: String,
+    operation: i8,
+    permission: i8,
 }
 
-impl AclStore {
-    /// Reads the stored bindings and starts the store.
-    pub async fn start_with(
-        backend: Arc<dyn Backend>,
-        refresh: Duration,
-    ) -> Result<(Addr<AclStore>, watch::Receiver<Arc<AclTable>>), BackendError> {
-        let stored = backend.acls().await?;
-        let (published, rx) = watch::channel(Arc::new(AclTable::new(stored)));
-        let store = AclStore {
-            backend,
-            published,
-            refresh,
+impl Table for Acls {
+    const NAME: &'static str = "acl";
+    type Key = AclBinding;
+    type Value = ();
+    type View = AclTable;
+
+    fn encode_key(b: &AclBinding) -> String {
+        let stored = StoredAcl {
+            resource_type: b.pattern.resource_type.code(),
+            name: b.pattern.name.clone(),
+            pattern_type: b.pattern.pattern_type.code(),
+            principal: b.entry.principal.clone(),
+            host: b.entry.host.clone(),
+            operation: b.entry.operation.code(),
+            permission: b.entry.permission.code(),
         };
-        Ok((store.start(), rx))
+        serde_json::to_string(&stored).expect("ACLs serialize")
     }
 
-    fn publish(&self, bindings: Vec<AclBinding>) {
-        let next = AclTable::new(bindings);
-        self.published.send_if_modified(|current| {
-            let changed = **current != next;
-            if changed {
-                tracing::info!(acls = next.all().count(), "ACLs in force");
-                *current = Arc::new(next);
-            }
-            changed
-        });
+    fn decode_key(key: &str) -> Result<AclBinding, String> {
+        let s: StoredAcl = serde_json::from_str(key).map_err(|e| e.to_string())?;
+        AclBinding::new(
+            (s.resource_type, &s.name, s.pattern_type),
+            &s.principal,
+            &s.host,
+            s.operation,
+            s.permission,
+        )
+        .map_err(|e| e.to_string())
     }
 
-    /// Re-reads the stored bindings; `wait` keeps changes out meanwhile.
-    fn reread(&mut self, ctx: &mut Context<Self>) {
-        let backend = self.backend.clone();
-        ctx.wait(
-            async move { backend.acls().await }.into_actor(self).map(
-                |stored, act, _| match stored {
-                    Ok(stored) => act.publish(stored),
-                    Err(e) => tracing::warn!(error = %e, "cannot re-read ACLs"),
-                },
-            ),
-        );
+    fn encode_value(_: &()) -> Bytes {
+        Bytes::new()
     }
-}
 
-impl Actor for AclStore {
-    type Context = Context<Self>;
+    fn decode_value(_: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
 
-    fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(self.refresh, |act, ctx| act.reread(ctx));
+    fn view(rows: &Rows<Acls>) -> AclTable {
+        AclTable::new(rows.keys().cloned())
     }
 }
 
-/// Runs `change` against the latest stored bindings, then publishes what is stored after it.
-fn changing<T: 'static>(
-    store: &AclStore,
-    change: impl std::future::Future<Output = Result<T, BackendError>> + 'static,
-) -> AtomicResponse<AclStore, Result<T, BackendError>> {
-    let backend = store.backend.clone();
-    let done = async move {
-        let out = change.await?;
-        let stored = backend.acls().await?;
-        Ok((out, stored))
+/// This gateway's copy of the ACL table.
+pub type AclStore = Addr<SharedTable<Acls>>;
+
+fn gone(_: actix::MailboxError) -> BackendError {
+    BackendError::Unavailable("ACL store unavailable".into())
+}
+
+/// Stores these bindings (ones already stored stay stored once).
+pub async fn create(store: &AclStore, bindings: Vec<AclBinding>) -> BackendResult<()> {
+    for b in &bindings {
+        tracing::info!(acl = %b, "creating ACL");
+    }
+    let decide = move |rows: &Rows<Acls>| {
+        let edits = bindings
+            .into_iter()
+            .filter(|b| !rows.contains_key(b))
+            .map(|b| Edit::Put(b, ()))
+            .collect();
+        (edits, ())
     };
-    AtomicResponse::new(Box::pin(done.into_actor(store).map(
-        |done: Result<(T, Vec<AclBinding>), BackendError>, act, _| {
-            let (out, stored) = done?;
-            act.publish(stored);
-            Ok(out)
-        },
-    )))
+    store.send(Modify(Box::new(decide))).await.map_err(gone)?
 }
 
-impl Handler<CreateAcls> for AclStore {
-    type Result = AtomicResponse<Self, Result<(), BackendError>>;
-
-    fn handle(&mut self, msg: CreateAcls, _: &mut Self::Context) -> Self::Result {
-        let backend = self.backend.clone();
-        for b in &msg.0 {
-            tracing::info!(acl = %b, "creating ACL");
+/// Removes every binding each filter matches; the answer lists them, filter by filter.
+pub async fn delete(store: &AclStore, filters: Vec<AclFilter>) -> BackendResult<Vec<Vec<AclBinding>>> {
+    let decide = move |rows: &Rows<Acls>| {
+        let matched: Vec<Vec<AclBinding>> = filters
+            .iter()
+            .map(|f| rows.keys().filter(|b| f.matches(b)).cloned().collect())
+            .collect();
+        let mut doomed: Vec<AclBinding> = matched.iter().flatten().cloned().collect();
+        doomed.sort();
+        doomed.dedup();
+        for b in &doomed {
+            tracing::info!(acl = %b, "deleting ACL");
         }
-        changing(self, async move { backend.create_acls(msg.0).await })
-    }
+        (doomed.into_iter().map(Edit::Delete).collect(), matched)
+    };
+    store.send(Modify(Box::new(decide))).await.map_err(gone)?
 }
 
-impl Handler<DeleteAcls> for AclStore {
-    type Result = AtomicResponse<Self, Result<Vec<Vec<AclBinding>>, BackendError>>;
-
-    fn handle(&mut self, msg: DeleteAcls, _: &mut Self::Context) -> Self::Result {
-        let backend = self.backend.clone();
-        changing(self, async move {
-            // The latest stored bindings: another gateway may have changed them.
-            let stored = backend.acls().await?;
-            let matched: Vec<Vec<AclBinding>> = msg
-                .0
-                .iter()
-                .map(|f| stored.iter().filter(|b| f.matches(b)).cloned().collect())
-                .collect();
-            let mut gone: Vec<AclBinding> = matched.iter().flatten().cloned().collect();
-            gone.sort();
-            gone.dedup();
-            if !gone.is_empty() {
-                for b in &gone {
-                    tracing::info!(acl = %b, "deleting ACL");
-                }
-                backend.delete_acls(gone).await?;
-            }
-            Ok(matched)
-        })
-    }
-}
-
-impl Handler<DescribeAcls> for AclStore {
-    type Result = AtomicResponse<Self, Result<Vec<AclBinding>, BackendError>>;
-
-    fn handle(&mut self, msg: DescribeAcls, _: &mut Self::Context) -> Self::Result {
-        let backend = self.backend.clone();
-        AtomicResponse::new(Box::pin(
-            async move { backend.acls().await }
-                .into_actor(self)
-                .map(move |stored, act, _| {
-                    let stored = stored?;
-                    let matched = stored
-                        .iter()
-                        .filter(|b| msg.0.matches(b))
-                        .cloned()
-                        .collect();
-                    act.publish(stored);
-                    Ok(matched)
-                }),
-        ))
-    }
+/// The bindings a filter matches, as stored now (caught up first, so a change made
+/// through another gateway a moment ago is listed).
+pub async fn describe(store: &AclStore, filter: AclFilter) -> BackendResult<Vec<AclBinding>> {
+    let rows: Arc<Rows<Acls>> = store.send(CatchUp::default()).await.map_err(gone)??;
+    Ok(rows.keys().filter(|b| filter.matches(b)).cloned().collect())
 }

@@ -12,17 +12,20 @@ pub mod definitions;
 mod effective;
 mod features;
 mod rules;
+mod stored;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
 use tokio::sync::watch;
 
-use crate::backend::{Backend, BackendError, ClusterConfigs, TopicMeta};
+use crate::backend::{BackendError, ClusterConfigs, TopicMeta};
+use crate::store::shared::{Modify, SharedTable};
+use crate::store::Meta;
+use stored::ClusterMaps;
 use crate::settings::BrokerSettings;
 pub use changes::{ConfigChange, Op};
 use definitions::{broker_config, topic_config, Definition};
@@ -178,6 +181,8 @@ pub struct UpdateFeature {
     /// UpdateFeatures' upgrade type code (v0's allow_downgrade mapped onto it).
     pub upgrade_type: i8,
     pub validate_only: bool,
+    /// The topics as they are now: their configurations are audited too.
+    pub topics: Vec<Arc<TopicMeta>>,
 }
 
 /// Check the configurations a client sent for a new topic; the answer holds them as
@@ -214,12 +219,13 @@ pub struct AlterBrokerConfigs {
 }
 
 pub struct ConfigCatalog {
-    backend: Arc<dyn Backend>,
+    /// The shared maps, and the copy its table publishes.
+    maps: Addr<SharedTable<ClusterMaps>>,
+    stored: watch::Receiver<Arc<ClusterConfigs>>,
     node_id: i32,
     /// The gateway's static settings as broker configurations.
     statics: ClusterConfig,
     published: watch::Sender<Arc<ClusterConfig>>,
-    refresh: Duration,
 }
 
 impl ConfigCatalog {
@@ -227,13 +233,14 @@ impl ConfigCatalog {
     /// Refuses to start when the gateway's static settings break the finalized feature
     /// level; reports them to the backend for the audits of later level changes.
     pub async fn start_with(
-        backend: Arc<dyn Backend>,
+        meta: &Meta,
         settings: &BrokerSettings,
     ) -> Result<(Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>), StartError> {
-        let stored = backend.cluster_configs().await?;
+        let (maps, stored) =
+            SharedTable::<ClusterMaps>::start(meta, settings.topic_refresh_interval).await?;
         let statics = ClusterConfig::new(settings);
         let node_id = settings.node_id;
-        let level = Finalized::from_stored(&stored).level;
+        let level = Finalized::from_stored(&stored.borrow()).level;
         let reported = static_configs(settings);
         let offenders: Vec<String> = reported
             .iter()
@@ -252,17 +259,22 @@ impl ConfigCatalog {
                 offenders: offenders.join("; "),
             });
         }
-        let report = reported.into_iter().map(|c| (c.name.to_string(), c.value));
-        backend
-            .set_cluster_config(&format!("{STATICS}{node_id}"), report.collect())
-            .await?;
-        let (published, rx) = watch::channel(Arc::new(in_force(&statics, node_id, &stored)));
+        let report: BTreeMap<String, String> = reported
+            .into_iter()
+            .map(|c| (c.name.to_string(), c.value))
+            .collect();
+        let edit = stored::set(format!("{STATICS}{node_id}"), report);
+        maps.send(Modify(Box::new(move |_: &ClusterConfigs| (vec![edit], ()))))
+            .await
+            .map_err(gone)??;
+        let in_force_now = in_force(&statics, node_id, &stored.borrow());
+        let (published, rx) = watch::channel(Arc::new(in_force_now));
         let catalog = ConfigCatalog {
-            backend,
+            maps,
+            stored,
             node_id,
             statics,
             published,
-            refresh: settings.topic_refresh_interval,
         };
         Ok((catalog.start(), rx))
     }
@@ -307,18 +319,10 @@ impl ConfigCatalog {
         Ok(changed)
     }
 
-    /// Re-reads the stored broker configurations, so changes made through other
-    /// gateways apply here too. `wait` keeps alters out meanwhile.
-    fn reread(&mut self, ctx: &mut Context<Self>) {
-        let backend = self.backend.clone();
-        ctx.wait(
-            async move { backend.cluster_configs().await }
-                .into_actor(self)
-                .map(|stored, act, _| match stored {
-                    Ok(stored) => act.publish(in_force(&act.statics, act.node_id, &stored)),
-                    Err(e) => tracing::warn!(error = %e, "cannot re-read broker configurations"),
-                }),
-        );
+    /// Publishes what is in force given the shared maps as they are now.
+    fn republish(&self) {
+        let stored = self.stored.borrow().clone();
+        self.publish(in_force(&self.statics, self.node_id, &stored));
     }
 
     fn publish(&self, next: ClusterConfig) {
@@ -348,7 +352,7 @@ fn in_force(statics: &ClusterConfig, node_id: i32, stored: &ClusterConfigs) -> C
 /// Every stored configuration that breaks the rules of feature `level`: topics' own,
 /// dynamic broker configurations and the static settings gateways reported, each
 /// named with where it is set.
-fn offenders(level: i16, topics: &[TopicMeta], stored: &ClusterConfigs) -> Vec<String> {
+fn offenders(level: i16, topics: &[Arc<TopicMeta>], stored: &ClusterConfigs) -> Vec<String> {
     let check = |owner: &str,
                  values: &BTreeMap<String, String>,
                  lookup: &dyn Fn(&str) -> Option<&'static Definition>| {
@@ -405,8 +409,20 @@ impl Actor for ConfigCatalog {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(self.refresh, |act, ctx| act.reread(ctx));
+        // Changes other gateways made, as the shared table catches up with them.
+        let changes = futures_util::stream::unfold(self.stored.clone(), |mut rx| async {
+            rx.changed().await.ok().map(|()| ((), rx))
+        });
+        ctx.add_stream(changes);
     }
+}
+
+impl StreamHandler<()> for ConfigCatalog {
+    fn handle(&mut self, _: (), _: &mut Self::Context) {
+        self.republish();
+    }
+
+    fn finished(&mut self, _: &mut Self::Context) {}
 }
 
 impl Handler<ValidateTopicConfigs> for ConfigCatalog {
@@ -432,34 +448,32 @@ impl Handler<AlterBrokerConfigs> for ConfigCatalog {
     type Result = AtomicResponse<Self, Result<Arc<ClusterConfig>, ConfigError>>;
 
     fn handle(&mut self, msg: AlterBrokerConfigs, _: &mut Self::Context) -> Self::Result {
-        let backend = self.backend.clone();
         let rules = (ConfigKind::Broker, self.level());
         let name = match msg.scope {
             BrokerScope::Cluster => CLUSTER_DEFAULT.to_string(),
             BrokerScope::ThisBroker => per_broker(self.node_id),
         };
-        let alter = async move {
-            // The latest stored values: another gateway may have changed them.
-            let stored = backend.cluster_configs().await?;
+        // Decided on the latest stored values: another gateway may have changed them.
+        let decide = move |stored: &ClusterConfigs| {
             let current = stored.get(&name).cloned().unwrap_or_default();
-            let changed = changes::apply(&current, msg.change, rules, alterable_broker_config)?;
-            if !msg.validate_only && changed != current {
-                backend.set_cluster_config(&name, changed.clone()).await?;
-            }
-            let mut stored = stored;
-            stored.insert(name, changed);
-            Ok((stored, msg.validate_only))
-        };
-        AtomicResponse::new(Box::pin(alter.into_actor(self).map(
-            |done: Result<_, ConfigError>, act, _| {
-                let (stored, validate_only) = done?;
-                let before = act.current();
-                if !validate_only {
-                    act.publish(in_force(&act.statics, act.node_id, &stored));
+            match changes::apply(&current, msg.change, rules, alterable_broker_config) {
+                Ok(changed) if !msg.validate_only && changed != current => {
+                    (vec![stored::set(name, changed)], Ok(()))
                 }
-                Ok(before)
-            },
-        )))
+                Ok(_) => (Vec::new(), Ok(())),
+                Err(e) => (Vec::new(), Err(e)),
+            }
+        };
+        let maps = self.maps.clone();
+        let alter = async move { maps.send(Modify(Box::new(decide))).await };
+        AtomicResponse::new(Box::pin(alter.into_actor(self).map(|done, act, _| {
+            // Mailbox, store, then the change's own outcome.
+            let outcome = done.map_err(gone)??;
+            outcome?;
+            let before = act.current();
+            act.republish();
+            Ok(before)
+        })))
     }
 }
 
@@ -467,7 +481,7 @@ impl Handler<UpdateFeature> for ConfigCatalog {
     type Result = AtomicResponse<Self, Result<(), FeatureError>>;
 
     fn handle(&mut self, msg: UpdateFeature, _: &mut Self::Context) -> Self::Result {
-        let backend = self.backend.clone();
+        let maps = self.maps.clone();
         let update = async move {
             if msg.feature != FEATURE {
                 return Err(FeatureError::Unknown(msg.feature));
@@ -478,60 +492,70 @@ impl Handler<UpdateFeature> for ConfigCatalog {
             }
             let upgrade = UpgradeType::from_code(msg.upgrade_type)
                 .ok_or(FeatureError::UpgradeType(msg.upgrade_type))?;
-            // The latest stored state: another gateway may have changed it.
-            let stored = backend.cluster_configs().await?;
-            let current = Finalized::from_stored(&stored);
-            match (target.cmp(&current.level), upgrade) {
-                (std::cmp::Ordering::Less, UpgradeType::Upgrade) => {
-                    return Err(FeatureError::DowngradeNotAsked {
-                        current: current.level,
-                        target,
-                    })
+            let topics = msg.topics;
+            // Decided on the latest stored state: another gateway may have changed it.
+            let decide = move |stored: &ClusterConfigs| {
+                match feature_change(stored, &topics, target, upgrade, msg.validate_only) {
+                    Ok(Some(map)) => (vec![stored::set(features::FEATURES.into(), map)], Ok(())),
+                    Ok(None) => (Vec::new(), Ok(())),
+                    Err(e) => (Vec::new(), Err(e)),
                 }
-                (
-                    std::cmp::Ordering::Greater,
-                    UpgradeType::SafeDowngrade | UpgradeType::UnsafeDowngrade,
-                ) => {
-                    return Err(FeatureError::UpgradeAsDowngrade {
-                        current: current.level,
-                        target,
-                    })
-                }
-                _ => {}
-            }
-            let topics = backend.topics().await?;
-            let found = offenders(target, &topics, &stored);
-            if !found.is_empty() {
-                return Err(FeatureError::Offenders {
-                    level: target,
-                    offenders: found.join("; "),
-                });
-            }
-            if msg.validate_only || target == current.level {
-                return Ok(None);
-            }
-            let (next, map) = current.next(target);
-            backend
-                .set_cluster_config(features::FEATURES, map.clone())
-                .await?;
-            let mut stored = stored;
-            stored.insert(features::FEATURES.to_string(), map);
-            tracing::info!(
-                level = next.level,
-                epoch = next.epoch,
-                "{FEATURE} finalized"
-            );
-            Ok(Some(stored))
+            };
+            maps.send(Modify(Box::new(decide))).await.map_err(gone)??
         };
         AtomicResponse::new(Box::pin(update.into_actor(self).map(
-            |done: Result<Option<ClusterConfigs>, FeatureError>, act, _| {
-                if let Some(stored) = done? {
-                    act.publish(in_force(&act.statics, act.node_id, &stored));
-                }
+            |done: Result<(), FeatureError>, act, _| {
+                done?;
+                act.republish();
                 Ok(())
             },
         )))
     }
+}
+
+/// The features map that finalizes `target`, after Kafka's checks and the audit of
+/// what is stored; `None` when nothing is to be written.
+fn feature_change(
+    stored: &ClusterConfigs,
+    topics: &[Arc<TopicMeta>],
+    target: i16,
+    upgrade: UpgradeType,
+    validate_only: bool,
+) -> Result<Option<BTreeMap<String, String>>, FeatureError> {
+    let current = Finalized::from_stored(stored);
+    match (target.cmp(&current.level), upgrade) {
+        (std::cmp::Ordering::Less, UpgradeType::Upgrade) => {
+            return Err(FeatureError::DowngradeNotAsked {
+                current: current.level,
+                target,
+            })
+        }
+        (std::cmp::Ordering::Greater, UpgradeType::SafeDowngrade | UpgradeType::UnsafeDowngrade) => {
+            return Err(FeatureError::UpgradeAsDowngrade {
+                current: current.level,
+                target,
+            })
+        }
+        _ => {}
+    }
+    let found = offenders(target, topics, stored);
+    if !found.is_empty() {
+        return Err(FeatureError::Offenders {
+            level: target,
+            offenders: found.join("; "),
+        });
+    }
+    if validate_only || target == current.level {
+        return Ok(None);
+    }
+    let (next, map) = current.next(target);
+    tracing::info!(level = next.level, epoch = next.epoch, "{FEATURE} finalized");
+    Ok(Some(map))
+}
+
+/// The catalog's table went away: the gateway is stopping.
+fn gone(_: MailboxError) -> BackendError {
+    BackendError::Unavailable("configuration table unavailable".into())
 }
 
 #[cfg(test)]

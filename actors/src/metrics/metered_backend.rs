@@ -1,9 +1,8 @@
 //! The backend decorator that times every call and counts its failures, so each
 //! storage implementation stays free of metrics.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -13,7 +12,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::{latency_histogram, Metrics};
 use crate::backend::*;
-use crate::store::{LogAnswer, LogCall, LogStore};
+use crate::store::meta::{MetaAnswer, MetaCall};
+use crate::store::{LogAnswer, LogCall, LogStore, MetaStore};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct CallLabels {
@@ -74,6 +74,34 @@ impl LogStore for MeteredLog {
     }
 }
 
+/// Times and counts every call to the metadata store it wraps, by the call's name;
+/// the clients it gives out are metered too.
+pub struct MeteredMeta {
+    inner: Arc<dyn MetaStore>,
+    metrics: Arc<Metrics>,
+}
+
+impl MeteredMeta {
+    pub fn new(inner: Arc<dyn MetaStore>, metrics: Arc<Metrics>) -> MeteredMeta {
+        MeteredMeta { inner, metrics }
+    }
+}
+
+impl MetaStore for MeteredMeta {
+    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+        let name = call.name();
+        timed(&self.metrics, name, self.inner.call(call))
+    }
+
+    fn client(&self) -> Arc<dyn MetaStore> {
+        Arc::new(MeteredMeta::new(self.inner.client(), self.metrics.clone()))
+    }
+
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
+}
+
 /// Times and counts every call to the backend it wraps.
 pub struct MeteredBackend {
     inner: Arc<dyn Backend>,
@@ -114,154 +142,11 @@ fn timed<'a, T: 'a>(
 }
 
 impl Backend for MeteredBackend {
-    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
-        timed(&self.metrics, "topics", self.inner.topics())
-    }
-    fn create_topic(&self, topic: TopicMeta, limits: TopicLimits) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "create_topic",
-            self.inner.create_topic(topic, limits),
-        )
-    }
-    fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
-        timed(&self.metrics, "delete_topic", self.inner.delete_topic(name))
-    }
-    fn alter_topic_configs(
-        &self,
-        name: &str,
-        configs: BTreeMap<String, String>,
-        limits: TopicLimits,
-    ) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "alter_topic_configs",
-            self.inner.alter_topic_configs(name, configs, limits),
-        )
-    }
-    fn cluster_configs(&self) -> BackendFuture<'_, ClusterConfigs> {
-        timed(
-            &self.metrics,
-            "cluster_configs",
-            self.inner.cluster_configs(),
-        )
-    }
-    fn set_cluster_config(
-        &self,
-        name: &str,
-        values: BTreeMap<String, String>,
-    ) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "set_cluster_config",
-            self.inner.set_cluster_config(name, values),
-        )
-    }
-    fn allocate_producer_id(&self) -> BackendFuture<'_, i64> {
-        timed(
-            &self.metrics,
-            "allocate_producer_id",
-            self.inner.allocate_producer_id(),
-        )
-    }
-    fn commit_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-        offset: Option<CommittedOffset>,
-    ) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "commit_offset",
-            self.inner.commit_offset(group, tp, offset),
-        )
-    }
-    fn committed_offset(
-        &self,
-        group: &str,
-        tp: &TopicPartition,
-    ) -> BackendFuture<'_, Option<CommittedOffset>> {
-        timed(
-            &self.metrics,
-            "committed_offset",
-            self.inner.committed_offset(group, tp),
-        )
-    }
-    fn committed_partitions(&self, group: &str) -> BackendFuture<'_, Vec<TopicPartition>> {
-        timed(
-            &self.metrics,
-            "committed_partitions",
-            self.inner.committed_partitions(group),
-        )
-    }
-    fn offset_groups(&self) -> BackendFuture<'_, Vec<String>> {
-        timed(&self.metrics, "offset_groups", self.inner.offset_groups())
-    }
-    fn allocate_node_id(&self, address: &str) -> BackendFuture<'_, Option<i32>> {
-        timed(
-            &self.metrics,
-            "allocate_node_id",
-            self.inner.allocate_node_id(address),
-        )
-    }
-    fn announce(&self, node: &Node, alive: bool) -> BackendFuture<'_, ()> {
-        timed(&self.metrics, "announce", self.inner.announce(node, alive))
-    }
-    fn live_nodes(&self, timeout: Duration) -> BackendFuture<'_, Vec<Node>> {
-        timed(&self.metrics, "live_nodes", self.inner.live_nodes(timeout))
-    }
-    // SASL: credentials and logins are timed like any call; nothing secret is recorded.
-    fn scram_credentials(&self) -> BackendFuture<'_, ScramCredentials> {
-        timed(
-            &self.metrics,
-            "scram_credentials",
-            self.inner.scram_credentials(),
-        )
-    }
-    fn set_scram_credential(
-        &self,
-        user: &str,
-        mechanism: ScramMechanism,
-        credential: Option<ScramCredential>,
-    ) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "set_scram_credential",
-            self.inner.set_scram_credential(user, mechanism, credential),
-        )
-    }
     fn check_login(&self, user: &str, password: &str) -> BackendFuture<'_, bool> {
         timed(
             &self.metrics,
             "check_login",
             self.inner.check_login(user, password),
-        )
-    }
-    fn acls(&self) -> BackendFuture<'_, Vec<AclBinding>> {
-        timed(&self.metrics, "acls", self.inner.acls())
-    }
-    fn create_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "create_acls",
-            self.inner.create_acls(bindings),
-        )
-    }
-    fn delete_acls(&self, bindings: Vec<AclBinding>) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "delete_acls",
-            self.inner.delete_acls(bindings),
-        )
-    }
-    fn client_quotas(&self) -> BackendFuture<'_, ClientQuotas> {
-        timed(&self.metrics, "client_quotas", self.inner.client_quotas())
-    }
-    fn alter_client_quotas(&self, changes: Vec<QuotaChange>) -> BackendFuture<'_, ()> {
-        timed(
-            &self.metrics,
-            "alter_client_quotas",
-            self.inner.alter_client_quotas(changes),
         )
     }
     fn ping(&self) -> BackendFuture<'_, ()> {

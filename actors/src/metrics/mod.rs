@@ -9,7 +9,7 @@
 //! Where each metric is recorded (`docs/ARCHITECTURE.md` has the same list):
 //! - requests, error codes, latency and bytes: the connection actor ([`Metrics::answered`],
 //!   [`Metrics::received`], [`ConnectionMeter`]);
-//! - storage calls: [`MeteredLog`] and [`MeteredBackend`], the decorators `Gateway::start`
+//! - storage calls: [`MeteredLog`], [`MeteredMeta`] and [`MeteredBackend`], the decorators `Gateway::start`
 //!   puts around the stores;
 //! - slot queues: the [`Queued`] ticket every log- and offset-slot message carries;
 //! - groups and rebalances: the group coordinator ([`GroupMetrics`]).
@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::protocol::Answer;
 
-pub use metered_backend::{MeteredBackend, MeteredLog};
+pub use metered_backend::{MeteredBackend, MeteredLog, MeteredMeta};
 
 /// Every metric name starts with this.
 const PREFIX: &str = "iggy_kafka_gateway";

@@ -3,8 +3,9 @@
 //! and enforced by each gateway on its own traffic, as each Kafka broker enforces them
 //! on its own (`docs/SECURITY.md`).
 //!
-//! The [`store::QuotaStore`] actor re-reads the stored quotas every refresh interval
-//! and after each AlterClientQuotas, and publishes them as a [`QuotaTable`]. A Produce
+//! The stored quotas are a shared table ([`store`]): this gateway's copy catches up
+//! every refresh interval and applies its own AlterClientQuotas at once, and
+//! publishes them as a [`QuotaTable`]. A Produce
 //! or Fetch looks its quota up there (Kafka's precedence, most specific first) and
 //! records its bytes in the [`rate::Rate`] of the entity the quota is for; over the
 //! quota, the answer carries the throttle time and the connection reads nothing more
@@ -20,7 +21,6 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::Addr;
 use kafka_protocol::messages::{FetchResponse, RequestKind, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 use parking_lot::{Mutex, RwLock};
@@ -167,7 +167,7 @@ type SensorKey = (Kind, String, String);
 /// This gateway's quotas: the table in force and the rates measured against it.
 #[derive(Clone)]
 pub struct Quotas {
-    pub store: Addr<store::QuotaStore>,
+    pub store: store::QuotaStore,
     pub table: watch::Receiver<Arc<QuotaTable>>,
     sensors: Arc<RwLock<HashMap<SensorKey, Arc<Mutex<Rate>>>>>,
     epoch: Instant,
@@ -189,7 +189,7 @@ pub enum Metered {
 
 impl Quotas {
     pub fn new(
-        (store, table): (Addr<store::QuotaStore>, watch::Receiver<Arc<QuotaTable>>),
+        (store, table): (store::QuotaStore, watch::Receiver<Arc<QuotaTable>>),
         metrics: Arc<Metrics>,
     ) -> Quotas {
         Quotas {

@@ -1,82 +1,98 @@
-//! The quota-store actor: re-reads the stored quotas every `refresh` (so other
-//! gateways' changes apply here too) and when asked after a change, and publishes the
-//! [`QuotaTable`] in force through a `watch` channel.
+//! Client quotas as a shared table (`store::shared`): table `quota`, one entry per
+//! (entity, quota key), keyed by `[entity, key]` as JSON with the protocol's entity
+//! type names and Kafka's quota keys, the value as a decimal number. Every gateway on
+//! the store shares them and enforces them on its own traffic.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use actix::prelude::*;
-use tokio::sync::watch;
+use actix::Addr;
+use bytes::Bytes;
 
-use super::{ClientQuotas, QuotaTable};
-use crate::backend::{Backend, BackendError};
+use super::{apply, ClientQuotas, QuotaChange, QuotaEntity, QuotaTable};
+use crate::backend::{BackendError, BackendResult};
+use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable, Table};
 
-/// Re-read the stored quotas now and publish them; answers once published.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Reread;
+/// The client-quota table.
+pub struct Quotas;
 
-pub struct QuotaStore {
-    backend: Arc<dyn Backend>,
-    published: watch::Sender<Arc<QuotaTable>>,
-    refresh: Duration,
+/// An entity as stored: (entity type, name) pairs; a `null` name is `<default>`.
+type StoredEntity = Vec<(String, Option<String>)>;
+
+impl Table for Quotas {
+    const NAME: &'static str = "quota";
+    type Key = (QuotaEntity, String);
+    type Value = f64;
+    type View = QuotaTable;
+
+    fn encode_key((entity, key): &(QuotaEntity, String)) -> String {
+        let entity: StoredEntity = entity
+            .parts()
+            .iter()
+            .map(|(t, name)| (t.name().to_string(), name.clone()))
+            .collect();
+        serde_json::to_string(&(entity, key)).expect("quota keys serialize")
+    }
+
+    fn decode_key(key: &str) -> Result<(QuotaEntity, String), String> {
+        let (entity, key): (StoredEntity, String) =
+            serde_json::from_str(key).map_err(|e| e.to_string())?;
+        let entity =
+            QuotaEntity::parse(entity.iter().map(|(t, name)| (t.as_str(), name.as_deref())))?;
+        Ok((entity, key))
+    }
+
+    fn encode_value(value: &f64) -> Bytes {
+        Bytes::from(value.to_string())
+    }
+
+    fn decode_value(value: &[u8]) -> Result<f64, String> {
+        serde_json::from_slice(value).map_err(|e| e.to_string())
+    }
+
+    fn view(rows: &Rows<Quotas>) -> QuotaTable {
+        QuotaTable::new(&quotas_of(rows))
+    }
 }
 
-impl QuotaStore {
-    /// Reads the stored quotas and starts the store.
-    pub async fn start_with(
-        backend: Arc<dyn Backend>,
-        refresh: Duration,
-    ) -> Result<(Addr<QuotaStore>, watch::Receiver<Arc<QuotaTable>>), BackendError> {
-        let stored = backend.client_quotas().await?;
-        let (published, rx) = watch::channel(Arc::new(QuotaTable::new(&stored)));
-        let store = QuotaStore {
-            backend,
-            published,
-            refresh,
-        };
-        Ok((store.start(), rx))
-    }
+/// The rows as entity → key → value.
+fn quotas_of(rows: &Rows<Quotas>) -> ClientQuotas {
+    let mut quotas = ClientQuotas::new();
+    apply(
+        &mut quotas,
+        rows.iter().map(|((entity, key), value)| QuotaChange {
+            entity: entity.clone(),
+            key: key.clone(),
+            value: Some(*value),
+        }),
+    );
+    quotas
+}
 
-    fn publish(&self, stored: &ClientQuotas) {
-        let next = QuotaTable::new(stored);
-        self.published.send_if_modified(|current| {
-            let changed = **current != next;
-            if changed {
-                tracing::info!(byte_rate_quotas = next.len(), "client quotas in force");
-                *current = Arc::new(next);
-            }
-            changed
-        });
-    }
+/// This gateway's copy of the quota table.
+pub type QuotaStore = Addr<SharedTable<Quotas>>;
 
-    /// Re-reads the stored quotas and publishes them.
-    fn reread(&self) -> impl ActorFuture<Self, Output = ()> + 'static {
-        let backend = self.backend.clone();
-        async move { backend.client_quotas().await }
-            .into_actor(self)
-            .map(|stored, act, _| match stored {
-                Ok(stored) => act.publish(&stored),
-                Err(e) => tracing::warn!(error = %e, "cannot re-read client quotas"),
+fn gone(_: actix::MailboxError) -> BackendError {
+    BackendError::Unavailable("quota store unavailable".into())
+}
+
+/// Every stored quota, caught up with what other gateways wrote.
+pub async fn stored(store: &QuotaStore) -> BackendResult<ClientQuotas> {
+    let rows: Arc<Rows<Quotas>> = store.send(CatchUp::default()).await.map_err(gone)??;
+    Ok(quotas_of(&rows))
+}
+
+/// Applies the changes in order, all or none; this gateway enforces them from its
+/// next request on.
+pub async fn alter(store: &QuotaStore, changes: Vec<QuotaChange>) -> BackendResult<()> {
+    let decide = move |_: &Rows<Quotas>| {
+        let edits = changes
+            .into_iter()
+            .map(|c| match c.value {
+                Some(v) => Edit::Put((c.entity, c.key), v),
+                None => Edit::Delete((c.entity, c.key)),
             })
-    }
-}
-
-impl Actor for QuotaStore {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        // `wait`: one re-read at a time.
-        ctx.run_interval(self.refresh, |act, ctx| {
-            ctx.wait(act.reread());
-        });
-    }
-}
-
-impl Handler<Reread> for QuotaStore {
-    type Result = AtomicResponse<Self, ()>;
-
-    fn handle(&mut self, _: Reread, _: &mut Self::Context) -> Self::Result {
-        AtomicResponse::new(Box::pin(self.reread()))
-    }
+            .collect();
+        (edits, ())
+    };
+    store.send(Modify(Box::new(decide))).await.map_err(gone)?
 }

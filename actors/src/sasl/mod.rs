@@ -6,6 +6,7 @@
 //! after failed logins. [`Session`] is one connection's state: which requests it may
 //! send, and the exchange in progress.
 
+pub mod credentials;
 pub mod plain;
 pub mod scram;
 mod session;
@@ -18,7 +19,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
-use crate::backend::{Backend, BackendError, ScramCredential, ScramMechanism};
+use crate::backend::{Backend, BackendError, ScramCredential, ScramCredentials, ScramMechanism};
+use credentials::CredentialStore;
 pub use session::Session;
 
 /// A SASL mechanism the gateway can serve.
@@ -102,7 +104,9 @@ struct Failures {
 /// What every connection of a gateway shares for SASL.
 pub struct Authenticator {
     settings: SaslSettings,
+    /// The backend's own users, for PLAIN with `plain_users = backend`.
     backend: Arc<dyn Backend>,
+    credentials: CredentialStore,
     verifications: Arc<Semaphore>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
     /// Makes the decoy credentials of unknown users; never leaves the process.
@@ -110,11 +114,16 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    pub fn new(settings: SaslSettings, backend: Arc<dyn Backend>) -> Authenticator {
+    pub fn new(
+        settings: SaslSettings,
+        backend: Arc<dyn Backend>,
+        credentials: CredentialStore,
+    ) -> Authenticator {
         Authenticator {
             verifications: Arc::new(Semaphore::new(settings.max_verifications.max(1))),
             settings,
             backend,
+            credentials,
             failures: Mutex::new(HashMap::new()),
             decoy_key: scram::random_bytes(32),
         }
@@ -122,6 +131,21 @@ impl Authenticator {
 
     pub fn settings(&self) -> &SaslSettings {
         &self.settings
+    }
+
+    /// Every stored SCRAM credential, as of now.
+    pub async fn credentials(&self) -> Result<ScramCredentials, BackendError> {
+        credentials::stored(&self.credentials).await
+    }
+
+    /// Stores (`Some`) or deletes (`None`) one user's credential for one mechanism.
+    pub async fn set_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        credential: Option<ScramCredential>,
+    ) -> Result<(), BackendError> {
+        credentials::set(&self.credentials, user, mechanism, credential).await
     }
 
     /// Runs CPU-heavy verification work on the blocking pool, under the bound.
@@ -142,7 +166,7 @@ impl Authenticator {
         mechanism: ScramMechanism,
     ) -> Result<Option<ScramCredential>, BackendError> {
         let _turn = self.verifications.acquire().await;
-        let mut all = self.backend.scram_credentials().await?;
+        let mut all = self.credentials().await?;
         Ok(all
             .remove(user)
             .and_then(|mut by_mechanism| by_mechanism.remove(&mechanism)))
@@ -162,7 +186,7 @@ impl Authenticator {
         }
         let stored = {
             let _turn = self.verifications.acquire().await;
-            self.backend.scram_credentials().await?.remove(&login.user)
+            self.credentials().await?.remove(&login.user)
         };
         // The strongest mechanism the user has a credential for.
         let found = stored.and_then(|mut c| {
@@ -232,7 +256,7 @@ impl Authenticator {
         if users.is_empty() {
             return Ok(());
         }
-        let stored = self.backend.scram_credentials().await?;
+        let stored = self.credentials().await?;
         for (user, password) in users {
             for mechanism in ScramMechanism::ALL {
                 if stored
@@ -251,8 +275,7 @@ impl Authenticator {
                         )
                     })
                     .await?;
-                self.backend
-                    .set_scram_credential(&user, mechanism, Some(credential))
+                self.set_credential(&user, mechanism, Some(credential))
                     .await?;
                 tracing::info!(%user, mechanism = mechanism.name(), "added SCRAM credential for a bootstrap user");
             }
@@ -264,16 +287,23 @@ impl Authenticator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sasl::credentials::Credentials;
+    use crate::store::shared::SharedTable;
     use crate::test_backend::TestOffsets;
 
-    #[test]
-    fn failed_login_delays_grow_per_address_up_to_the_bound() {
+    #[actix_rt::test]
+    async fn failed_login_delays_grow_per_address_up_to_the_bound() {
         let settings = SaslSettings {
             failed_login_delay: Duration::from_millis(100),
             max_failed_login_delay: Duration::from_millis(700),
             ..SaslSettings::default()
         };
-        let auth = Authenticator::new(settings, Arc::new(TestOffsets::default()));
+        let backend = Arc::new(TestOffsets::default());
+        let meta = crate::store::Meta::new(Arc::new(backend.clone()));
+        let (credentials, _) = SharedTable::<Credentials>::start(&meta, Duration::from_secs(60))
+            .await
+            .unwrap();
+        let auth = Authenticator::new(settings, backend, credentials);
         let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         let ms = |d: Duration| d.as_millis();
         assert_eq!(ms(auth.failed_login(a)), 100);

@@ -424,24 +424,27 @@ fn closing(response: ResponseKind, reason: &str) -> Answer {
 mod tests {
     use super::*;
     use crate::sasl::SaslSettings;
+    use crate::sasl::credentials::Credentials;
+    use crate::store::shared::SharedTable;
     use crate::test_backend::TestOffsets;
 
-    fn authenticator(mechanisms: Vec<Mechanism>) -> Arc<Authenticator> {
+    async fn authenticator(mechanisms: Vec<Mechanism>) -> Arc<Authenticator> {
         let backend = Arc::new(TestOffsets::default());
+        let meta = crate::store::Meta::new(Arc::new(backend.clone()));
+        let refresh = std::time::Duration::from_secs(60);
+        let (credentials, _) = SharedTable::<Credentials>::start(&meta, refresh)
+            .await
+            .unwrap();
         let m = ScramMechanism::Sha512;
         let alice = scram::credential_for_password(m, "wonderland", scram::MIN_ITERATIONS);
-        backend
-            .scram
-            .lock()
-            .entry("alice".into())
-            .or_default()
-            .insert(m, alice);
         let settings = SaslSettings {
             mechanisms,
             failed_login_delay: std::time::Duration::ZERO,
             ..SaslSettings::default()
         };
-        Arc::new(Authenticator::new(settings, backend))
+        let auth = Authenticator::new(settings, backend, credentials);
+        auth.set_credential("alice", m, Some(alice)).await.unwrap();
+        Arc::new(auth)
     }
 
     async fn send(session: &Session, auth: &Arc<Authenticator>, body: RequestKind) -> Answer {
@@ -461,9 +464,9 @@ mod tests {
         )
     }
 
-    #[tokio::test]
+    #[actix_rt::test]
     async fn plain_sets_the_principal_and_opens_the_gate() {
-        let auth = authenticator(vec![Mechanism::Plain]);
+        let auth = authenticator(vec![Mechanism::Plain]).await;
         let session = Session::new(true);
         let now = Instant::now();
         assert!(session.admit(ApiKey::ApiVersions, now).is_ok());
@@ -481,9 +484,9 @@ mod tests {
         assert!(session.admit(ApiKey::Metadata, Instant::now()).is_ok());
     }
 
-    #[tokio::test]
+    #[actix_rt::test]
     async fn a_wrong_password_and_an_unknown_user_fail_alike_and_close() {
-        let auth = authenticator(vec![Mechanism::Plain]);
+        let auth = authenticator(vec![Mechanism::Plain]).await;
         let mut answers = Vec::new();
         for token in [&b"\0alice\0wrong"[..], b"\0nobody\0wonderland"] {
             let session = Session::new(true);
@@ -503,9 +506,9 @@ mod tests {
         assert!(!message.contains("wrong") && !message.contains("wonderland"));
     }
 
-    #[tokio::test]
+    #[actix_rt::test]
     async fn a_disabled_mechanism_is_refused_with_the_enabled_ones() {
-        let auth = authenticator(vec![Mechanism::Scram(ScramMechanism::Sha512)]);
+        let auth = authenticator(vec![Mechanism::Scram(ScramMechanism::Sha512)]).await;
         let session = Session::new(true);
         let Answer::SendAndClose(r, _) = send(&session, &auth, handshake("PLAIN")).await else {
             panic!("an unsupported mechanism must close the connection");

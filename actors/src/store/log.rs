@@ -6,12 +6,34 @@ use std::sync::Arc;
 
 use crate::backend::{
     AppendBatch, Appended, BackendError, BackendFuture, BackendResult, ProducerBatch, ReadBatches,
-    TimestampedOffset, TopicPartition, Watermarks,
+    TimestampedOffset, TopicLimits, TopicPartition, Watermarks,
 };
+
+/// A topic's partition logs as the store holds them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogInfo {
+    pub name: Arc<str>,
+    pub partitions: i32,
+    /// Tells this set of logs from an earlier one of the same name: a topic deleted and
+    /// made again (by anyone, a native Iggy client too) is another incarnation.
+    pub incarnation: u64,
+}
 
 /// One call to a log store.
 #[derive(Debug)]
 pub enum LogCall {
+    /// Every topic's logs, whoever made them.
+    List,
+    /// Makes a topic's logs with `limits` applied; `TopicExists` if the name is taken.
+    Create {
+        name: Arc<str>,
+        partitions: i32,
+        limits: TopicLimits,
+    },
+    /// Deletes a topic's logs with their records.
+    Delete(Arc<str>),
+    /// Applies new limits to a topic's logs.
+    SetLimits { name: Arc<str>, limits: TopicLimits },
     /// Appends one batch and says where it landed. Calls for one partition are never
     /// concurrent (the log slots serialize them); when the answer comes the batch
     /// survives a crash of the gateway process.
@@ -43,6 +65,10 @@ impl LogCall {
     /// The call's name, as metrics label it.
     pub fn name(&self) -> &'static str {
         match self {
+            LogCall::List => "topics",
+            LogCall::Create { .. } => "create_topic",
+            LogCall::Delete(_) => "delete_topic",
+            LogCall::SetLimits { .. } => "set_limits",
             LogCall::Append { .. } => "append",
             LogCall::Read { .. } => "read",
             LogCall::Watermarks(_) => "watermarks",
@@ -56,6 +82,9 @@ impl LogCall {
 /// What a [`LogCall`] gets back, one variant per kind of call.
 #[derive(Debug)]
 pub enum LogAnswer {
+    Listed(Vec<LogInfo>),
+    Created(LogInfo),
+    Done,
     Appended(Appended),
     Read(ReadBatches),
     Watermarks(Watermarks),
@@ -96,6 +125,9 @@ macro_rules! typed_calls {
 }
 
 typed_calls! {
+    list() -> Vec<LogInfo> = LogCall::List => Listed;
+    create(name: Arc<str>, partitions: i32, limits: TopicLimits) -> LogInfo =
+        LogCall::Create { name, partitions, limits } => Created;
     append(tp: TopicPartition, batch: AppendBatch) -> Appended =
         LogCall::Append { tp, batch } => Appended;
     read(tp: TopicPartition, offset: i64, max_bytes: usize) -> ReadBatches =
@@ -112,6 +144,24 @@ typed_calls! {
 impl Logs {
     pub fn new(store: Arc<dyn LogStore>) -> Logs {
         Logs(store)
+    }
+
+    pub async fn delete(&self, name: Arc<str>) -> BackendResult<()> {
+        self.done(LogCall::Delete(name)).await
+    }
+
+    pub async fn set_limits(&self, name: Arc<str>, limits: TopicLimits) -> BackendResult<()> {
+        self.done(LogCall::SetLimits { name, limits }).await
+    }
+
+    async fn done(&self, call: LogCall) -> BackendResult<()> {
+        let name = call.name();
+        match self.0.call(call).await? {
+            LogAnswer::Done => Ok(()),
+            _ => Err(BackendError::Fatal(format!(
+                "the log store answered {name} with another kind of answer"
+            ))),
+        }
     }
 
     pub fn external_appends(&self) -> bool {

@@ -96,6 +96,11 @@ pub trait MetaStore: Send + Sync + 'static {
     /// has none to give): an actor that serializes its writes owns one, so they never
     /// queue behind other actors' calls.
     fn client(&self) -> Arc<dyn MetaStore>;
+    /// Whether other gateways may share this store (and so its tables): they then
+    /// form one cluster (`membership`).
+    fn shared(&self) -> bool {
+        false
+    }
 }
 
 /// A metadata store with typed calls. Cheap to clone.
@@ -105,6 +110,10 @@ pub struct Meta(Arc<dyn MetaStore>);
 impl Meta {
     pub fn new(store: Arc<dyn MetaStore>) -> Meta {
         Meta(store)
+    }
+
+    pub fn shared(&self) -> bool {
+        self.0.shared()
     }
 
     /// A handle on a connection of its own ([`MetaStore::client`]).

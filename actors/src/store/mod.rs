@@ -1,8 +1,13 @@
-//! The storage ports: [`log::LogStore`] for partition logs.
+//! The storage ports: [`log::LogStore`] for partition logs, [`meta::MetaStore`] for
+//! the small versioned tables every other kind of gateway state lives in, and
+//! [`shared`], the one way a gateway keeps its copy of a shared table.
 //!
 //! Actors and handlers only ever talk to these traits; the embedded store and the
 //! Iggy adapter implement them in the root package.
 
 pub mod log;
+pub mod meta;
+pub mod shared;
 
 pub use log::{LogAnswer, LogCall, LogStore, Logs};
+pub use meta::{Meta, MetaStore};

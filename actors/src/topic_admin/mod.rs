@@ -1,5 +1,8 @@
 //! The topic-admin actor: owns topic creation, deletion and the topic table.
 //!
+//! A topic is its partition logs (the log store) and its [`definitions`] (a shared
+//! table of the metadata store); the table of topics combines the two.
+//!
 //! Changes go through this one actor, one at a time, so two clients creating the
 //! same topic get one topic and one TOPIC_ALREADY_EXISTS. Readers (Metadata,
 //! Produce, Fetch) never ask the actor: it publishes an immutable [`TopicTable`]
@@ -14,12 +17,18 @@ use kafka_protocol::error::ResponseError;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::backend::{Backend, BackendError, TopicMeta};
+pub mod definitions;
+
+use crate::backend::{BackendError, TopicMeta};
+use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable};
+use crate::store::{Logs, Meta};
+use definitions::{Definition, Definitions};
 use crate::config_catalog::definitions::MAX_PARTITIONS;
 use crate::config_catalog::{
     ChangeTopicConfigs, ClusterConfig, ConfigCatalog, ConfigChange, ConfigError,
     ValidateTopicConfigs,
 };
+use crate::offsets::Offsets;
 use crate::settings::BrokerSettings;
 
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
@@ -160,7 +169,10 @@ pub struct BrokerConfigsChanged {
 }
 
 pub struct TopicAdmin {
-    backend: Arc<dyn Backend>,
+    logs: Logs,
+    definitions: Addr<SharedTable<Definitions>>,
+    /// A deleted topic's committed offsets go with it.
+    offsets: Offsets,
     catalog: Addr<ConfigCatalog>,
     /// The configurations in force, as the catalog publishes them.
     configs: watch::Receiver<Arc<ClusterConfig>>,
@@ -175,15 +187,21 @@ pub struct TopicAdmin {
 const REFRESH_AT_MOST_EVERY: Duration = Duration::from_millis(200);
 
 impl TopicAdmin {
-    pub fn start_with(
-        topics: Vec<TopicMeta>,
-        backend: Arc<dyn Backend>,
+    /// Reads the topics (the logs, and the definitions shared with other gateways)
+    /// and starts the actor.
+    pub async fn start_with(
+        (logs, meta, offsets): (Logs, &Meta, Offsets),
         (catalog, configs): (Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>),
         settings: Arc<BrokerSettings>,
-    ) -> (Addr<TopicAdmin>, watch::Receiver<Arc<TopicTable>>) {
+    ) -> Result<(Addr<TopicAdmin>, watch::Receiver<Arc<TopicTable>>), BackendError> {
+        let refresh = settings.topic_refresh_interval;
+        let (definitions, _) = SharedTable::<Definitions>::start(meta, refresh).await?;
+        let topics = listed(&logs, &definitions).await?;
         let (table, rx) = watch::channel(Arc::new(TopicTable::new(topics)));
         let admin = TopicAdmin {
-            backend,
+            logs,
+            definitions,
+            offsets,
             catalog,
             configs,
             settings,
@@ -191,7 +209,7 @@ impl TopicAdmin {
             refreshed: Instant::now(),
         }
         .start();
-        (admin, rx)
+        Ok((admin, rx))
     }
 
     /// A topic by name, if the name is valid and the topic exists.
@@ -271,8 +289,8 @@ impl TopicAdmin {
     /// gateways, native Iggy clients) appear and disappear.
     fn refresh(&mut self) -> impl ActorFuture<Self, Output = ()> + 'static {
         self.refreshed = Instant::now();
-        let backend = self.backend.clone();
-        async move { backend.topics().await }
+        let (logs, definitions) = (self.logs.clone(), self.definitions.clone());
+        async move { listed(&logs, &definitions).await }
             .into_actor(self)
             .map(|listed, act, _| {
                 let mut listed = match listed {
@@ -303,7 +321,7 @@ impl Handler<CreateTopic> for TopicAdmin {
         let topic = self.new_topic(&msg);
         let catalog = self.catalog.clone();
         let configs = self.configs.clone();
-        let backend = self.backend.clone();
+        let (logs, definitions) = (self.logs.clone(), self.definitions.clone());
         let create = async move {
             let mut topic = topic?;
             topic.configs = catalog
@@ -312,7 +330,17 @@ impl Handler<CreateTopic> for TopicAdmin {
                 .map_err(|_| TopicError::CatalogGone)??;
             if !msg.validate_only {
                 let limits = configs.borrow().limits(&topic.configs);
-                backend.create_topic(topic.clone(), limits).await?;
+                let made = logs
+                    .create(topic.name.clone(), topic.partitions, limits)
+                    .await?;
+                let defined = define(&definitions, &topic, made.incarnation).await;
+                if let Err(e) = defined {
+                    // Without its definition the topic would come back with another id
+                    // and no configs: undo it rather than leave it half made.
+                    tracing::warn!(topic = %topic.name, error = %e, "cannot finish making the topic; deleting it again");
+                    let _ = logs.delete(topic.name.clone()).await;
+                    return Err(e.into());
+                }
             }
             Ok((Arc::new(topic), msg.validate_only))
         };
@@ -334,10 +362,21 @@ impl Handler<DeleteTopic> for TopicAdmin {
 
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
         let found = self.existing(&msg.0);
-        let backend = self.backend.clone();
+        let (logs, offsets) = (self.logs.clone(), self.offsets.clone());
+        let definitions = self.definitions.clone();
         let delete = async move {
             let topic = found?;
-            backend.delete_topic(&topic.name).await?;
+            // Offsets first: if this fails the topic is still whole and the client retries.
+            offsets.forget_topic(&topic.name).await?;
+            logs.delete(topic.name.clone()).await?;
+            // Best effort: a stale definition never matches a later topic of the name.
+            let name = topic.name.to_string();
+            let forget = move |_: &Rows<Definitions>| (vec![Edit::Delete(name)], ());
+            match definitions.send(Modify(Box::new(forget))).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(topic = %topic.name, error = %e, "cannot forget the deleted topic's definition"),
+                Err(e) => tracing::warn!(topic = %topic.name, error = %e, "cannot forget the deleted topic's definition"),
+            }
             Ok(topic)
         };
         AtomicResponse::new(Box::pin(delete.into_actor(self).map(
@@ -361,7 +400,7 @@ impl Handler<AlterTopicConfigs> for TopicAdmin {
         let found = self.existing(&msg.name);
         let catalog = self.catalog.clone();
         let configs = self.configs.clone();
-        let backend = self.backend.clone();
+        let (logs, definitions) = (self.logs.clone(), self.definitions.clone());
         let alter = async move {
             let topic = found?;
             let changed = catalog
@@ -377,9 +416,10 @@ impl Handler<AlterTopicConfigs> for TopicAdmin {
             });
             if !msg.validate_only && altered.configs != topic.configs {
                 let limits = configs.borrow().limits(&altered.configs);
-                backend
-                    .alter_topic_configs(&topic.name, altered.configs.clone(), limits)
-                    .await?;
+                // The logs' incarnation now: a native topic gets its first definition here.
+                let incarnation = incarnation_of(&logs, &topic.name).await?;
+                define(&definitions, &altered, incarnation).await?;
+                logs.set_limits(topic.name.clone(), limits).await?;
             }
             Ok((altered, msg.validate_only))
         };
@@ -411,13 +451,11 @@ impl Handler<BrokerConfigsChanged> for TopicAdmin {
                 (limits != msg.before.limits(&t.configs)).then(|| (t.clone(), limits))
             })
             .collect();
-        let backend = self.backend.clone();
+        let logs = self.logs.clone();
         AtomicResponse::new(Box::pin(
             async move {
                 for (t, limits) in changed {
-                    let applied = backend
-                        .alter_topic_configs(&t.name, t.configs.clone(), limits)
-                        .await;
+                    let applied = logs.set_limits(t.name.clone(), limits).await;
                     match applied {
                         Ok(()) => tracing::info!(topic = %t.name, ?limits, "broker configuration change applied to the topic"),
                         Err(e) => tracing::warn!(topic = %t.name, error = %e, "broker configuration change not applied to the topic"),
@@ -427,6 +465,48 @@ impl Handler<BrokerConfigsChanged> for TopicAdmin {
             .into_actor(self),
         ))
     }
+}
+
+/// Every topic: the logs the store holds, each with its definition when one describes it.
+async fn listed(
+    logs: &Logs,
+    definitions: &Addr<SharedTable<Definitions>>,
+) -> Result<Vec<TopicMeta>, BackendError> {
+    let listed = logs.list().await?;
+    let rows = definitions
+        .send(CatchUp::default())
+        .await
+        .map_err(|_| BackendError::Unavailable("topic definitions unavailable".into()))??;
+    Ok(listed.iter().map(|log| definitions::topic(log, &rows)).collect())
+}
+
+/// The incarnation of a topic's logs as the store holds them now.
+async fn incarnation_of(logs: &Logs, name: &str) -> Result<u64, BackendError> {
+    logs.list()
+        .await?
+        .into_iter()
+        .find(|l| &*l.name == name)
+        .map(|l| l.incarnation)
+        .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))
+}
+
+/// Stores `topic`'s definition, for the logs of `incarnation`.
+async fn define(
+    definitions: &Addr<SharedTable<Definitions>>,
+    topic: &TopicMeta,
+    incarnation: u64,
+) -> Result<(), BackendError> {
+    let definition = Definition {
+        id: topic.id,
+        replication_factor: topic.replication_factor,
+        configs: topic.configs.clone(),
+        incarnation,
+    };
+    let edit = Edit::Put(topic.name.to_string(), definition);
+    definitions
+        .send(Modify(Box::new(move |_: &Rows<Definitions>| (vec![edit], ()))))
+        .await
+        .map_err(|_| BackendError::Unavailable("topic definitions unavailable".into()))?
 }
 
 #[cfg(test)]
