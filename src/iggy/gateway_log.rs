@@ -19,6 +19,7 @@ use iggy::prelude::{
     StreamClient, TopicClient, TopicCreateOptions,
 };
 use iggy_common::{IggyExpiry, MaxTopicSize};
+use parking_lot::Mutex;
 
 use super::pool::Conn;
 
@@ -99,7 +100,9 @@ pub async fn ensure_logs(conn: &Conn, stream: &str, fsync: bool) -> Result<(), I
             continue;
         }
         let capped = SNAPSHOTTED.contains(&topic) || snapshots.iter().any(|s| s == topic);
-        let options = if topic == NODES {
+        let options = if capped {
+            state_log_options(fsync)
+        } else if topic == NODES {
             // Liveness, not state: bounded, and nothing to save on every write.
             TopicCreateOptions {
                 partitions_count: Some(1),
@@ -109,25 +112,53 @@ pub async fn ensure_logs(conn: &Conn, stream: &str, fsync: bool) -> Result<(), I
                 ..TopicCreateOptions::default()
             }
         } else {
-            let (max_topic_size, segment_size) = if capped {
-                (
-                    MaxTopicSize::Custom(STATE_LOG_MAX_BYTES.into()),
-                    Some(STATE_SEGMENT_BYTES.into()),
-                )
-            } else {
-                (MaxTopicSize::Unlimited, None)
-            };
             TopicCreateOptions {
-                partitions_count: Some(1),
-                message_expiry: Some(IggyExpiry::NeverExpire),
-                max_topic_size: Some(max_topic_size),
-                segment_size,
-                messages_required_to_save: Some(1),
-                enforce_fsync: fsync.then_some(true),
-                ..TopicCreateOptions::default()
+                max_topic_size: Some(MaxTopicSize::Unlimited),
+                segment_size: None,
+                ..state_log_options(fsync)
             }
         };
         match c.check(c.create_topic(&stream_id, topic, &options).await) {
+            Ok(_) | Err(IggyError::TopicNameAlreadyExists(..)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Options of a state log and of its snapshot log: one partition, never expiring,
+/// every write saved (fsync too with `fsync`), capped at [`STATE_LOG_MAX_BYTES`].
+fn state_log_options(fsync: bool) -> TopicCreateOptions {
+    TopicCreateOptions {
+        partitions_count: Some(1),
+        message_expiry: Some(IggyExpiry::NeverExpire),
+        max_topic_size: Some(MaxTopicSize::Custom(STATE_LOG_MAX_BYTES.into())),
+        segment_size: Some(STATE_SEGMENT_BYTES.into()),
+        messages_required_to_save: Some(1),
+        enforce_fsync: fsync.then_some(true),
+        ..TopicCreateOptions::default()
+    }
+}
+
+/// Creates state log `log` and its snapshot log in `stream` when missing (a concurrent
+/// creator winning is fine), with the options of the state logs above. A log that
+/// exists keeps the options it was made with.
+pub async fn ensure_state_log(
+    conn: &Conn,
+    stream: &str,
+    log: &str,
+    fsync: bool,
+) -> Result<(), IggyError> {
+    let stream_id = named(stream)?;
+    for topic in [log.to_string(), snapshots_of(log)] {
+        let c = conn.ready().await?;
+        if c.check(c.get_topic(&stream_id, &named(&topic)?).await)?
+            .is_some()
+        {
+            continue;
+        }
+        let options = state_log_options(fsync);
+        match c.check(c.create_topic(&stream_id, &topic, &options).await) {
             Ok(_) | Err(IggyError::TopicNameAlreadyExists(..)) => {}
             Err(e) => return Err(e),
         }
@@ -236,6 +267,37 @@ pub async fn load<S: Compact>(
     Ok(state)
 }
 
+/// Applies the records appended to `log` since `state` last read it, by this or
+/// another gateway, in log order. A log trimmed past what `state` had read (it lagged
+/// behind a snapshot) is loaded again from its latest snapshot.
+pub async fn catch_up<S: Compact>(
+    conn: &Conn,
+    stream: &str,
+    log: &str,
+    state: &Mutex<Replayed<S>>,
+) -> Result<(), LoadError> {
+    let next = state.lock().next();
+    let records = read_from(conn, stream, log, next).await?;
+    let gap = {
+        let mut s = state.lock();
+        let gap = s.check_continues(log, &records);
+        if gap.is_ok() {
+            s.extend(&records);
+        }
+        gap
+    };
+    if let Err(e) = gap {
+        tracing::warn!(error = %e, "reloading a gateway log from its snapshot");
+        let reloaded = load(conn, stream, log).await?;
+        let mut s = state.lock();
+        // Unless a concurrent catch-up got further meanwhile.
+        if reloaded.next() >= s.next() {
+            *s = reloaded;
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error(transparent)]
@@ -300,6 +362,17 @@ async fn latest_snapshot(
         to = from;
     }
     Ok(None)
+}
+
+/// The offset the last snapshot written to `log`'s snapshot log covers up to, when the
+/// last message there is a marker (a snapshot being written shows as a chunk: `None`).
+pub async fn latest_marker(conn: &Conn, stream: &str, log: &str) -> Result<Option<u64>, IggyError> {
+    let end = poll(conn, stream, &snapshots_of(log), PollingStrategy::last(), 1).await?;
+    Ok(end
+        .first()
+        .filter(|(_, _, m)| m.first() == Some(&MARKER))
+        .and_then(|(_, _, m)| decode_marker(m))
+        .map(|(upto, _)| upto))
 }
 
 /// Writes a snapshot of `log` covering offsets below `upto`: `records` in chunks, then

@@ -19,6 +19,7 @@ mod cluster;
 mod gateway_log;
 mod kafka_batch;
 mod mapping;
+mod meta;
 mod names;
 mod nodes;
 mod offsets;
@@ -46,6 +47,7 @@ use iggy_kafka_actors::backend::{
     ScramCredential, ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta,
     TopicPartition, Watermarks,
 };
+use iggy_kafka_actors::store::meta::{MetaAnswer, MetaCall, MetaStore};
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
 use parking_lot::Mutex;
 
@@ -190,6 +192,8 @@ struct Inner {
     /// Partitions appended to since the last flush.
     written: Mutex<HashSet<TopicPartition>>,
     mirror_queue: tokio::sync::mpsc::Sender<MirrorUpdate>,
+    /// The metadata tables' replicas (`meta/`).
+    meta: meta::Tables,
 }
 
 /// A commit to copy into Iggy's consumer offsets: group, partition, offset (or delete).
@@ -240,19 +244,29 @@ impl IggyBackend {
         T: Send + 'static,
         F: Future<Output = BackendResult<T>> + Send + 'static,
     {
-        let timeout = self.request_timeout;
-        let task = self.handle.spawn(call(self.inner.clone()));
-        Box::pin(async move {
-            match tokio::time::timeout(timeout, task).await {
-                Ok(done) => {
-                    done.map_err(|e| BackendError::Fatal(format!("Iggy call failed: {e}")))?
-                }
-                Err(_) => Err(BackendError::Unavailable(format!(
-                    "Iggy did not answer within {timeout:?}"
-                ))),
-            }
-        })
+        run_timed(&self.handle, self.request_timeout, call(self.inner.clone()))
     }
+}
+
+/// [`IggyBackend::run`], for the handles that share its runtime (`meta::client`).
+fn run_timed<T, F>(
+    handle: &tokio::runtime::Handle,
+    timeout: Duration,
+    call: F,
+) -> BackendFuture<'static, T>
+where
+    T: Send + 'static,
+    F: Future<Output = BackendResult<T>> + Send + 'static,
+{
+    let task = handle.spawn(call);
+    Box::pin(async move {
+        match tokio::time::timeout(timeout, task).await {
+            Ok(done) => done.map_err(|e| BackendError::Fatal(format!("Iggy call failed: {e}")))?,
+            Err(_) => Err(BackendError::Unavailable(format!(
+                "Iggy did not answer within {timeout:?}"
+            ))),
+        }
+    })
 }
 
 fn named(name: &str) -> BackendResult<Identifier> {
@@ -443,6 +457,7 @@ impl Inner {
         );
         let (mirror_queue, mirror_receiver) = tokio::sync::mpsc::channel(MIRROR_QUEUE);
         let read_ahead = ReadAhead::new(config.read_ahead_bytes);
+        let meta = meta::Tables::new(&config)?;
         let inner = Inner {
             catalog: Mutex::new(catalog),
             cluster: Mutex::new(cluster),
@@ -462,6 +477,7 @@ impl Inner {
             uncertain: Mutex::new(HashMap::new()),
             written: Mutex::new(HashSet::new()),
             mirror_queue,
+            meta,
         };
         Ok((inner, mirror_receiver))
     }
@@ -1475,6 +1491,21 @@ impl LogStore for IggyBackend {
 
     fn external_appends(&self) -> bool {
         true
+    }
+}
+
+/// Every table on its own log (`meta/`); the backend's handle has a connection of
+/// its own, and so has each [`MetaStore::client`].
+impl MetaStore for IggyBackend {
+    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+        self.run(move |s| async move {
+            let conn = s.meta.conn();
+            meta::serve(s, conn, call).await
+        })
+    }
+
+    fn client(&self) -> Arc<dyn MetaStore> {
+        meta::client(&self.handle, &self.inner, self.request_timeout)
     }
 }
 

@@ -118,6 +118,16 @@ impl Conn {
         })
     }
 
+    /// A connection of its own, signed in on first use: for a handle that must not
+    /// queue behind other callers (`MetaStore::client`).
+    pub fn own(server: &IggyConfig) -> Result<Conn, ConnectError> {
+        let credentials = Credentials {
+            username: server.username.clone(),
+            password: server.password.clone(),
+        };
+        Conn::new(server, Arc::new(credentials))
+    }
+
     async fn usable(&self) -> bool {
         !self.broken.load(Ordering::Acquire)
             && self.client.get_state().await == ClientState::Authenticated

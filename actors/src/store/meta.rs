@@ -58,10 +58,7 @@ pub enum MetaCall {
     /// before the call.
     Scan { table: &'static str, prefix: String },
     /// What changed in the table after `since`.
-    Since {
-        table: &'static str,
-        since: Version,
-    },
+    Since { table: &'static str, since: Version },
     /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
     Ping,
     /// Makes everything acknowledged so far durable (called on shutdown).

@@ -1,0 +1,292 @@
+//! One metadata table as its Iggy log holds it, and the replica rebuilt from that log.
+//!
+//! A log record is one write: `W`, the change count (u32), then each change: `P`, the
+//! key (u32 length + UTF-8) and the value (u32 length + bytes), or `D` and the key.
+//! A snapshot record is one entry: `E`, the key (u32 length + UTF-8), then the value
+//! (the rest). Integers are big-endian, as in the other gateway logs. The engine never
+//! looks inside keys or values: what they mean is the table's business
+//! (`iggy_kafka_actors::store`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use iggy_kafka_actors::store::meta::{Change, Version};
+
+use crate::iggy::gateway_log::{Compact, Replay};
+
+const WRITE: u8 = b'W';
+const PUT: u8 = b'P';
+const DELETE: u8 = b'D';
+const ENTRY: u8 = b'E';
+
+/// Log records kept in memory after being applied, so [`Since`] a recent version is
+/// answered without reading the log again (the catch-up before it read them already).
+///
+/// [`Since`]: iggy_kafka_actors::store::meta::Since
+const TAIL_RECORDS: usize = 4_096;
+const TAIL_BYTES: usize = 4 << 20;
+
+/// The log record of one write.
+pub fn encode_write(changes: &[Change]) -> Bytes {
+    let size: usize = changes
+        .iter()
+        .map(|c| match c {
+            Change::Put { key, value } => 9 + key.len() + value.len(),
+            Change::Delete { key } => 5 + key.len(),
+        })
+        .sum();
+    let mut b = BytesMut::with_capacity(5 + size);
+    b.put_u8(WRITE);
+    b.put_u32(changes.len() as u32);
+    for change in changes {
+        match change {
+            Change::Put { key, value } => {
+                b.put_u8(PUT);
+                put_bytes(&mut b, key.as_bytes());
+                put_bytes(&mut b, value);
+            }
+            Change::Delete { key } => {
+                b.put_u8(DELETE);
+                put_bytes(&mut b, key.as_bytes());
+            }
+        }
+    }
+    b.freeze()
+}
+
+/// The changes of a log record; `None` if it is not a write.
+pub fn decode_write(record: &Bytes) -> Option<Vec<Change>> {
+    let mut b = record.clone();
+    if b.is_empty() || b.get_u8() != WRITE || b.len() < 4 {
+        return None;
+    }
+    let count = b.get_u32() as usize;
+    // Every change takes at least 5 bytes: a count the record cannot hold is garbage,
+    // not an allocation.
+    let mut changes = Vec::with_capacity(count.min(b.len() / 5));
+    for _ in 0..count {
+        if b.is_empty() {
+            return None;
+        }
+        let op = b.get_u8();
+        let key = take_key(&mut b)?;
+        changes.push(match op {
+            PUT => Change::Put {
+                key,
+                value: take_bytes(&mut b)?,
+            },
+            DELETE => Change::Delete { key },
+            _ => return None,
+        });
+    }
+    b.is_empty().then_some(changes)
+}
+
+fn encode_entry(key: &str, value: &Bytes) -> Bytes {
+    let mut b = BytesMut::with_capacity(5 + key.len() + value.len());
+    b.put_u8(ENTRY);
+    put_bytes(&mut b, key.as_bytes());
+    b.put_slice(value);
+    b.freeze()
+}
+
+fn decode_entry(record: &Bytes) -> Option<(String, Bytes)> {
+    let mut b = record.clone();
+    if b.is_empty() || b.get_u8() != ENTRY {
+        return None;
+    }
+    let key = take_key(&mut b)?;
+    Some((key, b))
+}
+
+fn put_bytes(b: &mut BytesMut, bytes: &[u8]) {
+    b.put_u32(bytes.len() as u32);
+    b.put_slice(bytes);
+}
+
+fn take_bytes(b: &mut Bytes) -> Option<Bytes> {
+    if b.len() < 4 {
+        return None;
+    }
+    let len = b.get_u32() as usize;
+    (b.len() >= len).then(|| b.split_to(len))
+}
+
+fn take_key(b: &mut Bytes) -> Option<String> {
+    String::from_utf8(take_bytes(b)?.to_vec()).ok()
+}
+
+/// A table rebuilt from its log: the entries, the last records applied, and the first
+/// record that was not a table record, if any (a replica with such a hole refuses to
+/// answer rather than answer wrong).
+#[derive(Default)]
+pub struct Table {
+    entries: BTreeMap<String, Bytes>,
+    tail: VecDeque<(u64, Bytes)>,
+    tail_bytes: usize,
+    malformed: Option<u64>,
+}
+
+impl Table {
+    /// Entries whose key starts with `prefix`, in key order.
+    pub fn scan(&self, prefix: &str) -> Vec<(String, Bytes)> {
+        self.entries
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+
+    /// The changes of the records from offset `since` up to `upto` (exclusive), when
+    /// they are all still in memory.
+    pub fn recent(&self, since: Version, upto: Version) -> Option<Vec<Change>> {
+        if since < self.tail.front()?.0 {
+            return None;
+        }
+        let mut changes = Vec::new();
+        let mut next = since;
+        for (offset, record) in self.tail.iter().filter(|(o, _)| (since..upto).contains(o)) {
+            if *offset != next {
+                return None;
+            }
+            changes.extend(decode_write(record)?);
+            next += 1;
+        }
+        (next == upto).then_some(changes)
+    }
+
+    /// The offset of the first record that is not a record of a table.
+    pub fn malformed(&self) -> Option<u64> {
+        self.malformed
+    }
+
+    fn remember(&mut self, offset: u64, record: &Bytes) {
+        self.tail.push_back((offset, record.clone()));
+        self.tail_bytes += record.len();
+        while self.tail.len() > TAIL_RECORDS || self.tail_bytes > TAIL_BYTES {
+            let Some((_, old)) = self.tail.pop_front() else {
+                break;
+            };
+            self.tail_bytes -= old.len();
+        }
+    }
+}
+
+impl Replay for Table {
+    fn apply(&mut self, offset: u64, record: &Bytes) {
+        match record.first() {
+            // Snapshot records, all given the offset the snapshot covers up to.
+            Some(&ENTRY) => match decode_entry(record) {
+                Some((key, value)) => {
+                    self.entries.insert(key, value);
+                }
+                None => self.malformed = self.malformed.or(Some(offset)),
+            },
+            _ => match decode_write(record) {
+                Some(changes) => {
+                    for change in changes {
+                        match change {
+                            Change::Put { key, value } => {
+                                self.entries.insert(key, value);
+                            }
+                            Change::Delete { key } => {
+                                self.entries.remove(&key);
+                            }
+                        }
+                    }
+                    self.remember(offset, record);
+                }
+                None => self.malformed = self.malformed.or(Some(offset)),
+            },
+        }
+    }
+}
+
+impl Compact for Table {
+    fn compacted(&self) -> Vec<Bytes> {
+        self.entries
+            .iter()
+            .map(|(key, value)| encode_entry(key, value))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &str, value: &[u8]) -> Change {
+        Change::Put {
+            key: key.into(),
+            value: Bytes::copy_from_slice(value),
+        }
+    }
+
+    fn delete(key: &str) -> Change {
+        Change::Delete { key: key.into() }
+    }
+
+    #[test]
+    fn writes_decode_to_what_was_written() {
+        let changes = vec![
+            put("a", b"1"),
+            put("", b""),
+            delete("b"),
+            put("k\u{e9}y", &[0, 255, 7]),
+        ];
+        let record = encode_write(&changes);
+        assert_eq!(decode_write(&record), Some(changes));
+        assert_eq!(decode_write(&encode_write(&[])), Some(vec![]));
+        // Cut short, trailing bytes, a count larger than the record, another kind.
+        assert_eq!(decode_write(&record.slice(..record.len() - 1)), None);
+        let mut longer = BytesMut::from(&record[..]);
+        longer.put_u8(0);
+        assert_eq!(decode_write(&longer.freeze()), None);
+        assert_eq!(
+            decode_write(&Bytes::from_static(b"W\xff\xff\xff\xff")),
+            None
+        );
+        assert_eq!(decode_write(&Bytes::from_static(b"{\"json\":1}")), None);
+        assert_eq!(decode_write(&Bytes::new()), None);
+    }
+
+    #[test]
+    fn a_table_replays_writes_and_snapshots_in_order() {
+        let mut t = Table::default();
+        t.apply(0, &encode_write(&[put("a/1", b"x"), put("a/2", b"y")]));
+        t.apply(1, &encode_write(&[delete("a/1"), put("b", b"z")]));
+        assert_eq!(
+            t.scan("a/"),
+            vec![("a/2".to_string(), Bytes::from_static(b"y"))]
+        );
+        assert_eq!(t.scan("").len(), 2);
+        assert_eq!(t.scan("c"), vec![]);
+        assert_eq!(t.recent(1, 2), Some(vec![delete("a/1"), put("b", b"z")]));
+        assert_eq!(t.recent(2, 2), Some(vec![]));
+        assert_eq!(t.recent(0, 3), None, "not everything up to 3 is here");
+
+        // A snapshot of it rebuilds the same entries, and remembers no records.
+        let mut again = Table::default();
+        t.compacted().iter().for_each(|r| again.apply(2, r));
+        assert_eq!(again.scan(""), t.scan(""));
+        assert_eq!(again.recent(2, 2), None);
+        assert_eq!(again.malformed(), None);
+
+        again.apply(2, &Bytes::from_static(b"not a write"));
+        again.apply(3, &Bytes::from_static(b"E\0\0"));
+        assert_eq!(again.malformed(), Some(2));
+    }
+
+    #[test]
+    fn the_tail_keeps_the_latest_records_only() {
+        let mut t = Table::default();
+        let total = TAIL_RECORDS as u64 + 10;
+        for offset in 0..total {
+            t.apply(offset, &encode_write(&[put("k", &offset.to_be_bytes())]));
+        }
+        assert_eq!(t.recent(5, total), None);
+        let from = total - TAIL_RECORDS as u64;
+        assert_eq!(t.recent(from, total).map(|c| c.len()), Some(TAIL_RECORDS));
+    }
+}
