@@ -25,7 +25,8 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use iggy_kafka_actors::membership::Cluster;
-use iggy_kafka_actors::{Backend, Metrics};
+use iggy_kafka_actors::store::Meta;
+use iggy_kafka_actors::Metrics;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -87,7 +88,7 @@ impl AdminState {
 }
 
 /// What readiness reads while the Kafka listener serves.
-pub type Serving = (Arc<dyn Backend>, watch::Receiver<Arc<Cluster>>);
+pub type Serving = (Meta, watch::Receiver<Arc<Cluster>>);
 
 /// Serves the admin endpoints until the process ends.
 pub async fn serve(listener: TcpListener, state: Arc<AdminState>) {

@@ -1,13 +1,10 @@
 //! The gateway program: settings, storage, actors, listeners, and a graceful stop.
 
 mod admin;
-mod credentials;
 mod embedded;
 mod iggy;
 mod listeners;
 mod settings;
-mod stored_acl;
-mod stored_quota;
 mod tls;
 
 use std::io::Write;
@@ -20,7 +17,7 @@ use std::time::Duration;
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::membership::Leave;
-use iggy_kafka_actors::store::LogStore;
+use iggy_kafka_actors::store::{LogStore, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
 use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
 use tokio::net::TcpListener;
@@ -114,23 +111,23 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     actix_rt::spawn(admin::serve(admin_listener, admin_state.clone()));
     tracing::info!(%admin_bound, "admin listener up (/healthz, /readyz, /metrics)");
 
-    // Each engine serves both ports.
-    let (logs, backend): (Arc<dyn LogStore>, Arc<dyn Backend>) = match settings.backend {
-        BackendKind::Embedded => {
-            let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy()).map_err(
-                |source| StartError::Store {
-                    dir: settings.data_dir.clone(),
-                    source,
-                },
-            )?;
-            let store = Arc::new(store);
-            (store.clone(), store)
-        }
-        BackendKind::Iggy => {
-            let store = Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?);
-            (store.clone(), store)
-        }
-    };
+    // Each engine serves the two ports, and the logins of its own users.
+    let (logs, meta, users): (Arc<dyn LogStore>, Arc<dyn MetaStore>, Arc<dyn Backend>) =
+        match settings.backend {
+            BackendKind::Embedded => {
+                let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy())
+                    .map_err(|source| StartError::Store {
+                        dir: settings.data_dir.clone(),
+                        source,
+                    })?;
+                let store = Arc::new(store);
+                (store.clone(), store.clone(), store)
+            }
+            BackendKind::Iggy => {
+                let store = Arc::new(iggy::IggyBackend::start(settings.iggy()?).await?);
+                (store.clone(), store.clone(), store)
+            }
+        };
     // Loaded before any listener binds: bad TLS files stop startup.
     let tls = match settings.tls()? {
         Some(files) => Some(TlsListener {
@@ -157,7 +154,8 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     let gateway = Gateway::start(
         settings.broker(&endpoints),
         logs,
-        backend.clone(),
+        meta,
+        users,
         metrics,
         &handles,
     )
@@ -167,7 +165,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         .add_missing_users(settings.sasl_scram_users()?)
         .await
         .map_err(StartError::ScramUsers)?;
-    let metered_backend = gateway.backend.clone();
+    let metered_meta = gateway.meta.clone();
     let (membership, cluster) = (gateway.membership.clone(), gateway.cluster.clone());
 
     let (stop, stopping) = watch::channel(false);
@@ -196,7 +194,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
         )));
     }
     drop(gateway);
-    admin_state.set_serving(Some((metered_backend, cluster.clone())));
+    admin_state.set_serving(Some((metered_meta.clone(), cluster.clone())));
     let first = endpoints[0].1;
     tracing::info!(data_dir = %settings.data_dir.display(), "gateway ready");
     lines += &format!(
@@ -232,7 +230,7 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     if drained.is_err() {
         tracing::warn!("shutdown timeout reached with connections still open");
     }
-    if let Err(e) = backend.flush().await {
+    if let Err(e) = metered_meta.flush().await {
         tracing::error!(error = %e, "final flush failed");
     }
     for w in workers {

@@ -614,7 +614,6 @@ impl Settings {
             read_clients: self.iggy_read_clients,
             read_ahead_bytes: self.iggy_read_ahead_bytes,
             snapshot_records: self.iggy_snapshot_records,
-            commit_clients: self.offset_slots,
             connect_timeout: Duration::from_millis(self.iggy_connect_timeout_ms),
             request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),
             fsync: self.iggy_fsync,

@@ -535,10 +535,10 @@ fn quotas_on_iggy_come_back_from_their_snapshot() {
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let sdk = runtime.block_on(server.sdk());
-    let snapshotted = || runtime.block_on(snapshot_upto(&sdk, "client-quotas")) >= Some(10);
+    let snapshotted = || runtime.block_on(snapshot_upto(&sdk, "meta.quota")) >= Some(10);
     assert!(
         eventually(Duration::from_secs(20), snapshotted),
-        "no snapshot of the client-quotas log"
+        "no snapshot of the quota table's log"
     );
     // Started again from the snapshot, then the records after it: the same quotas.
     gw.restart_after_kill();

@@ -1201,7 +1201,7 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
         messages_required_to_save: Some(1),
         ..TopicCreateOptions::default()
     };
-    sdk.create_topic(&id(GATEWAY_STREAM), "committed-offsets", &options)
+    sdk.create_topic(&id(GATEWAY_STREAM), "meta.offsets", &options)
         .await
         .unwrap();
     let snapshots = [("iggy_snapshot_records", "100")];
@@ -1213,17 +1213,17 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while snapshot_upto(&sdk, "committed-offsets").await < Some(300) {
+    while snapshot_upto(&sdk, "meta.offsets").await < Some(300) {
         assert!(Instant::now() < deadline, "no snapshot of the commits");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(gw);
 
     // Drop every sealed segment: the commits before the snapshot are gone from Iggy.
-    sdk.delete_segments(&id(GATEWAY_STREAM), &id("committed-offsets"), 0, 1_000)
+    sdk.delete_segments(&id(GATEWAY_STREAM), &id("meta.offsets"), 0, 1_000)
         .await
         .unwrap();
-    let first = first_offset(&sdk, "committed-offsets").await;
+    let first = first_offset(&sdk, "meta.offsets").await;
     assert!(
         first > 100,
         "segments not dropped: the log starts at {first}"
@@ -1244,13 +1244,13 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
     tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, 301, 300))
         .await
         .unwrap();
-    sdk.delete_segments(&id(GATEWAY_STREAM), &id("committed-offsets"), 0, 1_000)
+    sdk.delete_segments(&id(GATEWAY_STREAM), &id("meta.offsets"), 0, 1_000)
         .await
         .unwrap();
     let (code, stderr) = gw.refused_restart_with(&[]);
     assert_ne!(code, Some(0));
     assert!(
-        stderr.contains("gateway log 'committed-offsets' lost records"),
+        stderr.contains("gateway log 'meta.offsets' lost records"),
         "{stderr}"
     );
     server.stop();

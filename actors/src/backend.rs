@@ -243,7 +243,6 @@ pub type ScramCredentials = BTreeMap<String, BTreeMap<ScramMechanism, ScramCrede
 /// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method
 /// by name: a method added here is added there too, defaults included.
 pub trait Backend: Send + Sync + 'static {
-
     // --- SASL (docs/SECURITY.md): SCRAM credentials shared by every gateway on the
     // backend, and the backend's own users for PLAIN (`sasl_plain_backend = "iggy"`). ---
     /// Whether `user` logs in to the backend's own users with `password`. Only the
@@ -252,10 +251,4 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { Err(BackendError::Fatal("this backend has no users".into())) })
     }
     // --- end of SASL ---
-
-
-    /// A cheap round trip to the store: `/readyz` is ready only while this succeeds.
-    fn ping(&self) -> BackendFuture<'_, ()>;
-    /// Makes everything acknowledged so far durable (called on shutdown).
-    fn flush(&self) -> BackendFuture<'_, ()>;
 }

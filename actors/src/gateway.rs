@@ -90,7 +90,8 @@ impl Gateway {
         let settings = Arc::new(settings);
         let backend: Arc<dyn Backend> = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let (catalog, configs) = ConfigCatalog::start_with(&meta, &settings).await?;
-        let offsets = Offsets::start(&meta, settings.offset_slots, arbiters, metrics.clone());
+        let offsets =
+            Offsets::start(&meta, settings.offset_slots, arbiters, metrics.clone()).await?;
         let (topic_admin, table) = TopicAdmin::start_with(
             (logs.clone(), &meta, offsets.clone()),
             (catalog.clone(), configs.clone()),

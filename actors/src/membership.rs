@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::backend::{BackendError, BackendResult, Endpoint, Node, TopicPartition};
+use crate::log_slot::{ForgetProducers, LogSlot};
 use crate::store::meta::{Change, Since, Version};
 use crate::store::Meta;
-use crate::log_slot::{ForgetProducers, LogSlot};
 
 /// The live nodes as this gateway last saw them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,7 +147,9 @@ impl Announcement {
     fn change(&self, id: i32) -> Change {
         Change::Put {
             key: id.to_string(),
-            value: serde_json::to_vec(self).expect("announcements serialize").into(),
+            value: serde_json::to_vec(self)
+                .expect("announcements serialize")
+                .into(),
         }
     }
 }
@@ -159,14 +161,16 @@ pub async fn allocate_node_id(meta: &Meta, address: &str) -> BackendResult<i32> 
     let known = meta.scan(NODE_IDS, address).await?;
     if let Some((_, id)) = known.entries.iter().find(|(a, _)| a == address) {
         let id = std::str::from_utf8(id).ok().and_then(|s| s.parse().ok());
-        return id.ok_or_else(|| BackendError::Fatal(format!("node id of {address} is unreadable")));
+        return id
+            .ok_or_else(|| BackendError::Fatal(format!("node id of {address} is unreadable")));
     }
     let claim = Change::Put {
         key: String::new(),
         value: address.as_bytes().to_vec().into(),
     };
     let version = meta.write(NODE_IDS, vec![claim]).await?;
-    let id = i32::try_from(version).map_err(|_| BackendError::Fatal("node ids exhausted".into()))?;
+    let id =
+        i32::try_from(version).map_err(|_| BackendError::Fatal("node ids exhausted".into()))?;
     let named = Change::Put {
         key: address.to_string(),
         value: id.to_string().into(),
@@ -218,7 +222,9 @@ impl Seen {
                         });
                         self.latest.insert(id, (a, now));
                     }
-                    Err(e) => tracing::warn!(node = id, error = %e, "skipping an unreadable announcement"),
+                    Err(e) => {
+                        tracing::warn!(node = id, error = %e, "skipping an unreadable announcement")
+                    }
                 },
                 Change::Delete { .. } => {
                     self.latest.remove(&id);

@@ -55,7 +55,10 @@ mod tests {
     #[tokio::test]
     async fn gateways_sharing_a_store_never_hand_out_the_same_id() {
         let store = Meta::new(Arc::new(MemoryMeta::default()));
-        let (a, b) = (ProducerIds::new(store.clone()), ProducerIds::new(store.clone()));
+        let (a, b) = (
+            ProducerIds::new(store.clone()),
+            ProducerIds::new(store.clone()),
+        );
         let mut seen = BTreeSet::new();
         for _ in 0..2_500 {
             assert!(seen.insert(a.allocate().await.unwrap()));

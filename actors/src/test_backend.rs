@@ -96,25 +96,26 @@ impl MetaStore for Arc<TestOffsets> {
         match call {
             MetaCall::Write { table, changes } if offsets(table) => Box::pin(async move {
                 let held = changes.iter().any(|c| {
-                    crate::offsets::table::parse_key(c.key()).is_some_and(|(_, tp)| tp.partition == 0)
+                    crate::offsets::table::parse_key(c.key())
+                        .is_some_and(|(_, tp)| tp.partition == 0)
                 });
                 if let (Some(gate), true) = (&self.gate, held) {
                     self.entered.notify_one();
                     gate.acquire().await.expect("gate open").forget();
                 }
                 tokio::time::sleep(self.delay).await;
-                self.applied.lock().extend(changes.iter().filter_map(|c| match c {
-                    Change::Put { value, .. } => {
-                        crate::offsets::table::decode(value).map(|c| c.offset)
-                    }
-                    Change::Delete { .. } => None,
-                }));
+                self.applied
+                    .lock()
+                    .extend(changes.iter().filter_map(|c| match c {
+                        Change::Put { value, .. } => {
+                            crate::offsets::table::decode(value).map(|c| c.offset)
+                        }
+                        Change::Delete { .. } => None,
+                    }));
                 self.meta.call(MetaCall::Write { table, changes }).await
             }),
             MetaCall::Scan { table, .. } if offsets(table) && self.failing_reads => {
-                Box::pin(async {
-                    Err(BackendError::Unavailable("reads fail on purpose".into()))
-                })
+                Box::pin(async { Err(BackendError::Unavailable("reads fail on purpose".into())) })
             }
             call => self.meta.call(call),
         }
@@ -139,14 +140,7 @@ impl LogStore for TestOffsets {
     }
 }
 
-impl Backend for TestOffsets {
-    fn ping(&self) -> BackendFuture<'_, ()> {
-        unused()
-    }
-    fn flush(&self) -> BackendFuture<'_, ()> {
-        unused()
-    }
-}
+impl Backend for TestOffsets {}
 
 /// Settings for a gateway under test (no listener: handlers are called directly).
 pub fn settings() -> BrokerSettings {

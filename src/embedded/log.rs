@@ -1,5 +1,5 @@
 //! The embedded store as a log store: each call runs on tokio's blocking pool, except
-//! watermarks and producer history, which are in memory.
+//! what is in memory (the list of logs, watermarks, producer history).
 
 use iggy_kafka_actors::backend::BackendFuture;
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
@@ -9,6 +9,20 @@ use super::{blocking, EmbeddedStore};
 impl LogStore for EmbeddedStore {
     fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
         match call {
+            LogCall::List => {
+                let listed = self.inner.list_logs();
+                Box::pin(async move { Ok(LogAnswer::Listed(listed)) })
+            }
+            LogCall::Create {
+                name, partitions, ..
+            } => blocking(&self.inner, move |s| {
+                s.create_log(name, partitions).map(LogAnswer::Created)
+            }),
+            LogCall::Delete(name) => blocking(&self.inner, move |s| {
+                s.delete_log(&name).map(|()| LogAnswer::Done)
+            }),
+            // Retention is stored and echoed, not enforced here (`docs/CONFIGS.md`).
+            LogCall::SetLimits { .. } => Box::pin(async { Ok(LogAnswer::Done) }),
             LogCall::Append { tp, batch } => blocking(&self.inner, move |s| {
                 s.append(&tp, batch).map(LogAnswer::Appended)
             }),

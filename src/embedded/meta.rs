@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use fjall::{Keyspace, PersistMode};
 use iggy_kafka_actors::backend::{BackendError, BackendFuture, BackendResult};
-use iggy_kafka_actors::store::meta::{Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version};
+use iggy_kafka_actors::store::meta::{
+    Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
+};
 use parking_lot::Mutex;
 
 use super::{blocking, EmbeddedStore, Inner, StoreError};
@@ -91,7 +93,9 @@ impl Inner {
     }
 
     fn meta_since(&self, table: &'static str, since: Version) -> BackendResult<Since> {
-        let version = self.tables.version_of(&mut self.tables.known.lock(), table)?;
+        let version = self
+            .tables
+            .version_of(&mut self.tables.known.lock(), table)?;
         match since {
             s if s == version => Ok(Since::Changes(version, Vec::new())),
             s if s < version => Ok(Since::Gone),
@@ -117,7 +121,8 @@ impl MetaStore for EmbeddedStore {
             }
             MetaCall::Ping => Box::pin(async { Ok(MetaAnswer::Done) }),
             MetaCall::Flush => blocking(&self.inner, |s| {
-                s.db.persist(PersistMode::SyncAll).map_err(StoreError::from)?;
+                s.db.persist(PersistMode::SyncAll)
+                    .map_err(StoreError::from)?;
                 Ok(MetaAnswer::Done)
             }),
         }

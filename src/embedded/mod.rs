@@ -2,8 +2,8 @@
 //! on fjall (an LSM-tree key-value store; `docs/STORAGE.md` says why).
 //!
 //! Layout. Keyspace `meta` holds the metadata port's tables (`meta.rs`: entries
-//! `<table>/<key>`, versions in keyspace `versions`), topic definitions among them
-//! (`topic/<name>` → JSON). Each topic has two keyspaces, named after its id: `r<id>` maps
+//! `<table>/<key>`, versions in keyspace `versions`). Keyspace `logs` names every
+//! topic's logs (name → id, partitions, incarnation); each topic has two keyspaces, named after its id: `r<id>` maps
 //! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
 //! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
 //! written in one atomic fjall batch. At start the small index entries are read into
@@ -16,7 +16,7 @@ mod index;
 mod log;
 mod meta;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,24 +24,22 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult,
-    ClusterConfigs, CommittedOffset, ReadBatches, ScramCredential,
-    ScramCredentials, ScramMechanism, TimestampedOffset, TopicLimits, TopicMeta, TopicPartition,
+    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ReadBatches,
+    TimestampedOffset, TopicPartition,
 };
 use iggy_kafka_actors::protocol::records;
+use iggy_kafka_actors::store::log::LogInfo;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use index::{IndexEntry, PartitionIndex};
 
-const TOPIC_PREFIX: &str = "topic/";
-
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("storage engine: {0}")]
     Engine(#[from] fjall::Error),
-    #[error("stored topic definition '{key}' is unreadable: {source}")]
-    BadTopic {
+    #[error("stored log '{key}' is unreadable: {source}")]
+    BadLog {
         key: String,
         source: serde_json::Error,
     },
@@ -62,19 +60,17 @@ impl From<StoreError> for BackendError {
     }
 }
 
-/// A topic definition as stored in `meta`.
+/// A topic's logs as keyspace `logs` keeps them, under the topic's name: the id their
+/// keyspaces are named after, the partition count and the incarnation.
 #[derive(Serialize, Deserialize)]
-struct StoredTopic {
-    name: String,
+struct StoredLog {
     id: uuid::Uuid,
     partitions: i32,
-    replication_factor: i16,
-    configs: BTreeMap<String, String>,
+    incarnation: u64,
 }
 
 struct TopicLog {
-    /// Locked for the configurations, which AlterConfigs changes.
-    meta: RwLock<TopicMeta>,
+    info: LogInfo,
     records: Keyspace,
     index: Keyspace,
     partitions: Vec<Mutex<PartitionIndex>>,
@@ -99,7 +95,8 @@ pub struct EmbeddedStore {
 
 struct Inner {
     db: Database,
-    meta: Keyspace,
+    /// Which topics have logs (`StoredLog`).
+    logs: Keyspace,
     /// The metadata port's tables (`meta.rs`), in `meta` and `versions`.
     tables: meta::MetaTables,
     topics: RwLock<HashMap<Arc<str>, Arc<TopicLog>>>,
@@ -118,23 +115,23 @@ impl EmbeddedStore {
         if db.keyspace_exists("offsets") || meta.get("producer-id-block-end")?.is_some() {
             return Err(StoreError::OldLayout(dir.to_path_buf()));
         }
+        // The first layout kept topic definitions in `meta` and had no `logs`.
+        let first_layout = !db.keyspace_exists("logs") && meta.first_key_value().is_some();
+        let logs = db.keyspace("logs", KeyspaceCreateOptions::default)?;
+        if first_layout {
+            return Err(StoreError::OldLayout(dir.to_path_buf()));
+        }
         let mut topics = HashMap::new();
-        for kv in meta.prefix(TOPIC_PREFIX) {
+        for kv in logs.iter() {
             let (key, value) = kv.into_inner()?;
-            let stored: StoredTopic =
-                serde_json::from_slice(&value).map_err(|source| StoreError::BadTopic {
-                    key: String::from_utf8_lossy(&key).into_owned(),
+            let name = String::from_utf8_lossy(&key).into_owned();
+            let stored: StoredLog =
+                serde_json::from_slice(&value).map_err(|source| StoreError::BadLog {
+                    key: name.clone(),
                     source,
                 })?;
-            let meta = TopicMeta {
-                name: stored.name.into(),
-                id: stored.id,
-                partitions: stored.partitions,
-                replication_factor: stored.replication_factor,
-                configs: stored.configs,
-            };
-            let name = meta.name.clone();
-            topics.insert(name, Arc::new(open_log(&db, meta, true)?));
+            let log = open_log(&db, name.as_str().into(), &stored, true)?;
+            topics.insert(Arc::from(name), Arc::new(log));
         }
         let tables = meta::MetaTables::new(
             meta.clone(),
@@ -142,7 +139,7 @@ impl EmbeddedStore {
         );
         let inner = Arc::new(Inner {
             db,
-            meta,
+            logs,
             tables,
             topics: RwLock::new(topics),
             append_persist: match sync {
@@ -172,8 +169,8 @@ fn spawn_syncer(store: std::sync::Weak<Inner>, every: Duration) {
         .unwrap_or_else(|e| tracing::error!(error = %e, "could not start the fsync thread"));
 }
 
-fn keyspace_names(meta: &TopicMeta) -> (String, String) {
-    let id = meta.id.simple();
+fn keyspace_names(id: &uuid::Uuid) -> (String, String) {
+    let id = id.simple();
     (format!("r{id}"), format!("i{id}"))
 }
 
@@ -190,18 +187,23 @@ fn record_options() -> KeyspaceCreateOptions {
 }
 
 /// Opens a topic's keyspaces; `load` reads the index back into memory.
-fn open_log(db: &Database, meta: TopicMeta, load: bool) -> Result<TopicLog, StoreError> {
-    let (r, i) = keyspace_names(&meta);
+fn open_log(
+    db: &Database,
+    name: Arc<str>,
+    stored: &StoredLog,
+    load: bool,
+) -> Result<TopicLog, StoreError> {
+    let (r, i) = keyspace_names(&stored.id);
     let records = db.keyspace(&r, record_options)?;
     let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
-    let mut partitions: Vec<PartitionIndex> = (0..meta.partitions)
+    let mut partitions: Vec<PartitionIndex> = (0..stored.partitions)
         .map(|_| PartitionIndex::default())
         .collect();
     if load {
         for kv in index.iter() {
             let (key, value) = kv.into_inner()?;
             let bad = |detail: String| StoreError::BadIndex {
-                topic: meta.name.to_string(),
+                topic: name.to_string(),
                 detail,
             };
             let (partition, _) = index::decode_key(&key).ok_or_else(|| bad("short key".into()))?;
@@ -213,7 +215,11 @@ fn open_log(db: &Database, meta: TopicMeta, load: bool) -> Result<TopicLog, Stor
         }
     }
     Ok(TopicLog {
-        meta: RwLock::new(meta),
+        info: LogInfo {
+            name,
+            partitions: stored.partitions,
+            incarnation: stored.incarnation,
+        },
         records,
         index,
         partitions: partitions.into_iter().map(Mutex::new).collect(),
@@ -330,22 +336,6 @@ impl Inner {
             }))
     }
 
-    /// Writes a topic's definition and makes it durable.
-    fn store_topic(&self, topic: &TopicMeta) -> BackendResult<()> {
-        let stored = StoredTopic {
-            name: topic.name.to_string(),
-            id: topic.id,
-            partitions: topic.partitions,
-            replication_factor: topic.replication_factor,
-            configs: topic.configs.clone(),
-        };
-        let json = serde_json::to_vec(&stored).map_err(|e| BackendError::Fatal(e.to_string()))?;
-        self.meta
-            .insert(format!("{TOPIC_PREFIX}{}", topic.name), json)
-            .map_err(StoreError::from)?;
-        self.persist()
-    }
-
     fn persist(&self) -> BackendResult<()> {
         self.db
             .persist(PersistMode::SyncAll)
@@ -353,44 +343,46 @@ impl Inner {
         Ok(())
     }
 
-    fn create_topic(&self, topic: TopicMeta) -> BackendResult<()> {
-        let mut topics = self.topics.write();
-        if topics.contains_key(&topic.name) {
-            return Err(BackendError::TopicExists(topic.name.to_string()));
-        }
-        self.store_topic(&topic)?;
-        let name = topic.name.clone();
-        topics.insert(name, Arc::new(open_log(&self.db, topic, false)?));
-        Ok(())
-    }
-
-    fn alter_topic_configs(
-        &self,
-        name: &str,
-        configs: BTreeMap<String, String>,
-    ) -> BackendResult<()> {
+    fn list_logs(&self) -> Vec<LogInfo> {
         let topics = self.topics.read();
-        let log = topics
-            .get(name)
-            .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
-        let mut meta = log.meta.write();
-        let altered = TopicMeta {
-            configs,
-            ..meta.clone()
-        };
-        self.store_topic(&altered)?;
-        *meta = altered;
-        Ok(())
+        topics.values().map(|log| log.info.clone()).collect()
     }
 
-    fn delete_topic(&self, name: &str) -> BackendResult<()> {
+    /// Makes a topic's keyspaces and records them in `logs`, durably. Its incarnation
+    /// is the time it was made, in µs, later than any before it.
+    fn create_log(&self, name: Arc<str>, partitions: i32) -> BackendResult<LogInfo> {
+        let mut topics = self.topics.write();
+        if topics.contains_key(&name) {
+            return Err(BackendError::TopicExists(name.to_string()));
+        }
+        let latest = topics
+            .values()
+            .map(|l| l.info.incarnation)
+            .max()
+            .unwrap_or(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let stored = StoredLog {
+            id: uuid::Uuid::new_v4(),
+            partitions,
+            incarnation: now.max(latest + 1),
+        };
+        let json = serde_json::to_vec(&stored).map_err(|e| BackendError::Fatal(e.to_string()))?;
+        self.logs.insert(&*name, json).map_err(StoreError::from)?;
+        self.persist()?;
+        let log = open_log(&self.db, name.clone(), &stored, false)?;
+        let info = log.info.clone();
+        topics.insert(name, Arc::new(log));
+        Ok(info)
+    }
+
+    fn delete_log(&self, name: &str) -> BackendResult<()> {
         let mut topics = self.topics.write();
         let log = topics
             .remove(name)
             .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
-        self.meta
-            .remove(format!("{TOPIC_PREFIX}{name}"))
-            .map_err(StoreError::from)?;
+        self.logs.remove(name).map_err(StoreError::from)?;
         self.persist()?;
         self.db
             .delete_keyspace(log.records.clone())
@@ -400,7 +392,6 @@ impl Inner {
             .map_err(StoreError::from)?;
         Ok(())
     }
-
 }
 
 /// Runs blocking store work off the actor threads.
@@ -416,48 +407,5 @@ fn blocking<T: Send + 'static>(
     })
 }
 
-impl Backend for EmbeddedStore {
-    fn topics(&self) -> BackendFuture<'_, Vec<TopicMeta>> {
-        let topics = self
-            .inner
-            .topics
-            .read()
-            .values()
-            .map(|log| log.meta.read().clone())
-            .collect();
-        Box::pin(async move { Ok(topics) })
-    }
-
-    /// Nothing here removes records, so the limits are stored configurations only.
-    fn create_topic(&self, topic: TopicMeta, _: TopicLimits) -> BackendFuture<'_, ()> {
-        blocking(&self.inner, move |s| s.create_topic(topic))
-    }
-
-    fn alter_topic_configs(
-        &self,
-        name: &str,
-        configs: BTreeMap<String, String>,
-        _: TopicLimits,
-    ) -> BackendFuture<'_, ()> {
-        let name = name.to_string();
-        blocking(&self.inner, move |s| s.alter_topic_configs(&name, configs))
-    }
-
-    fn delete_topic(&self, name: &str) -> BackendFuture<'_, ()> {
-        let name = name.to_string();
-        blocking(&self.inner, move |s| s.delete_topic(&name))
-    }
-
-    /// In-process: nothing to reach.
-    fn ping(&self) -> BackendFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn flush(&self) -> BackendFuture<'_, ()> {
-        blocking(&self.inner, |s| {
-            s.db.persist(PersistMode::SyncAll)
-                .map_err(StoreError::from)?;
-            Ok(())
-        })
-    }
-}
+/// One gateway alone owns the data directory: no users of its own, nothing to ping.
+impl Backend for EmbeddedStore {}

@@ -1,13 +1,10 @@
-//! The gateway's own state in Iggy: one-partition topics in a gateway-owned stream
-//! (setting `iggy_gateway_stream`), used as append-only logs of small records.
-//! Appending gives each record a unique, ordered Iggy offset, which is what makes
-//! producer-id blocks unique across restarts and across gateways sharing a server.
+//! The gateway's own logs in Iggy: one-partition topics in a gateway-owned stream
+//! (setting `iggy_gateway_stream`), used as append-only logs of small records, each
+//! with a unique, ordered Iggy offset. The metadata tables (`meta/`) are such logs.
 //!
-//! The logs that hold state (topics, committed offsets, cluster configurations, SCRAM
-//! credentials, ACLs, client quotas) are
-//! snapshotted: every `iggy_snapshot_records` records or so, a gateway writes the records
-//! that rebuild the whole state (one per topic, per committed offset…) to the log's
-//! companion `<log>.snapshots`, ending with a marker naming the offset it covers.
+//! A state log is snapshotted: every `iggy_snapshot_records` records or so, a gateway
+//! writes the records that rebuild the whole state to the log's companion
+//! `<log>.snapshots`, ending with a marker naming the offset it covers.
 //! Startup loads the latest snapshot and replays only what follows it, and the logs
 //! are capped in size ([`STATE_LOG_MAX_BYTES`]): Iggy drops their oldest segments,
 //! long covered by a snapshot. Should records a snapshot does not cover ever be gone,
@@ -23,37 +20,7 @@ use parking_lot::Mutex;
 
 use super::pool::Conn;
 
-/// Kafka topic definitions the gateway made (id, configs, replication factor).
-pub const TOPICS: &str = "topics";
-/// Producer-id blocks: record `n` owns ids `n * BLOCK ..`.
-pub const PRODUCER_IDS: &str = "producer-ids";
-/// Committed consumer-group offsets, as Kafka sent them.
-pub const COMMITTED_OFFSETS: &str = "committed-offsets";
-/// Configurations shared by every gateway (dynamic broker configurations, features).
-pub const CLUSTER_CONFIGS: &str = "cluster-configs";
-/// SCRAM credentials (salted keys, never passwords) shared by every gateway.
-pub const SCRAM_CREDENTIALS: &str = "scram-credentials";
-/// ACL bindings created and deleted (`acls.rs`).
-pub const ACLS: &str = "acls";
-/// Client quotas altered (`quotas.rs`).
-pub const CLIENT_QUOTAS: &str = "client-quotas";
-/// Node ids: record `n` makes `n` the id of the gateway that appended it.
-pub const NODE_IDS: &str = "node-ids";
-/// Gateways announcing themselves alive or leaving (`nodes.rs`).
-pub const NODES: &str = "nodes";
-/// The announcements kept: old ones are only history.
-const NODES_MAX_BYTES: u64 = 32 << 20;
-const NODES_SEGMENT_BYTES: u64 = 1 << 20;
 const PAGE: u32 = 1_000;
-/// The logs that are snapshotted (see the module documentation).
-pub const SNAPSHOTTED: [&str; 6] = [
-    TOPICS,
-    COMMITTED_OFFSETS,
-    CLUSTER_CONFIGS,
-    SCRAM_CREDENTIALS,
-    ACLS,
-    CLIENT_QUOTAS,
-];
 /// Size cap of a snapshotted log and of its snapshots: thousands of snapshots' worth of
 /// records, so what Iggy drops is long covered. A snapshot must stay well under it.
 const STATE_LOG_MAX_BYTES: u64 = 1 << 30;
@@ -82,48 +49,6 @@ pub async fn ensure_stream(conn: &Conn, stream: &str) -> Result<(), IggyError> {
         Ok(_) | Err(IggyError::StreamNameAlreadyExists(_)) => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// Creates the gateway stream and its logs; they never expire and save every write
-/// (fsync too with `fsync`).
-pub async fn ensure_logs(conn: &Conn, stream: &str, fsync: bool) -> Result<(), IggyError> {
-    ensure_stream(conn, stream).await?;
-    let snapshots = SNAPSHOTTED.map(snapshots_of);
-    let logs = [PRODUCER_IDS, NODE_IDS, NODES]
-        .into_iter()
-        .chain(SNAPSHOTTED)
-        .chain(snapshots.iter().map(String::as_str));
-    for topic in logs {
-        let c = conn.ready().await?;
-        let (stream_id, topic_id) = (named(stream)?, named(topic)?);
-        if c.check(c.get_topic(&stream_id, &topic_id).await)?.is_some() {
-            continue;
-        }
-        let capped = SNAPSHOTTED.contains(&topic) || snapshots.iter().any(|s| s == topic);
-        let options = if capped {
-            state_log_options(fsync)
-        } else if topic == NODES {
-            // Liveness, not state: bounded, and nothing to save on every write.
-            TopicCreateOptions {
-                partitions_count: Some(1),
-                message_expiry: Some(IggyExpiry::NeverExpire),
-                max_topic_size: Some(MaxTopicSize::Custom(NODES_MAX_BYTES.into())),
-                segment_size: Some(NODES_SEGMENT_BYTES.into()),
-                ..TopicCreateOptions::default()
-            }
-        } else {
-            TopicCreateOptions {
-                max_topic_size: Some(MaxTopicSize::Unlimited),
-                segment_size: None,
-                ..state_log_options(fsync)
-            }
-        };
-        match c.check(c.create_topic(&stream_id, topic, &options).await) {
-            Ok(_) | Err(IggyError::TopicNameAlreadyExists(..)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// Options of a state log and of its snapshot log: one partition, never expiring,
@@ -182,15 +107,6 @@ pub async fn append(conn: &Conn, stream: &str, log: &str, record: Bytes) -> Resu
         // if nobody else appended meanwhile, which the callers cannot rely on.
         None => Err(IggyError::InvalidOffset(0)),
     }
-}
-
-/// Every record of a log, oldest first, with its offset.
-pub async fn read_all(
-    conn: &Conn,
-    stream: &str,
-    log: &str,
-) -> Result<Vec<(u64, Bytes)>, IggyError> {
-    read_from(conn, stream, log, 0).await
 }
 
 /// The records of a log from offset `next` on, oldest first, with their offsets.

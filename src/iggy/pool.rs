@@ -231,13 +231,10 @@ pub async fn check_login(
 pub struct Pools {
     pub admin: Conn,
     pub mirror: Conn,
-    /// Heartbeats and the reads of who else is alive, never behind other calls.
-    pub membership: Conn,
     /// Snapshots of the gateway logs, which may be large, never ahead of admin calls.
     pub snapshots: Conn,
     produce: Vec<Conn>,
     read: Vec<Conn>,
-    commit: Vec<Conn>,
 }
 
 impl Pools {
@@ -251,7 +248,6 @@ impl Pools {
         let admin = Conn::new(config, credentials.clone())?;
         first_contact(&admin, config).await?;
         let mirror = Conn::new(config, credentials.clone())?;
-        let membership = Conn::new(config, credentials.clone())?;
         let snapshots = Conn::new(config, credentials.clone())?;
         let signed_in = || async {
             let conn = Conn::new(config, credentials.clone())?;
@@ -269,37 +265,24 @@ impl Pools {
         for _ in 0..config.read_clients {
             read.push(signed_in().await?);
         }
-        let mut commit = Vec::new();
-        for _ in 0..config.commit_clients.max(1) {
-            commit.push(signed_in().await?);
-        }
         tracing::info!(
             address = %config.address,
             produce = produce.len(),
             read = read.len(),
-            commit = commit.len(),
             "connected to Iggy"
         );
         Ok(Pools {
             admin,
             mirror,
-            membership,
             snapshots,
             produce,
             read,
-            commit,
         })
     }
 
     /// The produce client of a partition, for life.
     pub fn producer(&self, tp: &TopicPartition) -> &Conn {
         &self.produce[slot_of(tp, self.produce.len())]
-    }
-
-    /// The commit client of a partition's offset slot: the slot's commits run one at a
-    /// time, so they go out in order on it, never behind another slot's.
-    pub fn committer(&self, tp: &TopicPartition) -> &Conn {
-        &self.commit[slot_of(tp, self.commit.len())]
     }
 
     /// The read client with the fewest calls in progress.

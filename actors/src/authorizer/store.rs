@@ -95,7 +95,10 @@ pub async fn create(store: &AclStore, bindings: Vec<AclBinding>) -> BackendResul
 }
 
 /// Removes every binding each filter matches; the answer lists them, filter by filter.
-pub async fn delete(store: &AclStore, filters: Vec<AclFilter>) -> BackendResult<Vec<Vec<AclBinding>>> {
+pub async fn delete(
+    store: &AclStore,
+    filters: Vec<AclFilter>,
+) -> BackendResult<Vec<Vec<AclBinding>>> {
     let decide = move |rows: &Rows<Acls>| {
         let matched: Vec<Vec<AclBinding>> = filters
             .iter()

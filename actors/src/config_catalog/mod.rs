@@ -23,14 +23,14 @@ use kafka_protocol::error::ResponseError;
 use tokio::sync::watch;
 
 use crate::backend::{BackendError, ClusterConfigs, TopicMeta};
+use crate::settings::BrokerSettings;
 use crate::store::shared::{Modify, SharedTable};
 use crate::store::Meta;
-use stored::ClusterMaps;
-use crate::settings::BrokerSettings;
 pub use changes::{ConfigChange, Op};
 use definitions::{broker_config, topic_config, Definition};
 pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
 pub use features::{Finalized, UpgradeType, FEATURE, MAX_LEVEL, MIN_LEVEL};
+use stored::ClusterMaps;
 
 /// Shared map holding the dynamic broker configurations of every gateway.
 const CLUSTER_DEFAULT: &str = "broker-configs";
@@ -494,12 +494,16 @@ impl Handler<UpdateFeature> for ConfigCatalog {
                 .ok_or(FeatureError::UpgradeType(msg.upgrade_type))?;
             let topics = msg.topics;
             // Decided on the latest stored state: another gateway may have changed it.
-            let decide = move |stored: &ClusterConfigs| {
-                match feature_change(stored, &topics, target, upgrade, msg.validate_only) {
-                    Ok(Some(map)) => (vec![stored::set(features::FEATURES.into(), map)], Ok(())),
-                    Ok(None) => (Vec::new(), Ok(())),
-                    Err(e) => (Vec::new(), Err(e)),
-                }
+            let decide = move |stored: &ClusterConfigs| match feature_change(
+                stored,
+                &topics,
+                target,
+                upgrade,
+                msg.validate_only,
+            ) {
+                Ok(Some(map)) => (vec![stored::set(features::FEATURES.into(), map)], Ok(())),
+                Ok(None) => (Vec::new(), Ok(())),
+                Err(e) => (Vec::new(), Err(e)),
             };
             maps.send(Modify(Box::new(decide))).await.map_err(gone)??
         };
@@ -530,7 +534,10 @@ fn feature_change(
                 target,
             })
         }
-        (std::cmp::Ordering::Greater, UpgradeType::SafeDowngrade | UpgradeType::UnsafeDowngrade) => {
+        (
+            std::cmp::Ordering::Greater,
+            UpgradeType::SafeDowngrade | UpgradeType::UnsafeDowngrade,
+        ) => {
             return Err(FeatureError::UpgradeAsDowngrade {
                 current: current.level,
                 target,
@@ -549,7 +556,11 @@ fn feature_change(
         return Ok(None);
     }
     let (next, map) = current.next(target);
-    tracing::info!(level = next.level, epoch = next.epoch, "{FEATURE} finalized");
+    tracing::info!(
+        level = next.level,
+        epoch = next.epoch,
+        "{FEATURE} finalized"
+    );
     Ok(Some(map))
 }
 

@@ -41,7 +41,10 @@ impl Table for ClusterMaps {
 }
 
 /// The edit that makes map `name` hold `values`.
-pub fn set(name: String, values: BTreeMap<String, String>) -> Edit<String, BTreeMap<String, String>> {
+pub fn set(
+    name: String,
+    values: BTreeMap<String, String>,
+) -> Edit<String, BTreeMap<String, String>> {
     if values.is_empty() {
         Edit::Delete(name)
     } else {

@@ -149,10 +149,4 @@ impl Backend for MeteredBackend {
             self.inner.check_login(user, password),
         )
     }
-    fn ping(&self) -> BackendFuture<'_, ()> {
-        timed(&self.metrics, "ping", self.inner.ping())
-    }
-    fn flush(&self) -> BackendFuture<'_, ()> {
-        timed(&self.metrics, "flush", self.inner.flush())
-    }
 }

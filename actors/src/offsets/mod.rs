@@ -31,8 +31,15 @@ pub struct Offsets {
 }
 
 impl Offsets {
-    /// `n` slots spread over `arbiters`, each with a commit client and a read client.
-    pub fn start(meta: &Meta, n: usize, arbiters: &[ArbiterHandle], metrics: Arc<Metrics>) -> Offsets {
+    /// `n` slots spread over `arbiters`, each with a commit client and a read client,
+    /// once the table is seen to load whole (a store that lost part of it stops
+    /// startup, naming it, rather than serve offsets with a hole in them).
+    pub async fn start(
+        meta: &Meta,
+        n: usize,
+        arbiters: &[ArbiterHandle],
+        metrics: Arc<Metrics>,
+    ) -> BackendResult<Offsets> {
         let n = n.max(1);
         let slots: Arc<[Addr<OffsetSlot>]> = (0..n)
             .map(|i| {
@@ -42,12 +49,14 @@ impl Offsets {
             .collect();
         let readers = (0..n).map(|_| meta.client()).collect();
         metrics.offset_slots.show(n);
-        Offsets {
+        let offsets = Offsets {
             slots,
             readers,
             admin: meta.client(),
             metrics,
-        }
+        };
+        offsets.groups().await?;
+        Ok(offsets)
     }
 
     /// Splits items by the slot of their partition: `(slot, positions, items)`, so the
@@ -59,7 +68,9 @@ impl Offsets {
     ) -> Vec<(usize, Vec<usize>, Vec<T>)> {
         let mut per_slot: BTreeMap<usize, (Vec<usize>, Vec<T>)> = BTreeMap::new();
         for (i, item) in items.into_iter().enumerate() {
-            let slot = per_slot.entry(slot_of(tp(&item), self.slots.len())).or_default();
+            let slot = per_slot
+                .entry(slot_of(tp(&item), self.slots.len()))
+                .or_default();
             slot.0.push(i);
             slot.1.push(item);
         }
@@ -135,7 +146,10 @@ impl Offsets {
 
     /// Every partition `group` has a committed offset for.
     pub async fn partitions(&self, group: &str) -> BackendResult<Vec<TopicPartition>> {
-        let scan = self.admin.scan(table::TABLE, &table::group_prefix(group)).await?;
+        let scan = self
+            .admin
+            .scan(table::TABLE, &table::group_prefix(group))
+            .await?;
         Ok(scan
             .entries
             .iter()
@@ -201,11 +215,12 @@ mod tests {
     }
 
     /// `n` slots over `store`, and the metrics they report to.
-    fn offsets(store: &Arc<TestOffsets>, n: usize) -> (Offsets, Arc<Metrics>) {
+    async fn offsets(store: &Arc<TestOffsets>, n: usize) -> (Offsets, Arc<Metrics>) {
         let metrics = Metrics::new();
         let meta = Meta::new(Arc::new(store.clone()));
-        let offsets = Offsets::start(&meta, n, &[Arbiter::current()], metrics.clone());
-        (offsets, metrics)
+        let arbiters = [Arbiter::current()];
+        let offsets = Offsets::start(&meta, n, &arbiters, metrics.clone()).await;
+        (offsets.unwrap(), metrics)
     }
 
     fn soon() -> Instant {
@@ -228,12 +243,14 @@ mod tests {
             delay: Duration::from_millis(5),
             ..Default::default()
         });
-        let (offsets, _) = offsets(&store, 1);
+        let (offsets, _) = offsets(&store, 1).await;
         let group: Arc<str> = "g".into();
         let pending: Vec<_> = (0..20)
             .map(|i| {
                 let (offsets, group) = (offsets.clone(), group.clone());
-                actix_rt::spawn(async move { offsets.commit(&group, vec![(tp(0), at(i))], soon()).await })
+                actix_rt::spawn(async move {
+                    offsets.commit(&group, vec![(tp(0), at(i))], soon()).await
+                })
             })
             .collect();
         for p in pending {
@@ -251,18 +268,25 @@ mod tests {
             gate: Some(gate.clone()),
             ..Default::default()
         });
-        let (offsets, _) = offsets(&store, 2);
+        let (offsets, _) = offsets(&store, 2).await;
         // Partition 0's commits are held at the gate; `free` is on the other slot.
         let (stuck, free) = on_two_slots(&offsets);
         let group: Arc<str> = "g".into();
         let pending = {
             let (offsets, group, stuck) = (offsets.clone(), group.clone(), stuck.clone());
-            actix_rt::spawn(async move { offsets.commit(&group, vec![(stuck, at(1))], soon()).await })
+            actix_rt::spawn(
+                async move { offsets.commit(&group, vec![(stuck, at(1))], soon()).await },
+            )
         };
         store.entered.notified().await;
-        let read = offsets.fetch("g", vec![stuck.clone()], soon()).await.unwrap();
+        let read = offsets
+            .fetch("g", vec![stuck.clone()], soon())
+            .await
+            .unwrap();
         assert_eq!(read, vec![None]);
-        let done = offsets.commit(&group, vec![(free.clone(), at(2))], soon()).await;
+        let done = offsets
+            .commit(&group, vec![(free.clone(), at(2))], soon())
+            .await;
         assert!(done[0].is_ok(), "{done:?}");
         // Both answered while the first commit was still held.
         assert_eq!(*store.applied.lock(), [2]);
@@ -279,13 +303,16 @@ mod tests {
             gate: Some(gate.clone()),
             ..Default::default()
         });
-        let (offsets, metrics) = offsets(&store, 1);
-        let depth = |d: usize| format!("iggy_kafka_gateway_offset_slot_queue_depth{{slot=\"0\"}} {d}\n");
+        let (offsets, metrics) = offsets(&store, 1).await;
+        let depth =
+            |d: usize| format!("iggy_kafka_gateway_offset_slot_queue_depth{{slot=\"0\"}} {d}\n");
         let group: Arc<str> = "g".into();
         let pending: Vec<_> = (0..3)
             .map(|i| {
                 let (offsets, group) = (offsets.clone(), group.clone());
-                actix_rt::spawn(async move { offsets.commit(&group, vec![(tp(0), at(i))], soon()).await })
+                actix_rt::spawn(async move {
+                    offsets.commit(&group, vec![(tp(0), at(i))], soon()).await
+                })
             })
             .collect();
         // One commit is in the store, two wait in the slot's mailbox.
@@ -304,15 +331,23 @@ mod tests {
             delay: Duration::from_millis(500),
             ..Default::default()
         });
-        let (offsets, _) = offsets(&store, 1);
+        let (offsets, _) = offsets(&store, 1).await;
         let group: Arc<str> = "g".into();
         let soon_over = Instant::now() + Duration::from_millis(100);
-        let result = offsets.commit(&group, vec![(tp(0), at(7))], soon_over).await;
-        assert!(matches!(result[..], [Err(OffsetError::Timeout)]), "{result:?}");
+        let result = offsets
+            .commit(&group, vec![(tp(0), at(7))], soon_over)
+            .await;
+        assert!(
+            matches!(result[..], [Err(OffsetError::Timeout)]),
+            "{result:?}"
+        );
         // One whose turn comes after its deadline is not written at all.
         let over = Instant::now();
         let result = offsets.commit(&group, vec![(tp(0), at(8))], over).await;
-        assert!(matches!(result[..], [Err(OffsetError::Timeout)]), "{result:?}");
+        assert!(
+            matches!(result[..], [Err(OffsetError::Timeout)]),
+            "{result:?}"
+        );
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert!(!store.applied.lock().contains(&8));
     }

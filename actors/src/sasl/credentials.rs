@@ -11,7 +11,9 @@ use base64::Engine;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{BackendError, BackendResult, ScramCredential, ScramCredentials, ScramMechanism};
+use crate::backend::{
+    BackendError, BackendResult, ScramCredential, ScramCredentials, ScramMechanism,
+};
 use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable, Table};
 
 /// The SCRAM credential table.

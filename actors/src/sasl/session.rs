@@ -423,8 +423,8 @@ fn closing(response: ResponseKind, reason: &str) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sasl::SaslSettings;
     use crate::sasl::credentials::Credentials;
+    use crate::sasl::SaslSettings;
     use crate::store::shared::SharedTable;
     use crate::test_backend::TestOffsets;
 

@@ -33,7 +33,10 @@ pub enum LogCall {
     /// Deletes a topic's logs with their records.
     Delete(Arc<str>),
     /// Applies new limits to a topic's logs.
-    SetLimits { name: Arc<str>, limits: TopicLimits },
+    SetLimits {
+        name: Arc<str>,
+        limits: TopicLimits,
+    },
     /// Appends one batch and says where it landed. Calls for one partition are never
     /// concurrent (the log slots serialize them); when the answer comes the batch
     /// survives a crash of the gateway process.

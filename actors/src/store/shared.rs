@@ -207,7 +207,8 @@ impl<T: Table> Handler<CatchUp<T>> for SharedTable<T> {
 
 /// What a [`Modify`] decides, from the rows as they are: the edits to write and the
 /// answer to give.
-pub type Decide<T, R> = Box<dyn FnOnce(&Rows<T>) -> (Vec<Edit<<T as Table>::Key, <T as Table>::Value>>, R) + Send>;
+pub type Decide<T, R> =
+    Box<dyn FnOnce(&Rows<T>) -> (Vec<Edit<<T as Table>::Key, <T as Table>::Value>>, R) + Send>;
 
 /// Catch up, decide the edits on the latest rows, write them (all or none), apply and
 /// publish them. Modifications on one gateway run one at a time.

@@ -83,7 +83,12 @@ fn derived_id(name: &str, incarnation: u64) -> Uuid {
     // FNV-1a, 128-bit: stable across builds and platforms, unlike `DefaultHasher`.
     let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
     let prime: u128 = 0x0000000001000000000000000000013B;
-    for b in name.as_bytes().iter().chain(&[0]).chain(&incarnation.to_be_bytes()) {
+    for b in name
+        .as_bytes()
+        .iter()
+        .chain(&[0])
+        .chain(&incarnation.to_be_bytes())
+    {
         h ^= u128::from(*b);
         h = h.wrapping_mul(prime);
     }
@@ -111,7 +116,10 @@ mod tests {
             },
         )]);
         let made = topic(&log(20), &defs);
-        assert_eq!((made.id, made.replication_factor, made.partitions), (Uuid::from_u128(2), 3, 4));
+        assert_eq!(
+            (made.id, made.replication_factor, made.partitions),
+            (Uuid::from_u128(2), 3, 4)
+        );
         // Made again natively: not the defined topic any more.
         let native = topic(&log(30), &defs);
         assert_eq!(native.replication_factor, 1);

@@ -20,9 +20,6 @@ use uuid::Uuid;
 pub mod definitions;
 
 use crate::backend::{BackendError, TopicMeta};
-use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable};
-use crate::store::{Logs, Meta};
-use definitions::{Definition, Definitions};
 use crate::config_catalog::definitions::MAX_PARTITIONS;
 use crate::config_catalog::{
     ChangeTopicConfigs, ClusterConfig, ConfigCatalog, ConfigChange, ConfigError,
@@ -30,6 +27,9 @@ use crate::config_catalog::{
 };
 use crate::offsets::Offsets;
 use crate::settings::BrokerSettings;
+use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable};
+use crate::store::{Logs, Meta};
+use definitions::{Definition, Definitions};
 
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
 const MAX_NAME_LEN: usize = 249;
@@ -374,8 +374,12 @@ impl Handler<DeleteTopic> for TopicAdmin {
             let forget = move |_: &Rows<Definitions>| (vec![Edit::Delete(name)], ());
             match definitions.send(Modify(Box::new(forget))).await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!(topic = %topic.name, error = %e, "cannot forget the deleted topic's definition"),
-                Err(e) => tracing::warn!(topic = %topic.name, error = %e, "cannot forget the deleted topic's definition"),
+                Ok(Err(e)) => {
+                    tracing::warn!(topic = %topic.name, error = %e, "cannot forget the deleted topic's definition")
+                }
+                Err(e) => {
+                    tracing::warn!(topic = %topic.name, error = %e, "cannot forget the deleted topic's definition")
+                }
             }
             Ok(topic)
         };
@@ -477,7 +481,10 @@ async fn listed(
         .send(CatchUp::default())
         .await
         .map_err(|_| BackendError::Unavailable("topic definitions unavailable".into()))??;
-    Ok(listed.iter().map(|log| definitions::topic(log, &rows)).collect())
+    Ok(listed
+        .iter()
+        .map(|log| definitions::topic(log, &rows))
+        .collect())
 }
 
 /// The incarnation of a topic's logs as the store holds them now.
@@ -504,7 +511,9 @@ async fn define(
     };
     let edit = Edit::Put(topic.name.to_string(), definition);
     definitions
-        .send(Modify(Box::new(move |_: &Rows<Definitions>| (vec![edit], ()))))
+        .send(Modify(Box::new(move |_: &Rows<Definitions>| {
+            (vec![edit], ())
+        })))
         .await
         .map_err(|_| BackendError::Unavailable("topic definitions unavailable".into()))?
 }

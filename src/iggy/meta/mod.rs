@@ -38,9 +38,10 @@ use iggy_kafka_actors::store::meta::{
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 
+use super::errors::backend_error;
 use super::gateway_log::{self, LoadError, Replayed};
 use super::pool::{Conn, ConnectError};
-use super::{backend_error, run_timed, IggyConfig, Inner};
+use super::{run_timed, IggyConfig, Inner, OFFSETS};
 use table::{decode_write, encode_write, Table};
 
 /// The log of a table.
@@ -100,6 +101,10 @@ impl MetaStore for MetaClient {
     fn client(&self) -> Arc<dyn MetaStore> {
         client(&self.handle, &self.inner, self.request_timeout)
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
 }
 
 /// A new handle with a connection of its own, sharing the replicas.
@@ -135,7 +140,15 @@ pub(super) async fn serve(
         conn: &conn,
     };
     Ok(match call {
-        MetaCall::Write { table, changes } => MetaAnswer::Written(at.write(table, changes).await?),
+        MetaCall::Write { table, changes } => {
+            // Commits go to Iggy's own consumer offsets too, once they stand.
+            let mirrored = (table == OFFSETS).then(|| changes.clone());
+            let version = at.write(table, changes).await?;
+            if let Some(changes) = mirrored {
+                inner.mirror_commits(&changes);
+            }
+            MetaAnswer::Written(version)
+        }
         MetaCall::Scan { table, prefix } => MetaAnswer::Scanned(at.scan(table, &prefix).await?),
         MetaCall::Since { table, since } => MetaAnswer::Since(at.since(table, since).await?),
         MetaCall::Ping => {

@@ -86,7 +86,6 @@ impl Server {
             gateway_stream: "kafka-gateway".into(),
             produce_clients: 1,
             read_clients: 1,
-            commit_clients: 1,
             read_ahead_bytes: 0,
             snapshot_records,
             connect_timeout: Duration::from_secs(10),

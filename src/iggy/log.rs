@@ -1,0 +1,476 @@
+//! The Iggy engine as a log store: Kafka batches in, Iggy messages out and back
+//! ([`mapping`](super::mapping)), watermarks from the partition state, timestamp
+//! lookups by polling, and the idempotent producers' recent batches from the stamps
+//! the mapping keeps.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use iggy::prelude::{
+    Consumer, IggyMessage, IggyMessageHeader, IggyTimestamp, MessageClient, Partitioning,
+    PollingStrategy, TopicClient,
+};
+use iggy_kafka_actors::backend::{
+    AppendBatch, Appended, BackendError, BackendResult, ProducerBatch, ReadBatches,
+    TimestampedOffset, TopicPartition, Watermarks,
+};
+
+use super::errors::{backend_error, partition_id};
+use super::kafka_batch::{self, KafkaRecord};
+use super::mapping::{self, FromIggy, IggyView, ProducerStamp};
+use super::pool::Conn;
+use super::read_ahead::Read;
+use super::Inner;
+
+/// Origin timestamps for a batch's messages: the records' own (in µs) when Iggy can
+/// carry them (none negative, all within the u32 µs span one send allows), else now.
+/// Where a record's own does not fit, its timestamp travels in `kafka.timestamp`.
+fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
+    let micros: Option<Vec<u64>> = records
+        .iter()
+        .map(|r| u64::try_from(r.timestamp).ok()?.checked_mul(1000))
+        .collect();
+    match micros {
+        Some(m)
+            if m.iter().max().unwrap_or(&0) - m.iter().min().unwrap_or(&0)
+                <= u64::from(u32::MAX) =>
+        {
+            m
+        }
+        _ => vec![IggyTimestamp::now().as_micros(); records.len()],
+    }
+}
+
+fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
+    mapping::from_iggy(IggyView {
+        payload: &m.payload,
+        user_headers: m.user_headers.as_ref(),
+        timestamp_micros: m.header.timestamp,
+        origin_micros: m.header.origin_timestamp,
+    })
+}
+
+/// Messages read per poll when scanning a partition.
+const SCAN_PAGE: u32 = 1_000;
+/// Most messages a Fetch polls for one partition.
+const FETCH_MAX_MESSAGES: usize = 16_384;
+/// Record size assumed for a partition not read yet, to size its first poll.
+const FIRST_RECORD_SIZE_GUESS: usize = 128;
+/// How far back from the end producer history is rebuilt after a restart.
+const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
+/// Batches kept per idempotent producer, as Kafka does.
+const PRODUCER_HISTORY_BATCHES: usize = 5;
+
+impl Inner {
+    pub(super) async fn append(
+        &self,
+        tp: TopicPartition,
+        batch: AppendBatch,
+    ) -> BackendResult<Appended> {
+        let partition = partition_id(&tp)?;
+        let decoded = kafka_batch::decode(&batch.bytes)
+            .map_err(|e| BackendError::Fatal(format!("unreadable record batch: {e}")))?;
+        let h = batch.header;
+        let stamp = h.is_idempotent().then_some(ProducerStamp {
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+            record_count: h.record_count,
+        });
+        let origins = origin_timestamps(&decoded.records);
+        let count = decoded.records.len() as u64;
+        let mut messages: Vec<IggyMessage> = decoded
+            .records
+            .into_iter()
+            .zip(origins)
+            .enumerate()
+            .map(|(i, (r, origin_timestamp))| {
+                let parts = mapping::to_iggy(
+                    r,
+                    decoded.log_append_time,
+                    if i == 0 { stamp } else { None },
+                    origin_timestamp,
+                );
+                IggyMessage {
+                    header: IggyMessageHeader {
+                        origin_timestamp,
+                        user_headers_length: parts.headers.len() as u32,
+                        payload_length: parts.payload.len() as u32,
+                        ..IggyMessageHeader::default()
+                    },
+                    payload: parts.payload,
+                    user_headers: Some(parts.headers),
+                }
+            })
+            .collect();
+        let conn = self.pools.producer(&tp);
+        let (stream, topic) = self.ids(&tp.topic)?;
+        let sent = async {
+            let partitioning = Partitioning::partition_id(partition);
+            let c = conn.ready().await?;
+            c.check(
+                c.send_messages(&stream, &topic, &partitioning, &mut messages)
+                    .await,
+            )
+        }
+        .await;
+        // Unanswered (Unavailable), the batch may have landed: the log slot reads the
+        // producer history again before the retry (`log_slot.rs`).
+        let sent = sent.map_err(|e| backend_error(e, Some(&tp), &tp.topic))?;
+        self.written.lock().insert(tp.clone());
+        let base_offset = match sent.confirmations.first() {
+            Some(c) => c.base_offset as i64,
+            None => {
+                // Only servers that confirm no offsets: exact while the gateway is
+                // the partition's only writer (its log slot serializes appends).
+                let w = self.watermarks(&tp).await?;
+                tracing::warn!(partition = %tp, "Iggy confirmed no offset; derived it from the partition state");
+                w.high - count as i64
+            }
+        };
+        let log_start = self.log_starts.lock().get(&tp).copied().unwrap_or(0);
+        Ok(Appended {
+            base_offset,
+            watermarks: Watermarks {
+                log_start,
+                high: base_offset + count as i64,
+            },
+        })
+    }
+
+    pub(super) async fn poll(
+        &self,
+        conn: &Conn,
+        tp: &TopicPartition,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> BackendResult<iggy::prelude::PolledMessages> {
+        let partition = partition_id(tp)?;
+        let err = |e| backend_error(e, Some(tp), &tp.topic);
+        let (stream, topic) = self.ids(&tp.topic)?;
+        let c = conn.ready().await.map_err(err)?;
+        c.check(
+            c.poll_messages(
+                &stream,
+                &topic,
+                Some(partition),
+                &Consumer::default(),
+                &strategy,
+                count,
+                false,
+            )
+            .await,
+        )
+        .map_err(err)
+    }
+
+    /// Batches from `offset`, from the read started ahead for it when there is one; a
+    /// read that leaves data behind starts the next (`read_ahead.rs`).
+    pub(super) async fn read(
+        self: Arc<Self>,
+        tp: TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendResult<ReadBatches> {
+        let ahead = match self.read_ahead.take(&tp, offset, max_bytes) {
+            // A read ahead that failed or found nothing is simply done again.
+            Some(task) => task.await.ok().and_then(Result::ok),
+            None => None,
+        };
+        let read = match ahead.filter(|r| !r.batches.batches.is_empty()) {
+            Some(read) => read,
+            None => self.read_now(&tp, offset, max_bytes).await?,
+        };
+        if let Some(next) = read.more_from.filter(|_| self.read_ahead.fits(max_bytes)) {
+            let (me, at) = (self.clone(), tp.clone());
+            let task = tokio::spawn(async move { me.read_now(&at, next, max_bytes).await });
+            self.read_ahead.keep(tp, next, max_bytes, task);
+        }
+        Ok(read.batches)
+    }
+
+    pub(super) async fn read_now(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> BackendResult<Read> {
+        let tp = tp.clone();
+        let done = |batches| Read {
+            batches,
+            more_from: None,
+        };
+        if offset < 0 {
+            let watermarks = self.watermarks(&tp).await?;
+            return Ok(done(ReadBatches {
+                batches: Vec::new(),
+                watermarks,
+            }));
+        }
+        let size = (self.record_sizes.lock().get(&tp).copied()).unwrap_or(FIRST_RECORD_SIZE_GUESS);
+        let count = (max_bytes / size.max(1)).clamp(1, FETCH_MAX_MESSAGES) as u32;
+        let conn = self.pools.reader();
+        let polled = self
+            .poll(conn, &tp, PollingStrategy::offset(offset as u64), count)
+            .await?;
+        // Iggy answers in offset order, so what is at or after `offset` is a tail.
+        let wanted = (polled.messages.iter()).position(|m| m.header.offset >= offset as u64);
+        let Some(fetched) = wanted.map(|at| &polled.messages[at..]) else {
+            // Nothing at or after `offset`: the partition state says why.
+            let watermarks = self.watermarks(&tp).await?;
+            return Ok(done(ReadBatches {
+                batches: Vec::new(),
+                watermarks,
+            }));
+        };
+        let first = fetched[0].header.offset as i64;
+        let high = polled.current_offset as i64 + 1;
+        let log_start = match self.log_starts.lock().get(&tp) {
+            Some(&start) => start.min(first),
+            None => first,
+        };
+        if first > offset {
+            // Older messages were removed (expiry): the fetch is out of range.
+            self.log_starts.lock().insert(tp.clone(), first);
+            return Ok(done(ReadBatches {
+                batches: Vec::new(),
+                watermarks: Watermarks {
+                    log_start: first,
+                    high,
+                },
+            }));
+        }
+        // What the polled messages weigh, about: the batches' buffers are sized from it.
+        let expected = (fetched.iter())
+            .map(|m| 20 + m.payload.len() + m.user_headers.as_ref().map_or(0, Bytes::len))
+            .sum();
+        let mut writer = kafka_batch::BatchWriter::new(max_bytes, expected);
+        for m in fetched {
+            let r = self.decode_for_kafka(&tp, m)?;
+            if !writer.push(m.header.offset, &r.record, r.log_append_time) {
+                break;
+            }
+        }
+        self.record_sizes
+            .lock()
+            .insert(tp.clone(), writer.average_record_size());
+        let (batches, next) = writer.finish();
+        Ok(Read {
+            batches: ReadBatches {
+                batches,
+                watermarks: Watermarks { log_start, high },
+            },
+            more_from: (next < high as u64).then_some(next as i64),
+        })
+    }
+
+    /// A message as Kafka sees it; gateway data Iggy garbled is served as a native
+    /// message rather than blocking the partition.
+    pub(super) fn decode_for_kafka(
+        &self,
+        tp: &TopicPartition,
+        m: &IggyMessage,
+    ) -> BackendResult<FromIggy> {
+        match decode_message(m) {
+            Ok(r) => Ok(r),
+            Err(mapping::MappingError::Version(v)) => Err(BackendError::Fatal(format!(
+                "{tp} offset {}: written by mapping version {v}, newer than this gateway",
+                m.header.offset
+            ))),
+            Err(e) => {
+                tracing::warn!(partition = %tp, offset = m.header.offset, error = %e, "serving an undecodable message as a native one");
+                Ok(FromIggy {
+                    record: KafkaRecord {
+                        timestamp: (m.header.timestamp / 1000) as i64,
+                        key: None,
+                        value: Some(m.payload.clone()),
+                        headers: Vec::new(),
+                    },
+                    log_append_time: false,
+                    producer: None,
+                })
+            }
+        }
+    }
+
+    pub(super) async fn watermarks(&self, tp: &TopicPartition) -> BackendResult<Watermarks> {
+        let partition = partition_id(tp)?;
+        let err = |e| backend_error(e, Some(tp), &tp.topic);
+        let (stream, topic) = self.ids(&tp.topic)?;
+        let c = self.pools.reader().ready().await.map_err(err)?;
+        let details = c
+            .check(c.get_topic(&stream, &topic).await)
+            .map_err(err)?
+            .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
+        drop(c);
+        let p = details
+            .partitions
+            .iter()
+            .find(|p| p.id == partition)
+            .ok_or_else(|| BackendError::UnknownPartition {
+                topic: tp.topic.to_string(),
+                partition: tp.partition,
+            })?;
+        // Iggy reports the last offset written, 0 for an empty partition too.
+        let high = if p.messages_count == 0 && p.current_offset == 0 {
+            0
+        } else {
+            p.current_offset as i64 + 1
+        };
+        let log_start = (high - p.messages_count as i64).max(0);
+        self.log_starts.lock().insert(tp.clone(), log_start);
+        Ok(Watermarks { log_start, high })
+    }
+
+    /// Calls `visit` on every message from `from` on, until it breaks or the log ends.
+    pub(super) async fn scan(
+        &self,
+        tp: &TopicPartition,
+        from: u64,
+        mut visit: impl FnMut(u64, FromIggy) -> ControlFlow<()>,
+    ) -> BackendResult<()> {
+        let mut next = from;
+        loop {
+            let polled = self
+                .poll(
+                    self.pools.reader(),
+                    tp,
+                    PollingStrategy::offset(next),
+                    SCAN_PAGE,
+                )
+                .await?;
+            let Some(last) = polled.messages.last().map(|m| m.header.offset) else {
+                return Ok(());
+            };
+            for m in polled.messages.iter().filter(|m| m.header.offset >= next) {
+                if visit(m.header.offset, self.decode_for_kafka(tp, m)?).is_break() {
+                    return Ok(());
+                }
+            }
+            next = last + 1;
+        }
+    }
+
+    /// Kafka's answer: the first record whose timestamp reaches `timestamp`. Iggy's
+    /// timestamp polling (by append time) finds where to start; records before that
+    /// were appended earlier, so their own timestamps are older unless producers
+    /// set timestamps in the future. From there the records' timestamps decide.
+    pub(super) async fn offset_for_timestamp(
+        &self,
+        tp: TopicPartition,
+        timestamp: i64,
+    ) -> BackendResult<Option<TimestampedOffset>> {
+        let micros = (timestamp.max(0) as u64).saturating_mul(1000);
+        let start = self
+            .poll(
+                self.pools.reader(),
+                &tp,
+                PollingStrategy::timestamp(IggyTimestamp::from(micros)),
+                1,
+            )
+            .await?;
+        let Some(start) = start.messages.first().map(|m| m.header.offset) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        self.scan(&tp, start, |offset, m| {
+            if m.record.timestamp >= timestamp {
+                found = Some(TimestampedOffset {
+                    offset: offset as i64,
+                    timestamp: m.record.timestamp,
+                });
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .await?;
+        Ok(found)
+    }
+
+    /// The record with the largest timestamp: a scan of the whole partition.
+    pub(super) async fn max_timestamp(
+        &self,
+        tp: TopicPartition,
+    ) -> BackendResult<Option<TimestampedOffset>> {
+        let mut max: Option<TimestampedOffset> = None;
+        self.scan(&tp, 0, |offset, m| {
+            if max.is_none_or(|t| m.record.timestamp > t.timestamp) {
+                max = Some(TimestampedOffset {
+                    offset: offset as i64,
+                    timestamp: m.record.timestamp,
+                });
+            }
+            ControlFlow::Continue(())
+        })
+        .await?;
+        Ok(max)
+    }
+
+    /// Idempotent batches near the end of the partition, from their stamps.
+    pub(super) async fn producer_batches(
+        &self,
+        tp: &TopicPartition,
+    ) -> BackendResult<Vec<ProducerBatch>> {
+        let w = self.watermarks(tp).await?;
+        let from = (w.high as u64)
+            .saturating_sub(PRODUCER_HISTORY_MESSAGES)
+            .max(w.log_start as u64);
+        let mut batches = Vec::new();
+        self.scan(tp, from, |offset, m| {
+            if let Some(s) = m.producer {
+                let last_delta = s.record_count.max(1) - 1;
+                let last_sequence = (s.base_sequence as i64 + last_delta as i64)
+                    .rem_euclid(i32::MAX as i64 + 1) as i32;
+                batches.push(ProducerBatch {
+                    producer_id: s.producer_id,
+                    producer_epoch: s.producer_epoch,
+                    first_sequence: s.base_sequence,
+                    last_sequence,
+                    base_offset: offset as i64,
+                    last_offset: offset as i64 + last_delta as i64,
+                });
+            }
+            ControlFlow::Continue(())
+        })
+        .await?;
+        // The last few of each producer, oldest first.
+        let mut per_producer: HashMap<i64, usize> = HashMap::new();
+        let mut kept: Vec<ProducerBatch> = batches
+            .into_iter()
+            .rev()
+            .filter(|b| {
+                let n = per_producer.entry(b.producer_id).or_default();
+                *n += 1;
+                *n <= PRODUCER_HISTORY_BATCHES
+            })
+            .collect();
+        kept.reverse();
+        Ok(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_use_record_times_only_when_iggy_can_carry_them() {
+        let r = |ts| KafkaRecord {
+            timestamp: ts,
+            key: None,
+            value: None,
+            headers: vec![],
+        };
+        assert_eq!(
+            origin_timestamps(&[r(1_000), r(2_000)]),
+            vec![1_000_000, 2_000_000]
+        );
+        let far = origin_timestamps(&[r(0), r(10_000_000)]);
+        assert_eq!(far[0], far[1], "spread too wide: both now");
+        let negative = origin_timestamps(&[r(-1)]);
+        assert!(negative[0] > 0);
+    }
+}
