@@ -2,7 +2,10 @@
 //!
 //! Every partition belongs to exactly one slot ([`crate::Gateway::append`]), and a
 //! slot handles one append at a time, so batches reach a partition in the order the
-//! connections sent them and idempotent-producer checks see a settled state. Slots
+//! connections sent them and idempotent-producer checks see a settled state. The
+//! slot is idempotence's one owner: it checks each idempotent batch against the
+//! partition's producer state, which it loads from the store's producer history on
+//! first use and after an append whose outcome is unknown. Slots
 //! share nothing, so a slow append on one never holds up another.
 
 use std::collections::HashMap;
@@ -81,6 +84,7 @@ impl Handler<Append> for LogSlot {
     fn handle(&mut self, msg: Append, _: &mut Self::Context) -> Self::Result {
         let Append { tp, batch, queued } = msg;
         let header = batch.header;
+        let retry_tp = tp.clone();
         let history = (header.is_idempotent() && !self.producers.contains_key(&tp)).then(|| {
             let (logs, tp) = (self.logs.clone(), tp.clone());
             async move { logs.producer_history(tp).await }
@@ -131,6 +135,12 @@ impl Handler<Append> for LogSlot {
                 })
                 .map(move |result: Result<_, AppendError>, act, _| {
                     drop(queued);
+                    if let Err(AppendError::Backend(BackendError::Unavailable(_))) = &result {
+                        // Unanswered, the batch may have landed: the partition's
+                        // producer state is read again from the store before the
+                        // retry, which then finds it if it did.
+                        act.producers.remove(&retry_tp);
+                    }
                     let (tp, base_offset, appended, written) = result?;
                     if written {
                         if header.is_idempotent() {
