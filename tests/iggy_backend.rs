@@ -1208,13 +1208,16 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
     let gw = server.gateway_with(&snapshots);
     let topic = "snapshotted";
     create_topic(&gw.bootstrap(), topic, 1, &[]).await;
-    let bootstrap = gw.bootstrap();
-    tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, 1, 300))
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Snapshots are taken as the table grows: commit until one covers 300 commits.
+    let mut last = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
     while snapshot_upto(&sdk, "meta.offsets").await < Some(300) {
         assert!(Instant::now() < deadline, "no snapshot of the commits");
+        let (bootstrap, first) = (gw.bootstrap(), last + 1);
+        tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, first, 50))
+            .await
+            .unwrap();
+        last += 50;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(gw);
@@ -1235,13 +1238,13 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
     let back = tokio::task::spawn_blocking(move || committed(&bootstrap, "app", topic, 1))
         .await
         .unwrap();
-    assert_eq!(back, vec![300]);
+    assert_eq!(back, vec![last]);
 
     // Records no snapshot covers lost: the gateway refuses to start, naming the log.
     let bootstrap = gw.bootstrap();
     let no_snapshots = [("iggy_snapshot_records", "1000000")];
     gw.restart_with(no_snapshots[0].0, Some(no_snapshots[0].1));
-    tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, 301, 300))
+    tokio::task::spawn_blocking(move || commit_each(&bootstrap, "app", topic, last + 1, 300))
         .await
         .unwrap();
     sdk.delete_segments(&id(GATEWAY_STREAM), &id("meta.offsets"), 0, 1_000)
@@ -1485,10 +1488,11 @@ topic = "orders-v1"
     );
 }
 
-/// Each offset slot commits through an Iggy connection of its own (`iggy_offset_slots`
-/// more clients on the server), so one slot's commits never queue behind another's.
+/// Each offset slot commits through an Iggy connection of its own and reads through
+/// another (two more clients on the server per slot), so one slot's commits never
+/// queue behind another's, nor its reads behind its commits.
 #[tokio::test(flavor = "multi_thread")]
-async fn each_offset_slot_has_its_own_iggy_commit_client() {
+async fn each_offset_slot_has_its_own_iggy_commit_and_read_clients() {
     use iggy::prelude::SystemClient;
     let mut clients = Vec::new();
     for slots in ["1", "6"] {
@@ -1513,7 +1517,7 @@ async fn each_offset_slot_has_its_own_iggy_commit_client() {
     }
     assert_eq!(
         clients[1] - clients[0],
-        5,
+        2 * 5,
         "clients by slot count: {clients:?}"
     );
 }

@@ -156,7 +156,8 @@ impl Announcement {
 
 /// The node id of the gateway advertising `address` (`host:port`) on a store gateways
 /// share: the one it had before if it ran at that address, else one no other gateway
-/// holds (the version of the write that claims it, unique to the table).
+/// holds (from the version of the write that claims it, unique to the table: the
+/// first gateway gets 0, as a gateway alone has by default).
 pub async fn allocate_node_id(meta: &Meta, address: &str) -> BackendResult<i32> {
     let known = meta.scan(NODE_IDS, address).await?;
     if let Some((_, id)) = known.entries.iter().find(|(a, _)| a == address) {
@@ -170,7 +171,7 @@ pub async fn allocate_node_id(meta: &Meta, address: &str) -> BackendResult<i32> 
     };
     let version = meta.write(NODE_IDS, vec![claim]).await?;
     let id =
-        i32::try_from(version).map_err(|_| BackendError::Fatal("node ids exhausted".into()))?;
+        i32::try_from(version - 1).map_err(|_| BackendError::Fatal("node ids exhausted".into()))?;
     let named = Change::Put {
         key: address.to_string(),
         value: id.to_string().into(),

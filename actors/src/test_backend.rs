@@ -26,7 +26,7 @@ pub struct TestOffsets {
     pub delay: Duration,
     pub gate: Option<Arc<Semaphore>>,
     pub entered: Notify,
-    pub failing_reads: bool,
+    pub failing_reads: std::sync::atomic::AtomicBool,
     /// Offsets in the order commits were applied.
     pub applied: Mutex<Vec<i64>>,
     /// The metadata tables.
@@ -114,7 +114,10 @@ impl MetaStore for Arc<TestOffsets> {
                     }));
                 self.meta.call(MetaCall::Write { table, changes }).await
             }),
-            MetaCall::Scan { table, .. } if offsets(table) && self.failing_reads => {
+            MetaCall::Scan { table, .. }
+                if offsets(table)
+                    && self.failing_reads.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
                 Box::pin(async { Err(BackendError::Unavailable("reads fail on purpose".into())) })
             }
             call => self.meta.call(call),

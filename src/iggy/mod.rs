@@ -36,7 +36,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iggy::prelude::{Identifier, IggyError, MessageClient, SystemClient};
+use iggy::prelude::{Identifier, IggyError, MessageClient};
 use iggy_kafka_actors::backend::{
     Backend, BackendError, BackendFuture, BackendResult, TopicPartition,
 };
@@ -255,12 +255,6 @@ impl Inner {
             .admin
             .ready()
             .await
-            .map_err(|e| backend_error(e, None, ""))
-    }
-
-    async fn ping(&self) -> BackendResult<()> {
-        let c = self.admin().await?;
-        c.check(c.ping().await)
             .map_err(|e| backend_error(e, None, ""))
     }
 

@@ -513,20 +513,21 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_failed_read_is_an_error_where_each_version_has_one_never_minus_one_alone() {
-        let backend = Arc::new(TestOffsets {
-            failing_reads: true,
-            ..Default::default()
-        });
+        let backend = Arc::new(TestOffsets::default());
         let gw = Gateway::start(
             settings(),
             backend.clone(),
             Arc::new(backend.clone()),
-            backend,
+            backend.clone(),
             Metrics::new(),
             &[Arbiter::current()],
         )
         .await
         .unwrap();
+        // The store stops answering offset reads once the gateway runs.
+        backend
+            .failing_reads
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
         let retriable = ResponseError::CoordinatorLoadInProgress.code();
         for v in 1..=9 {

@@ -18,11 +18,14 @@ use crate::store::{LogAnswer, LogCall, LogStore, MetaStore};
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct CallLabels {
     call: &'static str,
+    /// The metadata table a call is to; empty for the log store's calls.
+    table: &'static str,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct FailureLabels {
     call: &'static str,
+    table: &'static str,
     error: &'static str,
 }
 
@@ -66,7 +69,7 @@ impl MeteredLog {
 impl LogStore for MeteredLog {
     fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
         let name = call.name();
-        timed(&self.metrics, name, self.inner.call(call))
+        timed(&self.metrics, (name, ""), self.inner.call(call))
     }
 
     fn external_appends(&self) -> bool {
@@ -89,8 +92,8 @@ impl MeteredMeta {
 
 impl MetaStore for MeteredMeta {
     fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
-        let name = call.name();
-        timed(&self.metrics, name, self.inner.call(call))
+        let labels = (call.name(), call.table());
+        timed(&self.metrics, labels, self.inner.call(call))
     }
 
     fn client(&self) -> Arc<dyn MetaStore> {
@@ -114,10 +117,10 @@ impl MeteredBackend {
     }
 }
 
-/// `work`, timed and, when it fails, counted under `call`.
+/// `work`, timed and, when it fails, counted under `call` (and `table`).
 fn timed<'a, T: 'a>(
     metrics: &'a Metrics,
-    call: &'static str,
+    (call, table): (&'static str, &'static str),
     work: BackendFuture<'a, T>,
 ) -> BackendFuture<'a, T> {
     let started = Instant::now();
@@ -125,7 +128,7 @@ fn timed<'a, T: 'a>(
         let result = work.await;
         let m = &metrics.backend;
         m.latency
-            .get_or_create(&CallLabels { call })
+            .get_or_create(&CallLabels { call, table })
             .observe(started.elapsed().as_secs_f64());
         if let Err(e) = &result {
             let error = match e {
@@ -135,7 +138,9 @@ fn timed<'a, T: 'a>(
                 BackendError::Unavailable(_) => "unavailable",
                 BackendError::Fatal(_) => "fatal",
             };
-            m.errors.get_or_create(&FailureLabels { call, error }).inc();
+            m.errors
+                .get_or_create(&FailureLabels { call, table, error })
+                .inc();
         }
         result
     })
@@ -145,7 +150,7 @@ impl Backend for MeteredBackend {
     fn check_login(&self, user: &str, password: &str) -> BackendFuture<'_, bool> {
         timed(
             &self.metrics,
-            "check_login",
+            ("check_login", ""),
             self.inner.check_login(user, password),
         )
     }

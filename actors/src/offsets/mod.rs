@@ -41,13 +41,21 @@ impl Offsets {
         metrics: Arc<Metrics>,
     ) -> BackendResult<Offsets> {
         let n = n.max(1);
-        let slots: Arc<[Addr<OffsetSlot>]> = (0..n)
-            .map(|i| {
-                let slot = OffsetSlot::new(meta.client());
-                OffsetSlot::start_in_arbiter(&arbiters[i % arbiters.len()], |_| slot)
-            })
-            .collect();
-        let readers = (0..n).map(|_| meta.client()).collect();
+        // Each client answers once before the slots serve: their connections are up.
+        let (mut slots, mut readers) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for i in 0..n {
+            let (commits, reads) = (meta.client(), meta.client());
+            commits.ping().await?;
+            reads.ping().await?;
+            let slot = OffsetSlot::new(commits);
+            slots.push(OffsetSlot::start_in_arbiter(
+                &arbiters[i % arbiters.len()],
+                |_| slot,
+            ));
+            readers.push(reads);
+        }
+        let (slots, readers): (Arc<[Addr<OffsetSlot>]>, Arc<[Meta]>) =
+            (slots.into(), readers.into());
         metrics.offset_slots.show(n);
         let offsets = Offsets {
             slots,

@@ -76,6 +76,16 @@ impl MetaCall {
             MetaCall::Flush => "flush",
         }
     }
+
+    /// The table the call is to; empty for Ping and Flush.
+    pub fn table(&self) -> &'static str {
+        match self {
+            MetaCall::Write { table, .. }
+            | MetaCall::Scan { table, .. }
+            | MetaCall::Since { table, .. } => table,
+            MetaCall::Ping | MetaCall::Flush => "",
+        }
+    }
 }
 
 /// What a [`MetaCall`] gets back.

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use iggy::prelude::IggyError;
+use iggy::prelude::{IggyError, SystemClient};
 use iggy_kafka_actors::backend::{BackendError, BackendFuture, BackendResult};
 use iggy_kafka_actors::store::meta::{
     Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
@@ -152,7 +152,10 @@ pub(super) async fn serve(
         MetaCall::Scan { table, prefix } => MetaAnswer::Scanned(at.scan(table, &prefix).await?),
         MetaCall::Since { table, since } => MetaAnswer::Since(at.since(table, since).await?),
         MetaCall::Ping => {
-            inner.ping().await?;
+            // Through this handle's own connection, which this opens if need be.
+            let c = conn.ready().await.map_err(|e| backend_error(e, None, ""))?;
+            c.check(c.ping().await)
+                .map_err(|e| backend_error(e, None, ""))?;
             MetaAnswer::Done
         }
         MetaCall::Flush => {
