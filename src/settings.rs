@@ -308,6 +308,23 @@ impl Default for Settings {
 impl Settings {
     /// Defaults, then the file if given, then the environment.
     pub fn load(file: Option<&Path>) -> Result<Settings, SettingsError> {
+        Self::load_from(file, None)
+    }
+
+    /// Defaults, then `vars` read as the environment is read (`IGGY_KAFKA_BIND_ADDRESS`
+    /// and so on, every other name ignored), the process's own left alone: for gateways
+    /// started inside another program, such as the tests' in-process gateways.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, SettingsError> {
+        Self::load_from(None, Some(vars.into_iter().collect()))
+    }
+
+    /// Defaults, then the file if given, then `env` or, if `None`, the environment.
+    fn load_from(
+        file: Option<&Path>,
+        env: Option<config::Map<String, String>>,
+    ) -> Result<Settings, SettingsError> {
         let mut builder = Config::builder();
         if let Some(path) = file {
             builder = builder.add_source(File::from(path).format(FileFormat::Toml).required(true));
@@ -316,7 +333,8 @@ impl Settings {
             .add_source(
                 Environment::with_prefix("IGGY_KAFKA")
                     .prefix_separator("_")
-                    .try_parsing(true),
+                    .try_parsing(true)
+                    .source(env),
             )
             .build()?
             .try_deserialize()?;

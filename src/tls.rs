@@ -1,6 +1,6 @@
 //! The TLS server configuration of the SSL and SASL_SSL listeners: certificate chain
 //! and key from PEM files, optional client certificates checked against a CA file,
-//! and a reload whenever the files change (polled) or on SIGHUP. A configuration
+//! and a reload whenever the files change (polled) or, in the program, on SIGHUP. A configuration
 //! that does not load keeps the one in force and says why; connections already
 //! established keep the certificate they were served.
 
@@ -139,13 +139,15 @@ pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, TlsError> {
 }
 
 /// Loads the configuration, then keeps reloading it: every `interval` if a file's
-/// modification time or size changed, and on every SIGHUP.
+/// modification time or size changed, and on every SIGHUP if `on_sighup` (a
+/// process-wide handler, the program's choice).
 pub fn watch_files(
     files: TlsFiles,
     interval: Duration,
+    on_sighup: bool,
 ) -> Result<watch::Receiver<Arc<ServerConfig>>, TlsError> {
     let (tx, rx) = watch::channel(server_config(&files)?);
-    actix_rt::spawn(reload(files, interval, tx));
+    actix_rt::spawn(reload(files, interval, on_sighup, tx));
     Ok(rx)
 }
 
@@ -161,11 +163,17 @@ fn stamps(files: &TlsFiles) -> Vec<Option<(SystemTime, u64)>> {
         .collect()
 }
 
-async fn reload(files: TlsFiles, interval: Duration, tx: watch::Sender<Arc<ServerConfig>>) {
+async fn reload(
+    files: TlsFiles,
+    interval: Duration,
+    on_sighup: bool,
+    tx: watch::Sender<Arc<ServerConfig>>,
+) {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut hangup = match signal(SignalKind::hangup()) {
-        Ok(s) => Some(s),
-        Err(e) => {
+    let mut hangup = match on_sighup.then(|| signal(SignalKind::hangup())) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
             tracing::warn!(error = %e, "no SIGHUP handler; TLS files reload on change only");
             None
         }

@@ -4,7 +4,7 @@
 //! and the ACL APIs refused without an authorizer, as Kafka refuses them. Last, a SASL
 //! user through librdkafka, held to the bindings made for its own principal.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -47,7 +47,8 @@ const AS_SUPER_USER: [(&str, &str); 3] = [
 ];
 
 fn acls_decide_every_request(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &AS_SUPER_USER) else {
+    // A process: the bindings are read back after a SIGKILL.
+    let Some(mut gw) = Gateway::process_on(store, &AS_SUPER_USER) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -164,7 +165,8 @@ fn acls_decide_every_request(store: Store) {
 
 #[test]
 fn a_resource_without_acls_is_open_only_when_everyone_is_allowed() {
-    let mut gw = Gateway::start_with(&AS_SUPER_USER);
+    // A process: restarted (SIGKILL) with other settings on the same data.
+    let mut gw = Gateway::process_with(&AS_SUPER_USER);
     let mut c = RawClient::connect(gw.addr);
     for topic in ["named", "unnamed"] {
         assert_eq!(create_topic_code(&mut c, topic), 0);

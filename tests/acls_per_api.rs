@@ -5,7 +5,7 @@
 //! Produce, Fetch, ListOffsets, Metadata, OffsetCommit, FindCoordinator and the ACL
 //! APIs are covered by `tests/acls.rs`.
 
-mod support;
+use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};

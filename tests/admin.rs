@@ -3,7 +3,7 @@
 //! a raw request where an exact error code is wanted). Readiness against a stopped Iggy
 //! server is in `iggy_backend.rs`.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! client id without one is not throttled, an IP over its connection rate refused, and
 //! quotas shared by gateways on one Iggy server and restored from their snapshot.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -160,7 +160,8 @@ const DEFAULT_USER: Entity = &[("user", None)];
 const DEFAULT_CLIENT: Entity = &[("client-id", None)];
 
 fn quota_apis_answer_as_kafka_does(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+    // A process: the quotas are read back after a SIGKILL.
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -415,7 +416,8 @@ fn quota_apis_answer_as_kafka_does(store: Store) {
 #[test]
 fn quota_apis_need_the_cluster_acls() {
     let acls_on = [("authorizer", "standard"), ("super_users", "User:admin")];
-    let mut gw = Gateway::start_with(&acls_on);
+    // A process: restarted (SIGKILL) with other settings on the same data.
+    let mut gw = Gateway::process_with(&acls_on);
     let mut c = RawClient::connect(gw.addr);
     let ops = [("producer_byte_rate", Some(10.0))];
     let answer = alter(
@@ -525,7 +527,8 @@ fn quotas_on_iggy_come_back_from_their_snapshot() {
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let mut gw = server.gateway_with(&[("iggy_snapshot_records", "5")]);
+    // A process: started again after a SIGKILL, from what it stored.
+    let mut gw = server.process_gateway_with(&[("iggy_snapshot_records", "5")]);
     let mut c = RawClient::connect(gw.addr);
     // Twelve changes to four client ids; the last of each wins.
     for n in 1..=12 {

@@ -2,7 +2,7 @@
 //! partitions, commit, and resume from their commits after a rebalance and after a
 //! gateway restart; admin paths list, describe and delete groups.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -163,7 +163,8 @@ fn assigned<C: ConsumerContext>(c: &BaseConsumer<C>) -> BTreeSet<i32> {
 }
 
 fn commits_survive_a_gateway_kill(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, FAST_GROUPS) else {
+    // A process: SIGKILLed.
+    let Some(mut gw) = Gateway::process_on(store, FAST_GROUPS) else {
         return;
     };
     let b = gw.bootstrap();

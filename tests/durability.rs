@@ -3,7 +3,7 @@
 //! gracefully (SIGTERM), or run with `durability=batch`. The producer is idempotent,
 //! so its retries across the crash must not store anything twice either.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -321,7 +321,8 @@ fn stream_through_a_kill(
 
 #[test]
 fn acknowledged_records_survive_a_kill_mid_stream() {
-    let mut gw = Gateway::start();
+    // Processes, here and below: SIGKILL and SIGTERM.
+    let mut gw = Gateway::process();
     create_topic(&gw.bootstrap());
     let (acked, problems) = stream_through_a_kill(&mut gw, 0, &[]);
     assert_stored(&acked, &read_all(&gw.bootstrap()));
@@ -347,7 +348,7 @@ fn within<T>(limit: Duration, what: &str, f: impl FnOnce() -> T) -> T {
 
 #[test]
 fn acknowledged_records_survive_a_graceful_stop() {
-    let mut gw = Gateway::start();
+    let mut gw = Gateway::process();
     create_topic(&gw.bootstrap());
     let (producer, acks) = new_producer(&gw.bootstrap(), &[]);
     send_all(&producer, 0..3_000);
@@ -375,7 +376,7 @@ fn acknowledged_records_survive_a_graceful_stop() {
 
 #[test]
 fn durability_batch_round_trips_and_survives_a_kill_mid_stream() {
-    let mut gw = Gateway::start_with(&[("durability", "batch")]);
+    let mut gw = Gateway::process_with(&[("durability", "batch")]);
     create_topic(&gw.bootstrap());
     // Compressed batches take the same path: stored as sent, served back as stored.
     let (producer, acks) = new_producer(&gw.bootstrap(), &[("compression.codec", "lz4")]);

@@ -4,7 +4,7 @@
 //! AlterConfigs and IncrementalAlterConfigs; a gateway whose static settings break the
 //! active level refuses to start. On every store.
 
-mod support;
+use crate::support;
 
 use kafka_protocol::messages::ApiKey;
 
@@ -21,7 +21,8 @@ const INVALID_UPDATE_VERSION: i16 = 95;
 /// then on level 2's validators refuse what level 1 accepted; downgrades need a
 /// downgrade type; the level survives a restart.
 fn upgrade_refused_naming_offenders_then_accepted(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+    // A process: the level is read back after a SIGKILL.
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -163,7 +164,8 @@ fn upgrade_refused_naming_offenders_then_accepted(store: Store) {
 /// static settings break the active level refuses to start, naming the setting.
 fn static_settings_are_audited_and_checked_at_startup(store: Store) {
     let big = ("message_max_bytes", "100000000");
-    let Some(mut gw) = Gateway::start_on(store, &[big]) else {
+    // A process: restarted after SIGKILLs, and refusing to start (exit code, stderr).
+    let Some(mut gw) = Gateway::process_on(store, &[big]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);

@@ -8,7 +8,7 @@
 //! until the rebalance completes, and it must not hold up the other members' requests.
 //! Requests use the newest versions served; `protocol_versions.rs` covers the others.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -188,7 +188,8 @@ fn while_members_rejoin_commits_of_the_current_generation_are_accepted(store: St
 }
 
 fn after_a_restart_members_rejoin_and_resume_from_their_commits(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, NO_DELAY) else {
+    // A process: SIGKILLed.
+    let Some(mut gw) = Gateway::process_on(store, NO_DELAY) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);

@@ -6,7 +6,7 @@
 //! batches unacknowledged (a proxy holds the answers back), so its retries must be
 //! recognised by the restarted gateway.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -28,7 +28,7 @@ use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use support::proxy::Proxy;
-use support::{batch, record, Gateway, RawClient, Store};
+use support::{batch, record, Gateway, RawClient, StartOn, Store};
 
 const TOPIC: &str = "idem";
 // Newest versions that still name topics (v13 of Produce and Fetch use topic ids).
@@ -203,9 +203,14 @@ fn stored_values(c: &mut RawClient) -> Vec<String> {
     stored.into_iter().map(|(_, v)| v).collect()
 }
 
-/// `None` when the store cannot run here (see `Gateway::start_on`).
-fn gateway_with_topic(store: Store, partitions: i32) -> Option<(Gateway, RawClient)> {
-    let gw = Gateway::start_on(store, &[])?;
+/// A gateway from `start` (`Gateway::start_on`, or `Gateway::process_on` for a test
+/// that kills it) with the topic made; `None` when the store cannot run here.
+fn gateway_with_topic(
+    start: StartOn,
+    store: Store,
+    partitions: i32,
+) -> Option<(Gateway, RawClient)> {
+    let gw = start(store, &[])?;
     let mut c = RawClient::connect(gw.addr);
     create_topic(&mut c, TOPIC, partitions);
     Some((gw, c))
@@ -217,7 +222,7 @@ fn send(c: &mut RawClient, pid: i64, epoch: i16, seq: i32, n: i32, tag: &str) ->
 }
 
 fn a_retried_batch_gets_its_first_offset_and_is_stored_once(store: Store) {
-    let Some((_gw, mut c)) = gateway_with_topic(store, 1) else {
+    let Some((_gw, mut c)) = gateway_with_topic(Gateway::start_on, store, 1) else {
         return;
     };
     let pid = new_producer(&mut c);
@@ -239,7 +244,7 @@ fn a_retried_batch_gets_its_first_offset_and_is_stored_once(store: Store) {
 }
 
 fn an_older_epoch_is_fenced(store: Store) {
-    let Some((_gw, mut c)) = gateway_with_topic(store, 1) else {
+    let Some((_gw, mut c)) = gateway_with_topic(Gateway::start_on, store, 1) else {
         return;
     };
     let pid = new_producer(&mut c);
@@ -252,7 +257,7 @@ fn an_older_epoch_is_fenced(store: Store) {
 }
 
 fn producer_state_survives_a_crash(store: Store) {
-    let Some((mut gw, mut c)) = gateway_with_topic(store, 1) else {
+    let Some((mut gw, mut c)) = gateway_with_topic(Gateway::process_on, store, 1) else {
         return;
     };
     let pid = new_producer(&mut c);
@@ -274,7 +279,7 @@ fn producer_state_survives_a_crash(store: Store) {
 }
 
 fn sequences_wrap_past_i32_max_across_a_crash(store: Store) {
-    let Some((mut gw, mut c)) = gateway_with_topic(store, 1) else {
+    let Some((mut gw, mut c)) = gateway_with_topic(Gateway::process_on, store, 1) else {
         return;
     };
     let pid = new_producer(&mut c);
@@ -295,7 +300,8 @@ fn sequences_wrap_past_i32_max_across_a_crash(store: Store) {
 }
 
 fn producer_ids_are_never_reused(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+    // A process: SIGKILLed.
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -313,7 +319,7 @@ fn producer_ids_are_never_reused(store: Store) {
 }
 
 fn transactions_are_refused_and_nothing_is_stored(store: Store) {
-    let Some((_gw, mut c)) = gateway_with_topic(store, 1) else {
+    let Some((_gw, mut c)) = gateway_with_topic(Gateway::start_on, store, 1) else {
         return;
     };
     let pid = new_producer(&mut c);
@@ -352,7 +358,8 @@ fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash(store: Store) 
         ("advertised_host", "127.0.0.1"),
         ("advertised_port", &*advertised),
     ];
-    let Some(mut gw) = Gateway::start_on(store, &settings) else {
+    // A process: SIGKILLed with batches in flight.
+    let Some(mut gw) = Gateway::process_on(store, &settings) else {
         return;
     };
     create_topic(&mut RawClient::connect(gw.addr), TOPIC, PARTITIONS as i32);

@@ -7,7 +7,7 @@
 //!
 //! `IGGY_TEST_RECORDS` sets the size of the round-trip workload (default 100,000).
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -379,7 +379,8 @@ async fn a_consumer_group_resumes_from_its_commits_after_iggy_and_the_gateway_re
     let Some(mut server) = IggyServer::start() else {
         return;
     };
-    let gw = server.gateway();
+    // A process, so that dropping it is a SIGKILL: what follows reads what it stored.
+    let gw = server.process_gateway();
     let b = gw.bootstrap();
     let first = tokio::task::spawn_blocking(move || {
         groups::create_topic(&b, "grouped", 2);
@@ -419,7 +420,8 @@ async fn create_and_delete_topics_map_to_iggy_topics_and_keep_the_stream() {
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let gw = server.gateway();
+    // A process, so that dropping it is a SIGKILL: what follows reads what it stored.
+    let gw = server.process_gateway();
     create_topic(
         &gw.bootstrap(),
         "orders",
@@ -560,7 +562,8 @@ async fn altered_configs_reach_the_iggy_topic() {
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let gw = server.gateway();
+    // A process, so that dropping it is a SIGKILL: what follows reads what it stored.
+    let gw = server.process_gateway();
     let sdk = server.sdk().await;
     let mut c = RawClient::connect(gw.addr);
     let kept = (IggyExpiry::NeverExpire, MaxTopicSize::Unlimited);
@@ -1102,7 +1105,8 @@ async fn committed_offsets_are_kept_as_sent_and_mirrored_for_iggy_tools() {
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let gw = server.gateway();
+    // A process, so that dropping it is a SIGKILL: what follows reads what it stored.
+    let gw = server.process_gateway();
     let topic = "commits";
     create_topic(&gw.bootstrap(), topic, 3, &[]).await;
     let records: Vec<(i32, Expected)> = (0..10).map(|n| (0, record(n + 3))).collect();
@@ -1205,7 +1209,9 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
         .await
         .unwrap();
     let snapshots = [("iggy_snapshot_records", "100")];
-    let gw = server.gateway_with(&snapshots);
+    // Processes: the first is SIGKILLed when dropped, the second restarted after
+    // SIGKILLs and refusing to start (exit code, stderr).
+    let gw = server.process_gateway_with(&snapshots);
     let topic = "snapshotted";
     create_topic(&gw.bootstrap(), topic, 1, &[]).await;
     // Snapshots are taken as the table grows: commit until one covers 300 commits.
@@ -1233,7 +1239,7 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
     );
 
     // A new gateway reads the snapshot and the records after it.
-    let mut gw = server.gateway_with(&snapshots);
+    let mut gw = server.process_gateway_with(&snapshots);
     let bootstrap = gw.bootstrap();
     let back = tokio::task::spawn_blocking(move || committed(&bootstrap, "app", topic, 1))
         .await

@@ -2,7 +2,7 @@
 //! every broker's address on the listener the request came through (Kafka's
 //! `listeners`, `listener_security_protocol_map`, `advertised_listeners`).
 
-mod support;
+use crate::support;
 
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::metadata_request::MetadataRequest;

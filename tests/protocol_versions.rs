@@ -5,7 +5,7 @@
 //! the pinned ranges, so a range narrowed or widened in SERVED fails here; an API added
 //! to the pinned table fails until it is taught here.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -2,7 +2,7 @@
 //! gateway: 100,000 records over 8 partitions, every codec, keys and headers,
 //! read back byte-exact with dense per-partition offsets.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 

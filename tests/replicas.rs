@@ -6,7 +6,7 @@
 //! Needs an `iggy-server` (IGGY_SERVER_BIN); without one each test prints the SKIPPED
 //! line and returns.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +34,7 @@ const PARTITIONS: i32 = 6;
 
 /// `n` gateways on `server`, quick to notice each other, snapshotting their logs often
 /// (several at once, while commits go on: takeovers must still see every commit).
+/// Processes: each test SIGKILLs or SIGTERMs one.
 fn gateways(server: &IggyServer, n: usize, timeout_ms: &str) -> Vec<Gateway> {
     let mut settings = server.gateway_settings();
     settings.extend([
@@ -43,7 +44,7 @@ fn gateways(server: &IggyServer, n: usize, timeout_ms: &str) -> Vec<Gateway> {
         ("iggy_snapshot_records", "20".to_string()),
     ]);
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    (0..n).map(|_| Gateway::start_with(&settings)).collect()
+    (0..n).map(|_| Gateway::process_with(&settings)).collect()
 }
 
 fn metadata(gw: &Gateway) -> MetadataResponse {

@@ -1,7 +1,7 @@
 //! rskafka (a pure-Rust client) against the gateway: topic creation, produce with
 //! every codec, fetch by offset, and list offsets.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! `actors/src/sasl/mod.rs`); the gate before authentication; the SCRAM
 //! credential APIs; credentials across restarts; re-authentication (KIP-368).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -625,7 +625,8 @@ fn scram_credentials_are_managed_with_the_kafka_apis() {
 }
 
 fn credentials_survive_a_restart(store: Store) {
-    let Some(mut gw) = Gateway::start_on(
+    // A process: the credentials are read back after a SIGKILL.
+    let Some(mut gw) = Gateway::process_on(
         store,
         &[
             ("listeners", SASL),
@@ -805,7 +806,8 @@ fn plain_checks_iggy_users_on_the_iggy_backend_only() {
 
 #[test]
 fn sasl_settings_are_checked_at_startup_without_showing_passwords() {
-    let mut gw = Gateway::start();
+    // A process: refused starts, with exit codes and stderr.
+    let mut gw = Gateway::process();
     let (code, stderr) = gw.refused_restart_with(&[("sasl_plain_backend", "iggy")]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("sasl_plain_backend"), "{stderr}");

@@ -3,7 +3,7 @@
 //! change or on SIGHUP while open connections carry on, and handshakes that fail or
 //! stall closed without harm. Certificates are made by each test (rcgen).
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -20,10 +20,15 @@ use support::acls::*;
 use support::iggy::IggyServer;
 use support::kafka::read_values;
 use support::tls::{pem_certificates, write_atomically, Issued, Pki};
-use support::{Gateway, RawClient};
+use support::{Gateway, RawClient, Start};
 
-/// A gateway with a PLAINTEXT and an SSL listener serving `server`.
+/// A gateway with a PLAINTEXT and an SSL listener serving `server`, in-process.
 fn gateway(pki: &Pki, server: &Issued, extra: &[(&str, &str)]) -> Gateway {
+    gateway_by(Gateway::start_with, pki, server, extra)
+}
+
+/// The same, started by `start` (`Gateway::process_with` for a signal).
+fn gateway_by(start: Start, pki: &Pki, server: &Issued, extra: &[(&str, &str)]) -> Gateway {
     let (cert, key) = (server.cert.to_str().unwrap(), server.key.to_str().unwrap());
     let mut settings = vec![
         ("listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"),
@@ -38,7 +43,7 @@ fn gateway(pki: &Pki, server: &Issued, extra: &[(&str, &str)]) -> Gateway {
         settings.push(("ssl_ca_file", ca.as_str()));
     }
     settings.extend_from_slice(extra);
-    Gateway::start_with(&settings)
+    start(&settings)
 }
 
 /// librdkafka settings for an SSL connection trusting the test CA, with a client
@@ -428,8 +433,14 @@ fn a_changed_certificate_is_served_to_new_connections_only() {
 fn sighup_reloads_the_certificate() {
     let pki = Pki::new();
     let first = pki.server("server", "first");
-    // Polling far apart: only the signal can bring the new certificate in time.
-    let gw = gateway(&pki, &first, &[("ssl_reload_interval_ms", "3600000")]);
+    // Polling far apart: only the signal can bring the new certificate in time. A
+    // process, for the signal.
+    let gw = gateway_by(
+        Gateway::process_with,
+        &pki,
+        &first,
+        &[("ssl_reload_interval_ms", "3600000")],
+    );
     let ssl = gw.listener("SSL");
     let old = file_der(&first.cert);
     assert_eq!(served_certificate(ssl, &pki), old);
@@ -500,7 +511,8 @@ fn the_gateway_reaches_iggy_over_tls() {
         return;
     };
     let ca = pki.ca_file();
-    let mut gw = server.gateway_with(&[
+    // A process: restarted after a SIGKILL, refusing to start (exit code, stderr).
+    let mut gw = server.process_gateway_with(&[
         ("iggy_tls_enabled", "true"),
         ("iggy_tls_domain", "localhost"),
         ("iggy_tls_ca_file", ca.to_str().unwrap()),

@@ -3,7 +3,7 @@
 //! requests at every served version for the exact codes, sources and values. What the
 //! configurations do to Iggy topics is checked in `iggy_backend.rs`.
 
-mod support;
+use crate::support;
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResourceResult;
@@ -433,7 +433,8 @@ fn broker_describe_has_what_tools_read(store: Store) {
 /// Stored configurations survive a gateway restart, and go with their topic: a topic
 /// made again under the same name starts from the defaults.
 fn stored_configs_survive_a_restart_and_go_with_their_topic(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+    // A process: SIGKILLed, then read back.
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -475,7 +476,8 @@ fn owned_value(value: &str, source: i8) -> (String, i8) {
 /// back to its default); validate_only changes nothing; a bad entry fails its own
 /// resource only; the change survives a restart.
 fn alter_configs_replaces_the_whole_set(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+    // A process: SIGKILLed, then read back.
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
@@ -730,7 +732,8 @@ fn produce(c: &mut RawClient, topic: &str, bytes: usize) -> i16 {
 /// own, and survive a restart; read-only ones answer INVALID_REQUEST naming them, as
 /// Kafka's dynamic-config check does.
 fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
-    let Some(mut gw) = Gateway::start_on(store, &[]) else {
+    // A process: SIGKILLed, then read back.
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);

@@ -3,7 +3,7 @@
 //! topic takes with it. Raw requests at every served version give the exact codes;
 //! librdkafka shows what real clients see.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -24,7 +24,7 @@ use rdkafka::types::RDKafkaErrorCode;
 
 use support::configs::{create_with, versions, INVALID_TOPIC, UNKNOWN_TOPIC};
 use support::kafka::{admin, commit_offsets, committed, consume, create_topic, produce, Expected};
-use support::{call, topic_name, Gateway, RawClient, Store};
+use support::{call, topic_name, Gateway, RawClient, StartOn, Store};
 
 /// Broker settings every test runs with: defaults that differ from Kafka's, so a -1
 /// not resolved through them shows, and a DeleteTopics limit that
@@ -41,14 +41,20 @@ const DELETE_LIMIT: usize = 11;
 const LEADER_NOT_AVAILABLE: i16 = 5;
 const POLICY_VIOLATION: i16 = 44;
 
-/// A gateway on `store` with [`RULES`] and `auto_create_topics_enable` as given.
+/// A gateway on `store` with [`RULES`] and `auto_create_topics_enable` as given,
+/// in-process.
 fn start(store: Store, auto_create: bool) -> Option<Gateway> {
+    start_by(Gateway::start_on, store, auto_create)
+}
+
+/// The same, started by `start` (`Gateway::process_on` for a SIGKILL).
+fn start_by(start: StartOn, store: Store, auto_create: bool) -> Option<Gateway> {
     let mut settings = RULES.to_vec();
     settings.push((
         "auto_create_topics_enable",
         if auto_create { "true" } else { "false" },
     ));
-    Gateway::start_on(store, &settings)
+    start(store, &settings)
 }
 
 // ---- CreateTopics ---------------------------------------------------------------------
@@ -394,7 +400,8 @@ async fn delete_topics_rules_hold_for_librdkafka(store: Store) {
 /// A deleted topic takes its stored configurations and committed offsets with it:
 /// after a restart it is gone, and a new topic of the same name starts bare.
 async fn a_deleted_topic_leaves_no_configs_or_offsets(store: Store) {
-    let Some(mut gw) = start(store, true) else {
+    // A process: SIGKILLed, then read back.
+    let Some(mut gw) = start_by(Gateway::process_on, store, true) else {
         return;
     };
     let topic = "short-lived";

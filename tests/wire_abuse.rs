@@ -3,7 +3,7 @@
 //! with bad contents gets an error code and the connection stays open. Either way every
 //! other connection keeps working and nothing already acknowledged is lost.
 
-mod support;
+use crate::support;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};

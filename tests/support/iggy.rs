@@ -150,16 +150,31 @@ impl IggyServer {
         ]
     }
 
+    /// An in-process gateway on this server.
     pub fn gateway(&self) -> Gateway {
         self.gateway_with(&[])
     }
 
-    /// A gateway on this server with `extra` settings too.
+    /// An in-process gateway on this server with `extra` settings too.
     pub fn gateway_with(&self, extra: &[(&str, &str)]) -> Gateway {
+        self.with_settings(extra, Gateway::start_with)
+    }
+
+    /// The gateway binary on this server, for a SIGKILL or a refused start.
+    pub fn process_gateway(&self) -> Gateway {
+        self.process_gateway_with(&[])
+    }
+
+    /// The gateway binary on this server with `extra` settings too.
+    pub fn process_gateway_with(&self, extra: &[(&str, &str)]) -> Gateway {
+        self.with_settings(extra, Gateway::process_with)
+    }
+
+    fn with_settings(&self, extra: &[(&str, &str)], start: super::Start) -> Gateway {
         let settings = self.gateway_settings();
         let mut refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
         refs.extend_from_slice(extra);
-        Gateway::start_with(&refs)
+        start(&refs)
     }
 
     /// A signed-in native SDK client.

@@ -1,6 +1,5 @@
-//! Shared by the integration tests: the gateway binary run as a real process on a
-//! free loopback port, and a minimal raw Kafka client for hand-built requests.
-#![allow(dead_code)] // each test file uses its own part of this module
+//! Shared by the integration tests: gateways on free loopback ports, in-process unless
+//! the process is the point, and a minimal raw Kafka client for hand-built requests.
 
 pub mod acls;
 pub mod admin;
@@ -17,15 +16,21 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Once};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use iggy_kafka_gateway::{Settings, Sighup, Stop};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-/// A gateway process with its own data directory; killed when dropped.
+/// A gateway with its own data directory, stopped when dropped. [`Gateway::start`] and
+/// its kin run it in-process; [`Gateway::process`] and its kin run the built binary,
+/// for what only a process has: signals, a SIGKILL (and what survives it on the same
+/// data), exit codes and stderr, its own memory.
 pub struct Gateway {
-    child: Child,
+    run: Run,
     /// The first listener's address.
     pub addr: SocketAddr,
     /// Every listener's name and bound address, in configured order.
@@ -40,59 +45,161 @@ pub struct Gateway {
     iggy: Option<iggy::IggyServer>,
 }
 
+/// How a [`Gateway`] runs.
+enum Run {
+    /// A thread of the test binary running the gateway on an actix System of its own;
+    /// stopped as SIGTERM stops the program (and waited for) when dropped.
+    InProcess {
+        stop: Stop,
+        thread: Option<JoinHandle<()>>,
+    },
+    /// The built binary, logging at `log` (`RUST_LOG`) to the tests' stderr; killed
+    /// when dropped.
+    Process { child: Child, log: String },
+}
+
+const IN_PROCESS: &str = "an in-process gateway has no process: start it with Gateway::process*";
+
+/// Starts a gateway with settings: [`Gateway::start_with`] or [`Gateway::process_with`].
+pub type Start = fn(&[(&str, &str)]) -> Gateway;
+
+/// Starts a gateway on a store: [`Gateway::start_on`] or [`Gateway::process_on`].
+pub type StartOn = fn(Store, &[(&str, &str)]) -> Option<Gateway>;
+
+/// Which of the two a gateway starts as.
+enum Kind<'a> {
+    InProcess,
+    /// The binary, logging at this `RUST_LOG` filter.
+    Process(&'a str),
+}
+
 impl Gateway {
-    /// Starts a gateway on a fresh data directory.
+    /// Starts a gateway in-process on a fresh data directory.
     pub fn start() -> Gateway {
         Self::start_with(&[])
     }
 
-    /// Starts a gateway on `store` with extra settings; `None` (after the SKIPPED line)
-    /// for the Iggy store when there is no `iggy-server` to run.
+    /// Starts a gateway in-process with extra `IGGY_KAFKA_*` settings (name without the
+    /// prefix).
+    pub fn start_with(settings: &[(&str, &str)]) -> Gateway {
+        Self::fresh(Kind::InProcess, settings)
+    }
+
+    /// Starts a gateway in-process on `store` with extra settings; `None` (after the
+    /// SKIPPED line) for the Iggy store when there is no `iggy-server` to run.
     pub fn start_on(store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
+        Self::fresh_on(Kind::InProcess, store, settings)
+    }
+
+    /// Starts the gateway binary on a fresh data directory.
+    pub fn process() -> Gateway {
+        Self::process_with(&[])
+    }
+
+    /// Starts the gateway binary with extra settings, as [`Self::start_with`].
+    pub fn process_with(settings: &[(&str, &str)]) -> Gateway {
+        Self::fresh(Kind::Process(&log_filter()), settings)
+    }
+
+    /// Starts the gateway binary on `store`, as [`Self::start_on`].
+    pub fn process_on(store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
+        Self::fresh_on(Kind::Process(&log_filter()), store, settings)
+    }
+
+    /// Starts the gateway binary logging at `log` (a `RUST_LOG` filter) rather than at
+    /// `GATEWAY_LOG` or warn.
+    pub fn process_with_log(log: &str, settings: &[(&str, &str)]) -> Gateway {
+        Self::fresh(Kind::Process(log), settings)
+    }
+
+    fn fresh_on(kind: Kind, store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
         if store == Store::Embedded {
-            return Some(Self::start_with(settings));
+            return Some(Self::fresh(kind, settings));
         }
         let server = iggy::IggyServer::start()?;
         let mut all = server.gateway_settings();
         all.extend(settings.iter().map(|(k, v)| (*k, v.to_string())));
         let all: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let mut gw = Self::start_with(&all);
+        let mut gw = Self::fresh(kind, &all);
         gw.iggy = Some(server);
         Some(gw)
     }
 
-    /// Starts a gateway with extra `IGGY_KAFKA_*` settings (name without the prefix).
-    pub fn start_with(settings: &[(&str, &str)]) -> Gateway {
+    /// A gateway of `kind` on a fresh data directory, on port 0 unless `listeners` is
+    /// among the settings.
+    fn fresh(kind: Kind, settings: &[(&str, &str)]) -> Gateway {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let settings = settings
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let mut gw = Self::spawn(&data, "127.0.0.1:0", settings);
+        let mut gw = match kind {
+            Kind::InProcess => Self::in_process(&data, settings),
+            Kind::Process(log) => Self::spawn(&data, "127.0.0.1:0", settings, log),
+        };
         gw._dir = Some(dir);
         gw
     }
 
-    /// Starts a gateway on `data`, listening on `bind` unless `listeners` is among the
+    /// Starts a gateway on `data` on a thread of its own, as the binary would with the
+    /// same settings, but without its signal handlers; its log goes to the test's
+    /// captured output (`GATEWAY_LOG`, warn by default).
+    fn in_process(data: &Path, settings: Vec<(String, String)>) -> Gateway {
+        log_in_process();
+        let vars = variables(data, "127.0.0.1:0", &settings);
+        let config = Settings::from_vars(vars).unwrap_or_else(|e| panic!("settings: {e}"));
+        let (started, wait) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("gateway".into())
+            .spawn(move || {
+                actix_rt::System::new().block_on(async move {
+                    match iggy_kafka_gateway::start(config, Sighup::Untouched).await {
+                        Ok(running) => {
+                            let addresses = (running.listeners.clone(), running.admin);
+                            let _ = started.send(Ok((addresses, running.stop_handle())));
+                            running.stopped().await;
+                        }
+                        Err(e) => {
+                            let _ = started.send(Err(e.to_string()));
+                        }
+                    }
+                })
+            })
+            .expect("start a gateway thread");
+        let ((listeners, admin), stop) = match wait.recv() {
+            Ok(Ok(up)) => up,
+            Ok(Err(e)) => panic!("the gateway did not start: {e}"),
+            Err(_) => {
+                let _ = thread.join();
+                panic!("the gateway thread ended while starting")
+            }
+        };
+        Gateway {
+            run: Run::InProcess {
+                stop,
+                thread: Some(thread),
+            },
+            addr: listeners[0].1,
+            listeners,
+            admin,
+            data: data.to_path_buf(),
+            settings,
+            _dir: None,
+            iggy: None,
+        }
+    }
+
+    /// Runs the binary on `data`, listening on `bind` unless `listeners` is among the
     /// settings.
-    fn spawn(data: &Path, bind: &str, settings: Vec<(String, String)>) -> Gateway {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
-        if !settings.iter().any(|(k, _)| k == "listeners") {
-            cmd.env("IGGY_KAFKA_BIND_ADDRESS", bind);
-        }
-        cmd.env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
-            .env("IGGY_KAFKA_DATA_DIR", data)
-            .env(
-                "RUST_LOG",
-                std::env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into()),
-            )
+    fn spawn(data: &Path, bind: &str, settings: Vec<(String, String)>, log: &str) -> Gateway {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"))
+            .envs(variables(data, bind, &settings))
+            .env("RUST_LOG", log)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in &settings {
-            cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
-        }
-        let mut child = cmd.spawn().expect("start gateway");
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start gateway");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         // "... listener NAME on HOST:PORT" for each listener, "... listening on
         // HOST:PORT" (the first), then "... admin on http://HOST:PORT".
@@ -120,7 +227,10 @@ impl Gateway {
         };
         let admin = line().1;
         Gateway {
-            child,
+            run: Run::Process {
+                child,
+                log: log.to_string(),
+            },
             addr,
             listeners,
             admin,
@@ -131,9 +241,20 @@ impl Gateway {
         }
     }
 
+    /// The child process of a gateway started with [`Self::process`] or its kin.
+    fn child(&mut self) -> &mut Child {
+        match &mut self.run {
+            Run::Process { child, .. } => child,
+            Run::InProcess { .. } => panic!("{IN_PROCESS}"),
+        }
+    }
+
     /// The gateway's process id (for `/proc/<pid>/status`).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.run {
+            Run::Process { child, .. } => child.id(),
+            Run::InProcess { .. } => panic!("{IN_PROCESS}"),
+        }
     }
 
     pub fn bootstrap(&self) -> String {
@@ -151,15 +272,16 @@ impl Gateway {
 
     /// SIGKILL: no shutdown, no flush.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = self.child();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     /// Sends signal `name` (`HUP`, ...) to the process.
     pub fn signal(&self, name: &str) {
         let sent = Command::new("kill")
             .arg(format!("-{name}"))
-            .arg(self.child.id().to_string())
+            .arg(self.pid().to_string())
             .status()
             .expect("run kill");
         assert!(sent.success(), "kill -{name} failed");
@@ -167,11 +289,12 @@ impl Gateway {
 
     /// SIGTERM, then waits for the process to exit; returns its exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let child = self.child();
         let _ = Command::new("kill")
             .arg("-TERM")
-            .arg(self.child.id().to_string())
+            .arg(child.id().to_string())
             .status();
-        self.child.wait().expect("wait for gateway")
+        child.wait().expect("wait for gateway")
     }
 
     /// Kills the gateway, then runs another on its data and settings plus `extra`, which
@@ -209,7 +332,15 @@ impl Gateway {
     /// Kills the process and starts a new one on the same data, port and settings.
     pub fn restart_after_kill(&mut self) {
         self.kill();
-        let next = Self::spawn(&self.data, &self.addr.to_string(), self.settings.clone());
+        let Run::Process { log, .. } = &self.run else {
+            unreachable!("kill needs a process")
+        };
+        let next = Self::spawn(
+            &self.data,
+            &self.addr.to_string(),
+            self.settings.clone(),
+            log,
+        );
         let mut old = std::mem::replace(self, next);
         self._dir = old._dir.take();
         self.iggy = old.iggy.take();
@@ -218,8 +349,57 @@ impl Gateway {
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        self.kill();
+        match &mut self.run {
+            Run::Process { child, .. } => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Run::InProcess { stop, thread } => {
+                stop.stop();
+                let ended = thread.take().map(JoinHandle::join);
+                if matches!(ended, Some(Err(_))) && !std::thread::panicking() {
+                    panic!("the in-process gateway panicked");
+                }
+            }
+        }
     }
+}
+
+/// The environment a gateway runs with, in-process or not: the admin listener on a free
+/// loopback port, `data`, the PLAINTEXT listener on `bind` unless `listeners` is among
+/// the settings, then each setting as `IGGY_KAFKA_<NAME>`.
+fn variables(data: &Path, bind: &str, settings: &[(String, String)]) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    if !settings.iter().any(|(k, _)| k == "listeners") {
+        vars.push(("IGGY_KAFKA_BIND_ADDRESS".to_string(), bind.to_string()));
+    }
+    vars.push((
+        "IGGY_KAFKA_ADMIN_BIND_ADDRESS".to_string(),
+        "127.0.0.1:0".to_string(),
+    ));
+    let data = data.to_str().expect("a UTF-8 data directory");
+    vars.push(("IGGY_KAFKA_DATA_DIR".to_string(), data.to_string()));
+    for (k, v) in settings {
+        vars.push((format!("IGGY_KAFKA_{}", k.to_uppercase()), v.clone()));
+    }
+    vars
+}
+
+/// What gateways log: `GATEWAY_LOG` (a `RUST_LOG` filter), warnings by default.
+fn log_filter() -> String {
+    std::env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into())
+}
+
+/// In-process gateways log through this binary's one subscriber, into the output of the
+/// test that started them (shown when it fails).
+fn log_in_process() {
+    static LOG: Once = Once::new();
+    LOG.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(log_filter()))
+            .with_test_writer()
+            .try_init();
+    });
 }
 
 /// Where a gateway under test keeps its data.
@@ -232,7 +412,6 @@ pub enum Store {
 /// Defines each listed test, a `fn name(store: Store)` of the calling file, once per
 /// store: `embedded::name` and `iggy::name`. The same code runs on both backends; the
 /// Iggy copies skip (one SKIPPED line) without an `iggy-server`.
-#[allow(unused_macros)] // not every test file runs on both stores
 macro_rules! on_every_store {
     (async: $($test:ident),+ $(,)?) => {
         $crate::support::on_every_store!(@stores $($test => |store| {
@@ -261,7 +440,6 @@ macro_rules! on_every_store {
         $crate::support::on_every_store!(@stores $($test => super::$test),+);
     };
 }
-#[allow(unused_imports)]
 pub(crate) use on_every_store;
 
 /// A raw Kafka connection for requests no client library sends on purpose.
@@ -505,7 +683,6 @@ fn fill(stream: &mut (impl Read + ?Sized), buf: &mut [u8]) -> (usize, Fill) {
 
 /// Sends a typed request of API `$api` at version `$v` on a [`RawClient`] and returns
 /// the typed answer.
-#[allow(unused_macros)] // not every test file sends raw requests
 macro_rules! call {
     ($c:expr, $api:ident, $v:expr, $request:expr) => {
         match $c.call(
@@ -518,7 +695,6 @@ macro_rules! call {
         }
     };
 }
-#[allow(unused_imports)]
 pub(crate) use call;
 
 /// A topic name as requests carry it.
