@@ -20,9 +20,10 @@ use std::time::Duration;
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::membership::Leave;
+use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{LogStore, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
-use iggy_kafka_actors::{server, Backend, Gateway, Metrics};
+use iggy_kafka_actors::{server, Gateway, Metrics};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
@@ -36,7 +37,7 @@ pub enum StartError {
     #[error("cannot open the embedded store in {dir}: {source}")]
     Store {
         dir: PathBuf,
-        source: embedded::StoreError,
+        source: embedded::EmbeddedError,
     },
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -52,7 +53,7 @@ pub enum StartError {
     #[error("cannot start the gateway: {0}")]
     Gateway(#[from] iggy_kafka_actors::config_catalog::StartError),
     #[error("cannot store the SCRAM credentials of the bootstrap users: {0}")]
-    ScramUsers(iggy_kafka_actors::BackendError),
+    ScramUsers(iggy_kafka_actors::StoreError),
 }
 
 /// Whether SIGHUP reloads the TLS files. A handler is process-wide: the program's to
@@ -134,7 +135,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
 
     // Each engine serves both ports.
     // Each engine serves the two ports, and the logins of its own users.
-    let (logs, meta, users): (Arc<dyn LogStore>, Arc<dyn MetaStore>, Arc<dyn Backend>) =
+    let (logs, meta, users): (Arc<dyn LogStore>, Arc<dyn MetaStore>, Arc<dyn Users>) =
         match settings.backend {
             BackendKind::Embedded => {
                 let store = EmbeddedStore::open(&settings.data_dir, settings.sync_policy())

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
-use iggy_kafka_actors::backend::Endpoint;
 use iggy_kafka_actors::session::{Listener, SecurityProtocol};
+use iggy_kafka_actors::store::Endpoint;
 
 /// One listener to bind: its name, protocol, address, and what it advertises.
 #[derive(Clone, Debug, PartialEq, Eq)]

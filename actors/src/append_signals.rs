@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::backend::TopicPartition;
+use crate::store::TopicPartition;
 
 #[derive(Default)]
 pub struct AppendSignals {

@@ -5,11 +5,11 @@
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
-use crate::backend::ScramMechanism;
 use crate::protocol::envelope;
 use crate::protocol::framing::{self, FrameCodec};
 use crate::protocol::records;
 use crate::sasl;
+use crate::store::ScramMechanism;
 
 /// Bytes as they come off a socket: cut into frames (a small limit, so sizes both
 /// under and over it occur), each frame decoded as a request.

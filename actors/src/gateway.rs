@@ -10,13 +10,12 @@ use tokio::sync::watch;
 use crate::append_signals::AppendSignals;
 use crate::authorizer::store::Acls;
 use crate::authorizer::{Access, Authorizer};
-use crate::backend::{AppendBatch, Backend, Node, TopicPartition};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
 use crate::limits::ByteBudget;
 use crate::log_slot::{Append, LogSlot};
 use crate::membership::{allocate_node_id, Cluster, Membership};
-use crate::metrics::{MeteredBackend, MeteredLog, MeteredMeta, Metrics};
+use crate::metrics::{MeteredLog, MeteredMeta, MeteredUsers, Metrics};
 use crate::offsets::Offsets;
 use crate::producer_ids::ProducerIds;
 use crate::quotas::store::Quotas as QuotaRows;
@@ -26,6 +25,7 @@ use crate::sasl::Authenticator;
 use crate::session::Caller;
 use crate::settings::{BrokerSettings, TopicRules};
 use crate::store::shared::SharedTable;
+use crate::store::{AppendBatch, Node, TopicPartition, Users};
 use crate::store::{LogStore, Logs, Meta, MetaStore};
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
@@ -38,8 +38,6 @@ pub struct Gateway {
     /// The metadata tables, metered.
     pub meta: Meta,
     pub producer_ids: Arc<ProducerIds>,
-    /// The backend, wrapped in [`MeteredBackend`].
-    pub backend: Arc<dyn Backend>,
     pub topic_admin: Addr<TopicAdmin>,
     /// The topic table as the topic-admin actor last published it.
     pub topics: watch::Receiver<Arc<TopicTable>>,
@@ -67,12 +65,12 @@ pub struct Gateway {
 
 impl Gateway {
     /// Loads the topics and starts the state-owning actors, log slots spread over
-    /// `arbiters`. Every backend call from here on is metered.
+    /// `arbiters`. Every store call from here on is metered.
     pub async fn start(
         settings: BrokerSettings,
         logs: Arc<dyn LogStore>,
         meta: Arc<dyn MetaStore>,
-        backend: Arc<dyn Backend>,
+        users: Arc<dyn Users>,
         metrics: Arc<Metrics>,
         arbiters: &[ArbiterHandle],
     ) -> Result<Gateway, StartError> {
@@ -88,7 +86,7 @@ impl Gateway {
             settings.node_id = allocate_node_id(&meta, &me.address()).await?;
         }
         let settings = Arc::new(settings);
-        let backend: Arc<dyn Backend> = Arc::new(MeteredBackend::new(backend, metrics.clone()));
+        let users: Arc<dyn Users> = Arc::new(MeteredUsers::new(users, metrics.clone()));
         let (catalog, configs) = ConfigCatalog::start_with(&meta, &settings).await?;
         let offsets =
             Offsets::start(&meta, settings.offset_slots, arbiters, metrics.clone()).await?;
@@ -140,7 +138,7 @@ impl Gateway {
             SharedTable::<Credentials>::start(&meta, settings.topic_refresh_interval).await?;
         let sasl = Arc::new(Authenticator::new(
             settings.sasl.clone(),
-            backend.clone(),
+            users,
             credentials,
         ));
         Ok(Gateway {
@@ -149,7 +147,6 @@ impl Gateway {
             meta,
             queued_request_bytes,
             settings,
-            backend,
             topic_admin,
             topics: table,
             catalog,
@@ -168,7 +165,7 @@ impl Gateway {
     }
 
     /// The topic rules in force: the dynamic broker configurations stored in the
-    /// backend (`num.partitions`, …) where set, else the static settings. The one place
+    /// store (`num.partitions`, …) where set, else the static settings. The one place
     /// they are read.
     pub fn topic_rules(&self) -> TopicRules {
         self.cluster_config().topic_rules(self.settings.topic_rules)

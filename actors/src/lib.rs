@@ -1,19 +1,18 @@
-//! The gateway's core: actors, Kafka request handling and the storage port.
+//! The gateway's core: actors, Kafka request handling and the storage ports.
 //!
 //! A request's path: [`server`] accepts a socket and starts a [`connection::Connection`]
-//! actor, which frames and decodes requests ([`wire`]) and hands each to [`api::route`].
+//! actor, which frames and decodes requests ([`protocol`]) and hands each to [`api::route`].
 //! The route table sends it to the actor that owns the state it touches:
 //! [`topic_admin::TopicAdmin`] (topics), [`config_catalog::ConfigCatalog`] (topic
 //! configurations), [`log_slot::LogSlot`] (appends, ordered per partition),
 //! [`group_coordinator::GroupCoordinator`] (consumer-group membership) and
-//! [`offsets::Offsets`] (committed offsets). Reads go straight to the
-//! [`backend::Backend`]. `docs/ARCHITECTURE.md` draws the same flow. [`metrics`] holds
+//! [`offsets::Offsets`] (committed offsets). Reads go straight to the stores
+//! ([`store`]). `docs/ARCHITECTURE.md` draws the same flow. [`metrics`] holds
 //! what they measure.
 
 pub mod api;
 pub mod append_signals;
 pub mod authorizer;
-pub mod backend;
 pub mod config_catalog;
 pub mod connection;
 #[doc(hidden)] // for the fuzz targets in actors/fuzz/ and their replay in cargo test
@@ -35,11 +34,11 @@ pub mod session;
 pub mod settings;
 pub mod store;
 #[cfg(test)]
-mod test_backend;
+mod test_store;
 pub mod tls;
 pub mod topic_admin;
 
-pub use backend::{Backend, BackendError};
 pub use gateway::Gateway;
 pub use metrics::Metrics;
 pub use settings::{BrokerSettings, TopicRules};
+pub use store::StoreError;

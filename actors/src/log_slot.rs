@@ -15,17 +15,17 @@ use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
 
 use crate::append_signals::AppendSignals;
-use crate::backend::{AppendBatch, Appended, BackendError, ProducerBatch, TopicPartition};
 use crate::metrics::Queued;
 use crate::producer_state::{ProducerStates, SequenceError};
 use crate::store::Logs;
+use crate::store::{AppendBatch, Appended, ProducerBatch, StoreError, TopicPartition};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
     #[error(transparent)]
     Sequence(#[from] SequenceError),
     #[error(transparent)]
-    Backend(#[from] BackendError),
+    Backend(#[from] StoreError),
     #[error("log slot stopped")]
     SlotGone,
 }
@@ -135,7 +135,7 @@ impl Handler<Append> for LogSlot {
                 })
                 .map(move |result: Result<_, AppendError>, act, _| {
                     drop(queued);
-                    if let Err(AppendError::Backend(BackendError::Unavailable(_))) = &result {
+                    if let Err(AppendError::Backend(StoreError::Unavailable(_))) = &result {
                         // Unanswered, the batch may have landed: the partition's
                         // producer state is read again from the store before the
                         // retry, which then finds it if it did.

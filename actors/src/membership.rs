@@ -17,10 +17,10 @@ use actix::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::backend::{BackendError, BackendResult, Endpoint, Node, TopicPartition};
 use crate::log_slot::{ForgetProducers, LogSlot};
 use crate::store::meta::{Change, Since, Version};
 use crate::store::Meta;
+use crate::store::{Endpoint, Node, StoreError, StoreResult, TopicPartition};
 
 /// The live nodes as this gateway last saw them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,12 +158,11 @@ impl Announcement {
 /// share: the one it had before if it ran at that address, else one no other gateway
 /// holds (from the version of the write that claims it, unique to the table: the
 /// first gateway gets 0, as a gateway alone has by default).
-pub async fn allocate_node_id(meta: &Meta, address: &str) -> BackendResult<i32> {
+pub async fn allocate_node_id(meta: &Meta, address: &str) -> StoreResult<i32> {
     let known = meta.scan(NODE_IDS, address).await?;
     if let Some((_, id)) = known.entries.iter().find(|(a, _)| a == address) {
         let id = std::str::from_utf8(id).ok().and_then(|s| s.parse().ok());
-        return id
-            .ok_or_else(|| BackendError::Fatal(format!("node id of {address} is unreadable")));
+        return id.ok_or_else(|| StoreError::Fatal(format!("node id of {address} is unreadable")));
     }
     let claim = Change::Put {
         key: String::new(),
@@ -171,7 +170,7 @@ pub async fn allocate_node_id(meta: &Meta, address: &str) -> BackendResult<i32> 
     };
     let version = meta.write(NODE_IDS, vec![claim]).await?;
     let id =
-        i32::try_from(version - 1).map_err(|_| BackendError::Fatal("node ids exhausted".into()))?;
+        i32::try_from(version - 1).map_err(|_| StoreError::Fatal("node ids exhausted".into()))?;
     let named = Change::Put {
         key: address.to_string(),
         value: id.to_string().into(),
@@ -191,7 +190,7 @@ struct Seen {
 impl Seen {
     /// Reads what changed since the last read (everything, the first time or when the
     /// store no longer holds what came between).
-    async fn catch_up(&mut self, meta: &Meta) -> BackendResult<()> {
+    async fn catch_up(&mut self, meta: &Meta) -> StoreResult<()> {
         let now = Instant::now();
         let changes = match meta.since(NODES, self.version).await? {
             Since::Changes(version, changes) => {
@@ -269,7 +268,7 @@ async fn round(
     seen: &tokio::sync::Mutex<Seen>,
     (me, alive, beat): (&Node, bool, u64),
     timeout: Duration,
-) -> BackendResult<Vec<Node>> {
+) -> StoreResult<Vec<Node>> {
     meta.write(NODES, vec![Announcement::of(me, alive, beat).change(me.id)])
         .await?;
     let mut seen = seen.lock().await;
@@ -286,7 +285,7 @@ impl Membership {
         me: Node,
         (heartbeat, timeout): (Duration, Duration),
         log_slots: Arc<[Addr<LogSlot>]>,
-    ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), BackendError> {
+    ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), StoreError> {
         let meta = meta.client();
         let seen = Arc::new(tokio::sync::Mutex::new(Seen::default()));
         let live = if meta.shared() {
@@ -405,7 +404,7 @@ mod tests {
     fn node(id: i32) -> Node {
         Node {
             id,
-            endpoints: vec![crate::backend::Endpoint {
+            endpoints: vec![crate::store::Endpoint {
                 listener: "PLAINTEXT".into(),
                 host: "h".into(),
                 port: 9092,

@@ -7,9 +7,9 @@ use std::ops::Range;
 
 use tokio::sync::Mutex;
 
-use crate::backend::BackendResult;
 use crate::store::meta::Change;
 use crate::store::Meta;
+use crate::store::StoreResult;
 
 /// Ids in one block: a block is taken rarely, so handing one out rarely writes.
 const BLOCK: i64 = 1_000;
@@ -30,7 +30,7 @@ impl ProducerIds {
     }
 
     /// A producer id never handed out before.
-    pub async fn allocate(&self) -> BackendResult<i64> {
+    pub async fn allocate(&self) -> StoreResult<i64> {
         let mut left = self.left.lock().await;
         if left.is_empty() {
             let taken = Change::Put {
@@ -50,7 +50,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::test_backend::MemoryMeta;
+    use crate::test_store::MemoryMeta;
 
     #[tokio::test]
     async fn gateways_sharing_a_store_never_hand_out_the_same_id() {

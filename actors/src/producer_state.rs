@@ -8,8 +8,8 @@ use std::collections::{HashMap, VecDeque};
 
 use kafka_protocol::error::ResponseError;
 
-use crate::backend::ProducerBatch;
 use crate::protocol::records::BatchHeader;
+use crate::store::ProducerBatch;
 
 /// Kafka keeps this many batches per producer for duplicate detection, and clients
 /// keep at most this many in flight per partition when idempotent.

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use crate::authorizer::AuthorizerSettings;
-use crate::backend::Endpoint;
 use crate::limits::ResourceLimits;
 use crate::sasl::SaslSettings;
+use crate::store::Endpoint;
 
 /// What the gateway was configured with.
 #[derive(Clone, Debug)]

@@ -2,8 +2,8 @@
 //! offset order. It answers where a fetch starts, the watermarks, lookups by
 //! timestamp, and which idempotent producers wrote lately.
 
-use iggy_kafka_actors::backend::{ProducerBatch, Watermarks};
 use iggy_kafka_actors::protocol::records::BatchHeader;
+use iggy_kafka_actors::store::{ProducerBatch, Watermarks};
 
 /// Bytes of an encoded [`IndexEntry`].
 const ENTRY_LEN: usize = 8 + 4 + 8 + 8 + 2 + 4 + 4;

@@ -1,13 +1,13 @@
 //! The embedded store as a log store: each call runs on tokio's blocking pool, except
 //! what is in memory (the list of logs, watermarks, producer history).
 
-use iggy_kafka_actors::backend::BackendFuture;
+use iggy_kafka_actors::store::StoreFuture;
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
 
 use super::{blocking, EmbeddedStore};
 
 impl LogStore for EmbeddedStore {
-    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+    fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
         match call {
             LogCall::List => {
                 let listed = self.inner.list_logs();

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use fjall::{Keyspace, PersistMode};
-use iggy_kafka_actors::backend::{BackendError, BackendFuture, BackendResult};
 use iggy_kafka_actors::store::meta::{
     Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
 };
+use iggy_kafka_actors::store::{StoreError, StoreFuture, StoreResult};
 use parking_lot::Mutex;
 
-use super::{blocking, EmbeddedStore, Inner, StoreError};
+use super::{blocking, EmbeddedError, EmbeddedStore, Inner};
 
 /// The metadata keyspaces and the versions read so far; the lock makes a write and
 /// its version one step.
@@ -41,13 +41,13 @@ impl MetaTables {
         &self,
         known: &mut HashMap<&'static str, Version>,
         table: &'static str,
-    ) -> Result<Version, StoreError> {
+    ) -> Result<Version, EmbeddedError> {
         if let Some(v) = known.get(table) {
             return Ok(*v);
         }
         let v = match self.versions.get(table)? {
             Some(raw) => u64::from_be_bytes(raw.as_ref().try_into().map_err(|_| {
-                StoreError::BadMeta(format!("version of table '{table}' is {} bytes", raw.len()))
+                EmbeddedError::BadMeta(format!("version of table '{table}' is {} bytes", raw.len()))
             })?),
             None => 0,
         };
@@ -57,7 +57,7 @@ impl MetaTables {
 }
 
 impl Inner {
-    fn meta_write(&self, table: &'static str, changes: &[Change]) -> BackendResult<Version> {
+    fn meta_write(&self, table: &'static str, changes: &[Change]) -> StoreResult<Version> {
         let tables = &self.tables;
         let mut known = tables.known.lock();
         let version = tables.version_of(&mut known, table)? + 1;
@@ -71,35 +71,37 @@ impl Inner {
             }
         }
         batch.insert(&tables.versions, table, version.to_be_bytes());
-        batch.commit().map_err(StoreError::from)?;
+        batch.commit().map_err(EmbeddedError::from)?;
         known.insert(table, version);
         Ok(version)
     }
 
-    fn meta_scan(&self, table: &'static str, prefix: &str) -> BackendResult<Scan> {
+    fn meta_scan(&self, table: &'static str, prefix: &str) -> StoreResult<Scan> {
         let tables = &self.tables;
         // The version first: a write landing meanwhile makes the scan newer, never older.
         let version = tables.version_of(&mut tables.known.lock(), table)?;
         let skip = table.len() + 1;
         let mut entries = Vec::new();
         for kv in tables.entries.prefix(entry_key(table, prefix)) {
-            let (key, value) = kv.into_inner().map_err(StoreError::from)?;
+            let (key, value) = kv.into_inner().map_err(EmbeddedError::from)?;
             let key = std::str::from_utf8(&key[skip..])
-                .map_err(|_| StoreError::BadMeta(format!("a key of table '{table}' is not UTF-8")))?
+                .map_err(|_| {
+                    EmbeddedError::BadMeta(format!("a key of table '{table}' is not UTF-8"))
+                })?
                 .to_string();
             entries.push((key, Bytes::from(value.to_vec())));
         }
         Ok(Scan { version, entries })
     }
 
-    fn meta_since(&self, table: &'static str, since: Version) -> BackendResult<Since> {
+    fn meta_since(&self, table: &'static str, since: Version) -> StoreResult<Since> {
         let version = self
             .tables
             .version_of(&mut self.tables.known.lock(), table)?;
         match since {
             s if s == version => Ok(Since::Changes(version, Vec::new())),
             s if s < version => Ok(Since::Gone),
-            s => Err(BackendError::Fatal(format!(
+            s => Err(StoreError::Fatal(format!(
                 "table '{table}' is at version {version}, not {s}"
             ))),
         }
@@ -107,7 +109,7 @@ impl Inner {
 }
 
 impl MetaStore for EmbeddedStore {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         match call {
             MetaCall::Write { table, changes } => blocking(&self.inner, move |s| {
                 s.meta_write(table, &changes).map(MetaAnswer::Written)
@@ -122,7 +124,7 @@ impl MetaStore for EmbeddedStore {
             MetaCall::Ping => Box::pin(async { Ok(MetaAnswer::Done) }),
             MetaCall::Flush => blocking(&self.inner, |s| {
                 s.db.persist(PersistMode::SyncAll)
-                    .map_err(StoreError::from)?;
+                    .map_err(EmbeddedError::from)?;
                 Ok(MetaAnswer::Done)
             }),
         }

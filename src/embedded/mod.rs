@@ -23,19 +23,20 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, Backend, BackendError, BackendFuture, BackendResult, ReadBatches,
-    TimestampedOffset, TopicPartition,
-};
 use iggy_kafka_actors::protocol::records;
 use iggy_kafka_actors::store::log::LogInfo;
+use iggy_kafka_actors::store::Users;
+use iggy_kafka_actors::store::{
+    AppendBatch, Appended, ReadBatches, StoreError, StoreFuture, StoreResult, TimestampedOffset,
+    TopicPartition,
+};
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use index::{IndexEntry, PartitionIndex};
 
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum EmbeddedError {
     #[error("storage engine: {0}")]
     Engine(#[from] fjall::Error),
     #[error("stored log '{key}' is unreadable: {source}")]
@@ -54,9 +55,9 @@ pub enum StoreError {
     BadIndex { topic: String, detail: String },
 }
 
-impl From<StoreError> for BackendError {
-    fn from(e: StoreError) -> Self {
-        BackendError::Fatal(e.to_string())
+impl From<EmbeddedError> for StoreError {
+    fn from(e: EmbeddedError) -> Self {
+        StoreError::Fatal(e.to_string())
     }
 }
 
@@ -105,7 +106,7 @@ struct Inner {
 
 impl EmbeddedStore {
     /// Opens (or creates) the store and loads every topic's index.
-    pub fn open(dir: &Path, sync: SyncPolicy) -> Result<Self, StoreError> {
+    pub fn open(dir: &Path, sync: SyncPolicy) -> Result<Self, EmbeddedError> {
         let db = Database::builder(dir.join("fjall"))
             // Batches usually arrive compressed by the producer already.
             .journal_compression(fjall::CompressionType::None)
@@ -113,20 +114,20 @@ impl EmbeddedStore {
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         // Offsets and producer ids moved into the metadata tables (layout 2).
         if db.keyspace_exists("offsets") || meta.get("producer-id-block-end")?.is_some() {
-            return Err(StoreError::OldLayout(dir.to_path_buf()));
+            return Err(EmbeddedError::OldLayout(dir.to_path_buf()));
         }
         // The first layout kept topic definitions in `meta` and had no `logs`.
         let first_layout = !db.keyspace_exists("logs") && meta.first_key_value().is_some();
         let logs = db.keyspace("logs", KeyspaceCreateOptions::default)?;
         if first_layout {
-            return Err(StoreError::OldLayout(dir.to_path_buf()));
+            return Err(EmbeddedError::OldLayout(dir.to_path_buf()));
         }
         let mut topics = HashMap::new();
         for kv in logs.iter() {
             let (key, value) = kv.into_inner()?;
             let name = String::from_utf8_lossy(&key).into_owned();
             let stored: StoredLog =
-                serde_json::from_slice(&value).map_err(|source| StoreError::BadLog {
+                serde_json::from_slice(&value).map_err(|source| EmbeddedError::BadLog {
                     key: name.clone(),
                     source,
                 })?;
@@ -192,7 +193,7 @@ fn open_log(
     name: Arc<str>,
     stored: &StoredLog,
     load: bool,
-) -> Result<TopicLog, StoreError> {
+) -> Result<TopicLog, EmbeddedError> {
     let (r, i) = keyspace_names(&stored.id);
     let records = db.keyspace(&r, record_options)?;
     let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
@@ -202,7 +203,7 @@ fn open_log(
     if load {
         for kv in index.iter() {
             let (key, value) = kv.into_inner()?;
-            let bad = |detail: String| StoreError::BadIndex {
+            let bad = |detail: String| EmbeddedError::BadIndex {
                 topic: name.to_string(),
                 detail,
             };
@@ -227,13 +228,13 @@ fn open_log(
 }
 
 impl Inner {
-    fn log(&self, tp: &TopicPartition) -> BackendResult<Arc<TopicLog>> {
+    fn log(&self, tp: &TopicPartition) -> StoreResult<Arc<TopicLog>> {
         let topics = self.topics.read();
         let log = topics
             .get(&tp.topic)
-            .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
+            .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))?;
         if tp.partition < 0 || tp.partition as usize >= log.partitions.len() {
-            return Err(BackendError::UnknownPartition {
+            return Err(StoreError::UnknownPartition {
                 topic: tp.topic.to_string(),
                 partition: tp.partition,
             });
@@ -241,7 +242,7 @@ impl Inner {
         Ok(log.clone())
     }
 
-    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> BackendResult<Appended> {
+    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> StoreResult<Appended> {
         let log = self.log(tp)?;
         let slot = &log.partitions[tp.partition as usize];
         // Appends to one partition never overlap (its log slot serializes them), so the
@@ -253,7 +254,7 @@ impl Inner {
         let mut write = self.db.batch().durability(Some(self.append_persist));
         write.insert(&log.records, key, placed);
         write.insert(&log.index, key, entry.encode());
-        write.commit().map_err(StoreError::from)?;
+        write.commit().map_err(EmbeddedError::from)?;
         let mut index = slot.lock();
         index.push(entry);
         Ok(Appended {
@@ -262,12 +263,7 @@ impl Inner {
         })
     }
 
-    fn read(
-        &self,
-        tp: &TopicPartition,
-        offset: i64,
-        max_bytes: usize,
-    ) -> BackendResult<ReadBatches> {
+    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> StoreResult<ReadBatches> {
         let log = self.log(tp)?;
         let (range, watermarks) = {
             let index = log.partitions[tp.partition as usize].lock();
@@ -283,7 +279,7 @@ impl Inner {
         let to = index::encode_key(tp.partition, last);
         let mut batches = Vec::new();
         for kv in log.records.range(from..=to) {
-            batches.push(Bytes::from(kv.value().map_err(StoreError::from)?));
+            batches.push(Bytes::from(kv.value().map_err(EmbeddedError::from)?));
         }
         Ok(ReadBatches {
             batches,
@@ -297,19 +293,19 @@ impl Inner {
         log: &TopicLog,
         partition: i32,
         base_offset: i64,
-    ) -> BackendResult<Vec<kafka_protocol::records::Record>> {
+    ) -> StoreResult<Vec<kafka_protocol::records::Record>> {
         let value = log
             .records
             .get(index::encode_key(partition, base_offset))
-            .map_err(StoreError::from)?
+            .map_err(EmbeddedError::from)?
             .ok_or_else(|| {
-                BackendError::Fatal(format!("batch at offset {base_offset} is missing"))
+                StoreError::Fatal(format!("batch at offset {base_offset} is missing"))
             })?;
         let mut bytes = Bytes::from(value);
         kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes)
             .map(|set| set.records)
             .map_err(|e| {
-                BackendError::Fatal(format!(
+                StoreError::Fatal(format!(
                     "stored batch at offset {base_offset} is unreadable: {e}"
                 ))
             })
@@ -321,7 +317,7 @@ impl Inner {
         tp: &TopicPartition,
         base_offset: Option<i64>,
         wanted: impl Fn(i64) -> bool,
-    ) -> BackendResult<Option<TimestampedOffset>> {
+    ) -> StoreResult<Option<TimestampedOffset>> {
         let Some(base_offset) = base_offset else {
             return Ok(None);
         };
@@ -336,10 +332,10 @@ impl Inner {
             }))
     }
 
-    fn persist(&self) -> BackendResult<()> {
+    fn persist(&self) -> StoreResult<()> {
         self.db
             .persist(PersistMode::SyncAll)
-            .map_err(StoreError::from)?;
+            .map_err(EmbeddedError::from)?;
         Ok(())
     }
 
@@ -350,10 +346,10 @@ impl Inner {
 
     /// Makes a topic's keyspaces and records them in `logs`, durably. Its incarnation
     /// is the time it was made, in µs, later than any before it.
-    fn create_log(&self, name: Arc<str>, partitions: i32) -> BackendResult<LogInfo> {
+    fn create_log(&self, name: Arc<str>, partitions: i32) -> StoreResult<LogInfo> {
         let mut topics = self.topics.write();
         if topics.contains_key(&name) {
-            return Err(BackendError::TopicExists(name.to_string()));
+            return Err(StoreError::TopicExists(name.to_string()));
         }
         let latest = topics
             .values()
@@ -368,8 +364,10 @@ impl Inner {
             partitions,
             incarnation: now.max(latest + 1),
         };
-        let json = serde_json::to_vec(&stored).map_err(|e| BackendError::Fatal(e.to_string()))?;
-        self.logs.insert(&*name, json).map_err(StoreError::from)?;
+        let json = serde_json::to_vec(&stored).map_err(|e| StoreError::Fatal(e.to_string()))?;
+        self.logs
+            .insert(&*name, json)
+            .map_err(EmbeddedError::from)?;
         self.persist()?;
         let log = open_log(&self.db, name.clone(), &stored, false)?;
         let info = log.info.clone();
@@ -377,19 +375,19 @@ impl Inner {
         Ok(info)
     }
 
-    fn delete_log(&self, name: &str) -> BackendResult<()> {
+    fn delete_log(&self, name: &str) -> StoreResult<()> {
         let mut topics = self.topics.write();
         let log = topics
             .remove(name)
-            .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
-        self.logs.remove(name).map_err(StoreError::from)?;
+            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?;
+        self.logs.remove(name).map_err(EmbeddedError::from)?;
         self.persist()?;
         self.db
             .delete_keyspace(log.records.clone())
-            .map_err(StoreError::from)?;
+            .map_err(EmbeddedError::from)?;
         self.db
             .delete_keyspace(log.index.clone())
-            .map_err(StoreError::from)?;
+            .map_err(EmbeddedError::from)?;
         Ok(())
     }
 }
@@ -397,15 +395,15 @@ impl Inner {
 /// Runs blocking store work off the actor threads.
 fn blocking<T: Send + 'static>(
     inner: &Arc<Inner>,
-    work: impl FnOnce(&Inner) -> BackendResult<T> + Send + 'static,
-) -> BackendFuture<'static, T> {
+    work: impl FnOnce(&Inner) -> StoreResult<T> + Send + 'static,
+) -> StoreFuture<'static, T> {
     let inner = inner.clone();
     Box::pin(async move {
         tokio::task::spawn_blocking(move || work(&inner))
             .await
-            .map_err(|e| BackendError::Fatal(format!("storage task failed: {e}")))?
+            .map_err(|e| StoreError::Fatal(format!("storage task failed: {e}")))?
     })
 }
 
 /// One gateway alone owns the data directory: no users of its own, nothing to ping.
-impl Backend for EmbeddedStore {}
+impl Users for EmbeddedStore {}

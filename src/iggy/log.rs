@@ -12,9 +12,9 @@ use iggy::prelude::{
     Consumer, IggyMessage, IggyMessageHeader, IggyTimestamp, MessageClient, Partitioning,
     PollingStrategy, TopicClient,
 };
-use iggy_kafka_actors::backend::{
-    AppendBatch, Appended, BackendError, BackendResult, ProducerBatch, ReadBatches,
-    TimestampedOffset, TopicPartition, Watermarks,
+use iggy_kafka_actors::store::{
+    AppendBatch, Appended, ProducerBatch, ReadBatches, StoreError, StoreResult, TimestampedOffset,
+    TopicPartition, Watermarks,
 };
 
 use super::errors::{backend_error, partition_id};
@@ -68,10 +68,10 @@ impl Inner {
         &self,
         tp: TopicPartition,
         batch: AppendBatch,
-    ) -> BackendResult<Appended> {
+    ) -> StoreResult<Appended> {
         let partition = partition_id(&tp)?;
         let decoded = kafka_batch::decode(&batch.bytes)
-            .map_err(|e| BackendError::Fatal(format!("unreadable record batch: {e}")))?;
+            .map_err(|e| StoreError::Fatal(format!("unreadable record batch: {e}")))?;
         let h = batch.header;
         let stamp = h.is_idempotent().then_some(ProducerStamp {
             producer_id: h.producer_id,
@@ -146,7 +146,7 @@ impl Inner {
         tp: &TopicPartition,
         strategy: PollingStrategy,
         count: u32,
-    ) -> BackendResult<iggy::prelude::PolledMessages> {
+    ) -> StoreResult<iggy::prelude::PolledMessages> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
         let (stream, topic) = self.ids(&tp.topic)?;
@@ -173,7 +173,7 @@ impl Inner {
         tp: TopicPartition,
         offset: i64,
         max_bytes: usize,
-    ) -> BackendResult<ReadBatches> {
+    ) -> StoreResult<ReadBatches> {
         let ahead = match self.read_ahead.take(&tp, offset, max_bytes) {
             // A read ahead that failed or found nothing is simply done again.
             Some(task) => task.await.ok().and_then(Result::ok),
@@ -196,7 +196,7 @@ impl Inner {
         tp: &TopicPartition,
         offset: i64,
         max_bytes: usize,
-    ) -> BackendResult<Read> {
+    ) -> StoreResult<Read> {
         let tp = tp.clone();
         let done = |batches| Read {
             batches,
@@ -272,10 +272,10 @@ impl Inner {
         &self,
         tp: &TopicPartition,
         m: &IggyMessage,
-    ) -> BackendResult<FromIggy> {
+    ) -> StoreResult<FromIggy> {
         match decode_message(m) {
             Ok(r) => Ok(r),
-            Err(mapping::MappingError::Version(v)) => Err(BackendError::Fatal(format!(
+            Err(mapping::MappingError::Version(v)) => Err(StoreError::Fatal(format!(
                 "{tp} offset {}: written by mapping version {v}, newer than this gateway",
                 m.header.offset
             ))),
@@ -295,7 +295,7 @@ impl Inner {
         }
     }
 
-    pub(super) async fn watermarks(&self, tp: &TopicPartition) -> BackendResult<Watermarks> {
+    pub(super) async fn watermarks(&self, tp: &TopicPartition) -> StoreResult<Watermarks> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
         let (stream, topic) = self.ids(&tp.topic)?;
@@ -303,13 +303,13 @@ impl Inner {
         let details = c
             .check(c.get_topic(&stream, &topic).await)
             .map_err(err)?
-            .ok_or_else(|| BackendError::UnknownTopic(tp.topic.to_string()))?;
+            .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))?;
         drop(c);
         let p = details
             .partitions
             .iter()
             .find(|p| p.id == partition)
-            .ok_or_else(|| BackendError::UnknownPartition {
+            .ok_or_else(|| StoreError::UnknownPartition {
                 topic: tp.topic.to_string(),
                 partition: tp.partition,
             })?;
@@ -330,7 +330,7 @@ impl Inner {
         tp: &TopicPartition,
         from: u64,
         mut visit: impl FnMut(u64, FromIggy) -> ControlFlow<()>,
-    ) -> BackendResult<()> {
+    ) -> StoreResult<()> {
         let mut next = from;
         loop {
             let polled = self
@@ -361,7 +361,7 @@ impl Inner {
         &self,
         tp: TopicPartition,
         timestamp: i64,
-    ) -> BackendResult<Option<TimestampedOffset>> {
+    ) -> StoreResult<Option<TimestampedOffset>> {
         let micros = (timestamp.max(0) as u64).saturating_mul(1000);
         let start = self
             .poll(
@@ -394,7 +394,7 @@ impl Inner {
     pub(super) async fn max_timestamp(
         &self,
         tp: TopicPartition,
-    ) -> BackendResult<Option<TimestampedOffset>> {
+    ) -> StoreResult<Option<TimestampedOffset>> {
         let mut max: Option<TimestampedOffset> = None;
         self.scan(&tp, 0, |offset, m| {
             if max.is_none_or(|t| m.record.timestamp > t.timestamp) {
@@ -413,7 +413,7 @@ impl Inner {
     pub(super) async fn producer_batches(
         &self,
         tp: &TopicPartition,
-    ) -> BackendResult<Vec<ProducerBatch>> {
+    ) -> StoreResult<Vec<ProducerBatch>> {
         let w = self.watermarks(tp).await?;
         let from = (w.high as u64)
             .saturating_sub(PRODUCER_HISTORY_MESSAGES)

@@ -9,9 +9,9 @@
 //! Kafka clients read.
 
 use iggy::prelude::{Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyError};
-use iggy_kafka_actors::backend::TopicPartition;
 use iggy_kafka_actors::offsets::table as offsets;
 use iggy_kafka_actors::store::meta::Change;
+use iggy_kafka_actors::store::TopicPartition;
 
 use super::Inner;
 

@@ -37,12 +37,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iggy::prelude::{Identifier, IggyError, MessageClient};
-use iggy_kafka_actors::backend::{
-    Backend, BackendError, BackendFuture, BackendResult, TopicPartition,
-};
 use iggy_kafka_actors::offsets::table::TABLE as OFFSETS;
 use iggy_kafka_actors::store::meta::{MetaAnswer, MetaCall, MetaStore};
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
+use iggy_kafka_actors::store::{StoreError, StoreFuture, StoreResult, TopicPartition, Users};
 use parking_lot::Mutex;
 
 use errors::{backend_error, named, partition_id};
@@ -179,10 +177,10 @@ impl IggyBackend {
     /// Runs a call on the client runtime; the caller waits at most the request
     /// timeout. A call that outlives it runs on unseen: dropping an SDK call midway
     /// would leave its answer unread on the connection, for the next call to misread.
-    fn run<T, F>(&self, call: impl FnOnce(Arc<Inner>) -> F) -> BackendFuture<'static, T>
+    fn run<T, F>(&self, call: impl FnOnce(Arc<Inner>) -> F) -> StoreFuture<'static, T>
     where
         T: Send + 'static,
-        F: Future<Output = BackendResult<T>> + Send + 'static,
+        F: Future<Output = StoreResult<T>> + Send + 'static,
     {
         run_timed(&self.handle, self.request_timeout, call(self.inner.clone()))
     }
@@ -193,16 +191,16 @@ fn run_timed<T, F>(
     handle: &tokio::runtime::Handle,
     timeout: Duration,
     call: F,
-) -> BackendFuture<'static, T>
+) -> StoreFuture<'static, T>
 where
     T: Send + 'static,
-    F: Future<Output = BackendResult<T>> + Send + 'static,
+    F: Future<Output = StoreResult<T>> + Send + 'static,
 {
     let task = handle.spawn(call);
     Box::pin(async move {
         match tokio::time::timeout(timeout, task).await {
-            Ok(done) => done.map_err(|e| BackendError::Fatal(format!("Iggy call failed: {e}")))?,
-            Err(_) => Err(BackendError::Unavailable(format!(
+            Ok(done) => done.map_err(|e| StoreError::Fatal(format!("Iggy call failed: {e}")))?,
+            Err(_) => Err(StoreError::Unavailable(format!(
                 "Iggy did not answer within {timeout:?}"
             ))),
         }
@@ -245,12 +243,12 @@ impl Inner {
     }
 
     /// Iggy stream and topic of a Kafka topic.
-    fn ids(&self, kafka: &str) -> BackendResult<(Identifier, Identifier)> {
+    fn ids(&self, kafka: &str) -> StoreResult<(Identifier, Identifier)> {
         let (stream, topic) = self.names.iggy(kafka);
         Ok((named(stream)?, named(topic)?))
     }
 
-    async fn admin(&self) -> BackendResult<pool::Lease<'_>> {
+    async fn admin(&self) -> StoreResult<pool::Lease<'_>> {
         self.pools
             .admin
             .ready()
@@ -259,7 +257,7 @@ impl Inner {
     }
 
     /// Asks Iggy to persist what it holds for every partition written lately.
-    async fn flush(&self) -> BackendResult<()> {
+    async fn flush(&self) -> StoreResult<()> {
         let written: Vec<TopicPartition> = self.written.lock().drain().collect();
         for tp in written {
             let (stream, topic) = self.ids(&tp.topic)?;
@@ -281,7 +279,7 @@ impl Inner {
 }
 
 impl LogStore for IggyBackend {
-    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+    fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
         self.run(move |s| async move {
             Ok(match call {
                 LogCall::List => LogAnswer::Listed(s.list_logs().await?),
@@ -325,7 +323,7 @@ impl LogStore for IggyBackend {
 /// Every table on its own log (`meta/`); the backend's handle has a connection of
 /// its own, and so has each [`MetaStore::client`].
 impl MetaStore for IggyBackend {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         self.run(move |s| async move {
             let conn = s.meta.conn();
             meta::serve(s, conn, call).await
@@ -342,9 +340,9 @@ impl MetaStore for IggyBackend {
     }
 }
 
-impl Backend for IggyBackend {
+impl Users for IggyBackend {
     /// A login to Iggy's own users (`sasl_plain_backend = "iggy"`).
-    fn check_login(&self, username: &str, password: &str) -> BackendFuture<'_, bool> {
+    fn check_login(&self, username: &str, password: &str) -> StoreFuture<'_, bool> {
         let (username, password) = (username.to_string(), password.to_string());
         self.run(|s| async move {
             pool::check_login(&s.config, &username, &password)

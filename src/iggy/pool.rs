@@ -22,8 +22,8 @@ use iggy::prelude::{
     UserClient,
 };
 use iggy_common::{AutoLogin, BinaryTransport, ClientState};
-use iggy_kafka_actors::backend::TopicPartition;
 use iggy_kafka_actors::gateway::slot_of;
+use iggy_kafka_actors::store::TopicPartition;
 
 use super::IggyConfig;
 

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use iggy_kafka_actors::backend::{BackendResult, ReadBatches, TopicPartition};
+use iggy_kafka_actors::store::{ReadBatches, StoreResult, TopicPartition};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
@@ -29,7 +29,7 @@ pub struct Read {
     pub more_from: Option<i64>,
 }
 
-pub type ReadTask = JoinHandle<BackendResult<Read>>;
+pub type ReadTask = JoinHandle<StoreResult<Read>>;
 
 struct Entry {
     offset: i64,

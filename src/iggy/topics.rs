@@ -7,8 +7,8 @@ use iggy::prelude::{
     Identifier, IggyByteSize, IggyDuration, IggyError, IggyExpiry, MaxTopicSize, TopicClient,
     TopicCreateOptions, TopicUpdateOptions,
 };
-use iggy_kafka_actors::backend::{BackendError, BackendResult, TopicLimits};
 use iggy_kafka_actors::store::log::LogInfo;
+use iggy_kafka_actors::store::{StoreError, StoreResult, TopicLimits};
 
 use super::errors::{backend_error, named};
 use super::{gateway_log, Inner};
@@ -93,7 +93,7 @@ pub(super) fn topic_options(
 impl Inner {
     /// Every Kafka topic's Iggy topic: those of the default stream whose names Kafka
     /// accepts, and the ones `iggy_topics` places elsewhere.
-    pub(super) async fn list_logs(&self) -> BackendResult<Vec<LogInfo>> {
+    pub(super) async fn list_logs(&self) -> StoreResult<Vec<LogInfo>> {
         let err = |e| backend_error(e, None, "");
         let default = self.names.default_stream();
         let c = self.admin().await?;
@@ -134,7 +134,7 @@ impl Inner {
         name: &str,
         partitions: i32,
         limits: TopicLimits,
-    ) -> BackendResult<LogInfo> {
+    ) -> StoreResult<LogInfo> {
         let err = |e| backend_error(e, None, name);
         let (stream, topic) = self.names.iggy(name);
         gateway_log::ensure_stream(&self.pools.admin, stream)
@@ -171,7 +171,7 @@ impl Inner {
     }
 
     /// Deletes a Kafka topic's Iggy topic and forgets what was kept of its partitions.
-    pub(super) async fn delete_log(&self, name: &str) -> BackendResult<()> {
+    pub(super) async fn delete_log(&self, name: &str) -> StoreResult<()> {
         let (stream_id, topic_id) = self.ids(name)?;
         let c = self.admin().await?;
         c.check(c.delete_topic(&stream_id, &topic_id).await)
@@ -185,14 +185,14 @@ impl Inner {
     }
 
     /// Applies new limits to a Kafka topic's Iggy topic.
-    pub(super) async fn set_limits(&self, name: &str, limits: TopicLimits) -> BackendResult<()> {
+    pub(super) async fn set_limits(&self, name: &str, limits: TopicLimits) -> StoreResult<()> {
         let (stream, topic) = self.names.iggy(name);
         let (stream_id, topic_id) = (named(stream)?, named(topic)?);
         let c = self.admin().await?;
         let details = c
             .check(c.get_topic(&stream_id, &topic_id).await)
             .map_err(|e| backend_error(e, None, name))?
-            .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))?;
+            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?;
         drop(c);
         self.apply_limits((&stream_id, &topic_id, topic), &details, &limits)
             .await
@@ -204,7 +204,7 @@ impl Inner {
         (stream_id, topic_id, topic_name): (&Identifier, &Identifier, &str),
         details: &iggy::prelude::TopicDetails,
         limits: &TopicLimits,
-    ) -> BackendResult<()> {
+    ) -> StoreResult<()> {
         let partitions = details.partitions_count;
         let options = TopicUpdateOptions {
             message_expiry: Some(message_expiry(limits)),

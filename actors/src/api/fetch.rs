@@ -16,8 +16,8 @@ use tokio::time::{timeout_at, Instant};
 use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation};
-use crate::backend::{BackendError, ReadBatches, TopicPartition};
 use crate::gateway::Gateway;
+use crate::store::{ReadBatches, StoreError, TopicPartition};
 
 /// Fetch v13 names topics by id (KIP-516).
 const TOPIC_IDS_FROM: i16 = 13;
@@ -218,7 +218,7 @@ async fn read_partition(
     } = read.map_err(|e| {
         // A topic deleted while a fetch waits on it is routine; anything else is not.
         match e {
-            BackendError::UnknownTopic(_) => {
+            StoreError::UnknownTopic(_) => {
                 tracing::debug!(partition = %tp, "fetched topic was deleted")
             }
             _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),

@@ -7,8 +7,8 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 
 use crate::authorizer::{Access, Operation};
-use crate::backend::{BackendResult, TimestampedOffset, TopicPartition};
 use crate::gateway::Gateway;
+use crate::store::{StoreResult, TimestampedOffset, TopicPartition};
 
 /// Special timestamps: Kafka's `ListOffsetsRequest` constants.
 const LATEST: i64 = -1;
@@ -89,7 +89,7 @@ async fn lookup(
     gw: &Gateway,
     tp: &TopicPartition,
     timestamp: i64,
-) -> BackendResult<Option<TimestampedOffset>> {
+) -> StoreResult<Option<TimestampedOffset>> {
     let at = |offset| {
         Some(TimestampedOffset {
             offset,

@@ -15,10 +15,10 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
-use crate::backend::{TopicMeta, TopicPartition};
 use crate::gateway::Gateway;
 use crate::membership::Cluster;
 use crate::session::Caller;
+use crate::store::{TopicMeta, TopicPartition};
 use crate::topic_admin::{validate_topic_name, CreateTopic, Refresh};
 
 /// Metadata carries `allow_auto_topic_creation` from v4 (KIP-361).

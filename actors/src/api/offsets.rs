@@ -29,10 +29,10 @@ use kafka_protocol::messages::{ConsumerProtocolSubscription, GroupId, TopicName}
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
 use crate::authorizer::{Access, Operation, ResourceType};
-use crate::backend::{CommittedOffset, TopicPartition};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
 use crate::offsets::OffsetError;
+use crate::store::{CommittedOffset, TopicPartition};
 
 /// Kafka's `offset.metadata.max.bytes` default.
 const MAX_METADATA: usize = 4096;
@@ -487,7 +487,7 @@ mod tests {
 
     use super::*;
     use crate::metrics::Metrics;
-    use crate::test_backend::{settings, TestOffsets};
+    use crate::test_store::{settings, TestStore};
 
     /// OffsetFetch of partition 0 of topic "t" for group "g" at `v`.
     fn request(v: i16) -> OffsetFetchRequest {
@@ -513,7 +513,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_failed_read_is_an_error_where_each_version_has_one_never_minus_one_alone() {
-        let backend = Arc::new(TestOffsets::default());
+        let backend = Arc::new(TestStore::default());
         let gw = Gateway::start(
             settings(),
             backend.clone(),

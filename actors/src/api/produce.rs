@@ -15,11 +15,11 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Answer, Reply};
 use crate::authorizer::{Access, Operation};
-use crate::backend::{AppendBatch, TopicMeta, TopicPartition};
 use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
 use crate::protocol::records;
+use crate::store::{AppendBatch, TopicMeta, TopicPartition};
 
 /// Produce v13 names topics by id (KIP-516).
 const TOPIC_IDS_FROM: i16 = 13;

@@ -17,9 +17,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authorizer::{Access, Operation};
-use crate::backend::{ScramCredential, ScramMechanism};
 use crate::gateway::Gateway;
 use crate::sasl::scram;
+use crate::store::{ScramCredential, ScramMechanism};
 
 type Refusal = (ResponseError, String);
 

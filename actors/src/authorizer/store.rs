@@ -10,8 +10,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::{AclBinding, AclFilter, AclTable};
-use crate::backend::{BackendError, BackendResult};
 use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable, Table};
+use crate::store::{StoreError, StoreResult};
 
 /// The ACL table.
 pub struct Acls;
@@ -74,12 +74,12 @@ impl Table for Acls {
 /// This gateway's copy of the ACL table.
 pub type AclStore = Addr<SharedTable<Acls>>;
 
-fn gone(_: actix::MailboxError) -> BackendError {
-    BackendError::Unavailable("ACL store unavailable".into())
+fn gone(_: actix::MailboxError) -> StoreError {
+    StoreError::Unavailable("ACL store unavailable".into())
 }
 
 /// Stores these bindings (ones already stored stay stored once).
-pub async fn create(store: &AclStore, bindings: Vec<AclBinding>) -> BackendResult<()> {
+pub async fn create(store: &AclStore, bindings: Vec<AclBinding>) -> StoreResult<()> {
     for b in &bindings {
         tracing::info!(acl = %b, "creating ACL");
     }
@@ -98,7 +98,7 @@ pub async fn create(store: &AclStore, bindings: Vec<AclBinding>) -> BackendResul
 pub async fn delete(
     store: &AclStore,
     filters: Vec<AclFilter>,
-) -> BackendResult<Vec<Vec<AclBinding>>> {
+) -> StoreResult<Vec<Vec<AclBinding>>> {
     let decide = move |rows: &Rows<Acls>| {
         let matched: Vec<Vec<AclBinding>> = filters
             .iter()
@@ -117,7 +117,7 @@ pub async fn delete(
 
 /// The bindings a filter matches, as stored now (caught up first, so a change made
 /// through another gateway a moment ago is listed).
-pub async fn describe(store: &AclStore, filter: AclFilter) -> BackendResult<Vec<AclBinding>> {
+pub async fn describe(store: &AclStore, filter: AclFilter) -> StoreResult<Vec<AclBinding>> {
     let rows: Arc<Rows<Acls>> = store.send(CatchUp::default()).await.map_err(gone)??;
     Ok(rows.keys().filter(|b| filter.matches(b)).cloned().collect())
 }

@@ -15,8 +15,8 @@ use super::definitions::{
 };
 use super::features::Finalized;
 use super::rules::list_items;
-use crate::backend::TopicLimits;
 use crate::settings::{BrokerSettings, TopicRules};
+use crate::store::TopicLimits;
 
 /// DescribeConfigs' `ConfigSource` codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

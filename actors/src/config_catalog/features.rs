@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::definitions::Rule;
 use super::rules::in_range;
-use crate::backend::ClusterConfigs;
+use crate::store::ClusterConfigs;
 
 pub const FEATURE: &str = "gateway.version";
 pub const MIN_LEVEL: i16 = 1;

@@ -22,10 +22,10 @@ use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
 use tokio::sync::watch;
 
-use crate::backend::{BackendError, ClusterConfigs, TopicMeta};
 use crate::settings::BrokerSettings;
 use crate::store::shared::{Modify, SharedTable};
 use crate::store::Meta;
+use crate::store::{ClusterConfigs, StoreError, TopicMeta};
 pub use changes::{ConfigChange, Op};
 use definitions::{broker_config, topic_config, Definition};
 pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
@@ -96,7 +96,7 @@ pub enum ConfigError {
         rule: String,
     },
     #[error(transparent)]
-    Backend(#[from] BackendError),
+    Backend(#[from] StoreError),
     #[error("the config catalog is not running")]
     CatalogGone,
 }
@@ -134,7 +134,7 @@ impl ConfigError {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("cannot read the shared configurations: {0}")]
-    Backend(#[from] BackendError),
+    Backend(#[from] StoreError),
     #[error("static settings break {FEATURE} {level}, finalized in the backend: {offenders}")]
     StaticConfig { level: i16, offenders: String },
 }
@@ -156,7 +156,7 @@ pub enum FeatureError {
     #[error("{FEATURE} {level} refused: these configurations break it: {offenders}")]
     Offenders { level: i16, offenders: String },
     #[error(transparent)]
-    Backend(#[from] BackendError),
+    Backend(#[from] StoreError),
     #[error("the config catalog is not running")]
     CatalogGone,
 }
@@ -565,8 +565,8 @@ fn feature_change(
 }
 
 /// The catalog's table went away: the gateway is stopping.
-fn gone(_: MailboxError) -> BackendError {
-    BackendError::Unavailable("configuration table unavailable".into())
+fn gone(_: MailboxError) -> StoreError {
+    StoreError::Unavailable("configuration table unavailable".into())
 }
 
 #[cfg(test)]

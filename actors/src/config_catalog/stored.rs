@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::backend::ClusterConfigs;
 use crate::store::shared::{Edit, Rows, Table};
+use crate::store::ClusterConfigs;
 
 /// The table of shared configuration maps.
 pub struct ClusterMaps;

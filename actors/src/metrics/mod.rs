@@ -9,13 +9,13 @@
 //! Where each metric is recorded (`docs/ARCHITECTURE.md` has the same list):
 //! - requests, error codes, latency and bytes: the connection actor ([`Metrics::answered`],
 //!   [`Metrics::received`], [`ConnectionMeter`]);
-//! - storage calls: [`MeteredLog`], [`MeteredMeta`] and [`MeteredBackend`], the decorators `Gateway::start`
+//! - storage calls: [`MeteredLog`], [`MeteredMeta`] and [`MeteredUsers`], the decorators `Gateway::start`
 //!   puts around the stores;
 //! - slot queues: the [`Queued`] ticket every log- and offset-slot message carries;
 //! - groups and rebalances: the group coordinator ([`GroupMetrics`]).
 
 mod error_codes;
-mod metered_backend;
+mod metered_stores;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::protocol::Answer;
 
-pub use metered_backend::{MeteredBackend, MeteredLog, MeteredMeta};
+pub use metered_stores::{MeteredLog, MeteredMeta, MeteredUsers};
 
 /// Every metric name starts with this.
 const PREFIX: &str = "iggy_kafka_gateway";
@@ -126,7 +126,7 @@ pub struct Metrics {
     connections: Gauge,
     refused_connections: Family<LimitLabels, Counter>,
     throttled: Family<QuotaLabels, Counter>,
-    backend: metered_backend::BackendMetrics,
+    backend: metered_stores::BackendMetrics,
     pub log_slots: SlotQueues,
     pub offset_slots: SlotQueues,
     pub groups: GroupMetrics,
@@ -189,7 +189,7 @@ impl Metrics {
              they exceeded (producer_byte_rate, consumer_byte_rate)",
             throttled.clone(),
         );
-        let backend = metered_backend::BackendMetrics::register(&mut registry);
+        let backend = metered_stores::BackendMetrics::register(&mut registry);
         let log_slots = SlotQueues::register(
             &mut registry,
             "log_slot_queue_depth",

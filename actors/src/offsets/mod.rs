@@ -12,11 +12,11 @@ use std::time::Instant;
 
 use actix::{Actor, Addr, ArbiterHandle};
 
-use crate::backend::{BackendResult, CommittedOffset, TopicPartition};
 use crate::gateway::slot_of;
 use crate::metrics::Metrics;
 use crate::store::meta::Change;
 use crate::store::Meta;
+use crate::store::{CommittedOffset, StoreResult, TopicPartition};
 pub use slot::OffsetError;
 use slot::{CommitOffsets, OffsetSlot};
 
@@ -39,7 +39,7 @@ impl Offsets {
         n: usize,
         arbiters: &[ArbiterHandle],
         metrics: Arc<Metrics>,
-    ) -> BackendResult<Offsets> {
+    ) -> StoreResult<Offsets> {
         let n = n.max(1);
         // Each client answers once before the slots serve: their connections are up.
         let (mut slots, mut readers) = (Vec::with_capacity(n), Vec::with_capacity(n));
@@ -141,7 +141,7 @@ impl Offsets {
             for (i, tp) in at.into_iter().zip(partitions) {
                 out[i] = match stored.get(table::key(group, &tp).as_str()) {
                     Some(v) => Some(table::decode(v).ok_or_else(|| {
-                        crate::backend::BackendError::Fatal(format!(
+                        crate::store::StoreError::Fatal(format!(
                             "committed offset of group '{group}' on {tp} is unreadable"
                         ))
                     })?),
@@ -153,7 +153,7 @@ impl Offsets {
     }
 
     /// Every partition `group` has a committed offset for.
-    pub async fn partitions(&self, group: &str) -> BackendResult<Vec<TopicPartition>> {
+    pub async fn partitions(&self, group: &str) -> StoreResult<Vec<TopicPartition>> {
         let scan = self
             .admin
             .scan(table::TABLE, &table::group_prefix(group))
@@ -168,7 +168,7 @@ impl Offsets {
     }
 
     /// Every group with at least one committed offset.
-    pub async fn groups(&self) -> BackendResult<Vec<String>> {
+    pub async fn groups(&self) -> StoreResult<Vec<String>> {
         let scan = self.admin.scan(table::TABLE, "").await?;
         let groups: BTreeSet<String> = scan
             .entries
@@ -179,7 +179,7 @@ impl Offsets {
     }
 
     /// Removes every group's offsets on a deleted topic.
-    pub async fn forget_topic(&self, topic: &str) -> BackendResult<()> {
+    pub async fn forget_topic(&self, topic: &str) -> StoreResult<()> {
         let scan = self.admin.scan(table::TABLE, "").await?;
         let doomed: Vec<Change> = scan
             .entries
@@ -205,7 +205,7 @@ mod tests {
     use tokio::sync::Semaphore;
 
     use super::*;
-    use crate::test_backend::TestOffsets;
+    use crate::test_store::TestStore;
 
     fn tp(partition: i32) -> TopicPartition {
         TopicPartition {
@@ -223,7 +223,7 @@ mod tests {
     }
 
     /// `n` slots over `store`, and the metrics they report to.
-    async fn offsets(store: &Arc<TestOffsets>, n: usize) -> (Offsets, Arc<Metrics>) {
+    async fn offsets(store: &Arc<TestStore>, n: usize) -> (Offsets, Arc<Metrics>) {
         let metrics = Metrics::new();
         let meta = Meta::new(Arc::new(store.clone()));
         let arbiters = [Arbiter::current()];
@@ -247,7 +247,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn commits_on_a_slot_apply_in_arrival_order_one_at_a_time() {
-        let store = Arc::new(TestOffsets {
+        let store = Arc::new(TestStore {
             delay: Duration::from_millis(5),
             ..Default::default()
         });
@@ -272,7 +272,7 @@ mod tests {
     #[actix_rt::test]
     async fn reads_and_other_slots_never_wait_behind_a_stuck_commit() {
         let gate = Arc::new(Semaphore::new(0));
-        let store = Arc::new(TestOffsets {
+        let store = Arc::new(TestStore {
             gate: Some(gate.clone()),
             ..Default::default()
         });
@@ -307,7 +307,7 @@ mod tests {
     #[actix_rt::test]
     async fn queue_depth_counts_commits_until_they_are_done() {
         let gate = Arc::new(Semaphore::new(0));
-        let store = Arc::new(TestOffsets {
+        let store = Arc::new(TestStore {
             gate: Some(gate.clone()),
             ..Default::default()
         });
@@ -335,7 +335,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_commit_past_its_deadline_answers_timeout_unwritten() {
-        let store = Arc::new(TestOffsets {
+        let store = Arc::new(TestStore {
             delay: Duration::from_millis(500),
             ..Default::default()
         });

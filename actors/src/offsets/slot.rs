@@ -15,21 +15,21 @@ use std::time::Instant;
 use actix::prelude::*;
 
 use super::table;
-use crate::backend::{BackendError, CommittedOffset, TopicPartition};
 use crate::metrics::Queued;
 use crate::store::meta::Change;
 use crate::store::Meta;
+use crate::store::{CommittedOffset, StoreError, TopicPartition};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum OffsetError {
     #[error("deadline passed before the offset store answered")]
     Timeout,
     #[error("{0}")]
-    Backend(Arc<BackendError>),
+    Backend(Arc<StoreError>),
 }
 
-impl From<BackendError> for OffsetError {
-    fn from(e: BackendError) -> Self {
+impl From<StoreError> for OffsetError {
+    fn from(e: StoreError) -> Self {
         OffsetError::Backend(Arc::new(e))
     }
 }

@@ -5,7 +5,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::backend::{CommittedOffset, TopicPartition};
+use crate::store::{CommittedOffset, TopicPartition};
 
 pub const TABLE: &str = "offsets";
 

@@ -9,8 +9,8 @@ use actix::Addr;
 use bytes::Bytes;
 
 use super::{apply, ClientQuotas, QuotaChange, QuotaEntity, QuotaTable};
-use crate::backend::{BackendError, BackendResult};
 use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable, Table};
+use crate::store::{StoreError, StoreResult};
 
 /// The client-quota table.
 pub struct Quotas;
@@ -71,19 +71,19 @@ fn quotas_of(rows: &Rows<Quotas>) -> ClientQuotas {
 /// This gateway's copy of the quota table.
 pub type QuotaStore = Addr<SharedTable<Quotas>>;
 
-fn gone(_: actix::MailboxError) -> BackendError {
-    BackendError::Unavailable("quota store unavailable".into())
+fn gone(_: actix::MailboxError) -> StoreError {
+    StoreError::Unavailable("quota store unavailable".into())
 }
 
 /// Every stored quota, caught up with what other gateways wrote.
-pub async fn stored(store: &QuotaStore) -> BackendResult<ClientQuotas> {
+pub async fn stored(store: &QuotaStore) -> StoreResult<ClientQuotas> {
     let rows: Arc<Rows<Quotas>> = store.send(CatchUp::default()).await.map_err(gone)??;
     Ok(quotas_of(&rows))
 }
 
 /// Applies the changes in order, all or none; this gateway enforces them from its
 /// next request on.
-pub async fn alter(store: &QuotaStore, changes: Vec<QuotaChange>) -> BackendResult<()> {
+pub async fn alter(store: &QuotaStore, changes: Vec<QuotaChange>) -> StoreResult<()> {
     let decide = move |_: &Rows<Quotas>| {
         let edits = changes
             .into_iter()

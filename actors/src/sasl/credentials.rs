@@ -11,10 +11,8 @@ use base64::Engine;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{
-    BackendError, BackendResult, ScramCredential, ScramCredentials, ScramMechanism,
-};
 use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable, Table};
+use crate::store::{ScramCredential, ScramCredentials, ScramMechanism, StoreError, StoreResult};
 
 /// The SCRAM credential table.
 pub struct Credentials;
@@ -72,13 +70,13 @@ impl Table for Credentials {
 /// This gateway's copy of the credential table.
 pub type CredentialStore = Addr<SharedTable<Credentials>>;
 
-fn gone(_: actix::MailboxError) -> BackendError {
-    BackendError::Unavailable("credential store unavailable".into())
+fn gone(_: actix::MailboxError) -> StoreError {
+    StoreError::Unavailable("credential store unavailable".into())
 }
 
 /// Every stored credential, caught up with what other gateways wrote, so a user made
 /// or changed through another gateway a moment ago logs in as it is now.
-pub async fn stored(store: &CredentialStore) -> BackendResult<ScramCredentials> {
+pub async fn stored(store: &CredentialStore) -> StoreResult<ScramCredentials> {
     let rows: Arc<Rows<Credentials>> = store.send(CatchUp::default()).await.map_err(gone)??;
     let mut all = ScramCredentials::new();
     for ((user, mechanism), credential) in rows.iter() {
@@ -95,7 +93,7 @@ pub async fn set(
     user: &str,
     mechanism: ScramMechanism,
     credential: Option<ScramCredential>,
-) -> BackendResult<()> {
+) -> StoreResult<()> {
     let key = (user.to_string(), mechanism);
     let edit = match credential {
         Some(c) => Edit::Put(key, c),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
-use crate::backend::{Backend, BackendError, ScramCredential, ScramCredentials, ScramMechanism};
+use crate::store::{ScramCredential, ScramCredentials, ScramMechanism, StoreError, Users};
 use credentials::CredentialStore;
 pub use session::Session;
 
@@ -104,8 +104,8 @@ struct Failures {
 /// What every connection of a gateway shares for SASL.
 pub struct Authenticator {
     settings: SaslSettings,
-    /// The backend's own users, for PLAIN with `plain_users = backend`.
-    backend: Arc<dyn Backend>,
+    /// The store's own users, for PLAIN with `plain_users = backend`.
+    users: Arc<dyn Users>,
     credentials: CredentialStore,
     verifications: Arc<Semaphore>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
@@ -116,13 +116,13 @@ pub struct Authenticator {
 impl Authenticator {
     pub fn new(
         settings: SaslSettings,
-        backend: Arc<dyn Backend>,
+        users: Arc<dyn Users>,
         credentials: CredentialStore,
     ) -> Authenticator {
         Authenticator {
             verifications: Arc::new(Semaphore::new(settings.max_verifications.max(1))),
             settings,
-            backend,
+            users,
             credentials,
             failures: Mutex::new(HashMap::new()),
             decoy_key: scram::random_bytes(32),
@@ -134,7 +134,7 @@ impl Authenticator {
     }
 
     /// Every stored SCRAM credential, as of now.
-    pub async fn credentials(&self) -> Result<ScramCredentials, BackendError> {
+    pub async fn credentials(&self) -> Result<ScramCredentials, StoreError> {
         credentials::stored(&self.credentials).await
     }
 
@@ -144,7 +144,7 @@ impl Authenticator {
         user: &str,
         mechanism: ScramMechanism,
         credential: Option<ScramCredential>,
-    ) -> Result<(), BackendError> {
+    ) -> Result<(), StoreError> {
         credentials::set(&self.credentials, user, mechanism, credential).await
     }
 
@@ -152,11 +152,11 @@ impl Authenticator {
     async fn verify<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, BackendError> {
+    ) -> Result<T, StoreError> {
         let _turn = self.verifications.acquire().await;
         tokio::task::spawn_blocking(work)
             .await
-            .map_err(|e| BackendError::Fatal(format!("verification task failed: {e}")))
+            .map_err(|e| StoreError::Fatal(format!("verification task failed: {e}")))
     }
 
     /// The stored credential of `user` for `mechanism`; `None` when there is none.
@@ -164,7 +164,7 @@ impl Authenticator {
         &self,
         user: &str,
         mechanism: ScramMechanism,
-    ) -> Result<Option<ScramCredential>, BackendError> {
+    ) -> Result<Option<ScramCredential>, StoreError> {
         let _turn = self.verifications.acquire().await;
         let mut all = self.credentials().await?;
         Ok(all
@@ -179,10 +179,10 @@ impl Authenticator {
 
     /// Whether a PLAIN login holds, checked where `plain_users` says. An unknown user
     /// costs the same derivation as a known one.
-    pub async fn check_plain(&self, login: plain::PlainLogin) -> Result<bool, BackendError> {
+    pub async fn check_plain(&self, login: plain::PlainLogin) -> Result<bool, StoreError> {
         if self.settings.plain_users == PlainUsers::Backend {
             let _turn = self.verifications.acquire().await;
-            return self.backend.check_login(&login.user, &login.password).await;
+            return self.users.check_login(&login.user, &login.password).await;
         }
         let stored = {
             let _turn = self.verifications.acquire().await;
@@ -249,10 +249,7 @@ impl Authenticator {
     /// Stores credentials for bootstrap users (`name`, `password`) that have none yet
     /// for a mechanism, so a fresh deployment can log in; ones already stored (maybe
     /// changed since with AlterUserScramCredentials) are kept.
-    pub async fn add_missing_users(
-        &self,
-        users: Vec<(String, String)>,
-    ) -> Result<(), BackendError> {
+    pub async fn add_missing_users(&self, users: Vec<(String, String)>) -> Result<(), StoreError> {
         if users.is_empty() {
             return Ok(());
         }
@@ -289,7 +286,7 @@ mod tests {
     use super::*;
     use crate::sasl::credentials::Credentials;
     use crate::store::shared::SharedTable;
-    use crate::test_backend::TestOffsets;
+    use crate::test_store::TestStore;
 
     #[actix_rt::test]
     async fn failed_login_delays_grow_per_address_up_to_the_bound() {
@@ -298,7 +295,7 @@ mod tests {
             max_failed_login_delay: Duration::from_millis(700),
             ..SaslSettings::default()
         };
-        let backend = Arc::new(TestOffsets::default());
+        let backend = Arc::new(TestStore::default());
         let meta = crate::store::Meta::new(Arc::new(backend.clone()));
         let (credentials, _) = SharedTable::<Credentials>::start(&meta, Duration::from_secs(60))
             .await

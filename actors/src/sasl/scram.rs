@@ -11,7 +11,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
-use crate::backend::{ScramCredential, ScramMechanism};
+use crate::store::{ScramCredential, ScramMechanism};
 
 /// Kafka's minimum for both mechanisms (`ScramMechanism.minIterations`).
 pub const MIN_ITERATIONS: u32 = 4096;

@@ -29,9 +29,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::scram::{self, Exchange};
 use super::{plain, Authenticator, Mechanism};
-use crate::backend::{BackendError, ScramMechanism};
 use crate::protocol::{Answer, Reply};
 use crate::session::Principal;
+use crate::store::{ScramMechanism, StoreError};
 
 /// One connection's SASL state. The futures serving SASL requests update it when they
 /// finish; the actor and they share one thread, and no borrow spans an await.
@@ -91,7 +91,7 @@ enum Token {
     /// Wrong credentials, or a message that makes no sense; the reason is for the log only.
     Failed(Mechanism, String),
     /// The credentials could not be checked (the store failed).
-    Unavailable(Mechanism, BackendError),
+    Unavailable(Mechanism, StoreError),
 }
 
 impl Session {
@@ -426,10 +426,10 @@ mod tests {
     use crate::sasl::credentials::Credentials;
     use crate::sasl::SaslSettings;
     use crate::store::shared::SharedTable;
-    use crate::test_backend::TestOffsets;
+    use crate::test_store::TestStore;
 
     async fn authenticator(mechanisms: Vec<Mechanism>) -> Arc<Authenticator> {
-        let backend = Arc::new(TestOffsets::default());
+        let backend = Arc::new(TestStore::default());
         let meta = crate::store::Meta::new(Arc::new(backend.clone()));
         let refresh = std::time::Duration::from_secs(60);
         let (credentials, _) = SharedTable::<Credentials>::start(&meta, refresh)

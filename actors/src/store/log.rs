@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::backend::{
-    AppendBatch, Appended, BackendError, BackendFuture, BackendResult, ProducerBatch, ReadBatches,
+use crate::store::{
+    AppendBatch, Appended, ProducerBatch, ReadBatches, StoreError, StoreFuture, StoreResult,
     TimestampedOffset, TopicLimits, TopicPartition, Watermarks,
 };
 
@@ -97,7 +97,7 @@ pub enum LogAnswer {
 
 /// Partition logs: the embedded store's keyspaces, or Iggy's partitions.
 pub trait LogStore: Send + Sync + 'static {
-    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer>;
+    fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer>;
     /// True when writers other than this gateway append to the logs (native Iggy
     /// producers): their appends raise no signal, so waiting fetches also re-read.
     fn external_appends(&self) -> bool {
@@ -113,12 +113,12 @@ pub struct Logs(Arc<dyn LogStore>);
 macro_rules! typed_calls {
     ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $out:ty = $call:expr => $answer:ident;)*) => {
         impl Logs {
-            $($(#[$doc])* pub async fn $name(&self, $($arg: $ty),*) -> BackendResult<$out> {
+            $($(#[$doc])* pub async fn $name(&self, $($arg: $ty),*) -> StoreResult<$out> {
                 let call = $call;
                 let name = call.name();
                 match self.0.call(call).await? {
                     LogAnswer::$answer(answer) => Ok(answer),
-                    _ => Err(BackendError::Fatal(format!(
+                    _ => Err(StoreError::Fatal(format!(
                         "the log store answered {name} with another kind of answer"
                     ))),
                 }
@@ -149,19 +149,19 @@ impl Logs {
         Logs(store)
     }
 
-    pub async fn delete(&self, name: Arc<str>) -> BackendResult<()> {
+    pub async fn delete(&self, name: Arc<str>) -> StoreResult<()> {
         self.done(LogCall::Delete(name)).await
     }
 
-    pub async fn set_limits(&self, name: Arc<str>, limits: TopicLimits) -> BackendResult<()> {
+    pub async fn set_limits(&self, name: Arc<str>, limits: TopicLimits) -> StoreResult<()> {
         self.done(LogCall::SetLimits { name, limits }).await
     }
 
-    async fn done(&self, call: LogCall) -> BackendResult<()> {
+    async fn done(&self, call: LogCall) -> StoreResult<()> {
         let name = call.name();
         match self.0.call(call).await? {
             LogAnswer::Done => Ok(()),
-            _ => Err(BackendError::Fatal(format!(
+            _ => Err(StoreError::Fatal(format!(
                 "the log store answered {name} with another kind of answer"
             ))),
         }

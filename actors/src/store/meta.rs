@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::backend::{BackendError, BackendFuture, BackendResult};
+use crate::store::{StoreError, StoreFuture, StoreResult};
 
 /// How many writes a table has taken: 0 before the first. Every write to a table
 /// gets a version no other write to it gets, on every gateway sharing the store, so
@@ -98,7 +98,7 @@ pub enum MetaAnswer {
 }
 
 pub trait MetaStore: Send + Sync + 'static {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer>;
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer>;
     /// The same store through a connection of its own (on Iggy; the embedded store
     /// has none to give): an actor that serializes its writes owns one, so they never
     /// queue behind other actors' calls.
@@ -128,14 +128,14 @@ impl Meta {
         Meta(self.0.client())
     }
 
-    pub async fn write(&self, table: &'static str, changes: Vec<Change>) -> BackendResult<Version> {
+    pub async fn write(&self, table: &'static str, changes: Vec<Change>) -> StoreResult<Version> {
         match self.0.call(MetaCall::Write { table, changes }).await? {
             MetaAnswer::Written(v) => Ok(v),
             _ => Err(unexpected("meta_write")),
         }
     }
 
-    pub async fn scan(&self, table: &'static str, prefix: &str) -> BackendResult<Scan> {
+    pub async fn scan(&self, table: &'static str, prefix: &str) -> StoreResult<Scan> {
         let prefix = prefix.to_string();
         match self.0.call(MetaCall::Scan { table, prefix }).await? {
             MetaAnswer::Scanned(scan) => Ok(scan),
@@ -143,22 +143,22 @@ impl Meta {
         }
     }
 
-    pub async fn since(&self, table: &'static str, since: Version) -> BackendResult<Since> {
+    pub async fn since(&self, table: &'static str, since: Version) -> StoreResult<Since> {
         match self.0.call(MetaCall::Since { table, since }).await? {
             MetaAnswer::Since(changes) => Ok(changes),
             _ => Err(unexpected("meta_since")),
         }
     }
 
-    pub async fn ping(&self) -> BackendResult<()> {
+    pub async fn ping(&self) -> StoreResult<()> {
         self.done(MetaCall::Ping).await
     }
 
-    pub async fn flush(&self) -> BackendResult<()> {
+    pub async fn flush(&self) -> StoreResult<()> {
         self.done(MetaCall::Flush).await
     }
 
-    async fn done(&self, call: MetaCall) -> BackendResult<()> {
+    async fn done(&self, call: MetaCall) -> StoreResult<()> {
         let name = call.name();
         match self.0.call(call).await? {
             MetaAnswer::Done => Ok(()),
@@ -167,8 +167,8 @@ impl Meta {
     }
 }
 
-fn unexpected(call: &str) -> BackendError {
-    BackendError::Fatal(format!(
+fn unexpected(call: &str) -> StoreError {
+    StoreError::Fatal(format!(
         "the metadata store answered {call} with another kind of answer"
     ))
 }

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use super::meta::{Change, Meta, Since, Version};
-use crate::backend::{BackendError, BackendResult};
+use crate::store::{StoreError, StoreResult};
 
 /// One kind of gateway state, kept as a table of the metadata store.
 pub trait Table: Sized + 'static {
@@ -58,16 +58,16 @@ fn encode<T: Table>(edit: &Edit<T::Key, T::Value>) -> Change {
 }
 
 /// Rows decoded from a scan; an entry that does not decode stops the load, naming it.
-pub fn decode_rows<T: Table>(entries: &[(String, Bytes)]) -> BackendResult<Rows<T>> {
+pub fn decode_rows<T: Table>(entries: &[(String, Bytes)]) -> StoreResult<Rows<T>> {
     entries
         .iter()
         .map(|(k, v)| decode_entry::<T>(k, v))
         .collect()
 }
 
-fn decode_entry<T: Table>(key: &str, value: &[u8]) -> BackendResult<(T::Key, T::Value)> {
+fn decode_entry<T: Table>(key: &str, value: &[u8]) -> StoreResult<(T::Key, T::Value)> {
     let bad = |reason: String| {
-        BackendError::Fatal(format!(
+        StoreError::Fatal(format!(
             "entry '{key}' of table '{}' is unreadable: {reason}",
             T::NAME
         ))
@@ -79,7 +79,7 @@ fn decode_entry<T: Table>(key: &str, value: &[u8]) -> BackendResult<(T::Key, T::
 }
 
 /// `rows` with `changes` applied in order.
-fn apply<T: Table>(rows: &Rows<T>, changes: &[Change]) -> BackendResult<Rows<T>> {
+fn apply<T: Table>(rows: &Rows<T>, changes: &[Change]) -> StoreResult<Rows<T>> {
     let mut next = rows.clone();
     for change in changes {
         match change {
@@ -89,7 +89,7 @@ fn apply<T: Table>(rows: &Rows<T>, changes: &[Change]) -> BackendResult<Rows<T>>
             }
             Change::Delete { key } => {
                 let k = T::decode_key(key).map_err(|reason| {
-                    BackendError::Fatal(format!(
+                    StoreError::Fatal(format!(
                         "key '{key}' of table '{}' is unreadable: {reason}",
                         T::NAME
                     ))
@@ -106,7 +106,7 @@ async fn caught_up<T: Table>(
     meta: &Meta,
     version: Version,
     rows: Arc<Rows<T>>,
-) -> BackendResult<(Version, Arc<Rows<T>>)> {
+) -> StoreResult<(Version, Arc<Rows<T>>)> {
     match meta.since(T::NAME, version).await? {
         Since::Changes(v, changes) if changes.is_empty() => Ok((v, rows)),
         Since::Changes(v, changes) => Ok((v, Arc::new(apply::<T>(&rows, &changes)?))),
@@ -132,7 +132,7 @@ impl<T: Table> SharedTable<T> {
     pub async fn start(
         meta: &Meta,
         refresh: Duration,
-    ) -> BackendResult<(Addr<SharedTable<T>>, watch::Receiver<Arc<T::View>>)> {
+    ) -> StoreResult<(Addr<SharedTable<T>>, watch::Receiver<Arc<T::View>>)> {
         let meta = meta.client();
         let scan = meta.scan(T::NAME, "").await?;
         let rows = Arc::new(decode_rows::<T>(&scan.entries)?);
@@ -158,7 +158,7 @@ impl<T: Table> SharedTable<T> {
     }
 
     /// Catches up, then answers the rows; `wait`ed or atomic, so one at a time.
-    fn catch_up(&self) -> impl ActorFuture<Self, Output = BackendResult<Arc<Rows<T>>>> + 'static {
+    fn catch_up(&self) -> impl ActorFuture<Self, Output = StoreResult<Arc<Rows<T>>>> + 'static {
         let (meta, version, rows) = (self.meta.clone(), self.version, self.rows.clone());
         async move { caught_up::<T>(&meta, version, rows).await }
             .into_actor(self)
@@ -194,11 +194,11 @@ impl<T> Default for CatchUp<T> {
 }
 
 impl<T: Table> Message for CatchUp<T> {
-    type Result = BackendResult<Arc<Rows<T>>>;
+    type Result = StoreResult<Arc<Rows<T>>>;
 }
 
 impl<T: Table> Handler<CatchUp<T>> for SharedTable<T> {
-    type Result = AtomicResponse<Self, BackendResult<Arc<Rows<T>>>>;
+    type Result = AtomicResponse<Self, StoreResult<Arc<Rows<T>>>>;
 
     fn handle(&mut self, _: CatchUp<T>, _: &mut Self::Context) -> Self::Result {
         AtomicResponse::new(Box::pin(self.catch_up()))
@@ -215,11 +215,11 @@ pub type Decide<T, R> =
 pub struct Modify<T: Table, R>(pub Decide<T, R>);
 
 impl<T: Table, R: 'static> Message for Modify<T, R> {
-    type Result = BackendResult<R>;
+    type Result = StoreResult<R>;
 }
 
 impl<T: Table, R: 'static> Handler<Modify<T, R>> for SharedTable<T> {
-    type Result = AtomicResponse<Self, BackendResult<R>>;
+    type Result = AtomicResponse<Self, StoreResult<R>>;
 
     fn handle(&mut self, msg: Modify<T, R>, _: &mut Self::Context) -> Self::Result {
         let meta = self.meta.clone();
@@ -238,7 +238,7 @@ impl<T: Table, R: 'static> Handler<Modify<T, R>> for SharedTable<T> {
                 Ok((version, rows, answer))
             }
             .into_actor(act)
-            .map(|done: BackendResult<_>, act, _| {
+            .map(|done: StoreResult<_>, act, _| {
                 let (version, rows, answer) = done?;
                 act.settle(version, rows);
                 Ok(answer)

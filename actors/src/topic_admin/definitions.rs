@@ -11,9 +11,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::backend::TopicMeta;
 use crate::store::log::LogInfo;
 use crate::store::shared::{Rows, Table};
+use crate::store::TopicMeta;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Definition {

@@ -19,7 +19,6 @@ use uuid::Uuid;
 
 pub mod definitions;
 
-use crate::backend::{BackendError, TopicMeta};
 use crate::config_catalog::definitions::MAX_PARTITIONS;
 use crate::config_catalog::{
     ChangeTopicConfigs, ClusterConfig, ConfigCatalog, ConfigChange, ConfigError,
@@ -29,6 +28,7 @@ use crate::offsets::Offsets;
 use crate::settings::BrokerSettings;
 use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable};
 use crate::store::{Logs, Meta};
+use crate::store::{StoreError, TopicMeta};
 use definitions::{Definition, Definitions};
 
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
@@ -49,7 +49,7 @@ pub enum TopicError {
     #[error("topic '{0}' does not exist")]
     Unknown(String),
     #[error(transparent)]
-    Backend(#[from] BackendError),
+    Backend(#[from] StoreError),
     #[error("the config catalog is not running")]
     CatalogGone,
 }
@@ -63,8 +63,8 @@ impl TopicError {
             TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
             TopicError::Config(e) => e.code(),
             TopicError::Unknown(_) => ResponseError::UnknownTopicOrPartition,
-            TopicError::Backend(BackendError::TopicExists(_)) => ResponseError::TopicAlreadyExists,
-            TopicError::Backend(BackendError::UnknownTopic(_)) => {
+            TopicError::Backend(StoreError::TopicExists(_)) => ResponseError::TopicAlreadyExists,
+            TopicError::Backend(StoreError::UnknownTopic(_)) => {
                 ResponseError::UnknownTopicOrPartition
             }
             TopicError::Backend(e) => e.code(),
@@ -193,7 +193,7 @@ impl TopicAdmin {
         (logs, meta, offsets): (Logs, &Meta, Offsets),
         (catalog, configs): (Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>),
         settings: Arc<BrokerSettings>,
-    ) -> Result<(Addr<TopicAdmin>, watch::Receiver<Arc<TopicTable>>), BackendError> {
+    ) -> Result<(Addr<TopicAdmin>, watch::Receiver<Arc<TopicTable>>), StoreError> {
         let refresh = settings.topic_refresh_interval;
         let (definitions, _) = SharedTable::<Definitions>::start(meta, refresh).await?;
         let topics = listed(&logs, &definitions).await?;
@@ -475,12 +475,12 @@ impl Handler<BrokerConfigsChanged> for TopicAdmin {
 async fn listed(
     logs: &Logs,
     definitions: &Addr<SharedTable<Definitions>>,
-) -> Result<Vec<TopicMeta>, BackendError> {
+) -> Result<Vec<TopicMeta>, StoreError> {
     let listed = logs.list().await?;
     let rows = definitions
         .send(CatchUp::default())
         .await
-        .map_err(|_| BackendError::Unavailable("topic definitions unavailable".into()))??;
+        .map_err(|_| StoreError::Unavailable("topic definitions unavailable".into()))??;
     Ok(listed
         .iter()
         .map(|log| definitions::topic(log, &rows))
@@ -488,13 +488,13 @@ async fn listed(
 }
 
 /// The incarnation of a topic's logs as the store holds them now.
-async fn incarnation_of(logs: &Logs, name: &str) -> Result<u64, BackendError> {
+async fn incarnation_of(logs: &Logs, name: &str) -> Result<u64, StoreError> {
     logs.list()
         .await?
         .into_iter()
         .find(|l| &*l.name == name)
         .map(|l| l.incarnation)
-        .ok_or_else(|| BackendError::UnknownTopic(name.to_string()))
+        .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))
 }
 
 /// Stores `topic`'s definition, for the logs of `incarnation`.
@@ -502,7 +502,7 @@ async fn define(
     definitions: &Addr<SharedTable<Definitions>>,
     topic: &TopicMeta,
     incarnation: u64,
-) -> Result<(), BackendError> {
+) -> Result<(), StoreError> {
     let definition = Definition {
         id: topic.id,
         replication_factor: topic.replication_factor,
@@ -515,7 +515,7 @@ async fn define(
             (vec![edit], ())
         })))
         .await
-        .map_err(|_| BackendError::Unavailable("topic definitions unavailable".into()))?
+        .map_err(|_| StoreError::Unavailable("topic definitions unavailable".into()))?
 }
 
 #[cfg(test)]

@@ -31,10 +31,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iggy::prelude::{IggyError, SystemClient};
-use iggy_kafka_actors::backend::{BackendError, BackendFuture, BackendResult};
 use iggy_kafka_actors::store::meta::{
     Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
 };
+use iggy_kafka_actors::store::{StoreError, StoreFuture, StoreResult};
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 
@@ -93,7 +93,7 @@ struct MetaClient {
 }
 
 impl MetaStore for MetaClient {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         let task = serve(self.inner.clone(), self.conn.clone(), call);
         run_timed(&self.handle, self.request_timeout, task)
     }
@@ -134,7 +134,7 @@ pub(super) async fn serve(
     inner: Arc<Inner>,
     conn: Arc<Conn>,
     call: MetaCall,
-) -> BackendResult<MetaAnswer> {
+) -> StoreResult<MetaAnswer> {
     let at = At {
         inner: &inner,
         conn: &conn,
@@ -177,7 +177,7 @@ impl At<'_> {
         &self.inner.config.gateway_stream
     }
 
-    async fn write(&self, table: &'static str, changes: Vec<Change>) -> BackendResult<Version> {
+    async fn write(&self, table: &'static str, changes: Vec<Change>) -> StoreResult<Version> {
         let replica = self.replica(table).await?;
         let record = encode_write(&changes);
         let offset = gateway_log::append(self.conn, self.gateway_stream(), &replica.log, record)
@@ -192,7 +192,7 @@ impl At<'_> {
         Ok(offset + 1)
     }
 
-    async fn scan(&self, table: &'static str, prefix: &str) -> BackendResult<Scan> {
+    async fn scan(&self, table: &'static str, prefix: &str) -> StoreResult<Scan> {
         let replica = self.replica(table).await?;
         self.catch_up(&replica).await?;
         let state = replica.state().lock();
@@ -202,7 +202,7 @@ impl At<'_> {
         })
     }
 
-    async fn since(&self, table: &'static str, since: Version) -> BackendResult<Since> {
+    async fn since(&self, table: &'static str, since: Version) -> StoreResult<Since> {
         let replica = self.replica(table).await?;
         self.catch_up(&replica).await?;
         let (current, recent) = {
@@ -211,7 +211,7 @@ impl At<'_> {
             (current, state.state().recent(since, current))
         };
         if since > current {
-            return Err(BackendError::Fatal(format!(
+            return Err(StoreError::Fatal(format!(
                 "changes of table '{table}' asked since version {since}, past its end \
                  (version {current})"
             )));
@@ -241,7 +241,7 @@ impl At<'_> {
     }
 
     /// The replica of `table`, loaded (and its logs made) on first use.
-    async fn replica(&self, table: &'static str) -> BackendResult<Arc<Replica>> {
+    async fn replica(&self, table: &'static str) -> StoreResult<Arc<Replica>> {
         let replica = self
             .inner
             .meta
@@ -274,7 +274,7 @@ impl At<'_> {
                     replayed = loaded.since_snapshot(),
                     "loaded a table (its snapshot, then the records after it)"
                 );
-                Ok::<_, BackendError>(Mutex::new(loaded))
+                Ok::<_, StoreError>(Mutex::new(loaded))
             })
             .await?;
         Ok(replica)
@@ -282,7 +282,7 @@ impl At<'_> {
 
     /// Applies what was appended to the table's log since the replica last read it,
     /// then starts a snapshot if one is due.
-    async fn catch_up(&self, replica: &Arc<Replica>) -> BackendResult<()> {
+    async fn catch_up(&self, replica: &Arc<Replica>) -> StoreResult<()> {
         let log = &replica.log;
         gateway_log::catch_up(self.conn, self.gateway_stream(), log, replica.state())
             .await
@@ -308,41 +308,39 @@ impl At<'_> {
         Ok(())
     }
 
-    fn iggy_error(&self, e: IggyError, log: &str) -> BackendError {
+    fn iggy_error(&self, e: IggyError, log: &str) -> StoreError {
         table_error(e, self.gateway_stream(), log)
     }
 
-    fn load_error(&self, e: LoadError, log: &str) -> BackendError {
+    fn load_error(&self, e: LoadError, log: &str) -> StoreError {
         match e {
             LoadError::Iggy(e) => self.iggy_error(e, log),
             // A hole or a broken snapshot: retrying will not mend it.
-            other => BackendError::Fatal(other.to_string()),
+            other => StoreError::Fatal(other.to_string()),
         }
     }
 }
 
 /// Iggy's answer about a table log as a backend error: retriable when Iggy says so.
-fn table_error(e: IggyError, stream: &str, log: &str) -> BackendError {
+fn table_error(e: IggyError, stream: &str, log: &str) -> StoreError {
     match backend_error(e, None, log) {
         // A table is never unknown: its log was deleted under the gateway.
-        BackendError::UnknownTopic(_) | BackendError::UnknownPartition { .. } => {
-            BackendError::Fatal(format!(
-                "table log '{log}' is missing from Iggy stream '{stream}'"
-            ))
-        }
+        StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. } => StoreError::Fatal(
+            format!("table log '{log}' is missing from Iggy stream '{stream}'"),
+        ),
         other => other,
     }
 }
 
-fn malformed(log: &str, offset: u64) -> BackendError {
-    BackendError::Fatal(format!(
+fn malformed(log: &str, offset: u64) -> StoreError {
+    StoreError::Fatal(format!(
         "table log '{log}' holds a record at offset {offset} that is not a table write"
     ))
 }
 
 /// Writes a snapshot of a table from its replica, through the snapshot connection
 /// (large writes never hold up calls), unless another gateway has just written one.
-async fn snapshot(inner: &Inner, replica: &Replica) -> BackendResult<()> {
+async fn snapshot(inner: &Inner, replica: &Replica) -> StoreResult<()> {
     let (conn, stream, log) = (
         &inner.pools.snapshots,
         inner.config.gateway_stream.as_str(),

@@ -9,8 +9,8 @@ use iggy::prelude::{
     Consumer, Identifier, IggyByteSize, IggyExpiry, MaxTopicSize, MessageClient, PollingStrategy,
     SegmentClient, SystemClient, TopicClient, TopicCreateOptions,
 };
-use iggy_kafka_actors::backend::BackendError;
 use iggy_kafka_actors::store::meta::{Change, Meta, Since};
+use iggy_kafka_actors::store::StoreError;
 
 use super::test_server::Server;
 use super::{log_of, MetaClient};
@@ -157,7 +157,7 @@ async fn writes_scans_and_changes_round_trip() {
             Since::Changes(3, vec![])
         );
         match m.since("round", 4).await {
-            Err(BackendError::Fatal(msg)) => assert!(msg.contains("past its end"), "{msg}"),
+            Err(StoreError::Fatal(msg)) => assert!(msg.contains("past its end"), "{msg}"),
             other => panic!("since past the end: {other:?}"),
         }
     }
@@ -350,7 +350,7 @@ async fn a_table_whose_lost_records_no_snapshot_covers_is_refused_naming_its_log
 
     let restarted = backend(&server, 1_000_000).await;
     match meta(&restarted).scan("holey", "").await {
-        Err(BackendError::Fatal(msg)) => assert_eq!(
+        Err(StoreError::Fatal(msg)) => assert_eq!(
             msg,
             format!("gateway log 'meta.holey' lost records 0..{first}, which no snapshot covers")
         ),
@@ -377,7 +377,7 @@ async fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only(
         conn: Arc::new(Conn::own(&gw.inner.config).unwrap()),
     }));
     match hasty.write("t", vec![put("k", b"2")]).await {
-        Err(BackendError::Unavailable(_)) => {}
+        Err(StoreError::Unavailable(_)) => {}
         other => panic!("a write answered in no time: {other:?}"),
     }
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -397,7 +397,7 @@ async fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only(
     // table goes on from what the log holds.
     server.stop();
     match m.write("t", vec![put("k", b"lost")]).await {
-        Err(BackendError::Unavailable(_)) => {}
+        Err(StoreError::Unavailable(_)) => {}
         other => panic!("a write with Iggy down: {other:?}"),
     }
     server.start_again();

@@ -1,8 +1,6 @@
-//! The storage port: the small, Kafka-shaped interface every backend implements.
-//!
-//! Actors and handlers only ever talk to `dyn Backend`; the embedded store and the
-//! Iggy adapter live in the root package. Calls are async so a network backend fits,
-//! and boxed so the trait stays object-safe.
+//! The vocabulary of the storage ports: partitions, batches, watermarks, what a topic
+//! and a gateway are, and the errors a store answers with. Calls are async so a
+//! network store fits, and boxed so the ports stay object-safe.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,11 +14,11 @@ use uuid::Uuid;
 
 use crate::protocol::records::BatchHeader;
 
-pub type BackendResult<T> = Result<T, BackendError>;
-pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = BackendResult<T>> + Send + 'a>>;
+pub type StoreResult<T> = Result<T, StoreError>;
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'a>>;
 
 #[derive(Debug, thiserror::Error)]
-pub enum BackendError {
+pub enum StoreError {
     #[error("topic '{0}' already exists")]
     TopicExists(String),
     #[error("topic '{0}' does not exist")]
@@ -35,17 +33,17 @@ pub enum BackendError {
     Fatal(String),
 }
 
-impl BackendError {
+impl StoreError {
     /// The Kafka error a client gets when the backend fails: retriable when retrying
     /// can help.
     pub fn code(&self) -> ResponseError {
         match self {
-            BackendError::UnknownTopic(_) | BackendError::UnknownPartition { .. } => {
+            StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. } => {
                 ResponseError::UnknownTopicOrPartition
             }
-            BackendError::TopicExists(_) => ResponseError::TopicAlreadyExists,
-            BackendError::Unavailable(_) => ResponseError::RequestTimedOut,
-            BackendError::Fatal(_) => ResponseError::KafkaStorageError,
+            StoreError::TopicExists(_) => ResponseError::TopicAlreadyExists,
+            StoreError::Unavailable(_) => ResponseError::RequestTimedOut,
+            StoreError::Fatal(_) => ResponseError::KafkaStorageError,
         }
     }
 }
@@ -239,16 +237,3 @@ impl fmt::Debug for ScramCredential {
 
 /// Every stored SCRAM credential: user → mechanism → credential.
 pub type ScramCredentials = BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>;
-
-/// Every call goes through [`crate::metrics::MeteredBackend`], which forwards each method
-/// by name: a method added here is added there too, defaults included.
-pub trait Backend: Send + Sync + 'static {
-    // --- SASL (docs/SECURITY.md): SCRAM credentials shared by every gateway on the
-    // backend, and the backend's own users for PLAIN (`sasl_plain_backend = "iggy"`). ---
-    /// Whether `user` logs in to the backend's own users with `password`. Only the
-    /// Iggy backend has users; settings refuse `sasl_plain_backend = "iggy"` elsewhere.
-    fn check_login(&self, _user: &str, _password: &str) -> BackendFuture<'_, bool> {
-        Box::pin(async { Err(BackendError::Fatal("this backend has no users".into())) })
-    }
-    // --- end of SASL ---
-}

@@ -10,19 +10,19 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, Semaphore};
 
-use crate::backend::*;
 use crate::settings::{BrokerSettings, TopicRules};
 use crate::store::meta::{Change, MetaAnswer, MetaCall, Scan, Since, Version};
+use crate::store::*;
 use crate::store::{LogAnswer, LogCall, LogStore, MetaStore};
 
 /// Metadata tables in memory, and no topics. Offset commits take `delay`, and with a
 /// `gate` those of a partition 0 wait for a permit of it, telling `entered` once they
 /// are in the store;
 /// offset reads are immediate, or fail as a store that cannot be reached
-/// (`failing_reads`). The metadata port is served by `Arc<TestOffsets>`, whose clients
+/// (`failing_reads`). The metadata port is served by `Arc<TestStore>`, whose clients
 /// share all of it.
 #[derive(Default)]
-pub struct TestOffsets {
+pub struct TestStore {
     pub delay: Duration,
     pub gate: Option<Arc<Semaphore>>,
     pub entered: Notify,
@@ -45,7 +45,7 @@ struct MemoryTable {
 }
 
 impl MetaStore for MemoryMeta {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         let mut tables = self.0.lock();
         let answer = match call {
             MetaCall::Write { table, changes } => {
@@ -90,8 +90,8 @@ impl MetaStore for MemoryMeta {
     }
 }
 
-impl MetaStore for Arc<TestOffsets> {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+impl MetaStore for Arc<TestStore> {
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         let offsets = |table: &str| table == crate::offsets::table::TABLE;
         match call {
             MetaCall::Write { table, changes } if offsets(table) => Box::pin(async move {
@@ -118,7 +118,7 @@ impl MetaStore for Arc<TestOffsets> {
                 if offsets(table)
                     && self.failing_reads.load(std::sync::atomic::Ordering::SeqCst) =>
             {
-                Box::pin(async { Err(BackendError::Unavailable("reads fail on purpose".into())) })
+                Box::pin(async { Err(StoreError::Unavailable("reads fail on purpose".into())) })
             }
             call => self.meta.call(call),
         }
@@ -129,13 +129,13 @@ impl MetaStore for Arc<TestOffsets> {
     }
 }
 
-fn unused<T>() -> BackendFuture<'static, T> {
-    Box::pin(async { Err(BackendError::Fatal("not used by the tests".into())) })
+fn unused<T>() -> StoreFuture<'static, T> {
+    Box::pin(async { Err(StoreError::Fatal("not used by the tests".into())) })
 }
 
 /// No logs at all.
-impl LogStore for TestOffsets {
-    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+impl LogStore for TestStore {
+    fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
         match call {
             LogCall::List => Box::pin(async { Ok(LogAnswer::Listed(Vec::new())) }),
             _ => unused(),
@@ -143,7 +143,7 @@ impl LogStore for TestOffsets {
     }
 }
 
-impl Backend for TestOffsets {}
+impl Users for TestStore {}
 
 /// Settings for a gateway under test (no listener: handlers are called directly).
 pub fn settings() -> BrokerSettings {

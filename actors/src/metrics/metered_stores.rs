@@ -11,8 +11,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::{latency_histogram, Metrics};
-use crate::backend::*;
 use crate::store::meta::{MetaAnswer, MetaCall};
+use crate::store::*;
 use crate::store::{LogAnswer, LogCall, LogStore, MetaStore};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -67,7 +67,7 @@ impl MeteredLog {
 }
 
 impl LogStore for MeteredLog {
-    fn call(&self, call: LogCall) -> BackendFuture<'_, LogAnswer> {
+    fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
         let name = call.name();
         timed(&self.metrics, (name, ""), self.inner.call(call))
     }
@@ -91,7 +91,7 @@ impl MeteredMeta {
 }
 
 impl MetaStore for MeteredMeta {
-    fn call(&self, call: MetaCall) -> BackendFuture<'_, MetaAnswer> {
+    fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         let labels = (call.name(), call.table());
         timed(&self.metrics, labels, self.inner.call(call))
     }
@@ -106,14 +106,14 @@ impl MetaStore for MeteredMeta {
 }
 
 /// Times and counts every call to the backend it wraps.
-pub struct MeteredBackend {
-    inner: Arc<dyn Backend>,
+pub struct MeteredUsers {
+    inner: Arc<dyn Users>,
     metrics: Arc<Metrics>,
 }
 
-impl MeteredBackend {
-    pub fn new(inner: Arc<dyn Backend>, metrics: Arc<Metrics>) -> MeteredBackend {
-        MeteredBackend { inner, metrics }
+impl MeteredUsers {
+    pub fn new(inner: Arc<dyn Users>, metrics: Arc<Metrics>) -> MeteredUsers {
+        MeteredUsers { inner, metrics }
     }
 }
 
@@ -121,8 +121,8 @@ impl MeteredBackend {
 fn timed<'a, T: 'a>(
     metrics: &'a Metrics,
     (call, table): (&'static str, &'static str),
-    work: BackendFuture<'a, T>,
-) -> BackendFuture<'a, T> {
+    work: StoreFuture<'a, T>,
+) -> StoreFuture<'a, T> {
     let started = Instant::now();
     Box::pin(async move {
         let result = work.await;
@@ -132,11 +132,11 @@ fn timed<'a, T: 'a>(
             .observe(started.elapsed().as_secs_f64());
         if let Err(e) = &result {
             let error = match e {
-                BackendError::TopicExists(_) => "topic_exists",
-                BackendError::UnknownTopic(_) => "unknown_topic",
-                BackendError::UnknownPartition { .. } => "unknown_partition",
-                BackendError::Unavailable(_) => "unavailable",
-                BackendError::Fatal(_) => "fatal",
+                StoreError::TopicExists(_) => "topic_exists",
+                StoreError::UnknownTopic(_) => "unknown_topic",
+                StoreError::UnknownPartition { .. } => "unknown_partition",
+                StoreError::Unavailable(_) => "unavailable",
+                StoreError::Fatal(_) => "fatal",
             };
             m.errors
                 .get_or_create(&FailureLabels { call, table, error })
@@ -146,8 +146,8 @@ fn timed<'a, T: 'a>(
     })
 }
 
-impl Backend for MeteredBackend {
-    fn check_login(&self, user: &str, password: &str) -> BackendFuture<'_, bool> {
+impl Users for MeteredUsers {
+    fn check_login(&self, user: &str, password: &str) -> StoreFuture<'_, bool> {
         timed(
             &self.metrics,
             ("check_login", ""),
