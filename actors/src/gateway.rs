@@ -1,6 +1,5 @@
 //! The registry every connection holds: where each kind of state lives.
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use actix::dev::Request;
@@ -195,16 +194,8 @@ impl Gateway {
     /// Sends an append to the log slot that owns the partition; always the same one, so
     /// appends to a partition keep the order they arrived in.
     pub fn append(&self, tp: TopicPartition, batch: AppendBatch) -> Request<LogSlot, Append> {
-        let slot = slot_of(&tp, self.log_slots.len());
+        let slot = tp.slot(self.log_slots.len());
         let queued = self.metrics.log_slots.enter(slot);
         self.log_slots[slot].send(Append { tp, batch, queued })
     }
-}
-
-/// A partition's slot among `n`: a stable hash, so the same partition always lands
-/// on the same actor (and, on Iggy, the same client).
-pub fn slot_of(tp: &TopicPartition, n: usize) -> usize {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    tp.hash(&mut h);
-    (h.finish() % n as u64) as usize
 }

@@ -22,7 +22,6 @@ use iggy::prelude::{
     UserClient,
 };
 use iggy_common::{AutoLogin, BinaryTransport, ClientState};
-use iggy_kafka_actors::gateway::slot_of;
 use iggy_kafka_actors::store::TopicPartition;
 
 use super::IggyConfig;
@@ -282,7 +281,7 @@ impl Pools {
 
     /// The produce client of a partition, for life.
     pub fn producer(&self, tp: &TopicPartition) -> &Conn {
-        &self.produce[slot_of(tp, self.produce.len())]
+        &self.produce[tp.slot(self.produce.len())]
     }
 
     /// The read client with the fewest calls in progress.

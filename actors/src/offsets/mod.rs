@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use actix::{Actor, Addr, ArbiterHandle};
 
-use crate::gateway::slot_of;
 use crate::metrics::Metrics;
 use crate::store::meta::Change;
 use crate::store::Meta;
@@ -77,7 +76,7 @@ impl Offsets {
         let mut per_slot: BTreeMap<usize, (Vec<usize>, Vec<T>)> = BTreeMap::new();
         for (i, item) in items.into_iter().enumerate() {
             let slot = per_slot
-                .entry(slot_of(tp(&item), self.slots.len()))
+                .entry(tp(&item).slot(self.slots.len()))
                 .or_default();
             slot.0.push(i);
             slot.1.push(item);
@@ -240,7 +239,7 @@ mod tests {
         let first = tp(0);
         let other = (1..)
             .map(tp)
-            .find(|p| slot_of(p, offsets.slots.len()) != slot_of(&first, offsets.slots.len()))
+            .find(|p| p.slot(offsets.slots.len()) != first.slot(offsets.slots.len()))
             .unwrap();
         (first, other)
     }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::hash::{Hash, Hasher};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -53,6 +54,16 @@ impl StoreError {
 pub struct TopicPartition {
     pub topic: Arc<str>,
     pub partition: i32,
+}
+
+impl TopicPartition {
+    /// The partition's slot among `n` (log slots, offset slots, Iggy clients): a
+    /// stable hash, so the same partition always lands on the same one.
+    pub fn slot(&self, n: usize) -> usize {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.hash(&mut h);
+        (h.finish() % n as u64) as usize
+    }
 }
 
 impl fmt::Display for TopicPartition {
