@@ -6,9 +6,9 @@
 //! from reading until its answer is written; reading stops until they are free (a
 //! frame's size is read first, its body only once its bytes are granted), so neither
 //! a client that pipelines too much nor one that stops reading its answers makes the
-//! gateway buffer without bound. The actor decodes each frame, starts its handler
-//! ([`api::route`]) and queues the answers strictly in request order, whatever order
-//! they finish in.
+//! gateway buffer without bound. The actor decodes each frame, hands it to the
+//! [`layers`] (authentication, quotas, authorization, routing, metrics) and queues
+//! the answers strictly in request order, whatever order they finish in.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -23,16 +23,16 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 
-use crate::api;
 use crate::gateway::Gateway;
+use crate::layers::{self, Served};
 use crate::limits::{ByteBudget, ConnectionSlot};
 use crate::metrics::ConnectionMeter;
 use crate::protocol::envelope;
 use crate::protocol::framing::{self, FrameCodec, FramePart};
-use crate::protocol::{Answer, Reply, WireError};
+use crate::protocol::{Answer, WireError};
 use crate::sasl;
 use crate::session::{Caller, Listener, Principal};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseKind};
 
 pub struct Connection {
     gateway: Gateway,
@@ -196,48 +196,58 @@ impl Connection {
         self.close_if_done(ctx);
     }
 
-    /// Writes request `seq`'s answer once `reply` resolves, in request order, throttled
-    /// by the quota it was `metered` against: a response to `(key, version)` encoded at
-    /// `answered_as` (version, correlation id), or a bare SASL token.
+    /// Writes request `seq`'s answer, or ends the connection, as the layers decided;
+    /// an answer goes out in request order, encoded at `correlation_id` and the version
+    /// the layers give, after which a throttled connection reads nothing for a while.
     fn reply(
         &mut self,
         (seq, held): (u64, Held),
-        (reply, metered): (Reply, crate::quotas::Metered),
-        started: Instant,
-        (key, version): (ApiKey, i16),
-        (answer_version, correlation_id): (i16, i32),
+        served: Served,
+        (key, correlation_id): (ApiKey, i32),
         ctx: &mut Context<Self>,
     ) {
-        let peer = self.peer;
-        ctx.spawn(reply.into_actor(self).map(move |mut answer, act, ctx| {
-            let throttle = act.gateway.quotas.settle(metered, version, &mut answer);
-            if !throttle.is_zero() {
-                let until = Instant::now() + throttle;
-                act.muted_until.send_modify(|u| *u = (*u).max(until));
+        let (reply, version) = match served {
+            Served::Reply { reply, version } => (reply, version),
+            Served::Close(reason) => {
+                tracing::info!(peer = %self.peer, %reason, "closing connection");
+                return self.close_before(seq, ctx);
             }
-            act.gateway.metrics.answered(key, version, &answer, started);
-            let encode = |r: &ResponseKind| {
-                envelope::encode_response(key, answer_version, correlation_id, r)
-                    .inspect_err(|e| tracing::error!(%peer, error = %e, "dropping an answer"))
-                    .ok()
-            };
-            let bytes = match answer {
-                Answer::Raw(token) => Some(framing::framed(&token)),
-                Answer::Send(r) => encode(&r),
-                Answer::SendAndClose(r, reason) => {
-                    tracing::info!(%peer, %reason, "closing connection after this answer");
-                    act.close_before(seq + 1, ctx);
-                    encode(&r)
-                }
-                Answer::Nothing => None,
-                Answer::Close(reason) => {
-                    tracing::info!(%peer, %reason, "closing connection");
-                    act.close_before(seq + 1, ctx);
-                    None
-                }
-            };
-            act.finish(seq, bytes, held, ctx);
-        }));
+            Served::Refuse(e) => return self.refuse(seq, e, ctx),
+        };
+        let peer = self.peer;
+        ctx.spawn(
+            reply
+                .into_actor(self)
+                .map(move |(answer, throttle), act, ctx| {
+                    if !throttle.is_zero() {
+                        let until = Instant::now() + throttle;
+                        act.muted_until.send_modify(|u| *u = (*u).max(until));
+                    }
+                    let encode = |r: &ResponseKind| {
+                        envelope::encode_response(key, version, correlation_id, r)
+                            .inspect_err(
+                                |e| tracing::error!(%peer, error = %e, "dropping an answer"),
+                            )
+                            .ok()
+                    };
+                    let bytes = match answer {
+                        Answer::Raw(token) => Some(framing::framed(&token)),
+                        Answer::Send(r) => encode(&r),
+                        Answer::SendAndClose(r, reason) => {
+                            tracing::info!(%peer, %reason, "closing connection after this answer");
+                            act.close_before(seq + 1, ctx);
+                            encode(&r)
+                        }
+                        Answer::Nothing => None,
+                        Answer::Close(reason) => {
+                            tracing::info!(%peer, %reason, "closing connection");
+                            act.close_before(seq + 1, ctx);
+                            None
+                        }
+                    };
+                    act.finish(seq, bytes, held, ctx);
+                }),
+        );
     }
 }
 
@@ -266,53 +276,19 @@ impl Handler<Frame> for Connection {
             return; // closing: nothing after a bad request is served
         }
         if self.sasl.expects_raw_token() {
-            let reply = self
-                .sasl
-                .serve_raw_token(&self.gateway.sasl, frame, self.peer);
-            // Counted as SaslAuthenticate v0; no response header is written.
-            let raw = (ApiKey::SaslAuthenticate, 0);
-            let reply = (reply, crate::quotas::Metered::Free);
-            return self.reply((seq, held), reply, started, raw, (0, 0), ctx);
+            let served =
+                layers::serve_raw_token(&self.gateway, &self.sasl, self.peer, (frame, started));
+            return self.reply((seq, held), served, (ApiKey::SaslAuthenticate, 0), ctx);
         }
         let request = match envelope::decode_request(frame) {
             Ok(r) => r,
             Err(e) => return self.refuse(seq, e, ctx),
         };
-        let version = request.header.request_api_version;
-        let correlation_id = request.header.correlation_id;
-        let key = request.api_key;
-        if let Err(reason) = self.sasl.admit(key, started) {
-            tracing::info!(peer = %self.peer, %reason, "closing connection");
-            return self.close_before(seq, ctx);
-        }
-        let mut metered = crate::quotas::Metered::Free;
-        let (reply, answer_version) = match request.body {
-            // KIP-511: answer at v0 so the client retries with a version both know.
-            None => (api::unsupported_api_versions(), 0),
-            Some(body @ (RequestKind::SaslHandshake(_) | RequestKind::SaslAuthenticate(_))) => (
-                self.sasl
-                    .serve(&self.gateway.sasl, version, body, self.peer),
-                version,
-            ),
-            Some(mut body) => {
-                let caller = self.caller(&request.header);
-                metered = self.gateway.quotas.meter(&caller, size, &mut body);
-                match api::route(&self.gateway, key, version, body, caller) {
-                    Ok(reply) => (reply, version),
-                    Err(e) => return self.refuse(seq, e, ctx),
-                }
-            }
-        };
-        let answered_as = (answer_version, correlation_id);
-        let reply = (reply, metered);
-        self.reply(
-            (seq, held),
-            reply,
-            started,
-            (key, version),
-            answered_as,
-            ctx,
-        );
+        let (key, correlation_id) = (request.api_key, request.header.correlation_id);
+        let caller = self.caller(&request.header);
+        let who = (self.peer, caller);
+        let served = layers::serve(&self.gateway, &self.sasl, who, (request, size, started));
+        self.reply((seq, held), served, (key, correlation_id), ctx);
     }
 }
 

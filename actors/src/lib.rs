@@ -19,6 +19,7 @@ pub mod connection;
 pub mod fuzzing;
 pub mod gateway;
 pub mod group_coordinator;
+pub mod layers;
 pub mod limits;
 pub mod log_slot;
 pub mod membership;

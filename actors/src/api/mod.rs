@@ -30,6 +30,7 @@ use std::future::{ready, Future};
 use futures_util::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
+use crate::authorizer::Access;
 use crate::gateway::Gateway;
 use crate::protocol::{Answer, Reply, WireError};
 use crate::session::Caller;
@@ -41,9 +42,8 @@ pub fn route(
     version: i16,
     body: RequestKind,
     caller: Caller,
+    access: Access,
 ) -> Result<Reply, WireError> {
-    // What the caller may do, by the ACLs in force as the request arrived.
-    let access = gw.access(&caller);
     Ok(match body {
         RequestKind::ApiVersions(r) => {
             let finalized = gw.cluster_config().finalized();
