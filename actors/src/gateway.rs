@@ -2,20 +2,18 @@
 
 use std::sync::Arc;
 
-use actix::dev::Request;
 use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
-use crate::append_signals::AppendSignals;
 use crate::authorizer::store::Acls;
 use crate::authorizer::{Access, Authorizer};
 use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
 use crate::limits::ByteBudget;
-use crate::log_slot::{Append, LogSlot};
 use crate::membership::{allocate_node_id, Cluster, Membership};
 use crate::metrics::{MeteredLog, MeteredMeta, MeteredUsers, Metrics};
 use crate::offsets::Offsets;
+use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
 use crate::quotas::store::Quotas as QuotaRows;
 use crate::quotas::Quotas;
@@ -24,16 +22,16 @@ use crate::sasl::Authenticator;
 use crate::session::Caller;
 use crate::settings::{BrokerSettings, TopicRules};
 use crate::store::shared::SharedTable;
-use crate::store::{AppendBatch, Node, TopicPartition, Users};
 use crate::store::{LogStore, Logs, Meta, MetaStore};
+use crate::store::{Node, Users};
 use crate::topic_admin::{TopicAdmin, TopicTable};
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
 #[derive(Clone)]
 pub struct Gateway {
     pub settings: Arc<BrokerSettings>,
-    /// The partition logs, metered.
-    pub logs: Logs,
+    /// The partition logs: appends through the log slots, reads, wake-ups.
+    pub partitions: Partitions,
     /// The metadata tables, metered.
     pub meta: Meta,
     pub producer_ids: Arc<ProducerIds>,
@@ -43,11 +41,9 @@ pub struct Gateway {
     pub catalog: Addr<ConfigCatalog>,
     /// The configurations in force as the config catalog last published them.
     pub configs: watch::Receiver<Arc<ClusterConfig>>,
-    pub log_slots: Arc<[Addr<LogSlot>]>,
     /// Committed offsets, through the offset slots.
     pub offsets: Offsets,
     pub groups: Addr<GroupCoordinator>,
-    pub signals: Arc<AppendSignals>,
     pub metrics: Arc<Metrics>,
     pub membership: Addr<Membership>,
     /// The live gateways as the membership actor last published them.
@@ -110,15 +106,7 @@ impl Gateway {
         let (quota_store, quota_table) =
             SharedTable::<QuotaRows>::start(&meta, settings.topic_refresh_interval).await?;
         let quotas = Quotas::new((quota_store, quota_table), metrics.clone());
-        let signals = Arc::new(AppendSignals::default());
-        let log_slots: Arc<[Addr<LogSlot>]> = (0..settings.log_slots.max(1))
-            .map(|i| {
-                let slot = LogSlot::new(logs.clone(), signals.clone());
-                let arbiter = &arbiters[i % arbiters.len()];
-                LogSlot::start_in_arbiter(arbiter, |_| slot)
-            })
-            .collect();
-        metrics.log_slots.show(log_slots.len());
+        let partitions = Partitions::start(logs, settings.log_slots, arbiters, metrics.clone());
         let groups =
             GroupCoordinator::new(settings.group_initial_rebalance_delay, metrics.clone()).start();
         let me = Node {
@@ -129,7 +117,7 @@ impl Gateway {
             &meta,
             me,
             (settings.node_heartbeat, settings.node_timeout),
-            log_slots.clone(),
+            partitions.clone(),
         )
         .await?;
         let queued_request_bytes = ByteBudget::new(settings.limits.queued_max_request_bytes);
@@ -142,7 +130,7 @@ impl Gateway {
         ));
         Ok(Gateway {
             producer_ids: Arc::new(ProducerIds::new(meta.client())),
-            logs,
+            partitions,
             meta,
             queued_request_bytes,
             settings,
@@ -150,10 +138,8 @@ impl Gateway {
             topics: table,
             catalog,
             configs,
-            log_slots,
             offsets,
             groups,
-            signals,
             metrics,
             membership,
             cluster,
@@ -189,13 +175,5 @@ impl Gateway {
     /// The configurations in force as of now.
     pub fn cluster_config(&self) -> Arc<ClusterConfig> {
         self.configs.borrow().clone()
-    }
-
-    /// Sends an append to the log slot that owns the partition; always the same one, so
-    /// appends to a partition keep the order they arrived in.
-    pub fn append(&self, tp: TopicPartition, batch: AppendBatch) -> Request<LogSlot, Append> {
-        let slot = tp.slot(self.log_slots.len());
-        let queued = self.metrics.log_slots.enter(slot);
-        self.log_slots[slot].send(Append { tp, batch, queued })
     }
 }

@@ -25,6 +25,7 @@ pub mod log_slot;
 pub mod membership;
 pub mod metrics;
 pub mod offsets;
+pub mod partitions;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod protocol;

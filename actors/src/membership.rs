@@ -17,7 +17,7 @@ use actix::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::log_slot::{ForgetProducers, LogSlot};
+use crate::partitions::Partitions;
 use crate::store::meta::{Change, Since, Version};
 use crate::store::Meta;
 use crate::store::{Endpoint, Node, StoreError, StoreResult, TopicPartition};
@@ -258,7 +258,7 @@ pub struct Membership {
     busy: bool,
     beats: u64,
     seen: Arc<tokio::sync::Mutex<Seen>>,
-    log_slots: Arc<[Addr<LogSlot>]>,
+    partitions: Partitions,
     view: watch::Sender<Arc<Cluster>>,
 }
 
@@ -284,7 +284,7 @@ impl Membership {
         meta: &Meta,
         me: Node,
         (heartbeat, timeout): (Duration, Duration),
-        log_slots: Arc<[Addr<LogSlot>]>,
+        partitions: Partitions,
     ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), StoreError> {
         let meta = meta.client();
         let seen = Arc::new(tokio::sync::Mutex::new(Seen::default()));
@@ -303,7 +303,7 @@ impl Membership {
             busy: false,
             beats: 0,
             seen,
-            log_slots,
+            partitions,
             view,
         };
         actor.publish(live);
@@ -334,9 +334,7 @@ impl Membership {
         );
         // Partitions may have been appended to through other nodes: idempotent
         // producer state is read again from the store before its next use.
-        for slot in self.log_slots.iter() {
-            slot.do_send(ForgetProducers);
-        }
+        self.partitions.forget_producers();
         self.view.send_replace(Arc::new(Cluster {
             me: self.me.clone(),
             nodes,

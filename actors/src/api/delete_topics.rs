@@ -18,7 +18,6 @@ use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
-use crate::log_slot::ForgetTopic;
 use crate::topic_admin::DeleteTopic;
 
 /// DeleteTopics v6 carries `topics` (name or id); earlier versions `topic_names`.
@@ -101,7 +100,7 @@ pub fn handle(
             (name, id, sent)
         })
         .collect();
-    let slots = gw.log_slots.clone();
+    let partitions = gw.partitions.clone();
 
     async move {
         let mut responses = Vec::with_capacity(pending.len());
@@ -113,9 +112,7 @@ pub fn handle(
                 Err(refusal) => Err(refusal),
                 Ok(request) => match request.await {
                     Ok(Ok(topic)) => {
-                        slots
-                            .iter()
-                            .for_each(|s| s.do_send(ForgetTopic(topic.name.clone())));
+                        partitions.forget_topic(&topic.name);
                         Ok(topic.id)
                     }
                     Ok(Err(e)) => Err((e.code(), e.to_string())),

@@ -81,13 +81,17 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
     let read_committed = req.isolation_level == READ_COMMITTED;
     // Appends by others (native Iggy producers) send no signal: look again now and
     // then, backing off, besides waking at once on this gateway's own appends.
-    let mut poll = gw.logs.external_appends().then_some(FIRST_POLL);
+    let mut poll = gw
+        .partitions
+        .logs()
+        .external_appends()
+        .then_some(FIRST_POLL);
     loop {
         // Subscribe before reading, so an append landing in between still wakes us.
         let mut signals: Vec<_> = topics
             .iter()
             .flat_map(|(_, _, ps)| ps.iter().filter_map(|w| w.target.as_ref().ok()))
-            .map(|tp| gw.signals.subscribe(tp))
+            .map(|tp| gw.partitions.subscribe(tp))
             .collect();
         let (responses, bytes, failed) =
             read_all(&gw, version, &topics, max_bytes, read_committed).await;
@@ -211,7 +215,11 @@ async fn read_partition(
     offset: i64,
     max_bytes: usize,
 ) -> Result<(Vec<Bytes>, i64, i64), ResponseError> {
-    let read = gw.logs.read(tp.clone(), offset, max_bytes.max(1)).await;
+    let read = gw
+        .partitions
+        .logs()
+        .read(tp.clone(), offset, max_bytes.max(1))
+        .await;
     let ReadBatches {
         batches,
         watermarks: w,

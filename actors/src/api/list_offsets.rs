@@ -97,10 +97,17 @@ async fn lookup(
         })
     };
     Ok(match timestamp {
-        LATEST => at(gw.logs.watermarks(tp.clone()).await?.high),
-        EARLIEST | EARLIEST_LOCAL => at(gw.logs.watermarks(tp.clone()).await?.log_start),
-        MAX_TIMESTAMP => gw.logs.max_timestamp(tp.clone()).await?,
-        t if t >= 0 => gw.logs.offset_for_timestamp(tp.clone(), t).await?,
+        LATEST => at(gw.partitions.logs().watermarks(tp.clone()).await?.high),
+        EARLIEST | EARLIEST_LOCAL => {
+            at(gw.partitions.logs().watermarks(tp.clone()).await?.log_start)
+        }
+        MAX_TIMESTAMP => gw.partitions.logs().max_timestamp(tp.clone()).await?,
+        t if t >= 0 => {
+            gw.partitions
+                .logs()
+                .offset_for_timestamp(tp.clone(), t)
+                .await?
+        }
         // Anything else, such as -5 (latest tiered offset): nothing is tiered here.
         _ => None,
     })

@@ -104,7 +104,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                             partition: p.index,
                         };
                         // Enqueued now, while requests are still in arrival order.
-                        let append = gw.append(tp, batch);
+                        let append = gw.partitions.append(tp, batch);
                         Outcome::Appending {
                             index: p.index,
                             log_append_time,
