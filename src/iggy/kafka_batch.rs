@@ -2,25 +2,21 @@
 //!
 //! `kafka_protocol::records` keeps a record's headers in an `IndexMap`, which merges
 //! repeated header keys; Kafka allows them, and the Iggy mapping must be byte-exact.
-//! So records are read and written here: decompression comes from `records::inflate`,
-//! the record layout (varints, keys, values, ordered headers) is parsed directly.
+//! So records are read and written here, from the records section Produce
+//! decompressed (`AppendBatch::records`); the record layout (varints, keys, values, ordered headers) is parsed directly.
 //! Batches written back to consumers are uncompressed.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use iggy_kafka_actors::protocol::records::{
-    self, InflateError, ATTRIBUTES_AT, COMPRESSION_MASK, HEADER_LEN, LOG_OVERHEAD,
-    MAX_TIMESTAMP_AT, RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT,
+    ATTRIBUTES_AT, HEADER_LEN, LOG_OVERHEAD, MAX_TIMESTAMP_AT, RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT,
 };
+use iggy_kafka_actors::store::AppendBatch;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BatchCodecError {
     #[error("record batch is truncated")]
     Truncated,
-    #[error("record batch compression {0} is unknown")]
-    Compression(i16),
-    #[error("cannot decompress the record batch: {0}")]
-    Decompress(String),
     #[error("malformed record: {0}")]
     Record(&'static str),
 }
@@ -46,28 +42,22 @@ pub struct DecodedBatch {
     pub records: Vec<KafkaRecord>,
 }
 
-/// Reads every record of a validated batch (decompressing it if needed).
-pub fn decode(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
-    if batch.len() < HEADER_LEN {
-        return Err(BatchCodecError::Truncated);
-    }
-    let attributes = (&batch[ATTRIBUTES_AT..]).get_i16();
-    let base_timestamp = (&batch[ATTRIBUTES_AT + 6..]).get_i64();
-    let max_timestamp = (&batch[MAX_TIMESTAMP_AT..]).get_i64();
-    let count = (&batch[RECORD_COUNT_AT..]).get_i32().max(0) as usize;
-    let log_append_time = attributes & TIMESTAMP_TYPE_BIT != 0;
-    let body = inflate(attributes & COMPRESSION_MASK, batch.slice(HEADER_LEN..))?;
+/// Reads every record of a produced batch from the records Produce decompressed.
+pub fn decode(batch: &AppendBatch) -> Result<DecodedBatch, BatchCodecError> {
+    let h = &batch.header;
+    let body = &batch.records;
     let mut cursor = Cursor {
-        data: &body,
+        data: body,
         pos: 0,
         end: body.len(),
     };
     // The count is the producer's claim; never reserve more than the bytes can hold.
+    let count = h.record_count.max(0) as usize;
     let mut records = Vec::with_capacity(count.min(body.len() / 7 + 1));
     for index in 0..count {
-        let mut r = read_record(&mut cursor, base_timestamp, index)?;
-        if log_append_time {
-            r.timestamp = max_timestamp;
+        let mut r = read_record(&mut cursor, h.base_timestamp, index)?;
+        if h.log_append_time {
+            r.timestamp = h.max_timestamp;
         }
         records.push(r);
     }
@@ -75,23 +65,9 @@ pub fn decode(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
         return Err(BatchCodecError::Record("bytes after the last record"));
     }
     Ok(DecodedBatch {
-        log_append_time,
+        log_append_time: h.log_append_time,
         records,
     })
-}
-
-/// The records part of a batch, decompressed. Produce has already decompressed it
-/// within the request's budget (`max_decompressed_request_bytes`), so no budget here.
-fn inflate(codec: i16, data: Bytes) -> Result<Bytes, BatchCodecError> {
-    if codec == 0 {
-        return Ok(data);
-    }
-    let mut out = Vec::new();
-    records::inflate(codec, &data, usize::MAX, &mut out).map_err(|e| match e {
-        InflateError::Codec(codec) => BatchCodecError::Compression(codec),
-        other => BatchCodecError::Decompress(other.to_string()),
-    })?;
-    Ok(out.into())
 }
 
 /// The record at `index` of its batch: its offset delta must be `index`, since the log
@@ -414,6 +390,16 @@ impl OpenBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iggy_kafka_actors::protocol::records::{self, BatchHeader};
+
+    /// A batch's records as the engine gets them: decompressed by Produce's own step.
+    fn decode_produced(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
+        decode(&AppendBatch {
+            header: BatchHeader::parse(batch),
+            records: records::batch_records(batch, usize::MAX).expect("decompresses"),
+            bytes: batch.clone(),
+        })
+    }
 
     /// `records` as one batch at consecutive offsets from `base_offset`, whatever their
     /// timestamps (`BatchWriter` would split a LogAppendTime batch where they differ).
@@ -451,7 +437,7 @@ mod tests {
     fn encoded_batches_decode_to_the_same_records() {
         let batch = encode(42, false, &sample());
         crate_validates(&batch);
-        let decoded = decode(&batch).unwrap();
+        let decoded = decode_produced(&batch).unwrap();
         assert!(!decoded.log_append_time);
         assert_eq!(decoded.records, sample());
     }
@@ -496,7 +482,7 @@ mod tests {
             .collect();
         let batch = encode(7, false, &records);
         iggy_kafka_actors::protocol::records::validate(&batch).expect("valid batch");
-        assert_eq!(decode(&batch).unwrap().records, records);
+        assert_eq!(decode_produced(&batch).unwrap().records, records);
     }
 
     fn crate_validates(batch: &Bytes) {
@@ -545,10 +531,21 @@ mod tests {
                 },
             )
             .unwrap();
-            let decoded = decode(&buf.freeze()).unwrap();
+            let batch = buf.freeze();
+            let decoded = decode_produced(&batch).unwrap();
             assert_eq!(decoded.records.len(), 3, "{compression:?}");
             assert_eq!(decoded.records[2].timestamp, 12);
             assert_eq!(decoded.records[1].key.as_deref(), Some(&b"k1"[..]));
+            // The engine reads what Produce decompressed, never the batch's compressed
+            // bytes again: with those wiped, the records read the same.
+            let mut wiped = BytesMut::from(&batch[..]);
+            wiped[HEADER_LEN..].fill(0);
+            let again = decode(&AppendBatch {
+                header: BatchHeader::parse(&batch),
+                records: records::batch_records(&batch, usize::MAX).unwrap(),
+                bytes: wiped.freeze(),
+            });
+            assert_eq!(again.unwrap().records, decoded.records, "{compression:?}");
         }
     }
 
@@ -579,7 +576,7 @@ mod tests {
         for b in &batches {
             records::validate(b).expect("valid batch");
         }
-        let decoded = decode(&batches[1]).unwrap();
+        let decoded = decode_produced(&batches[1]).unwrap();
         assert!(decoded.log_append_time);
         assert_eq!(decoded.records.len(), 2);
 
@@ -591,13 +588,13 @@ mod tests {
         assert!(!one.push(1, &r(1), false), "but no more");
         let (one, next) = one.finish();
         assert_eq!(next, 1, "the read ahead starts after what was taken");
-        assert_eq!(decode(&one[0]).unwrap().records.len(), 1);
+        assert_eq!(decode_produced(&one[0]).unwrap().records.len(), 1);
     }
 
     #[test]
     fn log_append_time_batches_give_every_record_the_batch_time() {
         let batch = encode(0, true, &sample());
-        let decoded = decode(&batch).unwrap();
+        let decoded = decode_produced(&batch).unwrap();
         assert!(decoded.log_append_time);
         assert!(decoded
             .records
@@ -636,7 +633,7 @@ mod tests {
                 let mut b = BytesMut::from(&batch[..]);
                 b[at] = byte;
                 let b = b.freeze();
-                let Ok(decoded) = decode(&b) else {
+                let Ok(decoded) = decode_produced(&b) else {
                     refused += 1;
                     continue;
                 };
@@ -667,12 +664,12 @@ mod tests {
     fn records_that_disagree_with_their_lengths_or_offsets_are_refused() {
         let batch = encode(0, false, &sample()[1..]);
         let body = &batch[HEADER_LEN..];
-        assert!(decode(&batch).is_ok());
+        assert!(decode_produced(&batch).is_ok());
         // One byte more inside the record than its fields use, length raised to match.
         let mut longer = body.to_vec();
         longer[0] += 2; // zigzag: +1
         longer.push(0);
-        let refused = decode(&with_records(&batch, &longer)).unwrap_err();
+        let refused = decode_produced(&with_records(&batch, &longer)).unwrap_err();
         assert_eq!(
             refused,
             BatchCodecError::Record("record longer than its fields")
@@ -680,7 +677,7 @@ mod tests {
         // A byte after the last record.
         let mut trailing = body.to_vec();
         trailing.push(0);
-        let refused = decode(&with_records(&batch, &trailing)).unwrap_err();
+        let refused = decode_produced(&with_records(&batch, &trailing)).unwrap_err();
         assert_eq!(
             refused,
             BatchCodecError::Record("bytes after the last record")
@@ -690,7 +687,7 @@ mod tests {
         let delta_at = 1 + 1 + varlong_len(0);
         assert_eq!(skipped[delta_at], 0);
         skipped[delta_at] = 2; // zigzag: 1
-        let refused = decode(&with_records(&batch, &skipped)).unwrap_err();
+        let refused = decode_produced(&with_records(&batch, &skipped)).unwrap_err();
         assert_eq!(
             refused,
             BatchCodecError::Record("offset delta out of order")
@@ -704,7 +701,7 @@ mod tests {
             let mut b = BytesMut::from(&batch[..cut]);
             // Keep the declared count: the records section is what is short.
             b.truncate(cut);
-            assert!(decode(&b.freeze()).is_err(), "cut at {cut}");
+            assert!(decode_produced(&b.freeze()).is_err(), "cut at {cut}");
         }
     }
 }

@@ -70,7 +70,7 @@ impl Inner {
         batch: AppendBatch,
     ) -> StoreResult<Appended> {
         let partition = partition_id(&tp)?;
-        let decoded = kafka_batch::decode(&batch.bytes)
+        let decoded = kafka_batch::decode(&batch)
             .map_err(|e| StoreError::Fatal(format!("unreadable record batch: {e}")))?;
         let h = batch.header;
         let stamp = h.is_idempotent().then_some(ProducerStamp {

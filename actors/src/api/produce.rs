@@ -207,9 +207,9 @@ fn check_batch(
         ));
     }
     let mut header = records::validate(&records).map_err(|e| (e.error_code(), e.to_string()))?;
-    let inflated = records::inflate_batch(&records, *inflate_budget, &mut std::io::sink())
+    let inflated = records::batch_records(&records, *inflate_budget)
         .map_err(|e| (e.error_code(), e.to_string()))?;
-    *inflate_budget -= inflated;
+    *inflate_budget -= inflated.len();
     if header.transactional {
         return Err((
             ResponseError::InvalidTxnState,
@@ -225,7 +225,12 @@ fn check_batch(
     } else {
         (records, -1)
     };
-    Ok((AppendBatch { header, bytes }, log_append_time))
+    let batch = AppendBatch {
+        header,
+        bytes,
+        records: inflated,
+    };
+    Ok((batch, log_append_time))
 }
 
 fn partition_error(

@@ -101,11 +101,14 @@ pub struct TopicLimits {
 pub type ClusterConfigs = BTreeMap<String, BTreeMap<String, String>>;
 
 /// A validated record batch to append. `bytes` is the batch exactly as it will be
-/// served back, except its base offset, which the backend assigns.
+/// served back, except its base offset, which the backend assigns; `records` is its
+/// records section decompressed, as Produce checked it, for an engine that stores
+/// records one by one (so a batch is decompressed at most once).
 #[derive(Clone, Debug)]
 pub struct AppendBatch {
     pub header: BatchHeader,
     pub bytes: Bytes,
+    pub records: Bytes,
 }
 
 /// Offsets that bound a partition's log.
