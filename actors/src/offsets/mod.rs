@@ -1,8 +1,9 @@
 //! Committed consumer-group offsets: the table they live in ([`table`]), the slots
-//! that commit them ([`slot`]), and [`Offsets`], the one way handlers reach them. It
+//! that commit them ([`slot`]), the two clients each slot owns ([`clients`]), and [`Offsets`], the one way handlers reach them. It
 //! hides which slot owns a partition: a request sends at most one message per slot
 //! (all its partitions on that slot), so a huge request cannot starve others.
 
+pub mod clients;
 pub mod slot;
 pub mod table;
 
@@ -16,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::store::meta::Change;
 use crate::store::Meta;
 use crate::store::{CommittedOffset, StoreResult, TopicPartition};
+use clients::{CommitClient, ReadClient};
 pub use slot::OffsetError;
 use slot::{CommitOffsets, OffsetSlot};
 
@@ -23,7 +25,7 @@ use slot::{CommitOffsets, OffsetSlot};
 pub struct Offsets {
     slots: Arc<[Addr<OffsetSlot>]>,
     /// Each slot's read client: reads never queue behind the slot's commits.
-    readers: Arc<[Meta]>,
+    readers: Arc<[ReadClient]>,
     /// For reads of the whole table and for a deleted topic's offsets, which no slot owns.
     admin: Meta,
     metrics: Arc<Metrics>,
@@ -43,17 +45,14 @@ impl Offsets {
         // Each client answers once before the slots serve: their connections are up.
         let (mut slots, mut readers) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for i in 0..n {
-            let (commits, reads) = (meta.client(), meta.client());
-            commits.ping().await?;
-            reads.ping().await?;
-            let slot = OffsetSlot::new(commits);
+            let slot = OffsetSlot::new(CommitClient::connect(meta).await?);
             slots.push(OffsetSlot::start_in_arbiter(
                 &arbiters[i % arbiters.len()],
                 |_| slot,
             ));
-            readers.push(reads);
+            readers.push(ReadClient::connect(meta).await?);
         }
-        let (slots, readers): (Arc<[Addr<OffsetSlot>]>, Arc<[Meta]>) =
+        let (slots, readers): (Arc<[Addr<OffsetSlot>]>, Arc<[ReadClient]>) =
             (slots.into(), readers.into());
         metrics.offset_slots.show(n);
         let offsets = Offsets {
@@ -102,10 +101,9 @@ impl Offsets {
                 let msg = CommitOffsets {
                     group: group.clone(),
                     entries,
-                    deadline,
                     queued: self.metrics.offset_slots.enter(slot),
                 };
-                // The deadline is the request's timeout: an answer after it is Timeout.
+                // The deadline is the request's timeout, as an actor timeout (`slot`).
                 let wait = deadline.saturating_duration_since(Instant::now());
                 (at, self.slots[slot].send(msg).timeout(wait))
             })
@@ -128,24 +126,14 @@ impl Offsets {
         deadline: Instant,
     ) -> Result<Vec<Option<CommittedOffset>>, OffsetError> {
         let mut out = vec![None; partitions.len()];
-        let prefix = table::group_prefix(group);
         for (slot, at, partitions) in self.by_slot(partitions, |tp| tp) {
             let _queued = self.metrics.offset_slots.enter(slot);
-            let read = self.readers[slot].scan(table::TABLE, &prefix);
-            let scan = tokio::time::timeout_at(deadline.into(), read)
+            let read = self.readers[slot].read(group, &partitions);
+            let read = tokio::time::timeout_at(deadline.into(), read)
                 .await
                 .map_err(|_| OffsetError::Timeout)??;
-            let stored: BTreeMap<&str, &bytes::Bytes> =
-                scan.entries.iter().map(|(k, v)| (k.as_str(), v)).collect();
-            for (i, tp) in at.into_iter().zip(partitions) {
-                out[i] = match stored.get(table::key(group, &tp).as_str()) {
-                    Some(v) => Some(table::decode(v).ok_or_else(|| {
-                        crate::store::StoreError::Fatal(format!(
-                            "committed offset of group '{group}' on {tp} is unreadable"
-                        ))
-                    })?),
-                    None => None,
-                };
+            for (i, offset) in at.into_iter().zip(read) {
+                out[i] = offset;
             }
         }
         Ok(out)
@@ -357,5 +345,7 @@ mod tests {
         );
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert!(!store.applied.lock().contains(&8));
+        // The write under way when the deadline passed completed in the slot.
+        assert!(store.applied.lock().contains(&7));
     }
 }

@@ -1,23 +1,24 @@
 //! Offset slots: the actors that commit consumer-group offsets.
 //!
-//! A partition always maps to the same slot (`Offsets`), and each slot owns a commit
-//! client of the metadata store of its own. A slot takes one commit message at a time
-//! (its handler is atomic: the mailbox holds the next until this one is written), so
-//! commits on a slot are applied one at a time, in the order they arrived, by
-//! construction. A commit message past its deadline when its turn comes answers
-//! Timeout unwritten; one whose write outlives the deadline answers Timeout too.
-//! Reads never come here: they go through the slot's read client, so they never wait
-//! behind a commit.
-
-use std::sync::Arc;
-use std::time::Instant;
+//! A partition always maps to the same slot (`Offsets`), and each slot owns the
+//! commit client of its own ([`CommitClient`]). A slot takes one commit message at a
+//! time (its handler is atomic: the mailbox holds the next until this one is
+//! written), so commits on a slot are applied one at a time, in the order they
+//! arrived, by construction.
+//!
+//! Deadlines are actor timeouts: `Offsets` sends each message with what is left of
+//! the request's timeout, and the requester gets Timeout when it passes. A message
+//! whose requester has given up is dropped unhandled when its turn comes (actix does
+//! not run a handler nobody waits for), so it is never written; a write already under
+//! way when the deadline passes completes in the slot, so a commit answered Timeout
+//! may have been applied, as in Kafka. Reads never come here: they go through the
+//! slot's read client, so they never wait behind a commit.
 
 use actix::prelude::*;
+use std::sync::Arc;
 
-use super::table;
+use super::clients::CommitClient;
 use crate::metrics::Queued;
-use crate::store::meta::Change;
-use crate::store::Meta;
 use crate::store::{CommittedOffset, StoreError, TopicPartition};
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -40,18 +41,16 @@ impl From<StoreError> for OffsetError {
 pub struct CommitOffsets {
     pub group: Arc<str>,
     pub entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
-    pub deadline: Instant,
     /// In the slot's queue until the commit is done.
     pub queued: Queued,
 }
 
 pub struct OffsetSlot {
-    commits: Meta,
+    commits: CommitClient,
 }
 
 impl OffsetSlot {
-    /// A slot committing through `commits`, a client of its own.
-    pub fn new(commits: Meta) -> Self {
+    pub fn new(commits: CommitClient) -> Self {
         OffsetSlot { commits }
     }
 }
@@ -69,28 +68,8 @@ impl Handler<CommitOffsets> for OffsetSlot {
             async move {
                 // In the slot's queue until this future ends.
                 let _queued = msg.queued;
-                if Instant::now() >= msg.deadline {
-                    return Err(OffsetError::Timeout);
-                }
-                let changes = msg
-                    .entries
-                    .iter()
-                    .map(|(tp, offset)| {
-                        let key = table::key(&msg.group, tp);
-                        match offset {
-                            Some(c) => Change::Put {
-                                key,
-                                value: table::encode(c),
-                            },
-                            None => Change::Delete { key },
-                        }
-                    })
-                    .collect();
-                let write = commits.write(table::TABLE, changes);
-                match tokio::time::timeout_at(msg.deadline.into(), write).await {
-                    Ok(written) => written.map(drop).map_err(OffsetError::from),
-                    Err(_) => Err(OffsetError::Timeout),
-                }
+                let written = commits.commit(&msg.group, &msg.entries).await;
+                written.map_err(OffsetError::from)
             }
             .into_actor(self),
         ))
