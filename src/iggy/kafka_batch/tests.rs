@@ -1,0 +1,315 @@
+use super::*;
+use iggy_kafka_actors::protocol::records::{self, BatchHeader};
+
+/// A batch's records as the engine gets them: decompressed by Produce's own step.
+fn decode_produced(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
+    decode(&AppendBatch {
+        header: BatchHeader::parse(batch),
+        records: records::batch_records(batch, usize::MAX).expect("decompresses"),
+        bytes: batch.clone(),
+    })
+}
+
+/// `records` as one batch at consecutive offsets from `base_offset`, whatever their
+/// timestamps (`BatchWriter` would split a LogAppendTime batch where they differ).
+fn encode(base_offset: u64, log_append_time: bool, records: &[KafkaRecord]) -> Bytes {
+    let size = records.iter().map(approximate_size).sum();
+    let mut batch = OpenBatch::new(base_offset, records[0].timestamp, log_append_time, size);
+    records.iter().for_each(|r| batch.push(r));
+    batch.finish()
+}
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+fn sample() -> Vec<KafkaRecord> {
+    vec![
+        KafkaRecord {
+            timestamp: 1_700_000_000_000,
+            key: None,
+            value: Some(Bytes::from_static(b"v")),
+            headers: vec![
+                (Bytes::from_static(b"h"), Some(Bytes::from_static(b"1"))),
+                (Bytes::from_static(b"h"), None),
+            ],
+        },
+        KafkaRecord {
+            timestamp: 1_600_000_000_000,
+            key: Some(Bytes::new()),
+            value: None,
+            headers: vec![],
+        },
+    ]
+}
+
+#[test]
+fn encoded_batches_decode_to_the_same_records() {
+    let batch = encode(42, false, &sample());
+    crate_validates(&batch);
+    let decoded = decode_produced(&batch).unwrap();
+    assert!(!decoded.log_append_time);
+    assert_eq!(decoded.records, sample());
+}
+
+#[test]
+fn varlong_len_is_what_put_varlong_writes() {
+    let edges = [
+        0,
+        1,
+        -1,
+        63,
+        64,
+        -64,
+        -65,
+        8191,
+        8192,
+        i32::MAX as i64,
+        i64::MAX,
+        i64::MIN,
+    ];
+    for v in edges.into_iter().chain((-300..300).map(|i| i * 977)) {
+        let mut out = BytesMut::new();
+        put_varlong(&mut out, v);
+        assert_eq!(varlong_len(v), out.len(), "{v}");
+    }
+}
+
+#[test]
+fn records_of_every_size_class_encode_with_exact_lengths() {
+    let records: Vec<KafkaRecord> = [0usize, 1, 63, 64, 200, 8191, 8192, 70_000]
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| KafkaRecord {
+            timestamp: 1_700_000_000_000 - i as i64 * 1_000_000,
+            key: (i % 2 == 0).then(|| Bytes::from(vec![b'k'; n / 3])),
+            value: Some(Bytes::from(vec![i as u8; n])),
+            headers: vec![(
+                Bytes::from(vec![b'h'; n / 7]),
+                Some(Bytes::from(vec![1; n])),
+            )],
+        })
+        .collect();
+    let batch = encode(7, false, &records);
+    iggy_kafka_actors::protocol::records::validate(&batch).expect("valid batch");
+    assert_eq!(decode_produced(&batch).unwrap().records, records);
+}
+
+fn crate_validates(batch: &Bytes) {
+    let header = iggy_kafka_actors::protocol::records::validate(batch).expect("valid batch");
+    assert_eq!(header.record_count, 2);
+    let mut b = batch.clone();
+    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut b).unwrap();
+    assert_eq!(set.records[0].offset, 42);
+    assert_eq!(set.records[1].timestamp, 1_600_000_000_000);
+}
+
+#[test]
+fn compressed_batches_from_kafka_protocol_decode() {
+    for compression in [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let records: Vec<Record> = (0..3)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i,
+                // kafka_protocol starts a new batch where offset - sequence changes.
+                sequence: i as i32,
+                timestamp: 10 + i,
+                key: Some(Bytes::from(format!("k{i}"))),
+                value: Some(Bytes::from(vec![i as u8; 100])),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        let batch = buf.freeze();
+        let decoded = decode_produced(&batch).unwrap();
+        assert_eq!(decoded.records.len(), 3, "{compression:?}");
+        assert_eq!(decoded.records[2].timestamp, 12);
+        assert_eq!(decoded.records[1].key.as_deref(), Some(&b"k1"[..]));
+        // The engine reads what Produce decompressed, never the batch's compressed
+        // bytes again: with those wiped, the records read the same.
+        let mut wiped = BytesMut::from(&batch[..]);
+        wiped[HEADER_LEN..].fill(0);
+        let again = decode(&AppendBatch {
+            header: BatchHeader::parse(&batch),
+            records: records::batch_records(&batch, usize::MAX).unwrap(),
+            bytes: wiped.freeze(),
+        });
+        assert_eq!(again.unwrap().records, decoded.records, "{compression:?}");
+    }
+}
+
+#[test]
+fn fetched_records_split_into_batches_where_kafka_needs_it() {
+    let r = |timestamp| KafkaRecord {
+        timestamp,
+        key: None,
+        value: Some(Bytes::from_static(b"v")),
+        headers: vec![],
+    };
+    let mut w = BatchWriter::new(usize::MAX, 0);
+    let fetched = [
+        (5, 1, false),
+        (6, 2, false),
+        (7, 9, true),
+        (8, 9, true),
+        (9, 10, true),
+        (11, 3, false),
+    ];
+    for (offset, timestamp, log_append_time) in fetched {
+        assert!(w.push(offset, &r(timestamp), log_append_time));
+    }
+    let (batches, next) = w.finish();
+    let bases: Vec<i64> = batches.iter().map(|b| records::base_offset(b)).collect();
+    assert_eq!(bases, vec![5, 7, 9, 11]);
+    assert_eq!(next, 12);
+    for b in &batches {
+        records::validate(b).expect("valid batch");
+    }
+    let decoded = decode_produced(&batches[1]).unwrap();
+    assert!(decoded.log_append_time);
+    assert_eq!(decoded.records.len(), 2);
+
+    let mut one = BatchWriter::new(1, 1);
+    assert!(
+        one.push(0, &r(1), false),
+        "at least one record, even over budget"
+    );
+    assert!(!one.push(1, &r(1), false), "but no more");
+    let (one, next) = one.finish();
+    assert_eq!(next, 1, "the read ahead starts after what was taken");
+    assert_eq!(decode_produced(&one[0]).unwrap().records.len(), 1);
+}
+
+#[test]
+fn log_append_time_batches_give_every_record_the_batch_time() {
+    let batch = encode(0, true, &sample());
+    let decoded = decode_produced(&batch).unwrap();
+    assert!(decoded.log_append_time);
+    assert!(decoded
+        .records
+        .iter()
+        .all(|r| r.timestamp == 1_700_000_000_000));
+}
+
+/// Where each record of a valid uncompressed batch keeps its attributes byte, the
+/// one field `decode` does not read (unused in v2).
+fn attribute_positions(batch: &Bytes) -> Vec<usize> {
+    let body = batch.slice(HEADER_LEN..);
+    let mut c = Cursor {
+        data: &body,
+        pos: 0,
+        end: body.len(),
+    };
+    let mut at = Vec::new();
+    while c.left() > 0 {
+        let len = c.varint().unwrap() as usize;
+        at.push(HEADER_LEN + c.pos);
+        c.skip(len).unwrap();
+    }
+    at
+}
+
+#[test]
+fn corrupted_records_are_errors_or_read_as_they_stand() {
+    let batch = encode(0, false, &sample());
+    let unread = attribute_positions(&batch);
+    let (mut refused, mut read) = (0, 0);
+    for at in HEADER_LEN..batch.len() {
+        for byte in [0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff] {
+            if batch[at] == byte {
+                continue;
+            }
+            let mut b = BytesMut::from(&batch[..]);
+            b[at] = byte;
+            let b = b.freeze();
+            let Ok(decoded) = decode_produced(&b) else {
+                refused += 1;
+                continue;
+            };
+            read += 1;
+            // An accepted corruption is read: the records differ from the original,
+            // but for the one byte `decode` does not read.
+            let unchanged = decoded.records == sample();
+            assert_eq!(
+                unchanged,
+                unread.contains(&at),
+                "byte {at} set to {byte:#04x}"
+            );
+        }
+    }
+    // Both kinds occur: a corrupted length or count is refused, a corrupted value
+    // byte is a different value.
+    assert!(refused > 0 && read > 0, "refused {refused}, read {read}");
+}
+
+/// `batch` with its records section replaced by `records` (header fields kept).
+fn with_records(batch: &Bytes, records: &[u8]) -> Bytes {
+    let mut b = BytesMut::from(&batch[..HEADER_LEN]);
+    b.extend_from_slice(records);
+    b.freeze()
+}
+
+#[test]
+fn records_that_disagree_with_their_lengths_or_offsets_are_refused() {
+    let batch = encode(0, false, &sample()[1..]);
+    let body = &batch[HEADER_LEN..];
+    assert!(decode_produced(&batch).is_ok());
+    // One byte more inside the record than its fields use, length raised to match.
+    let mut longer = body.to_vec();
+    longer[0] += 2; // zigzag: +1
+    longer.push(0);
+    let refused = decode_produced(&with_records(&batch, &longer)).unwrap_err();
+    assert_eq!(
+        refused,
+        BatchCodecError::Record("record longer than its fields")
+    );
+    // A byte after the last record.
+    let mut trailing = body.to_vec();
+    trailing.push(0);
+    let refused = decode_produced(&with_records(&batch, &trailing)).unwrap_err();
+    assert_eq!(
+        refused,
+        BatchCodecError::Record("bytes after the last record")
+    );
+    // An offset delta of 1 for the first record (attributes, timestamp delta, then it).
+    let mut skipped = body.to_vec();
+    let delta_at = 1 + 1 + varlong_len(0);
+    assert_eq!(skipped[delta_at], 0);
+    skipped[delta_at] = 2; // zigzag: 1
+    let refused = decode_produced(&with_records(&batch, &skipped)).unwrap_err();
+    assert_eq!(
+        refused,
+        BatchCodecError::Record("offset delta out of order")
+    );
+}
+
+#[test]
+fn truncated_records_are_errors_not_panics() {
+    let batch = encode(0, false, &sample());
+    for cut in HEADER_LEN..batch.len() {
+        let mut b = BytesMut::from(&batch[..cut]);
+        // Keep the declared count: the records section is what is short.
+        b.truncate(cut);
+        assert!(decode_produced(&b.freeze()).is_err(), "cut at {cut}");
+    }
+}
