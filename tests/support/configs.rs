@@ -1,4 +1,4 @@
-//! Raw requests and Kafka facts for the configuration tests (`tests/topic_configs.rs`,
+//! Raw requests and Kafka facts for the configuration tests (`tests/topic_configs/`,
 //! `tests/iggy_backend.rs`).
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Raw SASL exchanges (`tests/sasl.rs`, and the ACL tests' logins): SaslHandshake and
+//! Raw SASL exchanges (`tests/sasl/`, and the ACL tests' logins): SaslHandshake and
 //! SaslAuthenticate requests, and a whole PLAIN login.
 
 use bytes::Bytes;

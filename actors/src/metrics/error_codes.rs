@@ -2,7 +2,7 @@
 //! them: one per partition, topic, group or member result. A request-level code that
 //! sits beside such results counts only when set, so a Fetch without a top-level error
 //! is not counted twice. An API added to `api::SERVED` is taught here too;
-//! `tests/protocol_versions.rs` fails for a served API whose answers are not counted.
+//! `tests/protocol_versions/mod.rs` fails for a served API whose answers are not counted.
 
 use kafka_protocol::messages::ResponseKind;
 
