@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
-use iggy_kafka_actors::membership::Leave;
 use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{LogStore, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
@@ -190,7 +189,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         .await
         .map_err(StartError::ScramUsers)?;
     let metered_meta = gateway.meta.clone();
-    let (membership, cluster) = (gateway.membership.clone(), gateway.cluster.clone());
+    let groups = gateway.groups.clone();
 
     let (stop, stopping) = watch::channel(false);
     let connections = ConnectionLimits::new(
@@ -216,7 +215,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         )));
     }
     drop(gateway);
-    admin_state.set_serving(Some((metered_meta.clone(), cluster.clone())));
+    admin_state.set_serving(Some((metered_meta.clone(), groups.watch_cluster())));
     let first = endpoints[0].1;
     tracing::info!(data_dir = %settings.data_dir.display(), "gateway ready");
 
@@ -229,8 +228,8 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         // Leave the cluster first, while still serving: the other gateways take over this
         // one's groups and partitions at their next heartbeat, and clients sent elsewhere
         // (NOT_COORDINATOR, Metadata without this node) find them ready.
-        let others = cluster.borrow().nodes.len() > 1;
-        let _ = membership.send(Leave).await;
+        let others = groups.cluster().nodes.len() > 1;
+        groups.leave().await;
         if others {
             tracing::info!("left the cluster; handing over before closing connections");
             tokio::time::sleep(Duration::from_millis(settings.node_heartbeat_ms * 2)).await;

@@ -1,16 +1,18 @@
-//! The registry every connection holds: where each kind of state lives.
+//! The capabilities a running gateway gives its handlers: partitions, offsets, topics,
+//! groups, security (SASL, ACLs, quotas) and the shared parts beside them. Each hides
+//! the actors, slots and tables behind it; handlers take what they use.
 
 use std::sync::Arc;
 
-use actix::{Actor, Addr, ArbiterHandle};
-use tokio::sync::watch;
+use actix::{Actor, ArbiterHandle};
 
 use crate::authorizer::store::Acls;
 use crate::authorizer::{Access, Authorizer};
-use crate::config_catalog::{ClusterConfig, ConfigCatalog, StartError};
+use crate::config_catalog::{ConfigCatalog, StartError};
 use crate::group_coordinator::GroupCoordinator;
+use crate::groups::Groups;
 use crate::limits::ByteBudget;
-use crate::membership::{allocate_node_id, Cluster, Membership};
+use crate::membership::{allocate_node_id, Membership};
 use crate::metrics::{MeteredLog, MeteredMeta, MeteredUsers, Metrics};
 use crate::offsets::Offsets;
 use crate::partitions::Partitions;
@@ -20,11 +22,12 @@ use crate::quotas::Quotas;
 use crate::sasl::credentials::Credentials;
 use crate::sasl::Authenticator;
 use crate::session::Caller;
-use crate::settings::{BrokerSettings, TopicRules};
+use crate::settings::BrokerSettings;
 use crate::store::shared::SharedTable;
 use crate::store::{LogStore, Logs, Meta, MetaStore};
 use crate::store::{Node, Users};
-use crate::topic_admin::{TopicAdmin, TopicTable};
+use crate::topic_admin::TopicAdmin;
+use crate::topics::Topics;
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
 #[derive(Clone)]
@@ -35,19 +38,13 @@ pub struct Gateway {
     /// The metadata tables, metered.
     pub meta: Meta,
     pub producer_ids: Arc<ProducerIds>,
-    pub topic_admin: Addr<TopicAdmin>,
-    /// The topic table as the topic-admin actor last published it.
-    pub topics: watch::Receiver<Arc<TopicTable>>,
-    pub catalog: Addr<ConfigCatalog>,
-    /// The configurations in force as the config catalog last published them.
-    pub configs: watch::Receiver<Arc<ClusterConfig>>,
+    /// Topics and configurations: their tables as last published, changes to their owners.
+    pub topics: Topics,
     /// Committed offsets, through the offset slots.
     pub offsets: Offsets,
-    pub groups: Addr<GroupCoordinator>,
+    /// Consumer groups and the live gateways that coordinate them.
+    pub groups: Groups,
     pub metrics: Arc<Metrics>,
-    pub membership: Addr<Membership>,
-    /// The live gateways as the membership actor last published them.
-    pub cluster: watch::Receiver<Arc<Cluster>>,
     /// Bytes of requests read and not yet answered, over all connections.
     pub queued_request_bytes: ByteBudget,
     /// SASL logins: credentials, verification bound, failed-login delays.
@@ -113,7 +110,7 @@ impl Gateway {
             id: settings.node_id,
             ..me
         };
-        let (membership, cluster) = Membership::start_with(
+        let membership = Membership::start_with(
             &meta,
             me,
             (settings.node_heartbeat, settings.node_timeout),
@@ -128,52 +125,30 @@ impl Gateway {
             users,
             credentials,
         ));
+        let topics = Topics::new(
+            (topic_admin, table),
+            (catalog, configs),
+            settings.topic_rules,
+        );
         Ok(Gateway {
             producer_ids: Arc::new(ProducerIds::new(meta.client())),
             partitions,
             meta,
             queued_request_bytes,
             settings,
-            topic_admin,
-            topics: table,
-            catalog,
-            configs,
+            topics,
             offsets,
-            groups,
+            groups: Groups::new(groups, membership),
             metrics,
-            membership,
-            cluster,
             sasl,
             authorizer,
             quotas,
         })
     }
 
-    /// The topic rules in force: the dynamic broker configurations stored in the
-    /// store (`num.partitions`, …) where set, else the static settings. The one place
-    /// they are read.
-    pub fn topic_rules(&self) -> TopicRules {
-        self.cluster_config().topic_rules(self.settings.topic_rules)
-    }
-
-    /// The topic table as of now.
-    pub fn topic_table(&self) -> Arc<TopicTable> {
-        self.topics.borrow().clone()
-    }
-
     /// What `caller` may do, by the ACLs in force now: every handler's one way to
     /// authorize.
     pub fn access(&self, caller: &Caller) -> Access {
         Access::new(self.authorizer.as_ref(), caller)
-    }
-
-    /// The live gateways as of now.
-    pub fn cluster(&self) -> Arc<Cluster> {
-        self.cluster.borrow().clone()
-    }
-
-    /// The configurations in force as of now.
-    pub fn cluster_config(&self) -> Arc<ClusterConfig> {
-        self.configs.borrow().clone()
     }
 }

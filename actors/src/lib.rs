@@ -19,6 +19,7 @@ pub mod connection;
 pub mod fuzzing;
 pub mod gateway;
 pub mod group_coordinator;
+pub mod groups;
 pub mod layers;
 pub mod limits;
 pub mod log_slot;
@@ -39,6 +40,7 @@ pub mod store;
 mod test_store;
 pub mod tls;
 pub mod topic_admin;
+pub mod topics;
 
 pub use gateway::Gateway;
 pub use metrics::Metrics;

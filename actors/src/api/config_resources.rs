@@ -124,7 +124,7 @@ fn alter(
     let outcome = match resource(gw, authorized, resource_type, name) {
         Err(refusal) => ready(Err(refusal)).boxed_local(),
         Ok(Resource::Topic(topic)) => {
-            let sent = gw.topic_admin.send(AlterTopicConfigs {
+            let sent = gw.topics.alter_configs(AlterTopicConfigs {
                 name: topic,
                 change,
                 validate_only,
@@ -139,17 +139,17 @@ fn alter(
             .boxed_local()
         }
         Ok(Resource::Broker(scope)) => {
-            let sent = gw.catalog.send(AlterBrokerConfigs {
+            let sent = gw.topics.alter_broker_configs(AlterBrokerConfigs {
                 scope,
                 change,
                 validate_only,
             });
-            let admin = gw.topic_admin.clone();
+            let topics = gw.topics.clone();
             async move {
                 match sent.await {
                     Ok(Ok(_)) if validate_only => Ok(()),
-                    Ok(Ok(before)) => admin
-                        .send(BrokerConfigsChanged { before })
+                    Ok(Ok(before)) => topics
+                        .broker_configs_changed(BrokerConfigsChanged { before })
                         .await
                         .map_err(|_| unavailable("topic admin")),
                     Ok(Err(e)) => Err((e.code(), e.to_string())),

@@ -30,7 +30,7 @@ pub fn handle(
     req: CreateTopicsRequest,
     access: &Access,
 ) -> impl Future<Output = CreateTopicsResponse> {
-    let rules = gw.topic_rules();
+    let rules = gw.topics.rules();
     let any_topic = access.permits(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut seen: HashMap<String, usize> = HashMap::new();
     for t in &req.topics {
@@ -48,7 +48,7 @@ pub fn handle(
                     "CREATE on the topic is not allowed".to_string(),
                 )),
                 Err(message) => Err((ResponseError::InvalidRequest, message)),
-                Ok((partitions, replication_factor)) => Ok(gw.topic_admin.send(CreateTopic {
+                Ok((partitions, replication_factor)) => Ok(gw.topics.create(CreateTopic {
                     name: t.name.to_string(),
                     partitions: rules.partitions(partitions),
                     replication_factor: rules.replication_factor(replication_factor),
@@ -63,7 +63,7 @@ pub fn handle(
             (name, sent)
         })
         .collect();
-    let configs = gw.configs.clone();
+    let topics_now = gw.topics.clone();
 
     async move {
         let mut topics = Vec::with_capacity(pending.len());
@@ -84,8 +84,8 @@ pub fn handle(
                         .with_num_partitions(topic.partitions)
                         .with_replication_factor(topic.replication_factor)
                         .with_configs(Some(
-                            configs
-                                .borrow()
+                            topics_now
+                                .config()
                                 .topic_entries(&topic.configs)
                                 .into_iter()
                                 .map(|e| {

@@ -35,7 +35,7 @@ pub fn handle(
     req: DeleteTopicsRequest,
     access: &Access,
 ) -> impl Future<Output = DeleteTopicsResponse> {
-    let table = gw.topic_table();
+    let table = gw.topics.table();
     let targets: Vec<(Option<TopicName>, Uuid)> = if version >= TOPIC_STATES_FROM {
         req.topics
             .into_iter()
@@ -48,7 +48,7 @@ pub fn handle(
             .collect()
     };
     // Over the limit nothing is sent: every name answers the same refusal.
-    let limit = gw.topic_rules().delete_topics_max_names;
+    let limit = gw.topics.rules().delete_topics_max_names;
     let refused = (targets.len() > limit).then(|| {
         let message = format!(
             "the request names {} topics; at most {limit} may be deleted at once",
@@ -82,13 +82,13 @@ pub fn handle(
                     let deletable = may(Operation::Delete, &n);
                     match (deletable, described) {
                         // A topic named by id exists and was found by it.
-                        (true, _) if by_id => Ok(gw.topic_admin.send(DeleteTopic(n))),
+                        (true, _) if by_id => Ok(gw.topics.delete(DeleteTopic(n))),
                         (false, false) if by_id => {
                             name = None;
                             denied()
                         }
                         (_, false) => denied(),
-                        (true, true) => Ok(gw.topic_admin.send(DeleteTopic(n))),
+                        (true, true) => Ok(gw.topics.delete(DeleteTopic(n))),
                         (false, true) if table.get(&n).is_none() => Err((
                             ResponseError::UnknownTopicOrPartition,
                             format!("topic '{n}' does not exist"),

@@ -62,10 +62,10 @@ fn entries(
     access: &Access,
     r: &DescribeConfigsResource,
 ) -> Result<Vec<Entry>, (ResponseError, String)> {
-    let config = gw.cluster_config();
+    let config = gw.topics.config();
     let authorized = (access, Operation::DescribeConfigs);
     match resource(gw, authorized, r.resource_type, &r.resource_name)? {
-        Resource::Topic(name) => match gw.topic_table().get(&name) {
+        Resource::Topic(name) => match gw.topics.table().get(&name) {
             Some(topic) => Ok(config.topic_entries(&topic.configs)),
             None => Err((
                 ResponseError::UnknownTopicOrPartition,

@@ -39,7 +39,7 @@ struct Wanted {
 
 /// Each topic needs READ (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
 pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access) -> FetchResponse {
-    let table = gw.topic_table();
+    let table = gw.topics.table();
     let topics: Vec<(TopicName, Uuid, Vec<Wanted>)> = req
         .topics
         .into_iter()

@@ -14,5 +14,5 @@ pub fn group_denied(access: &Access, operation: Operation, group: &str) -> Optio
 /// NOT_COORDINATOR (16) unless this gateway coordinates `group` now; clients then
 /// look the coordinator up again and move there.
 pub fn not_coordinator(gw: &Gateway, group: &str) -> Option<ResponseError> {
-    (!gw.cluster().coordinates(group)).then_some(ResponseError::NotCoordinator)
+    (!gw.groups.cluster().coordinates(group)).then_some(ResponseError::NotCoordinator)
 }

@@ -60,7 +60,7 @@ pub fn find_coordinator(
     caller: &Caller,
     access: &Access,
 ) -> FindCoordinatorResponse {
-    let cluster = gw.cluster();
+    let cluster = gw.groups.cluster();
     let refusal = (req.key_type != GROUP_KEY).then(|| {
         tracing::info!(
             key_type = req.key_type,
@@ -141,7 +141,7 @@ pub async fn join(
         Some(e) => refused(e),
         None => gw
             .groups
-            .send(Join {
+            .ask(Join {
                 group: req.group_id.to_string(),
                 member_id: req.member_id.to_string(),
                 instance_id: req.group_instance_id.map(|i| i.to_string()),
@@ -210,7 +210,7 @@ pub async fn sync(
         Some(e) => refused(e),
         None => gw
             .groups
-            .send(Sync {
+            .ask(Sync {
                 group: req.group_id.to_string(),
                 generation: req.generation_id,
                 member_id: req.member_id.to_string(),
@@ -246,7 +246,7 @@ pub async fn heartbeat(gw: Gateway, req: HeartbeatRequest, access: Access) -> He
     }
     let error = gw
         .groups
-        .send(Heartbeat(MemberRef {
+        .ask(Heartbeat(MemberRef {
             group: req.group_id.to_string(),
             generation: req.generation_id,
             member_id: req.member_id.to_string(),
@@ -285,7 +285,7 @@ pub async fn leave(
     }
     let errors = gw
         .groups
-        .send(Leave {
+        .ask(Leave {
             group: req.group_id.to_string(),
             members: members.clone(),
         })
@@ -317,7 +317,7 @@ pub async fn describe(
     let names: Vec<String> = req.groups.iter().map(|g| g.to_string()).collect();
     let views = gw
         .groups
-        .send(Describe(Some(names.clone())))
+        .ask(Describe(Some(names.clone())))
         .await
         .unwrap_or_default();
     let with_offsets = gw.offsets.groups().await.unwrap_or_default();
@@ -383,7 +383,7 @@ pub async fn list(
     access: Access,
 ) -> ListGroupsResponse {
     let every = access.permits(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME);
-    let views = gw.groups.send(Describe(None)).await.unwrap_or_default();
+    let views = gw.groups.ask(Describe(None)).await.unwrap_or_default();
     let mut all: BTreeMap<String, (String, &'static str)> = views
         .into_iter()
         .map(|(name, v)| (name, (v.protocol_type, v.state.name())))
@@ -411,7 +411,7 @@ pub async fn list(
         .map(|f| f.to_ascii_lowercase())
         .collect();
     // Each gateway lists the groups it coordinates; admin clients ask every broker.
-    let cluster = gw.cluster();
+    let cluster = gw.groups.cluster();
     let groups = all
         .into_iter()
         .filter(|(name, _)| cluster.coordinates(name))
@@ -454,13 +454,13 @@ pub async fn delete(gw: Gateway, req: DeleteGroupsRequest, access: Access) -> De
         }
         let known = gw
             .groups
-            .send(Describe(Some(vec![group.clone()])))
+            .ask(Describe(Some(vec![group.clone()])))
             .await
             .unwrap_or_default();
         let outcome = if known.is_empty() && !with_offsets.contains(&group) {
             Err(ResponseError::GroupIdNotFound)
         } else {
-            match gw.groups.send(Forget(group.clone())).await {
+            match gw.groups.ask(Forget(group.clone())).await {
                 Ok(Ok(())) => offsets::delete_group_offsets(&gw, &group).await,
                 Ok(Err(e)) => Err(e),
                 Err(_) => Err(ResponseError::CoordinatorNotAvailable),

@@ -26,7 +26,7 @@ pub async fn handle(
 ) -> ListOffsetsResponse {
     // Leader epochs exist from v4.
     let epoch = if version >= 4 { 0 } else { -1 };
-    let table = gw.topic_table();
+    let table = gw.topics.table();
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let meta = table.get(&t.name).cloned();

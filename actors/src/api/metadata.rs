@@ -19,7 +19,7 @@ use crate::gateway::Gateway;
 use crate::membership::Cluster;
 use crate::session::Caller;
 use crate::store::{TopicMeta, TopicPartition};
-use crate::topic_admin::{validate_topic_name, CreateTopic, Refresh};
+use crate::topic_admin::{validate_topic_name, CreateTopic};
 
 /// Metadata carries `allow_auto_topic_creation` from v4 (KIP-361).
 const AUTO_CREATE_FLAG_FROM: i16 = 4;
@@ -37,8 +37,8 @@ pub async fn handle(
     caller: Caller,
     access: Access,
 ) -> MetadataResponse {
-    let cluster = gw.cluster();
-    let table = gw.topic_table();
+    let cluster = gw.groups.cluster();
+    let table = gw.topics.table();
     let topic_ops = |name: &str| {
         if req.include_topic_authorized_operations {
             access.operations(ResourceType::Topic, name)
@@ -66,13 +66,12 @@ pub async fn handle(
                 None => table.by_id(&t.topic_id).is_none(),
             });
             let table = if unseen {
-                let _ = gw.topic_admin.send(Refresh).await;
-                gw.topic_table()
+                gw.topics.refresh().await
             } else {
                 table
             };
             // KIP-361: from v4 the request must allow it too; before, the setting decides.
-            let may_create = gw.topic_rules().auto_create_topics_enable
+            let may_create = gw.topics.rules().auto_create_topics_enable
                 && (version < AUTO_CREATE_FLAG_FROM || req.allow_auto_topic_creation);
             let mut out = Vec::with_capacity(wanted.len());
             for t in wanted {
@@ -147,10 +146,10 @@ pub async fn handle(
 
 /// Creates a topic with the broker defaults; the answer for it this time.
 async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
-    let rules = gw.topic_rules();
+    let rules = gw.topics.rules();
     let created = gw
-        .topic_admin
-        .send(CreateTopic {
+        .topics
+        .create(CreateTopic {
             name: name.to_string(),
             partitions: rules.num_partitions,
             replication_factor: rules.default_replication_factor,

@@ -46,7 +46,7 @@ pub fn route(
 ) -> Result<Reply, WireError> {
     Ok(match body {
         RequestKind::ApiVersions(r) => {
-            let finalized = gw.cluster_config().finalized();
+            let finalized = gw.topics.config().finalized();
             answered(ResponseKind::ApiVersions(api_versions::handle(
                 version, &r, finalized,
             )))

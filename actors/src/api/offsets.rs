@@ -104,7 +104,7 @@ pub async fn commit(
             Err(e)
         } else {
             gw.groups
-                .send(CheckCommit(MemberRef {
+                .ask(CheckCommit(MemberRef {
                     group: group.to_string(),
                     generation: req.generation_id_or_member_epoch,
                     member_id: req.member_id.to_string(),
@@ -113,7 +113,7 @@ pub async fn commit(
                 .await
                 .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
         };
-    let table = gw.topic_table();
+    let table = gw.topics.table();
     // Per partition: the answer known now, or the entry to store.
     let mut planned: Planned = Vec::new();
     let mut entries = Vec::new();
@@ -370,7 +370,7 @@ async fn answer_group(
 async fn subscribed_topics(gw: &Gateway, group: &str) -> Option<HashSet<String>> {
     let views = gw
         .groups
-        .send(Describe(Some(vec![group.to_string()])))
+        .ask(Describe(Some(vec![group.to_string()])))
         .await
         .ok()?;
     let view = views.get(group)?;
@@ -412,7 +412,7 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> Of
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::GroupIdNotFound.code());
     }
-    let table = gw.topic_table();
+    let table = gw.topics.table();
     let mut planned: Planned = Vec::new();
     let mut entries = Vec::new();
     for t in req.topics {

@@ -39,8 +39,8 @@ enum Outcome {
 
 /// Each topic needs WRITE (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
 pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) -> Reply {
-    let table = gw.topic_table();
-    let config = gw.cluster_config();
+    let table = gw.topics.table();
+    let config = gw.topics.config();
     let acks = req.acks;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

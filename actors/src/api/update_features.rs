@@ -46,12 +46,12 @@ pub fn handle(
                 (false, false) => UpgradeType::Upgrade as i8,
             };
             let sent = seen.insert(u.feature.clone()).then(|| {
-                gw.catalog.send(UpdateFeature {
+                gw.topics.update_feature(UpdateFeature {
                     feature: u.feature.to_string(),
                     level: u.max_version_level,
                     upgrade_type,
                     validate_only: req.validate_only,
-                    topics: gw.topic_table().all().into_iter().cloned().collect(),
+                    topics: gw.topics.table().all().into_iter().cloned().collect(),
                 })
             });
             (u.feature, sent)

@@ -1,0 +1,104 @@
+//! Topics: the one way handlers reach topics and configurations. Changes go to the
+//! actor that owns them, which writes its table one change at a time: topics and
+//! their configurations to the topic-admin actor, broker configurations and features
+//! to the config catalog. Reads take the views those actors last published, without
+//! asking.
+
+use std::sync::Arc;
+
+use actix::dev::Request;
+use actix::Addr;
+use tokio::sync::watch;
+
+use crate::config_catalog::{AlterBrokerConfigs, ClusterConfig, ConfigCatalog, UpdateFeature};
+use crate::settings::TopicRules;
+use crate::topic_admin::{
+    AlterTopicConfigs, BrokerConfigsChanged, CreateTopic, DeleteTopic, Refresh, TopicAdmin,
+    TopicTable,
+};
+
+#[derive(Clone)]
+pub struct Topics {
+    admin: Addr<TopicAdmin>,
+    table: watch::Receiver<Arc<TopicTable>>,
+    catalog: Addr<ConfigCatalog>,
+    configs: watch::Receiver<Arc<ClusterConfig>>,
+    /// The topic rules of the static settings, under the dynamic ones.
+    rules: TopicRules,
+}
+
+impl Topics {
+    pub fn new(
+        (admin, table): (Addr<TopicAdmin>, watch::Receiver<Arc<TopicTable>>),
+        (catalog, configs): (Addr<ConfigCatalog>, watch::Receiver<Arc<ClusterConfig>>),
+        rules: TopicRules,
+    ) -> Self {
+        Topics {
+            admin,
+            table,
+            catalog,
+            configs,
+            rules,
+        }
+    }
+
+    /// The topic table as of now.
+    pub fn table(&self) -> Arc<TopicTable> {
+        self.table.borrow().clone()
+    }
+
+    /// The configurations in force as of now.
+    pub fn config(&self) -> Arc<ClusterConfig> {
+        self.configs.borrow().clone()
+    }
+
+    /// The topic rules in force: the dynamic broker configurations stored in the
+    /// store (`num.partitions`, …) where set, else the static settings. The one place
+    /// they are read.
+    pub fn rules(&self) -> TopicRules {
+        self.config().topic_rules(self.rules)
+    }
+
+    /// The topic table read again from the store now: a topic made through another
+    /// gateway or a native client is seen at once.
+    pub async fn refresh(&self) -> Arc<TopicTable> {
+        let _ = self.admin.send(Refresh).await;
+        self.table()
+    }
+
+    // Changes, each sent now, so changes sent in request order arrive in it.
+
+    pub fn create(&self, topic: CreateTopic) -> Request<TopicAdmin, CreateTopic> {
+        self.admin.send(topic)
+    }
+
+    pub fn delete(&self, topic: DeleteTopic) -> Request<TopicAdmin, DeleteTopic> {
+        self.admin.send(topic)
+    }
+
+    pub fn alter_configs(
+        &self,
+        change: AlterTopicConfigs,
+    ) -> Request<TopicAdmin, AlterTopicConfigs> {
+        self.admin.send(change)
+    }
+
+    /// Topics follow a change of the broker configurations they inherit.
+    pub fn broker_configs_changed(
+        &self,
+        change: BrokerConfigsChanged,
+    ) -> Request<TopicAdmin, BrokerConfigsChanged> {
+        self.admin.send(change)
+    }
+
+    pub fn alter_broker_configs(
+        &self,
+        change: AlterBrokerConfigs,
+    ) -> Request<ConfigCatalog, AlterBrokerConfigs> {
+        self.catalog.send(change)
+    }
+
+    pub fn update_feature(&self, change: UpdateFeature) -> Request<ConfigCatalog, UpdateFeature> {
+        self.catalog.send(change)
+    }
+}
