@@ -6,15 +6,12 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use iggy::prelude::{
-    Consumer, IggyByteSize, IggyExpiry, MaxTopicSize, MessageClient, PollingStrategy,
-    SegmentClient, StreamClient, TcpClient, TopicClient, TopicCreateOptions,
-};
+use iggy::prelude::{Consumer, SegmentClient, StreamClient, TopicClient};
 use rdkafka::consumer::Consumer as _;
 use rdkafka::{Offset, TopicPartitionList};
 
 use support::groups;
-use support::iggy::{snapshot_upto, IggyServer};
+use support::iggy::{first_offset, small_segment_log, snapshot_upto, IggyServer};
 use support::kafka::{commit_offsets, committed, create_topic, group_consumer, produce, Expected};
 use support::Gateway;
 
@@ -133,23 +130,6 @@ fn commit_each(bootstrap: &str, group: &str, topic: &str, first: i64, count: i64
     }
 }
 
-/// The first offset a gateway log still holds.
-async fn first_offset(sdk: &TcpClient, log: &str) -> u64 {
-    let polled = sdk
-        .poll_messages(
-            &id(GATEWAY_STREAM),
-            &id(log),
-            Some(0),
-            &Consumer::default(),
-            &PollingStrategy::offset(0),
-            1,
-            false,
-        )
-        .await
-        .expect("poll gateway log");
-    polled.messages[0].header.offset
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
     let Some(mut server) = IggyServer::start() else {
@@ -158,15 +138,7 @@ async fn gateway_logs_restart_from_snapshots_once_their_old_records_are_gone() {
     // The commit log made beforehand with the smallest segments, so old ones can be dropped.
     let sdk = server.sdk().await;
     sdk.create_stream(GATEWAY_STREAM).await.unwrap();
-    let options = TopicCreateOptions {
-        partitions_count: Some(1),
-        message_expiry: Some(IggyExpiry::NeverExpire),
-        max_topic_size: Some(MaxTopicSize::Unlimited),
-        segment_size: Some(IggyByteSize::from(1 << 20)),
-        messages_required_to_save: Some(1),
-        ..TopicCreateOptions::default()
-    };
-    sdk.create_topic(&id(GATEWAY_STREAM), "meta.offsets", &options)
+    sdk.create_topic(&id(GATEWAY_STREAM), "meta.offsets", &small_segment_log())
         .await
         .unwrap();
     let snapshots = [("iggy_snapshot_records", "100")];
