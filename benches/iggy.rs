@@ -95,7 +95,7 @@ fn spawn(name: &'static str, mut cmd: Command, dir: tempfile::TempDir, addr: Str
     p
 }
 
-/// An iggy-server on a free loopback port with a temp dir (as `tests/iggy_backend.rs`).
+/// An iggy-server on a free loopback port with a temp dir (as `tests/support/iggy.rs`).
 fn start_iggy(bin: &Path) -> Proc {
     let dir = tempfile::tempdir().unwrap();
     let addr = free_addr();

@@ -27,7 +27,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::embedded::EmbeddedStore;
+/// The embedded engine, public for the port conformance tests (`tests/ports/`), which
+/// open it from [`Settings`] as [`start`] does and call its two ports directly.
+pub use crate::embedded::EmbeddedStore;
+/// The Iggy engine, public for the same tests (built from [`Settings::iggy`]).
+pub use crate::iggy::IggyBackend;
 use crate::settings::BackendKind;
 pub use crate::settings::Settings;
 

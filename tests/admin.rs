@@ -1,7 +1,7 @@
 //! The admin listener from outside, over plain HTTP: health and readiness on a port of
 //! their own, and Prometheus metrics that move with real Kafka traffic (librdkafka, and
 //! a raw request where an exact error code is wanted). Readiness against a stopped Iggy
-//! server is in `iggy_backend.rs`.
+//! server is in `iggy_backend/`.
 
 use crate::support;
 

@@ -18,6 +18,7 @@ mod group_protocol;
 mod idempotence;
 mod iggy_backend;
 mod listeners;
+mod ports;
 mod protocol_versions;
 mod rdkafka_roundtrip;
 mod replicas;

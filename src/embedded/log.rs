@@ -1,8 +1,8 @@
 //! The embedded store as a log store: each call runs on tokio's blocking pool, except
 //! what is in memory (the list of logs, watermarks, producer history).
 
-use iggy_kafka_actors::store::StoreFuture;
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
+use iggy_kafka_actors::store::{StoreError, StoreFuture};
 
 use super::{blocking, EmbeddedStore};
 
@@ -21,8 +21,18 @@ impl LogStore for EmbeddedStore {
             LogCall::Delete(name) => blocking(&self.inner, move |s| {
                 s.delete_log(&name).map(|()| LogAnswer::Done)
             }),
-            // Retention is stored and echoed, not enforced here (`docs/CONFIGS.md`).
-            LogCall::SetLimits { .. } => Box::pin(async { Ok(LogAnswer::Done) }),
+            // Retention is stored and echoed, not enforced here (`docs/CONFIGS.md`);
+            // the topic must exist all the same, as on Iggy.
+            LogCall::SetLimits { name, .. } => {
+                let known = self.inner.topics.read().contains_key(&name);
+                Box::pin(async move {
+                    if known {
+                        Ok(LogAnswer::Done)
+                    } else {
+                        Err(StoreError::UnknownTopic(name.to_string()))
+                    }
+                })
+            }
             LogCall::Append { tp, batch } => blocking(&self.inner, move |s| {
                 s.append(&tp, batch).map(LogAnswer::Appended)
             }),

@@ -136,6 +136,9 @@ struct Inner {
     /// messages that do not fit is Iggy work thrown away).
     record_sizes: Mutex<HashMap<TopicPartition, usize>>,
     read_ahead: ReadAhead,
+    /// The incarnation each topic was in when last listed or made here: what is kept
+    /// of its partitions above is of that one (`topics.rs`).
+    incarnations: Mutex<HashMap<Arc<str>, u64>>,
     /// Partitions appended to since the last flush.
     written: Mutex<HashSet<TopicPartition>>,
     mirror_queue: tokio::sync::mpsc::Sender<MirrorUpdate>,
@@ -235,6 +238,7 @@ impl Inner {
             log_starts: Mutex::new(HashMap::new()),
             record_sizes: Mutex::new(HashMap::new()),
             read_ahead,
+            incarnations: Mutex::new(HashMap::new()),
             written: Mutex::new(HashSet::new()),
             mirror_queue,
             meta,

@@ -124,7 +124,31 @@ impl Inner {
             }
         }
         found.retain(|l| is_kafka_name(&l.name));
+        for log in &found {
+            self.seen_incarnation(log);
+        }
         Ok(found)
+    }
+
+    /// Notes the incarnation a topic's logs are in. Found in another than last seen
+    /// (deleted and made again by another gateway or a native client), what was kept
+    /// of the old one's partitions goes: its reads ahead would serve its records.
+    fn seen_incarnation(&self, log: &LogInfo) {
+        let before = self
+            .incarnations
+            .lock()
+            .insert(log.name.clone(), log.incarnation);
+        if before != Some(log.incarnation) {
+            self.forget_topic(&log.name);
+        }
+    }
+
+    /// Forgets what is kept of a topic's partitions and its mirror groups.
+    fn forget_topic(&self, name: &str) {
+        self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
+        self.record_sizes.lock().retain(|tp, _| &*tp.topic != name);
+        self.read_ahead.forget_topic(name);
+        self.mirror_groups.lock().retain(|(_, t)| t != name);
     }
 
     /// Makes the Iggy topic of a Kafka topic, with `limits` applied; its incarnation is
@@ -163,11 +187,13 @@ impl Inner {
                 return Err(e);
             }
         }
-        Ok(log_info(
+        let made = log_info(
             name,
             details.created_at.as_micros(),
             details.partitions_count,
-        ))
+        );
+        self.seen_incarnation(&made);
+        Ok(made)
     }
 
     /// Deletes a Kafka topic's Iggy topic and forgets what was kept of its partitions.
@@ -177,10 +203,8 @@ impl Inner {
         c.check(c.delete_topic(&stream_id, &topic_id).await)
             .map_err(|e| backend_error(e, None, name))?;
         drop(c);
-        self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
-        self.record_sizes.lock().retain(|tp, _| &*tp.topic != name);
-        self.read_ahead.forget_topic(name);
-        self.mirror_groups.lock().retain(|(_, t)| t != name);
+        self.incarnations.lock().remove(name);
+        self.forget_topic(name);
         Ok(())
     }
 

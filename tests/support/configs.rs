@@ -1,5 +1,5 @@
 //! Raw requests and Kafka facts for the configuration tests (`tests/topic_configs/`,
-//! `tests/iggy_backend.rs`).
+//! `tests/iggy_backend/`).
 
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;

@@ -200,6 +200,17 @@ impl IggyServer {
         let _ = self.child.wait();
     }
 
+    /// SIGTERM, waited for: a server that shuts down cleanly. For tests about the
+    /// gateway while Iggy is away, not about Iggy's crash recovery (which, in the
+    /// server tested with, sometimes fails to reopen a partition's sparse index).
+    pub fn shut_down(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+
     pub fn start_again(&mut self) {
         self.child = Self::spawn(&self.bin, &self.dir, self.addr, &self.env);
         self.wait_ready();
@@ -233,4 +244,38 @@ pub async fn snapshot_upto(sdk: &TcpClient, log: &str) -> Option<u64> {
     let last = polled.messages.last()?;
     (last.payload.first() == Some(&b'M'))
         .then(|| u64::from_be_bytes(last.payload[1..9].try_into().unwrap()))
+}
+
+/// Options of a one-partition gateway log with Iggy's smallest segments (1 MiB), never
+/// expiring, every write saved: made before a gateway makes it, so a test can drop its
+/// old records segment by segment.
+pub fn small_segment_log() -> iggy::prelude::TopicCreateOptions {
+    use iggy::prelude::{IggyByteSize, IggyExpiry, MaxTopicSize, TopicCreateOptions};
+    TopicCreateOptions {
+        partitions_count: Some(1),
+        message_expiry: Some(IggyExpiry::NeverExpire),
+        max_topic_size: Some(MaxTopicSize::Unlimited),
+        segment_size: Some(IggyByteSize::from(1 << 20)),
+        messages_required_to_save: Some(1),
+        ..TopicCreateOptions::default()
+    }
+}
+
+/// The first offset gateway log `log` still holds.
+pub async fn first_offset(sdk: &TcpClient, log: &str) -> u64 {
+    use iggy::prelude::{Consumer, Identifier, MessageClient, PollingStrategy};
+    let id = |name: &str| Identifier::named(name).unwrap();
+    let polled = sdk
+        .poll_messages(
+            &id("kafka-gateway"),
+            &id(log),
+            Some(0),
+            &Consumer::default(),
+            &PollingStrategy::offset(0),
+            1,
+            false,
+        )
+        .await
+        .expect("poll gateway log");
+    polled.messages[0].header.offset
 }

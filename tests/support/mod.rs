@@ -411,8 +411,15 @@ pub enum Store {
 
 /// Defines each listed test, a `fn name(store: Store)` of the calling file, once per
 /// store: `embedded::name` and `iggy::name`. The same code runs on both backends; the
-/// Iggy copies skip (one SKIPPED line) without an `iggy-server`.
+/// Iggy copies skip (one SKIPPED line) without an `iggy-server`. `async:` runs each
+/// `async fn name(store: Store)` on a runtime of its own; `run: RUNNER;` hands each
+/// test to `RUNNER(store, name)` (`ports::run`, which gives it the store's ports).
 macro_rules! on_every_store {
+    (run: $runner:path; $($test:ident),+ $(,)?) => {
+        $crate::support::on_every_store!(@stores $($test => |store| {
+            $runner(store, super::$test)
+        }),+);
+    };
     (async: $($test:ident),+ $(,)?) => {
         $crate::support::on_every_store!(@stores $($test => |store| {
             tokio::runtime::Builder::new_multi_thread()

@@ -20,10 +20,6 @@
 //!   [`Since::Gone`] for versions whose records Iggy has since dropped.
 
 mod table;
-#[cfg(test)]
-mod test_server;
-#[cfg(test)]
-mod tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

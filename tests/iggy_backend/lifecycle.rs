@@ -1,0 +1,276 @@
+//! The gateway's life on Iggy: startup refused with a clear error, an Iggy restart
+//! mid-stream that loses no acknowledged record, readiness following the server.
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+
+use support::admin::{eventually, get, Scrape};
+use support::iggy::{free_port, IggyServer};
+use support::kafka::{assign_from_start, create_topic};
+use support::Gateway;
+
+/// Runs the gateway binary expecting it to fail at startup; returns its stderr.
+fn failed_start(settings: &[(&str, String)]) -> (std::process::ExitStatus, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"));
+    cmd.env("IGGY_KAFKA_BIND_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_KAFKA_DATA_DIR", dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in settings {
+        cmd.env(format!("IGGY_KAFKA_{}", k.to_uppercase()), v);
+    }
+    let out = cmd.output().expect("run gateway");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_unreachable_iggy_stops_startup_naming_the_address() {
+    // Needs no server: nothing listens on this port.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let started = Instant::now();
+    let (status, stderr) = failed_start(&[
+        ("backend", "iggy".into()),
+        ("iggy_address", addr.clone()),
+        ("iggy_connect_timeout_ms", "1500".into()),
+    ]);
+    assert!(!status.success());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "retried for a while"
+    );
+    assert!(
+        stderr.contains(&format!("error: Iggy server at {addr} is unreachable")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_credentials_stop_startup_with_a_clear_error_and_no_password() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let (status, stderr) = failed_start(&[
+        ("backend", "iggy".into()),
+        ("iggy_address", server.addr.to_string()),
+        ("iggy_username", "iggy".into()),
+        ("iggy_password", "s3cret-wrong".into()),
+    ]);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("refused the credentials of user 'iggy'"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("s3cret-wrong"),
+        "password leaked: {stderr}"
+    );
+}
+
+/// An acknowledged record: partition, offset, value.
+type Acked = (i32, i64, Vec<u8>);
+
+/// Delivery reports of a producer: what was acknowledged, and how many failed.
+#[derive(Clone, Default)]
+struct Acks {
+    acked: Arc<std::sync::Mutex<Vec<Acked>>>,
+    failed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rdkafka::ClientContext for Acks {}
+
+impl rdkafka::producer::ProducerContext for Acks {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &rdkafka::message::DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(m) => self.acked.lock().unwrap().push((
+                m.partition(),
+                m.offset(),
+                m.payload().unwrap_or_default().to_vec(),
+            )),
+            Err(_) => {
+                self.failed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// `(offset, value)` of every record up to `last[p]` in each partition.
+fn read_until(
+    bootstrap: &str,
+    topic: &str,
+    last: &HashMap<i32, i64>,
+) -> HashMap<i32, Vec<(i64, Vec<u8>)>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    assign_from_start(&consumer, topic, last.keys().copied());
+    let mut got: HashMap<i32, Vec<(i64, Vec<u8>)>> = HashMap::new();
+    let done = |got: &HashMap<i32, Vec<(i64, Vec<u8>)>>| {
+        last.iter().all(|(p, l)| {
+            got.get(p)
+                .and_then(|v| v.last())
+                .is_some_and(|(o, _)| o >= l)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done(&got) {
+        assert!(Instant::now() < deadline, "timed out reading back");
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            // Transport errors while Iggy restarts are the client's to retry; what
+            // matters is that every acknowledged record comes back.
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("consumer error (retried): {e}");
+                    continue;
+                }
+            };
+            got.entry(m.partition())
+                .or_default()
+                .push((m.offset(), m.payload().unwrap_or_default().to_vec()));
+        }
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn iggy_restarted_mid_stream_loses_no_acknowledged_record() {
+    let Some(mut server) = IggyServer::start() else {
+        return;
+    };
+    // Default durability: every write reaches Iggy's files before it is acknowledged
+    // (no fsync), which survives a crash of the Iggy process.
+    let mut settings = server.gateway_settings();
+    settings.push(("iggy_request_timeout_ms", "3000".into()));
+    let refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let gw = Gateway::start_with(&refs);
+    let topic = "survivor";
+    create_topic(&gw.bootstrap(), topic, 2, &[]).await;
+
+    const RECORDS: usize = 20_000;
+    let acks = Acks::default();
+    let producer: ThreadedProducer<Acks> = ClientConfig::new()
+        .set("bootstrap.servers", gw.bootstrap())
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "60000")
+        .set("retry.backoff.ms", "100")
+        .create_with_context(acks.clone())
+        .expect("producer");
+    let sender = std::thread::spawn(move || {
+        for n in 0..RECORDS {
+            let value = format!("v{n}");
+            let mut record = BaseRecord::<(), [u8]>::to(topic)
+                .partition((n % 2) as i32)
+                .payload(value.as_bytes());
+            loop {
+                match producer.send(record) {
+                    Ok(()) => break,
+                    Err((_, back)) => {
+                        producer.poll(Duration::from_millis(10));
+                        record = back;
+                    }
+                }
+            }
+            // Spread the workload over the restart.
+            if n % 1_000 == 0 {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        producer.flush(Duration::from_secs(90)).expect("flush");
+    });
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acks.acked.lock().unwrap().len() < 3_000 {
+        assert!(Instant::now() < deadline, "no progress before the restart");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.restart();
+    println!(
+        "Iggy restarted after {} acknowledged records",
+        acks.acked.lock().unwrap().len()
+    );
+    sender.join().expect("producer thread");
+
+    let acked = acks.acked.lock().unwrap().clone();
+    println!(
+        "{} acknowledged, {} failed",
+        acked.len(),
+        acks.failed.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    assert!(acked.len() > 3_000);
+    let mut last: HashMap<i32, i64> = HashMap::new();
+    for (p, o, _) in &acked {
+        let l = last.entry(*p).or_insert(-1);
+        *l = (*l).max(*o);
+    }
+    let bootstrap = gw.bootstrap();
+    let stored = tokio::task::spawn_blocking(move || read_until(&bootstrap, topic, &last))
+        .await
+        .unwrap();
+    for (p, o, value) in &acked {
+        let at = stored[p].iter().find(|(offset, _)| offset == o);
+        assert_eq!(
+            at.map(|(_, v)| v),
+            Some(value),
+            "acknowledged record at {p}/{o}"
+        );
+    }
+    // The idempotent producer's retries never stored a record twice.
+    let mut values: Vec<&Vec<u8>> = stored.values().flatten().map(|(_, v)| v).collect();
+    let total = values.len();
+    values.sort();
+    values.dedup();
+    assert_eq!(values.len(), total, "duplicates stored");
+}
+
+#[test]
+fn readiness_follows_the_iggy_server() {
+    let Some(mut server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let status = |path| get(gw.admin, path).status;
+    assert!(eventually(Duration::from_secs(10), || status("/readyz") == 200));
+
+    server.shut_down();
+    assert!(
+        eventually(Duration::from_secs(10), || status("/readyz") == 503),
+        "still ready with Iggy stopped"
+    );
+    let not_ready = get(gw.admin, "/readyz");
+    assert!(not_ready.body.contains("backend"), "{not_ready:?}");
+    // Alive all the same: a restart would not bring Iggy back.
+    assert_eq!(status("/healthz"), 200);
+    let failed_pings = Scrape::take(gw.admin).sum(
+        "iggy_kafka_gateway_backend_errors_total",
+        &[("call", "ping"), ("error", "unavailable")],
+    );
+    assert!(failed_pings >= 1.0, "{failed_pings}");
+
+    server.start_again();
+    assert!(
+        eventually(Duration::from_secs(30), || status("/readyz") == 200),
+        "not ready again after Iggy came back: {:?}",
+        get(gw.admin, "/readyz")
+    );
+}

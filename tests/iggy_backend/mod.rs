@@ -1,0 +1,143 @@
+//! The gateway on the Iggy backend, against a real `iggy-server`: Kafka clients and
+//! native Iggy clients on the same data.
+//!
+//! The server binary comes from `IGGY_SERVER_BIN` or `iggy-server` on PATH; each test
+//! starts its own on a free loopback port with a temporary directory. Without one,
+//! the tests print one SKIPPED line and return.
+//!
+//! `IGGY_TEST_RECORDS` sets the size of the round-trip workload (default 100,000).
+//!
+//! By concern: [`records`] (Kafka records and native messages both ways, lookups by
+//! time), [`topics`] (topics and their configurations as Iggy topics), [`offsets`]
+//! (committed offsets, their snapshots, the offset slots' clients) and [`lifecycle`]
+//! (startup errors, Iggy restarting under load, readiness). What they share is here.
+
+mod lifecycle;
+mod offsets;
+mod records;
+mod topics;
+
+use crate::support;
+
+use iggy::prelude::{Consumer, Identifier, IggyMessage, MessageClient, PollingStrategy, TcpClient};
+
+use support::kafka::Expected;
+
+const STREAM: &str = "kafka";
+/// The stream of the gateway's own logs (`iggy_gateway_stream`).
+const GATEWAY_STREAM: &str = "kafka-gateway";
+
+fn id(name: &str) -> Identifier {
+    Identifier::named(name).unwrap()
+}
+
+/// One record as written, to compare with what comes back.
+/// Every shape the mapping treats differently: null, empty, short and long keys;
+/// null and empty values; native headers; repeated, null, empty, long and reserved
+/// header names.
+fn record(n: usize) -> Expected {
+    let key = match n % 7 {
+        0 => None,
+        1 => Some(Vec::new()),
+        2 => Some(vec![b'k'; 300 + n % 50]),
+        _ => Some(format!("key-{n}").into_bytes()),
+    };
+    let value = match n % 11 {
+        0 => None,
+        1 => Some(Vec::new()),
+        _ => Some(
+            (0..(n % 300) as u32)
+                .map(|i| (i ^ n as u32) as u8)
+                .collect(),
+        ),
+    };
+    let headers = match n % 6 {
+        0 => Vec::new(),
+        1 => vec![
+            ("h".into(), Some(b"1".to_vec())),
+            ("h".into(), Some(b"2".to_vec())),
+        ],
+        2 => vec![("null".into(), None), ("empty".into(), Some(Vec::new()))],
+        3 => vec![("long".into(), Some(vec![b'x'; 256]))],
+        4 => vec![("kafka.key".into(), Some(b"not the key".to_vec()))],
+        _ => vec![
+            (format!("n{n}"), Some(n.to_string().into_bytes())),
+            ("trace".into(), Some(b"t".to_vec())),
+        ],
+    };
+    Expected {
+        key,
+        value,
+        headers,
+        timestamp: 1_700_000_000_000 + n as i64,
+    }
+}
+
+/// Every message of an Iggy partition, read with the SDK.
+async fn iggy_messages(client: &TcpClient, topic: &str, partition: u32) -> Vec<IggyMessage> {
+    let mut out = Vec::new();
+    loop {
+        let polled = client
+            .poll_messages(
+                &id(STREAM),
+                &id(topic),
+                Some(partition),
+                &Consumer::default(),
+                &PollingStrategy::offset(out.len() as u64),
+                1_000,
+                false,
+            )
+            .await
+            .expect("poll");
+        if polled.messages.is_empty() {
+            return out;
+        }
+        out.extend(polled.messages);
+    }
+}
+
+/// A message's user headers by name, decoded by the SDK (a map: last of a name wins).
+fn header(m: &IggyMessage, name: &str) -> Option<Vec<u8>> {
+    let map = m.user_headers_map().expect("headers")?;
+    map.iter()
+        .find(|(k, _)| k.as_bytes() == name.as_bytes())
+        .map(|(_, v)| v.as_bytes().to_vec())
+}
+
+/// What a native Iggy client must see for a record, per `docs/IGGY_MAPPING.md`.
+fn check_native_view(m: &IggyMessage, r: &Expected) {
+    assert_eq!(header(m, "kafka.mapping"), Some(vec![2]), "marker");
+    // These records' timestamps fit Iggy's origin timestamp (µs), so no header holds it.
+    assert_eq!(m.header.origin_timestamp, r.timestamp as u64 * 1000);
+    assert_eq!(header(m, "kafka.timestamp"), None);
+    // Keys here stay far below Iggy's 100 KB of headers: the payload is the value.
+    assert_eq!(
+        m.payload.as_ref(),
+        r.value.as_deref().unwrap_or_default(),
+        "payload is the value"
+    );
+    assert_eq!(
+        header(m, "kafka.value"),
+        r.value.is_none().then(|| b"null".to_vec())
+    );
+    let native_key = r.key.as_ref().is_none_or(|k| (1..=255).contains(&k.len()));
+    match &r.key {
+        Some(k) if native_key => assert_eq!(header(m, "kafka.key").as_ref(), Some(k)),
+        _ => assert_eq!(header(m, "kafka.key"), None),
+    }
+    let native_headers = r.headers.iter().enumerate().all(|(i, (k, v))| {
+        v.as_ref().is_some_and(|v| (1..=255).contains(&v.len()))
+            && !k.starts_with("kafka.")
+            && !r.headers[..i].iter().any(|(n, _)| n == k)
+    });
+    if native_headers {
+        for (k, v) in &r.headers {
+            assert_eq!(header(m, k).as_ref(), v.as_ref(), "native header {k}");
+        }
+    }
+    assert_eq!(
+        header(m, "kafka.extra.000").is_some(),
+        !(native_key && native_headers),
+        "fallback blob exactly when needed: {r:?}"
+    );
+}

@@ -1,0 +1,317 @@
+//! Records both ways: Kafka records read back and read natively, native Iggy messages
+//! served to Kafka consumers; offsets looked up by time, log-append-time topics.
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use iggy::prelude::{
+    IggyMessage, MessageClient, Partitioning, StreamClient, TopicClient, TopicCreateOptions,
+};
+use kafka_protocol::messages::{ApiKey, MetadataRequest, RequestKind, ResponseKind};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::message::Timestamp;
+use rdkafka::{Offset, TopicPartitionList};
+
+use support::iggy::IggyServer;
+use support::kafka::{consume, create_topic, produce, Expected};
+use support::RawClient;
+
+use super::{check_native_view, header, id, iggy_messages, record, STREAM};
+
+fn records_count() -> usize {
+    std::env::var("IGGY_TEST_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_records_round_trip_through_iggy_and_read_natively() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "roundtrip";
+    const PARTITIONS: i32 = 4;
+    create_topic(&gw.bootstrap(), topic, PARTITIONS, &[]).await;
+
+    let total = records_count();
+    let codecs = ["none", "lz4", "zstd", "gzip", "snappy"];
+    let per_codec = total.div_ceil(codecs.len());
+    let mut expected: HashMap<i32, Vec<Expected>> = HashMap::new();
+    let started = Instant::now();
+    for (c, codec) in codecs.iter().enumerate() {
+        let records: Vec<(i32, Expected)> = (c * per_codec..((c + 1) * per_codec).min(total))
+            .map(|n| ((n % PARTITIONS as usize) as i32, record(n)))
+            .collect();
+        for (p, r) in &records {
+            expected.entry(*p).or_default().push(r.clone());
+        }
+        let bootstrap = gw.bootstrap();
+        let codec = codec.to_string();
+        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
+            .await
+            .unwrap();
+    }
+    println!("produced {total} records in {:?}", started.elapsed());
+
+    let want = expected.iter().map(|(p, v)| (*p, v.len())).collect();
+    let bootstrap = gw.bootstrap();
+    let started = Instant::now();
+    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
+        .await
+        .unwrap();
+    println!("consumed {total} records in {:?}", started.elapsed());
+    for (p, records) in &expected {
+        let back = &got[p];
+        assert_eq!(back.len(), records.len(), "partition {p}");
+        for (i, ((offset, r, ts), want)) in back.iter().zip(records).enumerate() {
+            assert_eq!(*offset, i as i64, "offsets dense from 0 in partition {p}");
+            assert_eq!(r, want, "record {i} of partition {p}");
+            assert!(matches!(ts, Timestamp::CreateTime(_)), "{ts:?}");
+        }
+    }
+
+    // The same records, read natively: same partitions, same offsets.
+    let sdk = server.sdk().await;
+    for (p, records) in &expected {
+        let messages = iggy_messages(&sdk, topic, *p as u32).await;
+        assert_eq!(messages.len(), records.len(), "Iggy partition {p}");
+        for (i, (m, r)) in messages.iter().zip(records).enumerate() {
+            assert_eq!(m.header.offset, i as u64);
+            check_native_view(m, r);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn native_iggy_messages_are_served_to_kafka_consumers() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    // Made natively before the gateway starts, which loads topics at startup.
+    let sdk = server.sdk().await;
+    sdk.create_stream(STREAM).await.expect("stream");
+    sdk.create_topic(
+        &id(STREAM),
+        "native",
+        &TopicCreateOptions {
+            partitions_count: Some(2),
+            ..TopicCreateOptions::default()
+        },
+    )
+    .await
+    .expect("topic");
+    let before = chrono::Utc::now().timestamp_millis();
+    let mut messages: Vec<IggyMessage> = (0..10)
+        .map(|i| {
+            let headers = std::collections::BTreeMap::from([
+                (
+                    iggy::prelude::HeaderKey::try_from("source").unwrap(),
+                    iggy::prelude::HeaderValue::try_from("native").unwrap(),
+                ),
+                (
+                    iggy::prelude::HeaderKey::try_from("n").unwrap(),
+                    iggy::prelude::HeaderValue::from(i as u64),
+                ),
+            ]);
+            IggyMessage::builder()
+                .payload(Bytes::from(format!("message {i}")))
+                .user_headers(headers)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    sdk.send_messages(
+        &id(STREAM),
+        &id("native"),
+        &Partitioning::partition_id(1),
+        &mut messages,
+    )
+    .await
+    .expect("send");
+    let after = chrono::Utc::now().timestamp_millis();
+
+    let gw = server.gateway();
+    let bootstrap = gw.bootstrap();
+    let got = tokio::task::spawn_blocking(move || {
+        consume(&bootstrap, "native", &HashMap::from([(1, 10)]))
+    })
+    .await
+    .unwrap();
+    for (i, (offset, r, ts)) in got[&1].iter().enumerate() {
+        assert_eq!(*offset, i as i64);
+        assert_eq!(r.key, None);
+        assert_eq!(r.value.as_deref(), Some(format!("message {i}").as_bytes()));
+        // Iggy's headers form a map: the SDK sends them sorted by name.
+        assert_eq!(
+            r.headers,
+            vec![
+                ("n".to_string(), Some(i.to_string().into_bytes())),
+                ("source".to_string(), Some(b"native".to_vec())),
+            ]
+        );
+        assert!(matches!(ts, Timestamp::CreateTime(_)));
+        assert!(
+            (before - 1..=after + 1).contains(&r.timestamp),
+            "{} outside [{before}, {after}]",
+            r.timestamp
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topics_made_natively_while_the_gateway_runs_appear_and_are_served() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let sdk = server.sdk().await;
+    sdk.create_topic(
+        &id(STREAM),
+        "late",
+        &TopicCreateOptions {
+            partitions_count: Some(1),
+            ..TopicCreateOptions::default()
+        },
+    )
+    .await
+    .expect("topic");
+    // The topic admin re-reads the backend every `topic_refresh_ms` (5 s by default).
+    let mut raw = RawClient::connect(gw.addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let request = MetadataRequest::default().with_topics(None);
+        let ResponseKind::Metadata(m) =
+            raw.call(ApiKey::Metadata, 12, RequestKind::Metadata(request))
+        else {
+            panic!("not a metadata answer");
+        };
+        if m.topics
+            .iter()
+            .any(|t| t.name.as_ref().is_some_and(|n| n.as_str() == "late"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a native topic never appeared in Metadata"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut messages: Vec<IggyMessage> = (0..3)
+        .map(|i| {
+            IggyMessage::builder()
+                .payload(Bytes::from(format!("late {i}")))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    sdk.send_messages(
+        &id(STREAM),
+        &id("late"),
+        &Partitioning::partition_id(0),
+        &mut messages,
+    )
+    .await
+    .expect("send");
+    let bootstrap = gw.bootstrap();
+    let got =
+        tokio::task::spawn_blocking(move || consume(&bootstrap, "late", &HashMap::from([(0, 3)])))
+            .await
+            .unwrap();
+    let values: Vec<_> = got[&0]
+        .iter()
+        .map(|(_, r, _)| r.value.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        values,
+        ["late 0", "late 1", "late 2"].map(|v| v.as_bytes().to_vec())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_offsets_by_time_and_log_append_time_topics_work_on_iggy() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    create_topic(&gw.bootstrap(), "timed", 1, &[]).await;
+    create_topic(
+        &gw.bootstrap(),
+        "appended",
+        1,
+        &[("message.timestamp.type", "LogAppendTime")],
+    )
+    .await;
+    let records: Vec<(i32, Expected)> = (0..20).map(|n| (0, record(n))).collect();
+    let (bootstrap, copy) = (gw.bootstrap(), records.clone());
+    tokio::task::spawn_blocking(move || produce(&bootstrap, "timed", "lz4", &copy))
+        .await
+        .unwrap();
+    let before = chrono::Utc::now().timestamp_millis();
+    let bootstrap = gw.bootstrap();
+    tokio::task::spawn_blocking(move || produce(&bootstrap, "appended", "none", &records))
+        .await
+        .unwrap();
+    let after = chrono::Utc::now().timestamp_millis();
+
+    let bootstrap = gw.bootstrap();
+    let (watermarks, by_time, past_end) = tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("group.id", "unused")
+            .create()
+            .unwrap();
+        let watermarks = consumer
+            .fetch_watermarks("timed", 0, Duration::from_secs(10))
+            .unwrap();
+        let at = |ts: i64| {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset("timed", 0, Offset::Offset(ts))
+                .unwrap();
+            let found = consumer
+                .offsets_for_times(tpl, Duration::from_secs(10))
+                .unwrap();
+            found.find_partition("timed", 0).unwrap().offset()
+        };
+        (
+            watermarks,
+            at(1_700_000_000_005),
+            at(1_700_000_000_000 + 1_000),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(watermarks, (0, 20));
+    assert_eq!(by_time, Offset::Offset(5));
+    assert_eq!(past_end, Offset::End);
+
+    let bootstrap = gw.bootstrap();
+    let got = tokio::task::spawn_blocking(move || {
+        consume(&bootstrap, "appended", &HashMap::from([(0, 20)]))
+    })
+    .await
+    .unwrap();
+    for (offset, r, ts) in &got[&0] {
+        let Timestamp::LogAppendTime(t) = ts else {
+            panic!("offset {offset}: {ts:?}")
+        };
+        assert!(
+            (before..=after).contains(t),
+            "{t} outside [{before}, {after}]"
+        );
+        assert_eq!(r.value, record(*offset as usize).value);
+        assert_eq!(r.headers, record(*offset as usize).headers);
+    }
+    let sdk = server.sdk().await;
+    let messages = iggy_messages(&sdk, "appended", 0).await;
+    assert_eq!(
+        header(&messages[0], "kafka.timestamp_type").as_deref(),
+        Some(&b"LogAppendTime"[..])
+    );
+}
