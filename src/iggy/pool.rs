@@ -4,10 +4,13 @@
 //! put every Kafka connection in one queue. The gateway keeps pools instead:
 //! produce clients (a partition always uses the same one: its appends keep their
 //! order and a slow partition holds up only its own slot), read clients for
-//! Fetch and ListOffsets (the least busy one is taken), one admin client for
-//! topics, producer ids and committed offsets, and one client that keeps Iggy's
-//! consumer offsets in step with Kafka commits (Iggy stores a group's offsets only
-//! for a member, and evicts idle members' sessions, so it stays apart).
+//! Fetch and ListOffsets (the least busy one is taken), one admin client for topics
+//! and the metadata tables, one for their snapshots (large, so never ahead of admin
+//! calls), and one client that keeps Iggy's consumer offsets in step with Kafka
+//! commits (Iggy stores a group's offsets only for a member, and evicts idle members'
+//! sessions, so it stays apart). Actors that serialize their own calls (each offset
+//! slot's commit and read clients, membership, producer ids) get connections of their
+//! own through the metadata port's `client()`, not from here.
 //!
 //! The SDK's own reconnect-and-resend is off: a send whose answer was lost would be
 //! sent twice. A client that lost its connection reconnects and signs in again on

@@ -170,7 +170,7 @@ pub fn record(n: usize, timestamp: i64) -> Record {
 }
 
 /// One batch of `records`, their offsets and sequences set from their places in it,
-/// validated as Produce validates it.
+/// validated and decompressed as Produce does it.
 pub fn batch_of(mut records: Vec<Record>, compression: Compression) -> AppendBatch {
     for (i, r) in records.iter_mut().enumerate() {
         r.offset = i as i64;
@@ -184,7 +184,12 @@ pub fn batch_of(mut records: Vec<Record>, compression: Compression) -> AppendBat
     }
     let bytes = crate::support::batch(&records, compression);
     let header = records::validate(&bytes).unwrap_or_else(|e| panic!("a bad test batch: {e:?}"));
-    AppendBatch { header, bytes }
+    let records = records::batch_records(&bytes, usize::MAX).expect("a test batch decompresses");
+    AppendBatch {
+        header,
+        bytes,
+        records,
+    }
 }
 
 /// `count` uncompressed records, numbered from `first`, at timestamps `ts(n)`.

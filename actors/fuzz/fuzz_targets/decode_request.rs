@@ -1,4 +1,5 @@
-//! Request framing and decoding (`wire.rs`): any bytes a client may send.
+//! Request framing and decoding (`protocol/framing.rs`, `protocol/envelope.rs`): any
+//! bytes a client may send.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -1,4 +1,4 @@
-//! Record batch validation and decompression (`records.rs`): any bytes a Produce may carry.
+//! Record batch validation and decompression (`protocol/records.rs`): any bytes a Produce may carry.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
