@@ -11,14 +11,12 @@ use kafka_protocol::messages::api_versions_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::config_catalog::{Finalized, FEATURE, MAX_LEVEL, MIN_LEVEL};
+use crate::protocol::versions::since;
 use crate::protocol::versions::SERVED;
-
-/// Client names and versions are checked from v3 (KIP-511).
-const CLIENT_INFO_FROM: i16 = 3;
 
 pub fn handle(version: i16, req: &ApiVersionsRequest, finalized: Finalized) -> ApiVersionsResponse {
     let names = [&req.client_software_name, &req.client_software_version];
-    if version >= CLIENT_INFO_FROM && !names.iter().all(|n| valid_client_info(n)) {
+    if version >= since::API_VERSIONS_CLIENT_INFO && !names.iter().all(|n| valid_client_info(n)) {
         tracing::info!(name = %req.client_software_name.as_str(), version = %req.client_software_version.as_str(),
             "ApiVersions with an invalid client software name or version");
         return ApiVersionsResponse::default()

@@ -16,11 +16,8 @@ use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
+use crate::protocol::versions::since;
 use crate::topic_admin::CreateTopic;
-
-/// Partitions, replication factor and configurations are answered from v5; the topic id from v7.
-const DETAILS_FROM: i16 = 5;
-const TOPIC_ID_FROM: i16 = 7;
 
 /// CREATE on the cluster allows every topic; otherwise each topic needs CREATE
 /// (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
@@ -74,9 +71,9 @@ pub fn handle(
             topics.push(match sent {
                 Err((code, message)) => failed(result, code, message),
                 Ok(request) => match request.await {
-                    Ok(Ok(_)) if version < DETAILS_FROM => result,
+                    Ok(Ok(_)) if version < since::CREATE_TOPICS_DETAILS => result,
                     Ok(Ok(topic)) => result
-                        .with_topic_id(if version >= TOPIC_ID_FROM {
+                        .with_topic_id(if version >= since::CREATE_TOPICS_TOPIC_ID {
                             topic.id
                         } else {
                             Uuid::nil()

@@ -18,11 +18,8 @@ use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
+use crate::protocol::versions::since;
 use crate::topic_admin::DeleteTopic;
-
-/// DeleteTopics v6 carries `topics` (name or id); earlier versions `topic_names`.
-const TOPIC_STATES_FROM: i16 = 6;
-const ERROR_MESSAGE_FROM: i16 = 5;
 
 /// Each topic needs DELETE, on it or on the cluster, as Kafka's controller decides
 /// (`ControllerApis.deleteTopics`): a name the caller may not DESCRIBE answers
@@ -36,7 +33,7 @@ pub fn handle(
     access: &Access,
 ) -> impl Future<Output = DeleteTopicsResponse> {
     let table = gw.topics.table();
-    let targets: Vec<(Option<TopicName>, Uuid)> = if version >= TOPIC_STATES_FROM {
+    let targets: Vec<(Option<TopicName>, Uuid)> = if version >= since::DELETE_TOPICS_TOPIC_STATES {
         req.topics
             .into_iter()
             .map(|t| (t.name, t.topic_id))
@@ -123,12 +120,13 @@ pub fn handle(
                 },
             };
             responses.push(match outcome {
-                Ok(id) if version >= TOPIC_STATES_FROM => result.with_topic_id(id),
+                Ok(id) if version >= since::DELETE_TOPICS_TOPIC_STATES => result.with_topic_id(id),
                 Ok(_) => result,
                 Err((code, message)) => {
                     tracing::info!(?code, %message, "topic not deleted");
                     result.with_error_code(code.code()).with_error_message(
-                        (version >= ERROR_MESSAGE_FROM).then(|| StrBytes::from_string(message)),
+                        (version >= since::DELETE_TOPICS_ERROR_MESSAGE)
+                            .then(|| StrBytes::from_string(message)),
                     )
                 }
             });

@@ -17,9 +17,7 @@ use super::config_resources::{resource, Resource};
 use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{BrokerScope, Entry};
 use crate::gateway::Gateway;
-
-/// Documentation is asked for, and types answered, from v3.
-const DOCUMENTATION_FROM: i16 = 3;
+use crate::protocol::versions::since;
 
 /// A topic needs DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster.
 pub fn handle(
@@ -28,7 +26,7 @@ pub fn handle(
     req: DescribeConfigsRequest,
     access: &Access,
 ) -> DescribeConfigsResponse {
-    let documented = version >= DOCUMENTATION_FROM && req.include_documentation;
+    let documented = version >= since::DESCRIBE_CONFIGS_DOCUMENTATION && req.include_documentation;
     let results = req
         .resources
         .into_iter()

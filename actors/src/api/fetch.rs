@@ -17,16 +17,13 @@ use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
+use crate::protocol::versions::since;
 use crate::store::{ReadBatches, StoreError, TopicPartition};
 
-/// Fetch v13 names topics by id (KIP-516).
-const TOPIC_IDS_FROM: i16 = 13;
 const READ_COMMITTED: i8 = 1;
 /// Bounds of the re-reads of a waiting fetch when others append to the backend.
 const FIRST_POLL: Duration = Duration::from_millis(20);
 const MAX_POLL: Duration = Duration::from_millis(500);
-/// The log start offset is answered from v5.
-const LOG_START_FROM: i16 = 5;
 
 /// One requested partition, resolved against the topic table.
 struct Wanted {
@@ -44,14 +41,14 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
         .topics
         .into_iter()
         .map(|t| {
-            let meta = if version >= TOPIC_IDS_FROM {
+            let meta = if version >= since::FETCH_TOPIC_IDS {
                 table.by_id(&t.topic_id).cloned()
             } else {
                 table.get(&t.topic).cloned()
             };
             // Checked before existence, so a denied caller learns nothing of the topic.
             let name = meta.as_ref().map_or(t.topic.as_str(), |m| &m.name);
-            let denied = (meta.is_some() || version < TOPIC_IDS_FROM)
+            let denied = (meta.is_some() || version < since::FETCH_TOPIC_IDS)
                 && !access.topic(Operation::Read, name);
             let wanted = t
                 .partitions
@@ -66,7 +63,9 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
                             topic: m.name.clone(),
                             partition: p.partition,
                         }),
-                        None if version >= TOPIC_IDS_FROM => Err(ResponseError::UnknownTopicId),
+                        None if version >= since::FETCH_TOPIC_IDS => {
+                            Err(ResponseError::UnknownTopicId)
+                        }
                         _ => Err(ResponseError::UnknownTopicOrPartition),
                     },
                 })
@@ -155,7 +154,7 @@ async fn read_all(
                         answer
                             .with_high_watermark(high)
                             .with_last_stable_offset(high)
-                            .with_log_start_offset(if version >= LOG_START_FROM {
+                            .with_log_start_offset(if version >= since::FETCH_LOG_START {
                                 log_start
                             } else {
                                 -1

@@ -35,12 +35,11 @@ use crate::gateway::Gateway;
 use crate::group_coordinator::{
     Describe, Forget, GroupState, Heartbeat, Join, Leave, MemberRef, Sync,
 };
+use crate::protocol::versions::since;
 use crate::session::Caller;
 
 /// FindCoordinator key types.
 const GROUP_KEY: i8 = 0;
-/// Coordinator keys come batched from v4.
-const BATCHED_FROM: i16 = 4;
 
 fn s(v: impl Into<String>) -> StrBytes {
     StrBytes::from_string(v.into())
@@ -87,7 +86,7 @@ pub fn find_coordinator(
             )),
         }
     };
-    if version >= BATCHED_FROM {
+    if version >= since::FIND_COORDINATOR_BATCHED {
         let coordinators = req
             .coordinator_keys
             .into_iter()
@@ -113,7 +112,9 @@ pub fn find_coordinator(
     match locate(&req.key) {
         Err((e, message)) => response
             .with_error_code(e.code())
-            .with_error_message((version >= 1).then(|| s(message)))
+            .with_error_message(
+                (version >= since::FIND_COORDINATOR_ERROR_MESSAGE).then(|| s(message)),
+            )
             .with_node_id(BrokerId(-1))
             .with_port(-1),
         Ok((id, at)) => response
@@ -148,7 +149,7 @@ pub async fn join(
                 caller,
                 session_timeout_ms: req.session_timeout_ms,
                 // v0 has no rebalance timeout: the session timeout serves for both.
-                rebalance_timeout_ms: if version >= 1 {
+                rebalance_timeout_ms: if version >= since::JOIN_GROUP_REBALANCE_TIMEOUT {
                     req.rebalance_timeout_ms
                 } else {
                     req.session_timeout_ms
@@ -159,8 +160,8 @@ pub async fn join(
                     .into_iter()
                     .map(|p| (p.name.to_string(), p.metadata))
                     .collect(),
-                require_member_id: version >= 4,
-                supports_skip_assignment: version >= 9,
+                require_member_id: version >= since::JOIN_GROUP_MEMBER_ID_REQUIRED,
+                supports_skip_assignment: version >= since::JOIN_GROUP_SKIP_ASSIGNMENT,
             })
             .await
             .unwrap_or_else(|_| refused(ResponseError::CoordinatorNotAvailable)),
@@ -171,14 +172,18 @@ pub async fn join(
         .map(|(id, instance, metadata)| {
             JoinGroupResponseMember::default()
                 .with_member_id(s(id))
-                .with_group_instance_id(if version >= 5 { instance.map(s) } else { None })
+                .with_group_instance_id(if version >= since::JOIN_GROUP_INSTANCE_ID {
+                    instance.map(s)
+                } else {
+                    None
+                })
                 .with_metadata(metadata)
         })
         .collect();
     JoinGroupResponse::default()
         .with_error_code(code(joined.error))
         .with_generation_id(joined.generation)
-        .with_protocol_type(if version >= 7 {
+        .with_protocol_type(if version >= since::JOIN_GROUP_PROTOCOL_TYPE {
             joined.protocol_type.map(s)
         } else {
             None
@@ -229,7 +234,7 @@ pub async fn sync(
     let response = SyncGroupResponse::default()
         .with_error_code(code(synced.error))
         .with_assignment(synced.assignment);
-    if version >= 5 {
+    if version >= since::SYNC_GROUP_PROTOCOL {
         response
             .with_protocol_type(synced.protocol_type.map(s))
             .with_protocol_name(synced.protocol.map(s))
@@ -264,7 +269,7 @@ pub async fn leave(
     access: Access,
 ) -> LeaveGroupResponse {
     // v3 batches members (KIP-345); earlier versions name one.
-    let batched = version >= 3;
+    let batched = version >= since::LEAVE_GROUP_BATCHED;
     let members: Vec<(String, Option<String>)> = if batched {
         req.members
             .iter()
@@ -347,11 +352,13 @@ pub async fn describe(
                             .map(|(id, instance, client, host, metadata, assignment)| {
                                 DescribedGroupMember::default()
                                     .with_member_id(s(id.clone()))
-                                    .with_group_instance_id(if version >= 4 {
-                                        instance.clone().map(s)
-                                    } else {
-                                        None
-                                    })
+                                    .with_group_instance_id(
+                                        if version >= since::DESCRIBE_GROUPS_INSTANCE_ID {
+                                            instance.clone().map(s)
+                                        } else {
+                                            None
+                                        },
+                                    )
                                     .with_client_id(s(client.clone()))
                                     .with_client_host(s(host.clone()))
                                     .with_member_metadata(metadata.clone())
@@ -364,7 +371,7 @@ pub async fn describe(
                     described.with_group_state(s(GroupState::Empty.name()))
                 }
                 // Unknown groups: Dead before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).
-                None if version >= 6 => described
+                None if version >= since::DESCRIBE_GROUPS_NOT_FOUND => described
                     .with_error_code(ResponseError::GroupIdNotFound.code())
                     .with_error_message(Some(s(format!("group '{name}' not found"))))
                     .with_group_state(s("Dead")),
@@ -422,12 +429,12 @@ pub async fn list(
             let listed = ListedGroup::default()
                 .with_group_id(GroupId(s(name)))
                 .with_protocol_type(s(protocol_type));
-            let listed = if version >= 4 {
+            let listed = if version >= since::LIST_GROUPS_STATE {
                 listed.with_group_state(s(state))
             } else {
                 listed
             };
-            if version >= 5 {
+            if version >= since::LIST_GROUPS_TYPE {
                 listed.with_group_type(s("classic"))
             } else {
                 listed

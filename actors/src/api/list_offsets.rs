@@ -8,6 +8,7 @@ use kafka_protocol::messages::list_offsets_response::{
 
 use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
+use crate::protocol::versions::since;
 use crate::store::{StoreResult, TimestampedOffset, TopicPartition};
 
 /// Special timestamps: Kafka's `ListOffsetsRequest` constants.
@@ -25,7 +26,11 @@ pub async fn handle(
     access: Access,
 ) -> ListOffsetsResponse {
     // Leader epochs exist from v4.
-    let epoch = if version >= 4 { 0 } else { -1 };
+    let epoch = if version >= since::LIST_OFFSETS_LEADER_EPOCH {
+        0
+    } else {
+        -1
+    };
     let table = gw.topics.table();
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {

@@ -17,12 +17,11 @@ use uuid::Uuid;
 use crate::authorizer::{Access, Operation, ResourceType, CLUSTER_NAME};
 use crate::gateway::Gateway;
 use crate::membership::Cluster;
+use crate::protocol::versions::since;
 use crate::session::Caller;
 use crate::store::{TopicMeta, TopicPartition};
 use crate::topic_admin::{validate_topic_name, CreateTopic};
 
-/// Metadata carries `allow_auto_topic_creation` from v4 (KIP-361).
-const AUTO_CREATE_FLAG_FROM: i16 = 4;
 /// "Not requested" in authorized-operations fields.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 
@@ -48,7 +47,7 @@ pub async fn handle(
     };
     // v0 sends an empty list for "all topics"; later versions send null.
     let wanted = match req.topics {
-        Some(t) if !(t.is_empty() && version == 0) => Some(t),
+        Some(t) if !(t.is_empty() && version < since::METADATA_NULL_MEANS_ALL) => Some(t),
         _ => None,
     };
     let topics = match wanted {
@@ -72,7 +71,7 @@ pub async fn handle(
             };
             // KIP-361: from v4 the request must allow it too; before, the setting decides.
             let may_create = gw.topics.rules().auto_create_topics_enable
-                && (version < AUTO_CREATE_FLAG_FROM || req.allow_auto_topic_creation);
+                && (version < since::METADATA_AUTO_CREATE_FLAG || req.allow_auto_topic_creation);
             let mut out = Vec::with_capacity(wanted.len());
             for t in wanted {
                 let found = match &t.name {
@@ -129,9 +128,10 @@ pub async fn handle(
                 .collect(),
         )
         .with_cluster_id(
-            (version >= 2).then(|| StrBytes::from_string(gw.settings.cluster_id.clone())),
+            (version >= since::METADATA_CLUSTER_ID)
+                .then(|| StrBytes::from_string(gw.settings.cluster_id.clone())),
         )
-        .with_controller_id(BrokerId(if version >= 1 {
+        .with_controller_id(BrokerId(if version >= since::METADATA_CONTROLLER_ID {
             cluster.controller().id
         } else {
             -1
@@ -181,7 +181,11 @@ fn describe(
     operations: i32,
 ) -> MetadataResponseTopic {
     // Leader epochs are answered from v7.
-    let epoch = if version >= 7 { 0 } else { -1 };
+    let epoch = if version >= since::METADATA_LEADER_EPOCH {
+        0
+    } else {
+        -1
+    };
     let partitions = (0..t.partitions)
         .map(|p| {
             let tp = TopicPartition {
@@ -199,7 +203,11 @@ fn describe(
         .collect();
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(t.name.to_string()))))
-        .with_topic_id(if version >= 10 { t.id } else { Uuid::nil() })
+        .with_topic_id(if version >= since::METADATA_TOPIC_ID {
+            t.id
+        } else {
+            Uuid::nil()
+        })
         .with_partitions(partitions)
         .with_topic_authorized_operations(operations)
 }

@@ -32,6 +32,7 @@ use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
 use crate::offsets::OffsetError;
+use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 
 /// Kafka's `offset.metadata.max.bytes` default.
@@ -40,8 +41,6 @@ const MAX_METADATA: usize = 4096;
 const MAX_DEADLINE: Duration = Duration::from_secs(25);
 /// For reads and admin commits, which no session bounds.
 const READ_DEADLINE: Duration = Duration::from_secs(10);
-/// OffsetFetch carries several groups from v8.
-const GROUPS_FROM: i16 = 8;
 
 fn offset_error_code(e: &OffsetError) -> ResponseError {
     match e {
@@ -145,7 +144,7 @@ pub async fn commit(
                         };
                         let stored = (p.committed_offset >= 0).then(|| CommittedOffset {
                             offset: p.committed_offset,
-                            leader_epoch: if version >= 6 {
+                            leader_epoch: if version >= since::OFFSET_COMMIT_LEADER_EPOCH {
                                 p.committed_leader_epoch
                             } else {
                                 -1
@@ -276,7 +275,7 @@ pub async fn fetch(
     req: OffsetFetchRequest,
     access: Access,
 ) -> OffsetFetchResponse {
-    let groups: Vec<(GroupId, Wanted)> = if version >= GROUPS_FROM {
+    let groups: Vec<(GroupId, Wanted)> = if version >= since::OFFSET_FETCH_GROUPS {
         let each = req.groups.into_iter().map(|g| {
             let topics = g.topics.map(|ts| {
                 let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
@@ -296,7 +295,7 @@ pub async fn fetch(
     for (group, topics) in groups {
         answers.push(answer_group(&gw, &access, version, group, topics).await);
     }
-    if version >= GROUPS_FROM {
+    if version >= since::OFFSET_FETCH_GROUPS {
         return OffsetFetchResponse::default().with_groups(answers);
     }
     let group = answers.pop().unwrap_or_default();
@@ -331,14 +330,18 @@ async fn answer_group(
     let read = match read {
         Ok(read) => read,
         // v1 has no group-level error: every partition asked for carries it instead.
-        Err(_) if version < 2 => {
+        Err(_) if version < since::OFFSET_FETCH_GROUP_ERROR => {
             let unread = topics.unwrap_or_default().into_iter();
             let unread = unread.map(|(t, ps)| (t, ps.into_iter().map(|p| (p, Ok(None))).collect()));
             unread.collect()
         }
         Err(_) => Vec::new(),
     };
-    let partition_error = if version < 2 { error } else { None };
+    let partition_error = if version < since::OFFSET_FETCH_GROUP_ERROR {
+        error
+    } else {
+        None
+    };
     let topics = read.into_iter().map(|(name, ps)| {
         let partitions = ps.into_iter().map(|(p, c): (i32, Read)| {
             let (c, error) = match c {
@@ -352,7 +355,11 @@ async fn answer_group(
             OffsetFetchResponsePartitions::default()
                 .with_partition_index(p)
                 .with_committed_offset(offset)
-                .with_committed_leader_epoch(if version >= 5 { epoch } else { -1 })
+                .with_committed_leader_epoch(if version >= since::OFFSET_FETCH_LEADER_EPOCH {
+                    epoch
+                } else {
+                    -1
+                })
                 .with_metadata(Some(StrBytes::from_string(metadata)))
                 .with_error_code(error.map_or(0, |e| e.code()))
         });
@@ -493,7 +500,7 @@ mod tests {
     fn request(v: i16) -> OffsetFetchRequest {
         let name = TopicName(StrBytes::from_static_str("t"));
         let group = GroupId(StrBytes::from_static_str("g"));
-        if v >= GROUPS_FROM {
+        if v >= since::OFFSET_FETCH_GROUPS {
             let topic = OffsetFetchRequestTopics::default()
                 .with_name(name)
                 .with_partition_indexes(vec![0]);

@@ -19,13 +19,8 @@ use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
 use crate::protocol::records;
+use crate::protocol::versions::since;
 use crate::store::{AppendBatch, TopicMeta, TopicPartition};
-
-/// Produce v13 names topics by id (KIP-516).
-const TOPIC_IDS_FROM: i16 = 13;
-/// Fields answered only from these versions on.
-const LOG_START_FROM: i16 = 5;
-const ERROR_MESSAGE_FROM: i16 = 8;
 
 /// A partition's outcome: known at once, or waiting on its log slot.
 enum Outcome {
@@ -63,15 +58,15 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
     let mut inflate_budget = gw.settings.limits.max_decompressed_request_bytes;
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic in req.topic_data {
-        let meta = if version >= TOPIC_IDS_FROM {
+        let meta = if version >= since::PRODUCE_TOPIC_IDS {
             table.by_id(&topic.topic_id)
         } else {
             table.get(&topic.name)
         };
         // Checked before existence, so a denied caller learns nothing of the topic.
         let name = meta.map_or(topic.name.as_str(), |m| &m.name);
-        let denied =
-            (meta.is_some() || version < TOPIC_IDS_FROM) && !access.topic(Operation::Write, name);
+        let denied = (meta.is_some() || version < since::PRODUCE_TOPIC_IDS)
+            && !access.topic(Operation::Write, name);
         let outcomes: Vec<Outcome> = topic
             .partition_data
             .into_iter()
@@ -88,7 +83,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                     return refused(ResponseError::TopicAuthorizationFailed, message);
                 }
                 let Some(meta) = meta.filter(|m| (0..m.partitions).contains(&p.index)) else {
-                    let code = if version >= TOPIC_IDS_FROM && meta.is_none() {
+                    let code = if version >= since::PRODUCE_TOPIC_IDS && meta.is_none() {
                         ResponseError::UnknownTopicId
                     } else {
                         ResponseError::UnknownTopicOrPartition
@@ -133,7 +128,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                             .with_index(index)
                             .with_base_offset(appended.base_offset)
                             .with_log_append_time_ms(log_append_time)
-                            .with_log_start_offset(if version >= LOG_START_FROM {
+                            .with_log_start_offset(if version >= since::PRODUCE_LOG_START {
                                 appended.watermarks.log_start
                             } else {
                                 -1
@@ -245,5 +240,7 @@ fn partition_error(
         .with_base_offset(-1)
         .with_log_append_time_ms(-1)
         .with_log_start_offset(-1)
-        .with_error_message((version >= ERROR_MESSAGE_FROM).then(|| StrBytes::from_string(message)))
+        .with_error_message(
+            (version >= since::PRODUCE_ERROR_MESSAGE).then(|| StrBytes::from_string(message)),
+        )
 }

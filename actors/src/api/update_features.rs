@@ -16,11 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{FeatureError, UpdateFeature, UpgradeType};
 use crate::gateway::Gateway;
-
-/// v0 says `allow_downgrade`; v1 an upgrade type.
-const UPGRADE_TYPE_FROM: i16 = 1;
-/// v2 answers with the top-level error only.
-const TOP_LEVEL_ONLY_FROM: i16 = 2;
+use crate::protocol::versions::since;
 
 pub fn handle(
     gw: &Gateway,
@@ -40,7 +36,10 @@ pub fn handle(
     let pending: Vec<_> = updates
         .into_iter()
         .map(|u| {
-            let upgrade_type = match (version >= UPGRADE_TYPE_FROM, u.allow_downgrade) {
+            let upgrade_type = match (
+                version >= since::UPDATE_FEATURES_UPGRADE_TYPE,
+                u.allow_downgrade,
+            ) {
                 (true, _) => u.upgrade_type,
                 (false, true) => UpgradeType::SafeDowngrade as i8,
                 (false, false) => UpgradeType::Upgrade as i8,
@@ -83,7 +82,7 @@ pub fn handle(
             results.push((feature, outcome));
         }
         let response = UpdateFeaturesResponse::default().with_error_message(None);
-        if version >= TOP_LEVEL_ONLY_FROM {
+        if version >= since::UPDATE_FEATURES_TOP_LEVEL_ONLY {
             return match results.into_iter().find_map(|(_, r)| r.err()) {
                 Some((code, message)) => response
                     .with_error_code(code.code())

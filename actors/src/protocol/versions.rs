@@ -49,3 +49,87 @@ pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
         .find(|(k, _, _)| *k == key)
         .map(|&(_, min, max)| VersionRange { min, max })
 }
+
+/// The versions from which a request or its answer changes shape in a way a handler
+/// follows (Kafka's message specs), named by API: one table, so no handler retypes a
+/// version number.
+pub mod since {
+    /// ApiVersions: client software name and version checked (KIP-511).
+    pub const API_VERSIONS_CLIENT_INFO: i16 = 3;
+    /// CreateTopics: partitions, replication factor and configurations answered.
+    pub const CREATE_TOPICS_DETAILS: i16 = 5;
+    /// CreateTopics: the topic id answered.
+    pub const CREATE_TOPICS_TOPIC_ID: i16 = 7;
+    /// DeleteTopics: an error message answered.
+    pub const DELETE_TOPICS_ERROR_MESSAGE: i16 = 5;
+    /// DeleteTopics: `topics` (name or id) instead of `topic_names`.
+    pub const DELETE_TOPICS_TOPIC_STATES: i16 = 6;
+    /// DescribeConfigs: documentation asked for, and types answered.
+    pub const DESCRIBE_CONFIGS_DOCUMENTATION: i16 = 3;
+    /// DescribeGroups: static members' instance ids.
+    pub const DESCRIBE_GROUPS_INSTANCE_ID: i16 = 4;
+    /// DescribeGroups: an unknown group is GROUP_ID_NOT_FOUND, not Dead (KIP-1043).
+    pub const DESCRIBE_GROUPS_NOT_FOUND: i16 = 6;
+    /// Fetch: the log start offset answered.
+    pub const FETCH_LOG_START: i16 = 5;
+    /// Fetch: topics named by id (KIP-516).
+    pub const FETCH_TOPIC_IDS: i16 = 13;
+    /// FindCoordinator: keys come batched.
+    pub const FIND_COORDINATOR_BATCHED: i16 = 4;
+    /// FindCoordinator: an error message answered.
+    pub const FIND_COORDINATOR_ERROR_MESSAGE: i16 = 1;
+    /// JoinGroup: static members' instance ids (KIP-345).
+    pub const JOIN_GROUP_INSTANCE_ID: i16 = 5;
+    /// JoinGroup: a member id is handed out with MEMBER_ID_REQUIRED first (KIP-394).
+    pub const JOIN_GROUP_MEMBER_ID_REQUIRED: i16 = 4;
+    /// JoinGroup: the protocol type answered.
+    pub const JOIN_GROUP_PROTOCOL_TYPE: i16 = 7;
+    /// JoinGroup: a rebalance timeout apart from the session timeout.
+    pub const JOIN_GROUP_REBALANCE_TIMEOUT: i16 = 1;
+    /// JoinGroup: the leader may skip assignment (KIP-814).
+    pub const JOIN_GROUP_SKIP_ASSIGNMENT: i16 = 9;
+    /// LeaveGroup: members come batched (KIP-345).
+    pub const LEAVE_GROUP_BATCHED: i16 = 3;
+    /// ListGroups: group states answered (KIP-518).
+    pub const LIST_GROUPS_STATE: i16 = 4;
+    /// ListGroups: group types answered (KIP-848).
+    pub const LIST_GROUPS_TYPE: i16 = 5;
+    /// ListOffsets: leader epochs answered.
+    pub const LIST_OFFSETS_LEADER_EPOCH: i16 = 4;
+    /// Metadata: `allow_auto_topic_creation` carried (KIP-361).
+    pub const METADATA_AUTO_CREATE_FLAG: i16 = 4;
+    /// Metadata: the cluster id answered.
+    pub const METADATA_CLUSTER_ID: i16 = 2;
+    /// Metadata: the controller id answered.
+    pub const METADATA_CONTROLLER_ID: i16 = 1;
+    /// Metadata: leader epochs answered.
+    pub const METADATA_LEADER_EPOCH: i16 = 7;
+    /// Metadata: "all topics" is a null list (an empty one before).
+    pub const METADATA_NULL_MEANS_ALL: i16 = 1;
+    /// Metadata: topic ids answered.
+    pub const METADATA_TOPIC_ID: i16 = 10;
+    /// OffsetCommit: leader epochs carried.
+    pub const OFFSET_COMMIT_LEADER_EPOCH: i16 = 6;
+    /// OffsetFetch: several groups in one request.
+    pub const OFFSET_FETCH_GROUPS: i16 = 8;
+    /// OffsetFetch: a group-level error (before, each partition carries it).
+    pub const OFFSET_FETCH_GROUP_ERROR: i16 = 2;
+    /// OffsetFetch: leader epochs answered.
+    pub const OFFSET_FETCH_LEADER_EPOCH: i16 = 5;
+    /// Produce: record errors and an error message answered.
+    pub const PRODUCE_ERROR_MESSAGE: i16 = 8;
+    /// Produce: the log start offset answered.
+    pub const PRODUCE_LOG_START: i16 = 5;
+    /// Produce: topics named by id (KIP-516).
+    pub const PRODUCE_TOPIC_IDS: i16 = 13;
+    /// SaslAuthenticate: the session lifetime answered (KIP-368).
+    pub const SASL_AUTHENTICATE_SESSION_LIFETIME: i16 = 1;
+    /// SaslHandshake: tokens follow in SaslAuthenticate requests, not bare frames (KIP-152).
+    pub const SASL_HANDSHAKE_AUTHENTICATE_REQUESTS: i16 = 1;
+    /// SyncGroup: the protocol type and name answered.
+    pub const SYNC_GROUP_PROTOCOL: i16 = 5;
+    /// UpdateFeatures: the top-level error only.
+    pub const UPDATE_FEATURES_TOP_LEVEL_ONLY: i16 = 2;
+    /// UpdateFeatures: an upgrade type instead of `allow_downgrade`.
+    pub const UPDATE_FEATURES_UPGRADE_TYPE: i16 = 1;
+}

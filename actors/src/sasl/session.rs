@@ -29,6 +29,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::scram::{self, Exchange};
 use super::{plain, Authenticator, Mechanism};
+use crate::protocol::versions::since;
 use crate::protocol::{Answer, Reply};
 use crate::session::Principal;
 use crate::store::{ScramMechanism, StoreError};
@@ -205,7 +206,7 @@ impl Session {
             ));
         }
         // Re-authentication (KIP-368) needs SaslAuthenticate, which v0 does not use.
-        let raw_tokens = version == 0;
+        let raw_tokens = version < since::SASL_HANDSHAKE_AUTHENTICATE_REQUESTS;
         if raw_tokens && state.authenticated.is_some() {
             return sent(closing(
                 answer(Some(ResponseError::IllegalSaslState)),
@@ -272,7 +273,7 @@ impl Session {
                 }
                 Served::Authenticated(token) => {
                     response.auth_bytes = token;
-                    if version >= 1 {
+                    if version >= since::SASL_AUTHENTICATE_SESSION_LIFETIME {
                         response.session_lifetime_ms =
                             max_reauth.map_or(0, |d| d.as_millis().try_into().unwrap_or(i64::MAX));
                     }
