@@ -48,9 +48,52 @@ PY
     rm -rf "$tmp"
 fi
 
+# Java kafka-clients 4.x beside 3.9 (every Java check runs with both): straight from
+# Maven Central, with exactly the runtime dependencies its POM names (4.x takes lz4
+# from at.yawk.lz4, no longer org.lz4). Each jar is checked against Maven Central's
+# .sha1 and must open as a zip. VERSIONS in the gitignored dir records what is there:
+# skipped when it matches, fetched again when the list below changes.
+JARS4=$ROOT/.venv/kafka-java-4
+KAFKA4=4.4.0
+java4_jars=(
+    org.apache.kafka:kafka-clients:$KAFKA4
+    at.yawk.lz4:lz4-java:1.11.2
+    org.xerial.snappy:snappy-java:1.1.10.7
+    com.github.luben:zstd-jni:1.5.7-17
+    org.slf4j:slf4j-api:1.7.36
+)
+maven_jar() { # group:artifact:version DEST.jar
+    local g a v url sha
+    IFS=: read -r g a v <<<"$1"
+    url=https://repo1.maven.org/maven2/${g//.//}/$a/$v/$a-$v.jar
+    fetch() { curl -fsSL --retry 5 --retry-delay 2 --retry-all-errors --connect-timeout 20 --max-time 300 "$@"; }
+    fetch -o "$2.tmp" "$url" || { echo "client-deps: cannot fetch $url" >&2; return 1; }
+    sha=$(fetch "$url.sha1" | grep -oE '^[0-9a-f]{40}') || { echo "client-deps: no sha1 for $url" >&2; return 1; }
+    echo "$sha  $2.tmp" | sha1sum -c --quiet - >/dev/null || { echo "client-deps: $url does not match its .sha1" >&2; return 1; }
+    "$ROOT/.venv/bin/python" -c 'import sys, zipfile; sys.exit(not zipfile.is_zipfile(sys.argv[1]))' "$2.tmp" \
+        || { echo "client-deps: $url is not a jar (zip)" >&2; return 1; }
+    mv "$2.tmp" "$2"
+}
+if [ "$(cat "$JARS4/VERSIONS" 2>/dev/null)" != "${java4_jars[*]}" ]; then
+    rm -rf "$JARS4"
+    mkdir -p "$JARS4"
+    for coord in "${java4_jars[@]}"; do
+        a=${coord#*:}
+        maven_jar "$coord" "$JARS4/${a%%:*}.jar"
+    done
+    echo "${java4_jars[*]}" >"$JARS4/VERSIONS"
+fi
+
+kafka_version() {
+    "$ROOT/.venv/bin/python" -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("kafka/kafka-version.properties").decode().split("version=")[1].split()[0])' "$1"
+}
 echo "kcat: $(kcat -V 2>&1 | sed -n 's/^Version \([^ ]*\).*\(librdkafka [0-9.]*\).*/\1 (system \2)/p')"
 echo "javac: $(javac -version 2>&1)"
-echo "kafka-clients (Java): $("$ROOT/.venv/bin/python" -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("kafka/kafka-version.properties").decode().split("version=")[1].split()[0])' "$JARS/kafka-clients.jar")"
+# Each jar dir's version, also in a file java_check.sh names its runs by.
+kafka_version "$JARS/kafka-clients.jar" >"$JARS/kafka-clients.version"
+kafka_version "$JARS4/kafka-clients.jar" >"$JARS4/kafka-clients.version"
+echo "kafka-clients (Java): $(cat "$JARS/kafka-clients.version")"
+echo "kafka-clients 4.x (Java): $(cat "$JARS4/kafka-clients.version")"
 echo "node: $(node --version), kafkajs: $(node -p "require('$ROOT/tests/clients/node_modules/kafkajs/package.json').version")"
 "$ROOT/.venv/bin/python" - <<'PY'
 import sys, confluent_kafka

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compiles and runs one Java check (GroupsJava: group consumer and admin; ConfigsJava:
-# AdminClient replaying framework configuration calls) against the kafka-clients 3.9
-# jars .ci/client-deps.sh unpacks into .venv/kafka-java.
+# AdminClient replaying framework configuration calls; QuotasJava, ScramJava, AclsJava)
+# against the kafka-clients jars in KAFKA_JAVA_LIBS: by default the 3.9 ones
+# .ci/client-deps.sh unpacks into .venv/kafka-java; run_all.sh also points it at the
+# 4.x ones in .venv/kafka-java-4 (java4-* checks).
 #   usage: java_check.sh CLASS HOST:PORT
 set -euo pipefail
 
@@ -17,6 +19,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 CP=$(printf '%s:' "$JARS"/*.jar)
 javac -nowarn -d "$TMP" -cp "$CP" "$HERE/$CLASS.java" || fail "javac failed"
+echo "java $CLASS: kafka-clients $(cat "$JARS/kafka-clients.version" 2>/dev/null || echo '(version unknown)'), $(java -version 2>&1 | head -n 1)"
 # No slf4j provider is on the class path: the client's own logging stays silent
 # apart from slf4j's one-time notice, dropped here.
 status=0

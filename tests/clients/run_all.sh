@@ -10,12 +10,17 @@
 # its check, named, instead of hanging the run. This is the one bound every check has;
 # some also bound their own steps, to name the step. With CLIENTS_NO_SKIP=1 (CI, which
 # configures every listener) a check that would be skipped fails the run instead.
+# Every Java check runs twice: java-* with kafka-clients 3.9 (KAFKA_JAVA_LIBS, default
+# .venv/kafka-java) and java4-* with the newest 4.x (KAFKA_JAVA4_LIBS, default
+# .venv/kafka-java-4), both from .ci/client-deps.sh; one source compiles against both.
 set -euo pipefail
 
 BOOTSTRAP=${1:?usage: run_all.sh HOST:PORT [roundtrip.py args]}
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-$(cd "$HERE/../.." && pwd)/.venv/bin/python}
+JAVA3_LIBS=${KAFKA_JAVA_LIBS:-$HERE/../../.venv/kafka-java}
+JAVA4_LIBS=${KAFKA_JAVA4_LIBS:-$HERE/../../.venv/kafka-java-4}
 [ -x "$PY" ] || { echo "FAIL: no python venv at $PY (run .ci/client-deps.sh)" >&2; exit 1; }
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-300}
 skip() {
@@ -27,14 +32,15 @@ skip() {
     echo "SKIPPED: $*"
 }
 
-checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs confluent-configs
-        confluent-groups kafka-python-groups kafkajs-groups java-groups kcat-groups java-quotas)
+checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs java4-configs
+        confluent-configs confluent-groups kafka-python-groups kafkajs-groups java-groups
+        java4-groups kcat-groups java-quotas java4-quotas)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
-    checks+=(confluent-sasl java-scram)
+    checks+=(confluent-sasl java-scram java4-scram)
     # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
     # user a super user, `allow_everyone_if_no_acl_found` on): the Java ACL check.
     if [ "${AUTHORIZER:-}" = standard ]; then
-        checks+=(java-acls)
+        checks+=(java-acls java4-acls)
     else
         skip "ACL check (AUTHORIZER is not standard)"
     fi
@@ -57,7 +63,10 @@ else
 fi
 passed=0
 for check in "${checks[@]}"; do
-    case $check in
+    # java4-NAME is java-NAME with the 4.x jars.
+    java_libs=$JAVA3_LIBS
+    case $check in java4-*) java_libs=$JAVA4_LIBS ;; esac
+    case ${check/#java4-/java-} in
         kcat) cmd=(bash "$HERE/kcat_roundtrip.sh" "$BOOTSTRAP") ;;
         kafkajs-topics) cmd=(node "$HERE/topics_kafkajs.js" "$BOOTSTRAP") ;;
         java-configs) cmd=(bash "$HERE/java_check.sh" ConfigsJava "$BOOTSTRAP") ;;
@@ -84,7 +93,7 @@ for check in "${checks[@]}"; do
     # timeout signals the check's whole process group (worker processes, the JVM, kcat),
     # and SIGKILLs it 10 s later if it is still there.
     status=0
-    PYTHON=$PY timeout --kill-after=10 "$CHECK_TIMEOUT" "${cmd[@]}" || status=$?
+    KAFKA_JAVA_LIBS=$java_libs PYTHON=$PY timeout --kill-after=10 "$CHECK_TIMEOUT" "${cmd[@]}" || status=$?
     if [ $status -ne 0 ]; then
         case $status in
             124) echo "failed check: $check (timed out after $CHECK_TIMEOUT s)" ;;
