@@ -2,7 +2,10 @@ module github.com/iggy-kafka-gateway/tests/clients/go
 
 go 1.26.0
 
-require github.com/IBM/sarama v1.61.1
+require (
+	github.com/IBM/sarama v1.61.1
+	github.com/segmentio/kafka-go v0.4.51
+)
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
