@@ -17,6 +17,10 @@ command -v npm >/dev/null || pkgs+=(nodejs npm)
 # librdkafka (the rdkafka crate in cargo test) links OpenSSL for TLS and SCRAM.
 dpkg -s libssl-dev >/dev/null 2>&1 || pkgs+=(libssl-dev)
 command -v pkg-config >/dev/null || pkgs+=(pkg-config)
+# The Go checks (tests/clients/go/) build with the go tool; an older one than go.mod
+# names (Go >= 1.21) fetches that toolchain from the module proxy itself (GOTOOLCHAIN).
+[ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin
+command -v go >/dev/null || pkgs+=(golang-go)
 if [ ${#pkgs[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
@@ -84,6 +88,12 @@ if [ "$(cat "$JARS4/VERSIONS" 2>/dev/null)" != "${java4_jars[*]}" ]; then
     echo "${java4_jars[*]}" >"$JARS4/VERSIONS"
 fi
 
+# The Go checks: Sarama and segmentio/kafka-go, at the versions tests/clients/go/go.mod
+# pins (go.sum checks them), built into the gitignored .venv/go-checks. Go's module and
+# build caches make a second run a no-op.
+GO_CHECKS=$ROOT/.venv/go-checks
+(cd "$ROOT/tests/clients/go" && go mod download && go build -trimpath -buildvcs=false -o "$GO_CHECKS/" ./cmd/...)
+
 kafka_version() {
     "$ROOT/.venv/bin/python" -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("kafka/kafka-version.properties").decode().split("version=")[1].split()[0])' "$1"
 }
@@ -94,6 +104,8 @@ kafka_version "$JARS/kafka-clients.jar" >"$JARS/kafka-clients.version"
 kafka_version "$JARS4/kafka-clients.jar" >"$JARS4/kafka-clients.version"
 echo "kafka-clients (Java): $(cat "$JARS/kafka-clients.version")"
 echo "kafka-clients 4.x (Java): $(cat "$JARS4/kafka-clients.version")"
+go_module() { (cd "$ROOT/tests/clients/go" && go list -m -f '{{.Version}}' "$1"); }
+echo "$(cd "$ROOT/tests/clients/go" && go version), sarama: $(go_module github.com/IBM/sarama), kafka-go: $(go_module github.com/segmentio/kafka-go)"
 echo "node: $(node --version), kafkajs: $(node -p "require('$ROOT/tests/clients/node_modules/kafkajs/package.json').version")"
 "$ROOT/.venv/bin/python" - <<'PY'
 import sys, confluent_kafka

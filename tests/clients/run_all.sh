@@ -13,6 +13,9 @@
 # Every Java check runs twice: java-* with kafka-clients 3.9 (KAFKA_JAVA_LIBS, default
 # .venv/kafka-java) and java4-* with the newest 4.x (KAFKA_JAVA4_LIBS, default
 # .venv/kafka-java-4), both from .ci/client-deps.sh; one source compiles against both.
+# The Go checks (go-sarama, go-kafkago: tests/clients/go/, a producer and a two-member
+# group each) run the binaries .ci/client-deps.sh builds into GO_CHECKS (default
+# .venv/go-checks).
 set -euo pipefail
 
 BOOTSTRAP=${1:?usage: run_all.sh HOST:PORT [roundtrip.py args]}
@@ -21,7 +24,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-$(cd "$HERE/../.." && pwd)/.venv/bin/python}
 JAVA3_LIBS=${KAFKA_JAVA_LIBS:-$HERE/../../.venv/kafka-java}
 JAVA4_LIBS=${KAFKA_JAVA4_LIBS:-$HERE/../../.venv/kafka-java-4}
+GO_CHECKS=${GO_CHECKS:-$HERE/../../.venv/go-checks}
 [ -x "$PY" ] || { echo "FAIL: no python venv at $PY (run .ci/client-deps.sh)" >&2; exit 1; }
+for bin in sarama_check kafkago_check; do
+    [ -x "$GO_CHECKS/$bin" ] || { echo "FAIL: no $bin in $GO_CHECKS (run .ci/client-deps.sh)" >&2; exit 1; }
+done
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-300}
 skip() {
     if [ "${CLIENTS_NO_SKIP:-}" = 1 ]; then
@@ -34,7 +41,7 @@ skip() {
 
 checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs java4-configs
         confluent-configs confluent-groups kafka-python-groups kafkajs-groups java-groups
-        java4-groups kcat-groups java-quotas java4-quotas)
+        java4-groups kcat-groups go-sarama go-kafkago java-quotas java4-quotas)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
     checks+=(confluent-sasl java-scram java4-scram)
     # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
@@ -77,6 +84,8 @@ for check in "${checks[@]}"; do
         java-groups) cmd=(bash "$HERE/java_check.sh" GroupsJava "$BOOTSTRAP") ;;
         java-quotas) cmd=(bash "$HERE/java_check.sh" QuotasJava "$BOOTSTRAP") ;;
         kcat-groups) cmd=(bash "$HERE/kcat_groups.sh" "$BOOTSTRAP") ;;
+        go-sarama) cmd=("$GO_CHECKS/sarama_check" "$BOOTSTRAP") ;;
+        go-kafkago) cmd=("$GO_CHECKS/kafkago_check" "$BOOTSTRAP") ;;
         confluent-sasl) cmd=("$PY" "$HERE/sasl_confluent.py" --bootstrap "$SASL_BOOTSTRAP"
                              --user "${SASL_USER:-admin}" --password "${SASL_PASSWORD:-admin-secret}") ;;
         java-scram) cmd=(bash "$HERE/java_check.sh" ScramJava "$SASL_BOOTSTRAP") ;;
