@@ -223,9 +223,10 @@ async fn read_partition(
         batches,
         watermarks: w,
     } = read.map_err(|e| {
-        // A topic deleted while a fetch waits on it is routine; anything else is not.
+        // A topic deleted while a fetch waits on it is routine (Iggy names it an
+        // unknown partition: its server says the same for both); anything else is not.
         match e {
-            StoreError::UnknownTopic(_) => {
+            StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. } => {
                 tracing::debug!(partition = %tp, "fetched topic was deleted")
             }
             _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),
