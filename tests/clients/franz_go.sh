@@ -12,8 +12,9 @@
 #   KGO_LOG_LEVEL=none     franz-go's own client logging (debug|info|none)
 # Tests named in franz_go_skips.txt (one `TestName  reason` a line, # comments) are not
 # run: transactions (issue 16) and known gateway gaps. franz-go skips others itself:
-# KIP-848 (no ConsumerGroupHeartbeat), share groups (no ShareFetch), SCRAM/OAuth (no
-# KGO_TEST_SCRAM_SEEDS / KGO_TEST_OAUTH_SEEDS given). The whole run is bounded by
+# KIP-848 (no ConsumerGroupHeartbeat), share groups (no ShareFetch), SCRAM/OAuth unless
+# KGO_TEST_SCRAM_SEEDS (a SASL_PLAINTEXT address) with KGO_TEST_SCRAM=user:password:512,
+# or KGO_TEST_OAUTH_SEEDS, are set; they pass through from the environment. The whole run is bounded by
 # FRANZ_GO_TIMEOUT seconds (default 900); the log goes to FRANZ_GO_LOG (default
 # target/franz-go.log). Exit status 0 when every test run passed.
 set -euo pipefail
