@@ -30,6 +30,7 @@ pub fn decode_request(data: &[u8]) {
 pub fn record_batch(data: &[u8]) {
     const BUDGET: usize = 1 << 20;
     if records::validate(data).is_ok() {
+        let _ = records::batch_records_len(data, BUDGET);
         let _ = records::batch_records(&Bytes::copy_from_slice(data), BUDGET);
     }
     if let Some((codec, rest)) = data.split_first() {

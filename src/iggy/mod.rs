@@ -322,6 +322,10 @@ impl LogStore for IggyBackend {
     fn external_appends(&self) -> bool {
         true
     }
+
+    fn splits_batches(&self) -> bool {
+        true
+    }
 }
 
 /// Every table on its own log (`meta/`); the backend's handle has a connection of

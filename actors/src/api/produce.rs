@@ -18,7 +18,7 @@ use crate::authorizer::{Access, Operation};
 use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
-use crate::protocol::records;
+use crate::protocol::records::{self, InflateError};
 use crate::protocol::versions::since;
 use crate::store::{AppendBatch, TopicMeta, TopicPartition};
 
@@ -54,8 +54,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
         None
     };
 
-    // Bytes the request's records may decompress to, over all its partitions.
-    let mut inflate_budget = gw.settings.limits.max_decompressed_request_bytes;
+    let mut inflation = Inflation {
+        left: gw.settings.limits.max_decompressed_request_bytes,
+        keep: gw.partitions.logs().splits_batches(),
+    };
     let mut topics = Vec::with_capacity(req.topic_data.len());
     for topic in req.topic_data {
         let meta = if version >= since::PRODUCE_TOPIC_IDS {
@@ -91,7 +93,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                     return refused(code, "unknown topic or partition".into());
                 };
                 let records = p.records.unwrap_or_default();
-                match check_batch(&config, meta, records, now, &mut inflate_budget) {
+                match check_batch(&config, meta, records, now, &mut inflation) {
                     Err((code, message)) => refused(code, message),
                     Ok((batch, log_append_time)) => {
                         let tp = TopicPartition {
@@ -179,14 +181,14 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
 
 /// Checks one partition's records and prepares them for the log, by the topic's
 /// configurations in force; the append time is set when the topic keeps LogAppendTime.
-/// The records must decompress within what is left of the request's `inflate_budget`
-/// (Kafka's broker decompresses them to validate them too).
+/// The records must decompress within what is left of the request's budget (Kafka's
+/// broker decompresses them to validate them too).
 fn check_batch(
     config: &ClusterConfig,
     meta: &TopicMeta,
     records: Bytes,
     now: i64,
-    inflate_budget: &mut usize,
+    inflation: &mut Inflation,
 ) -> Result<(AppendBatch, i64), (ResponseError, String)> {
     let value = |name| config.topic_value(&meta.configs, name).map(|(v, _)| v);
     let max = value("max.message.bytes")
@@ -202,9 +204,9 @@ fn check_batch(
         ));
     }
     let mut header = records::validate(&records).map_err(|e| (e.error_code(), e.to_string()))?;
-    let inflated = records::batch_records(&records, *inflate_budget)
+    let inflated = inflation
+        .records(&records)
         .map_err(|e| (e.error_code(), e.to_string()))?;
-    *inflate_budget -= inflated.len();
     if header.transactional {
         return Err((
             ResponseError::InvalidTxnState,
@@ -226,6 +228,29 @@ fn check_batch(
         records: inflated,
     };
     Ok((batch, log_append_time))
+}
+
+/// How a request's records are decompressed: within the bytes left of its budget,
+/// over all its partitions, and kept only for an engine that stores them record by
+/// record (`LogStore::splits_batches`); the others store the batch as it came.
+struct Inflation {
+    left: usize,
+    keep: bool,
+}
+
+impl Inflation {
+    /// The batch's records decompressed when kept, else empty; checked either way.
+    fn records(&mut self, batch: &Bytes) -> Result<Bytes, InflateError> {
+        let (records, len) = if self.keep {
+            let records = records::batch_records(batch, self.left)?;
+            let len = records.len();
+            (records, len)
+        } else {
+            (Bytes::new(), records::batch_records_len(batch, self.left)?)
+        };
+        self.left -= len;
+        Ok(records)
+    }
 }
 
 fn partition_error(

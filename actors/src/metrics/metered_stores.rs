@@ -75,6 +75,10 @@ impl LogStore for MeteredLog {
     fn external_appends(&self) -> bool {
         self.inner.external_appends()
     }
+
+    fn splits_batches(&self) -> bool {
+        self.inner.splits_batches()
+    }
 }
 
 /// Times and counts every call to the metadata store it wraps, by the call's name;

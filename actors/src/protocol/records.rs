@@ -217,6 +217,13 @@ pub fn inflate(
     }
 }
 
+/// How many bytes the records of a whole validated batch decompress to, checked within
+/// `budget` and kept nowhere: decompressed in small steps into nothing.
+pub fn batch_records_len(batch: &[u8], budget: usize) -> Result<usize, InflateError> {
+    let codec = (&batch[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK;
+    inflate(codec, &batch[HEADER_LEN..], budget, &mut io::sink())
+}
+
 /// The records section of a whole validated batch, decompressed within `budget` bytes
 /// by the codec its attributes name. Uncompressed, it is the batch's own bytes after
 /// the header, not copied.
@@ -456,6 +463,13 @@ mod tests {
             let over = batch_records(&b, 1 << 20);
             assert_eq!(over, Err(InflateError::OverBudget(1 << 20)), "{c:?}");
             assert_eq!(batch_records(&b, whole).map(|r| r.len()), Ok(whole));
+            // Checked and kept nowhere: the same size, the same refusal.
+            assert_eq!(batch_records_len(&b, whole), Ok(whole));
+            assert_eq!(
+                batch_records_len(&b, 1 << 20),
+                Err(InflateError::OverBudget(1 << 20)),
+                "{c:?}"
+            );
             // Refused after the budget, never allocated up to what the data claims.
             let codec = (&b[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK;
             let mut out = Vec::new();

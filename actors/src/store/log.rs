@@ -103,6 +103,12 @@ pub trait LogStore: Send + Sync + 'static {
     fn external_appends(&self) -> bool {
         false
     }
+    /// True when the engine stores a batch record by record (Iggy messages): Produce
+    /// then keeps the records it decompressed to check them (`AppendBatch::records`),
+    /// so they are decompressed once. Otherwise it only checks them and keeps nothing.
+    fn splits_batches(&self) -> bool {
+        false
+    }
 }
 
 /// A log store with typed calls. Cheap to clone.
@@ -169,5 +175,9 @@ impl Logs {
 
     pub fn external_appends(&self) -> bool {
         self.0.external_appends()
+    }
+
+    pub fn splits_batches(&self) -> bool {
+        self.0.splits_batches()
     }
 }

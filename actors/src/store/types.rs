@@ -103,7 +103,8 @@ pub type ClusterConfigs = BTreeMap<String, BTreeMap<String, String>>;
 /// A validated record batch to append. `bytes` is the batch exactly as it will be
 /// served back, except its base offset, which the backend assigns; `records` is its
 /// records section decompressed, as Produce checked it, for an engine that stores
-/// records one by one (so a batch is decompressed at most once).
+/// records one by one (`LogStore::splits_batches`; so a batch is decompressed at most
+/// once), and empty for the others.
 #[derive(Clone, Debug)]
 pub struct AppendBatch {
     pub header: BatchHeader,
