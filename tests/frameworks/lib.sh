@@ -1,0 +1,108 @@
+# Sourced by the framework checks (tests/frameworks/*/check.sh): starts, kills and
+# restarts gateways, each with its own data, on the embedded store or, with
+# FW_BACKEND=iggy, each on its own iggy-server (IGGY_SERVER_BIN). Everything started
+# here is killed when the sourcing script exits.
+#   GATEWAY_BIN  the gateway binary (default target/release/iggy-kafka-gateway)
+#   FW_WORK      a scratch dir (default: a new temp dir, removed at exit)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+GATEWAY_BIN=${GATEWAY_BIN:-$ROOT/target/release/iggy-kafka-gateway}
+FW_BACKEND=${FW_BACKEND:-embedded}
+[ -x "$GATEWAY_BIN" ] || { echo "FAIL: no gateway binary at $GATEWAY_BIN (cargo build --release)" >&2; exit 1; }
+if [ -z "${FW_WORK:-}" ]; then
+    FW_WORK=$(mktemp -d)
+    fw_own_work=1
+fi
+declare -A FW_PID FW_ADDR FW_ENV FW_IGGY_PID FW_IGGY_ADDR
+
+fw_cleanup() {
+    local p
+    for p in "${FW_PID[@]}" "${FW_IGGY_PID[@]}" ${FW_EXTRA_PIDS:-}; do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    [ -n "${fw_own_work:-}" ] && rm -rf "$FW_WORK"
+    return 0
+}
+trap fw_cleanup EXIT
+
+fw_free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits up to $2 seconds (default 60) for something to accept on HOST:PORT $1.
+fw_wait_port() {
+    local host=${1%:*} port=${1##*:} i
+    for i in $(seq $((${2:-60} * 10))); do
+        (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "FAIL: nothing listens on $1 after ${2:-60} s" >&2
+    return 1
+}
+
+fw_iggy_start() { # NAME: an iggy-server of its own for gateway NAME
+    local name=$1 dir=$FW_WORK/$1-iggy
+    local bin=${IGGY_SERVER_BIN:-$(command -v iggy-server || true)}
+    [ -x "$bin" ] || { echo "FAIL: FW_BACKEND=iggy needs IGGY_SERVER_BIN naming an iggy-server" >&2; exit 1; }
+    mkdir -p "$dir"
+    [ -n "${FW_IGGY_ADDR[$name]:-}" ] || FW_IGGY_ADDR[$name]=127.0.0.1:$(fw_free_port)
+    (cd "$dir" && IGGY_TCP_ADDRESS=${FW_IGGY_ADDR[$name]} IGGY_SYSTEM_PATH=$dir/data \
+        IGGY_HTTP_ENABLED=false IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=false \
+        IGGY_ROOT_USERNAME=iggy IGGY_ROOT_PASSWORD=iggy \
+        IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1 IGGY_SYSTEM_SHARDING_PIN_CORES=false \
+        exec "$bin" >>"$dir/server.log" 2>&1) &
+    FW_IGGY_PID[$name]=$!
+    fw_wait_port "${FW_IGGY_ADDR[$name]}" 60
+}
+
+# gw_start NAME [IGGY_KAFKA_X=value ...]: a gateway with data of its own, on a free
+# port the first time and on the same one after gw_kill (clients keep their bootstrap
+# address). Sets FW_ADDR[NAME]; its log is $FW_WORK/NAME.log.
+gw_start() {
+    local name=$1 i
+    shift
+    [ $# -gt 0 ] && FW_ENV[$name]="$*"
+    local listen=${FW_ADDR[$name]:-127.0.0.1:0}
+    local store=(IGGY_KAFKA_DATA_DIR="$FW_WORK/$name-data")
+    if [ "$FW_BACKEND" = iggy ]; then
+        [ -n "${FW_IGGY_PID[$name]:-}" ] || fw_iggy_start "$name"
+        store=(IGGY_KAFKA_BACKEND=iggy IGGY_KAFKA_IGGY_ADDRESS="${FW_IGGY_ADDR[$name]}")
+    fi
+    # shellcheck disable=SC2086 # FW_ENV holds VAR=value words
+    env IGGY_KAFKA_LISTENERS="PLAINTEXT://$listen" IGGY_KAFKA_ADMIN_BIND_ADDRESS=127.0.0.1:0 \
+        "${store[@]}" ${FW_ENV[$name]:-} "$GATEWAY_BIN" >"$FW_WORK/$name.stdout" 2>>"$FW_WORK/$name.log" &
+    FW_PID[$name]=$!
+    for i in $(seq 300); do
+        FW_ADDR[$name]=$(sed -n 's/.*listening on //p' "$FW_WORK/$name.stdout")
+        [ -n "${FW_ADDR[$name]}" ] && return 0
+        kill -0 "${FW_PID[$name]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "FAIL: gateway $name did not start; its log:" >&2
+    tail -n 40 "$FW_WORK/$name.log" >&2
+    exit 1
+}
+
+gw_kill() { # NAME: SIGKILL, waited for
+    kill -9 "${FW_PID[$1]}" 2>/dev/null || true
+    wait "${FW_PID[$1]}" 2>/dev/null || true
+}
+
+gw_restart() { # NAME: SIGKILL, then the same gateway again on its port and data
+    gw_kill "$1"
+    gw_start "$1"
+}
+
+gw_log() { # NAME: the last lines of its log, for a failure message
+    echo "--- gateway $1 log (last 40 lines)" >&2
+    tail -n 40 "$FW_WORK/$1.log" >&2
+}
+
+# fw_java DIR MAIN [ARGS...]: a class of the Maven project DIR (tests/frameworks/DIR),
+# built by tests/frameworks/deps.sh, on its resolved classpath.
+fw_java() {
+    local dir=$ROOT/tests/frameworks/$1
+    shift
+    [ -s "$dir/target/classpath" ] || { echo "FAIL: $dir not built (tests/frameworks/deps.sh)" >&2; exit 1; }
+    java -cp "$dir/target/classes:$(cat "$dir/target/classpath")" "$@"
+}
