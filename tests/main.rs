@@ -17,6 +17,7 @@ mod feature_levels;
 mod group_protocol;
 mod idempotence;
 mod iggy_backend;
+mod internal_topics;
 mod listeners;
 mod ports;
 mod protocol_versions;

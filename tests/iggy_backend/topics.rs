@@ -615,9 +615,14 @@ topic = "orders-v1"
     })
     .await
     .unwrap();
+    // Beside the internal `__consumer_offsets`, which every gateway lists.
     assert_eq!(
         names,
-        vec![("orders".to_string(), 2), ("plain".to_string(), 1)]
+        vec![
+            ("__consumer_offsets".to_string(), 50),
+            ("orders".to_string(), 2),
+            ("plain".to_string(), 1)
+        ]
     );
 
     // Two Kafka names on one Iggy topic: refused at startup, naming both.

@@ -19,6 +19,7 @@ use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
 use crate::protocol::versions::since;
 use crate::store::{ReadBatches, StoreError, TopicPartition};
+use crate::topic_admin::internal::is_internal;
 
 const READ_COMMITTED: i8 = 1;
 /// Bounds of the re-reads of a waiting fetch when others append to the backend.
@@ -214,6 +215,13 @@ async fn read_partition(
     offset: i64,
     max_bytes: usize,
 ) -> Result<(Vec<Bytes>, i64, i64), ResponseError> {
+    if is_internal(&tp.topic) {
+        // Its contents live in the offset store: an empty log.
+        return match offset {
+            0 => Ok((Vec::new(), 0, 0)),
+            _ => Err(ResponseError::OffsetOutOfRange),
+        };
+    }
     let read = gw
         .partitions
         .logs()

@@ -10,6 +10,7 @@ use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
 use crate::protocol::versions::since;
 use crate::store::{StoreResult, TimestampedOffset, TopicPartition};
+use crate::topic_admin::internal::is_internal;
 
 /// Special timestamps: Kafka's `ListOffsetsRequest` constants.
 const LATEST: i64 = -1;
@@ -101,6 +102,11 @@ async fn lookup(
             timestamp: -1,
         })
     };
+    if is_internal(&tp.topic) {
+        // An empty log (the offset store holds its contents): 0 at both ends.
+        let ends = matches!(timestamp, LATEST | EARLIEST | EARLIEST_LOCAL);
+        return Ok(if ends { at(0) } else { None });
+    }
     Ok(match timestamp {
         LATEST => at(gw.partitions.logs().watermarks(tp.clone()).await?.high),
         EARLIEST | EARLIEST_LOCAL => {

@@ -20,6 +20,7 @@ use crate::membership::Cluster;
 use crate::protocol::versions::since;
 use crate::session::Caller;
 use crate::store::{TopicMeta, TopicPartition};
+use crate::topic_admin::internal::is_internal;
 use crate::topic_admin::{validate_topic_name, CreateTopic};
 
 /// "Not requested" in authorized-operations fields.
@@ -208,6 +209,7 @@ fn describe(
         } else {
             Uuid::nil()
         })
+        .with_is_internal(is_internal(&t.name))
         .with_partitions(partitions)
         .with_topic_authorized_operations(operations)
 }

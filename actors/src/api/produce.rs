@@ -21,6 +21,7 @@ use crate::log_slot::{Append, AppendError, LogSlot};
 use crate::protocol::records::{self, InflateError};
 use crate::protocol::versions::since;
 use crate::store::{AppendBatch, TopicMeta, TopicPartition};
+use crate::topic_admin::internal::is_internal;
 
 /// A partition's outcome: known at once, or waiting on its log slot.
 enum Outcome {
@@ -92,6 +93,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                     };
                     return refused(code, "unknown topic or partition".into());
                 };
+                if is_internal(&meta.name) {
+                    let message = format!("cannot append to internal topic {}", meta.name);
+                    return refused(ResponseError::InvalidTopicException, message);
+                }
                 let records = p.records.unwrap_or_default();
                 match check_batch(&config, meta, records, now, &mut inflation) {
                     Err((code, message)) => refused(code, message),

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 pub mod definitions;
+pub mod internal;
 
 use crate::config_catalog::definitions::MAX_PARTITIONS;
 use crate::config_catalog::{
@@ -30,6 +31,7 @@ use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable};
 use crate::store::{Logs, Meta};
 use crate::store::{StoreError, TopicMeta};
 use definitions::{Definition, Definitions};
+use internal::is_internal;
 
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
 const MAX_NAME_LEN: usize = 249;
@@ -50,6 +52,8 @@ pub enum TopicError {
     Unknown(String),
     #[error(transparent)]
     Backend(#[from] StoreError),
+    #[error("topic '{0}' is internal: it stands for the gateway's offset store and cannot be deleted or altered")]
+    Internal(String),
     #[error("the config catalog is not running")]
     CatalogGone,
 }
@@ -68,6 +72,7 @@ impl TopicError {
                 ResponseError::UnknownTopicOrPartition
             }
             TopicError::Backend(e) => e.code(),
+            TopicError::Internal(_) => ResponseError::InvalidRequest,
             TopicError::CatalogGone => ResponseError::UnknownServerError,
         }
     }
@@ -105,11 +110,14 @@ pub struct TopicTable {
 }
 
 impl TopicTable {
-    fn new(topics: impl IntoIterator<Item = TopicMeta>) -> Self {
+    /// The backend's topics and the internal one; a backend topic of the internal
+    /// one's name (made by a native client) is left out.
+    fn new(topics: impl IntoIterator<Item = TopicMeta>, internal: &Arc<TopicMeta>) -> Self {
         let mut table = TopicTable::default();
-        for t in topics {
+        for t in topics.into_iter().filter(|t| !is_internal(&t.name)) {
             table.insert(Arc::new(t));
         }
+        table.insert(internal.clone());
         table
     }
 
@@ -178,6 +186,8 @@ pub struct TopicAdmin {
     configs: watch::Receiver<Arc<ClusterConfig>>,
     settings: Arc<BrokerSettings>,
     table: watch::Sender<Arc<TopicTable>>,
+    /// `__consumer_offsets`, in every table published.
+    internal: Arc<TopicMeta>,
     /// When the topics were last read from the backend.
     refreshed: Instant,
 }
@@ -197,7 +207,8 @@ impl TopicAdmin {
         let refresh = settings.topic_refresh_interval;
         let (definitions, _) = SharedTable::<Definitions>::start(meta, refresh).await?;
         let topics = listed(&logs, &definitions).await?;
-        let (table, rx) = watch::channel(Arc::new(TopicTable::new(topics)));
+        let internal = Arc::new(internal::consumer_offsets(&settings.cluster_id));
+        let (table, rx) = watch::channel(Arc::new(TopicTable::new(topics, &internal)));
         let admin = TopicAdmin {
             logs,
             definitions,
@@ -206,15 +217,19 @@ impl TopicAdmin {
             configs,
             settings,
             table,
+            internal,
             refreshed: Instant::now(),
         }
         .start();
         Ok((admin, rx))
     }
 
-    /// A topic by name, if the name is valid and the topic exists.
+    /// A topic by name, if the name is valid and the topic exists and may change.
     fn existing(&self, name: &str) -> Result<Arc<TopicMeta>, TopicError> {
         validate_topic_name(name)?;
+        if is_internal(name) {
+            return Err(TopicError::Internal(name.to_string()));
+        }
         self.table
             .borrow()
             .get(name)
@@ -293,8 +308,11 @@ impl TopicAdmin {
         async move { listed(&logs, &definitions).await }
             .into_actor(self)
             .map(|listed, act, _| {
-                let mut listed = match listed {
-                    Ok(topics) => topics,
+                let mut listed: Vec<TopicMeta> = match listed {
+                    Ok(topics) => topics
+                        .into_iter()
+                        .filter(|t| !is_internal(&t.name))
+                        .collect(),
                     Err(e) => return tracing::warn!(error = %e, "topic refresh failed"),
                 };
                 let mut known: Vec<TopicMeta> = act
@@ -302,13 +320,15 @@ impl TopicAdmin {
                     .borrow()
                     .all()
                     .into_iter()
+                    .filter(|t| !is_internal(&t.name))
                     .map(|t| (**t).clone())
                     .collect();
                 listed.sort_by(|a, b| a.name.cmp(&b.name));
                 known.sort_by(|a, b| a.name.cmp(&b.name));
                 if listed != known {
                     tracing::info!(topics = listed.len(), "topics changed in the backend");
-                    act.table.send_replace(Arc::new(TopicTable::new(listed)));
+                    act.table
+                        .send_replace(Arc::new(TopicTable::new(listed, &act.internal)));
                 }
             })
     }
@@ -450,6 +470,7 @@ impl Handler<BrokerConfigsChanged> for TopicAdmin {
             .borrow()
             .all()
             .into_iter()
+            .filter(|t| !is_internal(&t.name))
             .filter_map(|t| {
                 let limits = now.limits(&t.configs);
                 (limits != msg.before.limits(&t.configs)).then(|| (t.clone(), limits))
