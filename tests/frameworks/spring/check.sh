@@ -5,8 +5,9 @@
 # a second listener sends a poison record to the dead letter topic through
 # DefaultErrorHandler + DeadLetterPublishingRecoverer. The application runs three times
 # with the same groups: again (resumes from its commits; KafkaAdmin alters a changed
-# retention.ms), and once more with the gateway killed and restarted under it. Each run journals what
-# it sent and received (spring/src/main/java/gateway/spring); this script compares.
+# retention.ms), and once more with the gateway killed and restarted under it. Each run
+# journals what it sent and received (spring/src/main/java/gateway/spring); this script
+# compares. The last line is "spring: N passed, M failed".
 # Needs tests/frameworks/deps.sh run first. FW_BACKEND=iggy runs it on an iggy-server.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
