@@ -68,6 +68,10 @@ gw_start() {
         [ -n "${FW_IGGY_PID[$name]:-}" ] || fw_iggy_start "$name"
         store=(IGGY_KAFKA_BACKEND=iggy IGGY_KAFKA_IGGY_ADDRESS="${FW_IGGY_ADDR[$name]}")
     fi
+    # Emptied here, not by the background job's redirection: that may come after the
+    # first read below, which would then find no file (set -e ends the script) or,
+    # after gw_kill, the last gateway's address line.
+    : >"$FW_WORK/$name.stdout"
     # shellcheck disable=SC2086 # FW_ENV holds VAR=value words
     env IGGY_KAFKA_LISTENERS="PLAINTEXT://$listen" IGGY_KAFKA_ADMIN_BIND_ADDRESS=127.0.0.1:0 \
         "${store[@]}" ${FW_ENV[$name]:-} "$GATEWAY_BIN" >"$FW_WORK/$name.stdout" 2>>"$FW_WORK/$name.log" &
