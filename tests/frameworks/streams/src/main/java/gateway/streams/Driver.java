@@ -36,8 +36,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   produce BOOT TOPIC FROM TO                           sends lines [FROM, TO) of Words
  *   quiesce BOOT GROUP TIMEOUT_S TOPIC...                 waits until GROUP's committed
  *        offsets equal the end offsets of every partition of the TOPICs
- *   check BOOT OUTPUT LINES                               last count per word in OUTPUT
- *        must equal the true count over lines [0, LINES), every word
+ *   check BOOT OUTPUT LINES [at-least]                    last count per word in OUTPUT
+ *        must equal (or, with at-least, not be below) the true count over lines
+ *        [0, LINES), every word
  *   config BOOT TOPIC KEY...                              prints its partition count and
  *        the values of the configurations KEY
  * Prints "OK ..." and exits 0, or prints why not and exits 1.
@@ -49,7 +50,7 @@ public final class Driver {
             case "create" -> create(boot, a);
             case "produce" -> produce(boot, a[2], Long.parseLong(a[3]), Long.parseLong(a[4]));
             case "quiesce" -> quiesce(boot, a[2], Integer.parseInt(a[3]), List.of(a).subList(4, a.length));
-            case "check" -> check(boot, a[2], Long.parseLong(a[3]));
+            case "check" -> check(boot, a[2], Long.parseLong(a[3]), a.length > 4 && a[4].equals("at-least"));
             case "config" -> config(boot, a[2], List.of(a).subList(3, a.length));
             default -> throw new IllegalArgumentException("unknown mode " + a[0]);
         }
@@ -137,7 +138,7 @@ public final class Driver {
     }
 
     /** Reads OUTPUT from its beginning to its end offsets; the last value per key wins. */
-    static void check(String boot, String output, long lines) throws Exception {
+    static void check(String boot, String output, long lines, boolean atLeast) throws Exception {
         Map<String, Long> last = new TreeMap<>();
         long records = 0;
         Properties p = new Properties();
@@ -166,16 +167,19 @@ public final class Driver {
         words.addAll(last.keySet());
         for (String w : words) {
             Long got = last.get(w), exp = want.get(w);
-            if (!java.util.Objects.equals(got, exp)) wrong.add(w + "=" + got + " (true " + exp + ")");
+            boolean ok = atLeast ? got != null && exp != null && got >= exp : java.util.Objects.equals(got, exp);
+            if (!ok) wrong.add(w + "=" + got + " (true " + exp + ")");
         }
         long total = want.values().stream().mapToLong(Long::longValue).sum();
+        long counted = last.values().stream().mapToLong(Long::longValue).sum();
         if (!wrong.isEmpty()) {
             System.out.println(wrong.size() + " of " + want.size() + " words counted wrong over "
                 + lines + " lines (" + records + " output records): " + String.join(", ", wrong));
             System.exit(1);
         }
-        System.out.println("OK " + want.size() + " words, " + total + " in all over " + lines
-            + " lines, exact (" + records + " output records read)");
+        System.out.println("OK " + want.size() + " words, " + total + " in all over " + lines + " lines, "
+            + (atLeast ? "none below, " + (counted - total) + " counted twice" : "exact")
+            + " (" + records + " output records read)");
     }
 
     /** One line: the topic's partition count, then KEY=value for each KEY asked. */
