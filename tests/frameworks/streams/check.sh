@@ -42,8 +42,8 @@ fail() { # NAME WHY: the logs, then stop (each step builds on the ones before)
     echo "FAIL $1: $2"
     local n
     for n in "${!APP_PID[@]}"; do
-        echo "--- app $n log (last 30 lines)" >&2
-        tail -n 30 "$FW_WORK/$n.app.log" >&2 || true
+        echo "--- app $n log (last 30 lines but the per-second purge ones)" >&2
+        grep -v 'delete-records' "$FW_WORK/$n.app.log" | tail -n 30 >&2 || true
     done
     gw_log gw
     summary 1
