@@ -94,6 +94,11 @@ fi
 GO_CHECKS=$ROOT/.venv/go-checks
 (cd "$ROOT/tests/clients/go" && go mod download && go build -trimpath -buildvcs=false -o "$GO_CHECKS/" ./cmd/...)
 
+# The framework projects (tests/frameworks/*/pom.xml: Connect, Streams, Spring), built
+# with Maven from Maven Central; ~/.m2 caches the jars, so a second run is quick.
+command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends maven >/dev/null; }
+bash "$ROOT/tests/frameworks/deps.sh"
+
 kafka_version() {
     "$ROOT/.venv/bin/python" -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("kafka/kafka-version.properties").decode().split("version=")[1].split()[0])' "$1"
 }

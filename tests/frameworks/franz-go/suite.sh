@@ -30,6 +30,7 @@ TIMEOUT=${FRANZ_GO_TIMEOUT:-900}
 LOG=${FRANZ_GO_LOG:-$ROOT/target/franz-go.log}
 fail() { echo "FAIL franz-go: $*" >&2; exit 1; }
 
+[ -x /usr/local/go/bin/go ] && PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || fail "no go toolchain on PATH"
 
 # fetch MODULE VERSION DEST: the module's source, writable, at DEST.
