@@ -98,11 +98,19 @@ gw_log() { # NAME: the last lines of its log, for a failure message
     tail -n 40 "$FW_WORK/$1.log" >&2
 }
 
-# fw_java DIR MAIN [ARGS...]: a class of the Maven project DIR (tests/frameworks/DIR),
-# built by tests/frameworks/deps.sh, on its resolved classpath.
-fw_java() {
+# fw_classpath DIR: the classes and resolved classpath of the Maven project DIR
+# (tests/frameworks/DIR), built by tests/frameworks/deps.sh. For a JVM run in the
+# background whose own pid is needed (`java -cp "$(fw_classpath DIR)" ... &`).
+fw_classpath() {
     local dir=$ROOT/tests/frameworks/$1
-    shift
     [ -s "$dir/target/classpath" ] || { echo "FAIL: $dir not built (tests/frameworks/deps.sh)" >&2; exit 1; }
-    java -cp "$dir/target/classes:$(cat "$dir/target/classpath")" "$@"
+    echo "$dir/target/classes:$(cat "$dir/target/classpath")"
+}
+
+# fw_java DIR MAIN [ARGS...]: a class of that project, on its classpath.
+fw_java() {
+    local cp
+    cp=$(fw_classpath "$1") || exit 1
+    shift
+    java -cp "$cp" "$@"
 }
