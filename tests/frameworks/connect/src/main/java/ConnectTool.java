@@ -33,7 +33,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * commits. Prints plain lines for the shell to compare; exits 1 on any error.
  *
  *   topics BOOTSTRAP TOPIC...              TOPIC partitions=P cleanup.policy=X, or TOPIC missing
- *   configs BOOTSTRAP TOPIC KEY...         KEY=VALUE (source), one a line
+ *   configs BOOTSTRAP TOPIC [KEY...]       KEY=VALUE (source), one a line; no KEY: every
+ *                                          entry not at its default, sorted
  *   create BOOTSTRAP TOPIC PARTITIONS [K=V...]
  *   produce BOOTSTRAP TOPIC FROM TO PREFIX  values PREFIX-FROM .. PREFIX-(TO-1), keyed by number
  *   values BOOTSTRAP TOPIC                 every value in the topic (all partitions), one a line
@@ -89,6 +90,11 @@ public final class ConnectTool {
         try (Admin admin = admin(bootstrap)) {
             ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             Config c = admin.describeConfigs(List.of(r)).all().get(20, TimeUnit.SECONDS).get(r);
+            if (keys.isEmpty()) {
+                c.entries().stream().filter(e -> e.source() != ConfigEntry.ConfigSource.DEFAULT_CONFIG)
+                    .map(e -> e.name() + "=" + e.value() + " (" + e.source() + ")").sorted()
+                    .forEach(System.out::println);
+            }
             for (String k : keys) {
                 ConfigEntry e = c.get(k);
                 System.out.println(k + "=" + (e == null ? "absent" : e.value() + " (" + e.source() + ")"));
