@@ -68,12 +68,15 @@ gw_start() {
         [ -n "${FW_IGGY_PID[$name]:-}" ] || fw_iggy_start "$name"
         store=(IGGY_KAFKA_BACKEND=iggy IGGY_KAFKA_IGGY_ADDRESS="${FW_IGGY_ADDR[$name]}")
     fi
+    # a fresh stdout: after gw_kill the old one still names the address, and the new
+    # gateway's shell may not have opened (truncated) it yet when sed first looks
+    rm -f "$FW_WORK/$name.stdout"
     # shellcheck disable=SC2086 # FW_ENV holds VAR=value words
     env IGGY_KAFKA_LISTENERS="PLAINTEXT://$listen" IGGY_KAFKA_ADMIN_BIND_ADDRESS=127.0.0.1:0 \
         "${store[@]}" ${FW_ENV[$name]:-} "$GATEWAY_BIN" >"$FW_WORK/$name.stdout" 2>>"$FW_WORK/$name.log" &
     FW_PID[$name]=$!
     for i in $(seq 300); do
-        FW_ADDR[$name]=$(sed -n 's/.*listening on //p' "$FW_WORK/$name.stdout")
+        FW_ADDR[$name]=$(sed -n 's/.*listening on //p' "$FW_WORK/$name.stdout" 2>/dev/null || true)
         [ -n "${FW_ADDR[$name]}" ] && return 0
         kill -0 "${FW_PID[$name]}" 2>/dev/null || break
         sleep 0.1

@@ -374,10 +374,22 @@ EOF
     wait_for 30 "order-0..$((N - 1)) in src.orders" mm_records_are $((N - 1)) || return 1
     wait_for 30 "orders' configs on src.orders" mm_configs_are || return 1
     wait_for 60 "mm2-app's offsets on dst" mm_offsets_are || return 1
-    # a second round while MM2 runs: records and offsets follow
+    # MM2's own topics, created compact (MirrorUtils.createCompactedTopic): offset syncs
+    # on src, checkpoints and heartbeats on dst
+    local got
+    got="$(tool topics "${FW_ADDR[src]}" mm2-offset-syncs.dst.internal)
+$(tool topics "${FW_ADDR[dst]}" src.checkpoints.internal heartbeats)"
+    [ "$got" = "mm2-offset-syncs.dst.internal partitions=1 cleanup.policy=compact
+src.checkpoints.internal partitions=1 cleanup.policy=compact
+heartbeats partitions=1 cleanup.policy=compact" ] || { WHY="MM2's topics: $got"; return 1; }
+    # a second round while MM2 runs: records, offsets and a changed config follow (the
+    # config by MM2's periodic sync, IncrementalAlterConfigs on dst)
+    tool alter "${FW_ADDR[src]}" orders retention.ms=7200000 || { WHY="altering orders failed (tool.log)"; return 1; }
+    ORDERS_CONFIGS=${ORDERS_CONFIGS/retention.ms=3600000/retention.ms=7200000}
     mm_round $N $((2 * N)) || return 1
     wait_for 60 "order-0..$((2 * N - 1)) in src.orders" mm_records_are $((2 * N - 1)) || return 1
-    wait_for 60 "mm2-app's new offsets on dst" mm_offsets_are
+    wait_for 60 "mm2-app's new offsets on dst" mm_offsets_are || return 1
+    wait_for 30 "orders' new retention.ms on src.orders" mm_configs_are
 }
 
 # ---------------------------------------------------------------- run them

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -36,6 +37,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   configs BOOTSTRAP TOPIC [KEY...]       KEY=VALUE (source), one a line; no KEY: every
  *                                          entry not at its default, sorted
  *   create BOOTSTRAP TOPIC PARTITIONS [K=V...]
+ *   alter BOOTSTRAP TOPIC K=V...           IncrementalAlterConfigs SET
  *   produce BOOTSTRAP TOPIC FROM TO PREFIX  values PREFIX-FROM .. PREFIX-(TO-1), keyed by number
  *   values BOOTSTRAP TOPIC                 every value in the topic (all partitions), one a line
  *   group-consume BOOTSTRAP GROUP TOPIC N  subscribe, take N records, commit them; prints topic-p offset
@@ -50,6 +52,7 @@ public final class ConnectTool {
             case "topics" -> topics(bootstrap, List.of(a).subList(2, a.length));
             case "configs" -> configs(bootstrap, a[2], List.of(a).subList(3, a.length));
             case "create" -> create(bootstrap, a[2], Integer.parseInt(a[3]), List.of(a).subList(4, a.length));
+            case "alter" -> alter(bootstrap, a[2], List.of(a).subList(3, a.length));
             case "produce" -> produce(bootstrap, a[2], Integer.parseInt(a[3]), Integer.parseInt(a[4]), a[5]);
             case "values" -> values(bootstrap, a[2]);
             case "group-consume" -> groupConsume(bootstrap, a[2], a[3], Integer.parseInt(a[4]));
@@ -111,6 +114,18 @@ public final class ConnectTool {
         try (Admin admin = admin(bootstrap)) {
             admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
                 .all().get(20, TimeUnit.SECONDS);
+        }
+    }
+
+    static void alter(String bootstrap, String topic, List<String> kvs) throws Exception {
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (String kv : kvs) {
+            int i = kv.indexOf('=');
+            ops.add(new AlterConfigOp(new ConfigEntry(kv.substring(0, i), kv.substring(i + 1)), AlterConfigOp.OpType.SET));
+        }
+        try (Admin admin = admin(bootstrap)) {
+            ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            admin.incrementalAlterConfigs(Map.of(r, ops)).all().get(20, TimeUnit.SECONDS);
         }
     }
 
