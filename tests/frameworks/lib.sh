@@ -77,7 +77,7 @@ gw_start() {
         "${store[@]}" ${FW_ENV[$name]:-} "$GATEWAY_BIN" >"$FW_WORK/$name.stdout" 2>>"$FW_WORK/$name.log" &
     FW_PID[$name]=$!
     for i in $(seq 300); do
-        FW_ADDR[$name]=$(sed -n 's/.*listening on //p' "$FW_WORK/$name.stdout")
+        FW_ADDR[$name]=$(sed -n 's/.*listening on //p' "$FW_WORK/$name.stdout" 2>/dev/null || true)
         [ -n "${FW_ADDR[$name]}" ] && return 0
         kill -0 "${FW_PID[$name]}" 2>/dev/null || break
         sleep 0.1
@@ -102,11 +102,19 @@ gw_log() { # NAME: the last lines of its log, for a failure message
     tail -n 40 "$FW_WORK/$1.log" >&2
 }
 
-# fw_java DIR MAIN [ARGS...]: a class of the Maven project DIR (tests/frameworks/DIR),
-# built by tests/frameworks/deps.sh, on its resolved classpath.
-fw_java() {
+# fw_classpath DIR: the classes and resolved classpath of the Maven project DIR
+# (tests/frameworks/DIR), built by tests/frameworks/deps.sh. For a JVM run in the
+# background whose own pid is needed (`java -cp "$(fw_classpath DIR)" ... &`).
+fw_classpath() {
     local dir=$ROOT/tests/frameworks/$1
-    shift
     [ -s "$dir/target/classpath" ] || { echo "FAIL: $dir not built (tests/frameworks/deps.sh)" >&2; exit 1; }
-    java -cp "$dir/target/classes:$(cat "$dir/target/classpath")" "$@"
+    echo "$dir/target/classes:$(cat "$dir/target/classpath")"
+}
+
+# fw_java DIR MAIN [ARGS...]: a class of that project, on its classpath.
+fw_java() {
+    local cp
+    cp=$(fw_classpath "$1") || exit 1
+    shift
+    java -cp "$cp" "$@"
 }
