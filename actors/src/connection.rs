@@ -319,6 +319,14 @@ struct Budgets {
     queued: ByteBudget,
 }
 
+fn peer_went_away(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+    )
+}
+
 /// Reads frames while the budgets allow, handing each over once the connection is
 /// not muted; reports why it stopped.
 async fn read_frames<R: AsyncRead + Unpin>(
@@ -348,8 +356,10 @@ async fn read_frames<R: AsyncRead + Unpin>(
                     }
                 }
                 Ok(None) => break None,
-                // A TLS client that closed without close_notify, as Kafka clients do.
-                Err(WireError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                // A TLS client that closed without close_notify, as Kafka clients do, or
+                // a client that went away (killed, or its host): an ordinary close.
+                Err(WireError::Io(e)) if peer_went_away(&e) => {
+                    tracing::debug!(error = %e, "client went away");
                     break None
                 }
                 Err(e) => break Some(e),
