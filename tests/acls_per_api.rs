@@ -9,6 +9,7 @@ use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
+use support::partitions::{count, grow};
 use support::sasl::plain_login;
 use support::{Gateway, RawClient, Store};
 
@@ -112,6 +113,44 @@ fn delete_topics(store: Store) {
     grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DELETE);
     assert_eq!(by_name(&mut alice, "kept"), named("kept", 0));
     assert!(!configs::exists(&mut admin, "kept"));
+}
+
+/// CreatePartitions: 29 for each topic without ALTER on it, existing or not (Kafka
+/// checks before it looks the topic up); neither DESCRIBE on it nor ALTER on the
+/// cluster is enough. ALTER on the topic grows it, or finds it missing.
+fn create_partitions(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "widened"), 0);
+    let mut alice = login(&gw, "alice");
+    let asked = [("widened", 2, None), ("ghost", 2, None)];
+    let codes = |c: &mut RawClient| -> Vec<(String, i16)> {
+        let answers = grow(c, 3, &asked, false);
+        answers.into_iter().map(|(n, code, _)| (n, code)).collect()
+    };
+    let both = |widened, ghost| {
+        vec![
+            ("widened".to_string(), widened),
+            ("ghost".to_string(), ghost),
+        ]
+    };
+    assert_eq!(
+        codes(&mut alice),
+        both(TOPIC_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED)
+    );
+    grant(&mut admin, "alice", (TOPIC, "widened"), DESCRIBE);
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), ALTER);
+    assert_eq!(
+        codes(&mut alice),
+        both(TOPIC_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED)
+    );
+    assert_eq!(count(&mut admin, "widened"), Some(1));
+
+    grant(&mut admin, "alice", (TOPIC, "widened"), ALTER);
+    grant(&mut admin, "alice", (TOPIC, "ghost"), ALTER);
+    assert_eq!(codes(&mut alice), both(0, UNKNOWN_TOPIC_OR_PARTITION));
+    assert_eq!(count(&mut admin, "widened"), Some(2));
 }
 
 /// DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: 29 for a topic and 31 for
@@ -335,4 +374,10 @@ fn groups(store: Store) {
     assert_eq!(list_groups(&mut alice), everything(&["mine", "other"]));
 }
 
-support::on_every_store!(delete_topics, configurations, cluster_operations, groups);
+support::on_every_store!(
+    delete_topics,
+    create_partitions,
+    configurations,
+    cluster_operations,
+    groups
+);

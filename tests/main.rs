@@ -12,6 +12,7 @@ mod acls_per_api;
 mod admin;
 mod client_quotas;
 mod consumer_groups;
+mod create_partitions;
 mod durability;
 mod feature_levels;
 mod group_protocol;

@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use crate::config_catalog::{AlterBrokerConfigs, ClusterConfig, ConfigCatalog, UpdateFeature};
 use crate::settings::TopicRules;
 use crate::topic_admin::{
-    AlterTopicConfigs, BrokerConfigsChanged, CreateTopic, DeleteTopic, Refresh, TopicAdmin,
-    TopicTable,
+    AlterTopicConfigs, BrokerConfigsChanged, CreatePartitions, CreateTopic, DeleteTopic, Refresh,
+    TopicAdmin, TopicTable,
 };
 
 #[derive(Clone)]
@@ -74,6 +74,13 @@ impl Topics {
 
     pub fn delete(&self, topic: DeleteTopic) -> Request<TopicAdmin, DeleteTopic> {
         self.admin.send(topic)
+    }
+
+    pub fn create_partitions(
+        &self,
+        growth: CreatePartitions,
+    ) -> Request<TopicAdmin, CreatePartitions> {
+        self.admin.send(growth)
     }
 
     pub fn alter_configs(

@@ -21,6 +21,12 @@ impl LogStore for EmbeddedStore {
             LogCall::Delete(name) => blocking(&self.inner, move |s| {
                 s.delete_log(&name).map(|()| LogAnswer::Done)
             }),
+            LogCall::AddPartitions {
+                name, partitions, ..
+            } => blocking(&self.inner, move |s| {
+                s.add_partitions(&name, partitions)
+                    .map(|()| LogAnswer::Done)
+            }),
             // Retention is stored and echoed, not enforced here (`docs/CONFIGS.md`);
             // the topic must exist all the same, as on Iggy.
             LogCall::SetLimits { name, .. } => {

@@ -74,7 +74,9 @@ struct TopicLog {
     info: LogInfo,
     records: Keyspace,
     index: Keyspace,
-    partitions: Vec<Mutex<PartitionIndex>>,
+    /// Shared with the topic's next `TopicLog` when partitions are added, so an append
+    /// under way on the old one lands in the index the new one serves.
+    partitions: Vec<Arc<Mutex<PartitionIndex>>>,
 }
 
 /// When appended data is forced to disk. Every policy hands each batch to the OS
@@ -223,7 +225,10 @@ fn open_log(
         },
         records,
         index,
-        partitions: partitions.into_iter().map(Mutex::new).collect(),
+        partitions: partitions
+            .into_iter()
+            .map(|p| Arc::new(Mutex::new(p)))
+            .collect(),
     })
 }
 
@@ -373,6 +378,53 @@ impl Inner {
         let info = log.info.clone();
         topics.insert(name, Arc::new(log));
         Ok(info)
+    }
+
+    /// Grows a topic's logs to `partitions`: the new count recorded in `logs`, durably,
+    /// then a `TopicLog` that shares the old partitions' indexes and adds empty ones.
+    /// Records of every partition live in the topic's two keyspaces already, keyed by
+    /// partition, so nothing else is made.
+    fn add_partitions(&self, name: &Arc<str>, partitions: i32) -> StoreResult<()> {
+        let mut topics = self.topics.write();
+        let log = topics
+            .get(name)
+            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?
+            .clone();
+        if partitions <= log.info.partitions {
+            return Err(StoreError::HasPartitions {
+                topic: name.to_string(),
+                partitions: log.info.partitions,
+            });
+        }
+        let value = self
+            .logs
+            .get(&**name)
+            .map_err(EmbeddedError::from)?
+            .ok_or_else(|| StoreError::Fatal(format!("topic '{name}' has no entry in 'logs'")))?;
+        let mut stored: StoredLog =
+            serde_json::from_slice(&value).map_err(|source| EmbeddedError::BadLog {
+                key: name.to_string(),
+                source,
+            })?;
+        stored.partitions = partitions;
+        let json = serde_json::to_vec(&stored).map_err(|e| StoreError::Fatal(e.to_string()))?;
+        self.logs
+            .insert(&**name, json)
+            .map_err(EmbeddedError::from)?;
+        self.persist()?;
+        let mut indexes = log.partitions.clone();
+        indexes.resize_with(partitions as usize, Default::default);
+        let grown = TopicLog {
+            info: LogInfo {
+                partitions,
+                ..log.info.clone()
+            },
+            records: log.records.clone(),
+            index: log.index.clone(),
+            partitions: indexes,
+        };
+        topics.insert(name.clone(), Arc::new(grown));
+        Ok(())
     }
 
     fn delete_log(&self, name: &str) -> StoreResult<()> {

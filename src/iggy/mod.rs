@@ -296,6 +296,14 @@ impl LogStore for IggyBackend {
                     s.delete_log(&name).await?;
                     LogAnswer::Done
                 }
+                LogCall::AddPartitions {
+                    name,
+                    partitions,
+                    limits,
+                } => {
+                    s.add_partitions(&name, partitions, limits).await?;
+                    LogAnswer::Done
+                }
                 LogCall::SetLimits { name, limits } => {
                     s.set_limits(&name, limits).await?;
                     LogAnswer::Done

@@ -4,14 +4,17 @@
 use std::time::Duration;
 
 use iggy::prelude::{
-    Identifier, IggyByteSize, IggyDuration, IggyError, IggyExpiry, MaxTopicSize, TopicClient,
-    TopicCreateOptions, TopicUpdateOptions,
+    Identifier, IggyByteSize, IggyDuration, IggyError, IggyExpiry, MaxTopicSize, PartitionClient,
+    TopicClient, TopicCreateOptions, TopicUpdateOptions,
 };
 use iggy_kafka_actors::store::log::LogInfo;
 use iggy_kafka_actors::store::{StoreError, StoreResult, TopicLimits};
 
 use super::errors::{backend_error, named};
 use super::{gateway_log, Inner};
+
+/// The most partitions Iggy adds in one call (`MAX_PARTITIONS_COUNT` of its SDK).
+const PARTITIONS_PER_CALL: u32 = 1000;
 
 /// Kafka topic names Kafka clients accept; native Iggy topics named otherwise are
 /// not served.
@@ -205,6 +208,52 @@ impl Inner {
         drop(c);
         self.incarnations.lock().remove(name);
         self.forget_topic(name);
+        Ok(())
+    }
+
+    /// Grows a Kafka topic's Iggy topic to `partitions` (Iggy's `create_partitions`
+    /// adds them after the last, so partition numbers stay Kafka's), counting from what
+    /// Iggy holds now, which another gateway may have grown already; then applies
+    /// `limits` again, as the size cap counts the partitions. Its incarnation stays.
+    pub(super) async fn add_partitions(
+        &self,
+        name: &str,
+        partitions: i32,
+        limits: TopicLimits,
+    ) -> StoreResult<()> {
+        let err = |e| backend_error(e, None, name);
+        let (stream, topic) = self.names.iggy(name);
+        let (stream_id, topic_id) = (named(stream)?, named(topic)?);
+        let c = self.admin().await?;
+        let has = c
+            .check(c.get_topic(&stream_id, &topic_id).await)
+            .map_err(err)?
+            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?
+            .partitions_count;
+        let wanted = u32::try_from(partitions).unwrap_or(0);
+        if wanted <= has {
+            return Err(StoreError::HasPartitions {
+                topic: name.to_string(),
+                partitions: has as i32,
+            });
+        }
+        let mut missing = wanted - has;
+        while missing > 0 {
+            let adding = missing.min(PARTITIONS_PER_CALL);
+            c.check(c.create_partitions(&stream_id, &topic_id, adding).await)
+                .map_err(err)?;
+            missing -= adding;
+        }
+        let details = c
+            .check(c.get_topic(&stream_id, &topic_id).await)
+            .map_err(err)?
+            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?;
+        drop(c);
+        tracing::info!(topic = %name, from = has, to = details.partitions_count, "partitions added to the Iggy topic");
+        if limits.retention_bytes.is_some() {
+            self.apply_limits((&stream_id, &topic_id, topic), &details, &limits)
+                .await?;
+        }
         Ok(())
     }
 

@@ -26,6 +26,10 @@
 //              while a topic's segment.bytes breaks it (naming the topic), accepted once
 //              fixed; level 2 then refuses that value on createTopics; a downgrade needs
 //              a downgrade type; safe and unsafe downgrades leave the broker at level 1.
+//   partitions createPartitions (Spring's KafkaAdmin, kafka-topics --alter --partitions):
+//              validateOnly grows nothing, a topic grows 1 -> 3, the same count again is
+//              InvalidPartitionsException with Kafka's message, a short replica
+//              assignment InvalidReplicaAssignmentException, a full one is accepted.
 //
 //   usage: java_check.sh ConfigsJava HOST:PORT   (compiles this file against the kafka-clients jar)
 // Prints `PASS java-configs` or exits non-zero naming the first failure.
@@ -37,6 +41,8 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.InvalidPartitionsException;
+import org.apache.kafka.common.errors.InvalidReplicaAssignmentException;
 import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.errors.InvalidUpdateVersionException;
 import org.apache.kafka.common.errors.TopicExistsException;
@@ -328,6 +334,30 @@ public class ConfigsJava {
         check(level() == 1, "unsafe downgrade");
     }
 
+    static int partitionCount(String name) throws Exception {
+        return get(admin.describeTopics(List.of(name)).allTopicNames()).get(name).partitions().size();
+    }
+
+    static KafkaFuture<Void> grow(String name, NewPartitions to, boolean validateOnly) {
+        return admin.createPartitions(Map.of(name, to), new CreatePartitionsOptions().validateOnly(validateOnly)).all();
+    }
+
+    static void partitions() throws Exception {
+        String name = "widened-" + tag;
+        create(name, 1, (short) 1, Map.of());
+        get(grow(name, NewPartitions.increaseTo(3), true));
+        check(partitionCount(name) == 1, "validateOnly grew " + name);
+        get(grow(name, NewPartitions.increaseTo(3), false));
+        check(partitionCount(name) == 3, name + " partitions " + partitionCount(name));
+        Throwable equal = failure(grow(name, NewPartitions.increaseTo(3), false));
+        check(equal instanceof InvalidPartitionsException
+                && "Topic already has 3 partition(s).".equals(equal.getMessage()), "the same count: " + equal);
+        Throwable shortList = failure(grow(name, NewPartitions.increaseTo(5, List.of(List.of(0))), false));
+        check(shortList instanceof InvalidReplicaAssignmentException, "one assignment for two: " + shortList);
+        get(grow(name, NewPartitions.increaseTo(5, List.of(List.of(0), List.of(0))), false));
+        check(partitionCount(name) == 5, name + " partitions " + partitionCount(name));
+    }
+
     public static void main(String[] args) throws Exception {
         tag = UUID.randomUUID().toString().substring(0, 8);
         String step = "";
@@ -345,6 +375,7 @@ public class ConfigsJava {
             step = "legacy"; legacy();
             step = "refusals"; refusals();
             step = "features"; featureLevels();
+            step = "partitions"; partitions();
         } catch (Exception e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             System.err.println("FAIL java-configs (" + step + "): " + e + (cause != e ? " (cause: " + cause + ")" : ""));

@@ -11,6 +11,7 @@
 mod iggy_meta;
 mod log;
 mod meta;
+mod partitions;
 
 use std::future::Future;
 use std::sync::Arc;

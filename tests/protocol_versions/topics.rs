@@ -1,7 +1,8 @@
-//! Metadata, CreateTopics and DeleteTopics at each version.
+//! Metadata, CreateTopics, DeleteTopics and CreatePartitions at each version.
 
 use crate::support;
 
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
@@ -82,6 +83,28 @@ pub(super) fn delete_topics(c: &mut RawClient, v: i16) {
     // Again: UNKNOWN_TOPIC_ID (100) by id, UNKNOWN_TOPIC_OR_PARTITION (3) by name.
     let r = call!(c, DeleteTopics, v, request);
     assert_eq!(r.responses[0].error_code, if v >= 6 { 100 } else { 3 });
+}
+
+pub(super) fn create_partitions(c: &mut RawClient, v: i16) {
+    let topic = format!("widened-v{v}");
+    create(c, 7, &topic, 1);
+    let grown = CreatePartitionsTopic::default()
+        .with_name(name(&topic))
+        .with_count(2)
+        .with_assignments(None);
+    let request = CreatePartitionsRequest::default()
+        .with_topics(vec![grown])
+        .with_timeout_ms(5000);
+    let r = call!(c, CreatePartitions, v, request.clone());
+    let t = &r.results[0];
+    assert_eq!(
+        (t.error_code, &t.name, &t.error_message),
+        (0, &name(&topic), &None)
+    );
+    assert_eq!(describe(c, &topic).partitions.len(), 2);
+    // Again: INVALID_PARTITIONS (37), the count no increase.
+    let r = call!(c, CreatePartitions, v, request);
+    assert_eq!(r.results[0].error_code, 37);
 }
 
 /// Metadata v12 for one topic, without creating it.

@@ -7,6 +7,7 @@ pub mod configs;
 pub mod groups;
 pub mod iggy;
 pub mod kafka;
+pub mod partitions;
 pub mod proxy;
 mod raw;
 pub mod sasl;

@@ -55,6 +55,7 @@ pub const SERVED: &[Api] = &[
     api(32, "DescribeConfigs", 1, 4),
     api(33, "AlterConfigs", 0, 2),
     api(36, "SaslAuthenticate", 0, 2),
+    api(37, "CreatePartitions", 0, 3),
     api(42, "DeleteGroups", 0, 2),
     api(44, "IncrementalAlterConfigs", 0, 1),
     api(47, "OffsetDelete", 0, 0),

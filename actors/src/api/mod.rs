@@ -10,6 +10,7 @@ mod alter_configs;
 mod api_versions;
 mod client_quotas;
 mod config_resources;
+mod create_partitions;
 mod create_topics;
 mod delete_topics;
 mod describe_configs;
@@ -71,6 +72,10 @@ pub fn route(
         RequestKind::DeleteTopics(r) => answer(
             delete_topics::handle(gw, version, r, &access),
             ResponseKind::DeleteTopics,
+        ),
+        RequestKind::CreatePartitions(r) => answer(
+            create_partitions::handle(gw, r, &access),
+            ResponseKind::CreatePartitions,
         ),
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
             describe_configs::handle(gw, version, r, &access),

@@ -139,6 +139,7 @@ fn timed<'a, T: 'a>(
                 StoreError::TopicExists(_) => "topic_exists",
                 StoreError::UnknownTopic(_) => "unknown_topic",
                 StoreError::UnknownPartition { .. } => "unknown_partition",
+                StoreError::HasPartitions { .. } => "has_partitions",
                 StoreError::Unavailable(_) => "unavailable",
                 StoreError::Fatal(_) => "fatal",
             };

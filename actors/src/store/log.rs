@@ -32,6 +32,14 @@ pub enum LogCall {
     },
     /// Deletes a topic's logs with their records.
     Delete(Arc<str>),
+    /// Grows a topic's logs to `partitions` in all, the new ones empty, and applies
+    /// `limits` again (a size cap may count the partitions); `HasPartitions` when the
+    /// topic already has that many or more. Existing partitions and their records stay.
+    AddPartitions {
+        name: Arc<str>,
+        partitions: i32,
+        limits: TopicLimits,
+    },
     /// Applies new limits to a topic's logs.
     SetLimits {
         name: Arc<str>,
@@ -71,6 +79,7 @@ impl LogCall {
             LogCall::List => "topics",
             LogCall::Create { .. } => "create_topic",
             LogCall::Delete(_) => "delete_topic",
+            LogCall::AddPartitions { .. } => "add_partitions",
             LogCall::SetLimits { .. } => "set_limits",
             LogCall::Append { .. } => "append",
             LogCall::Read { .. } => "read",
@@ -157,6 +166,20 @@ impl Logs {
 
     pub async fn delete(&self, name: Arc<str>) -> StoreResult<()> {
         self.done(LogCall::Delete(name)).await
+    }
+
+    pub async fn add_partitions(
+        &self,
+        name: Arc<str>,
+        partitions: i32,
+        limits: TopicLimits,
+    ) -> StoreResult<()> {
+        self.done(LogCall::AddPartitions {
+            name,
+            partitions,
+            limits,
+        })
+        .await
     }
 
     pub async fn set_limits(&self, name: Arc<str>, limits: TopicLimits) -> StoreResult<()> {

@@ -26,6 +26,9 @@ pub enum StoreError {
     UnknownTopic(String),
     #[error("partition {partition} of topic '{topic}' does not exist")]
     UnknownPartition { topic: String, partition: i32 },
+    /// Partitions asked for that would not be an increase: the topic has `partitions`.
+    #[error("topic '{topic}' already has {partitions} partitions")]
+    HasPartitions { topic: String, partitions: i32 },
     /// A failure worth retrying: the store is busy, restarting or unreachable.
     #[error("storage temporarily unavailable: {0}")]
     Unavailable(String),
@@ -43,6 +46,7 @@ impl StoreError {
                 ResponseError::UnknownTopicOrPartition
             }
             StoreError::TopicExists(_) => ResponseError::TopicAlreadyExists,
+            StoreError::HasPartitions { .. } => ResponseError::InvalidPartitions,
             StoreError::Unavailable(_) => ResponseError::RequestTimedOut,
             StoreError::Fatal(_) => ResponseError::KafkaStorageError,
         }

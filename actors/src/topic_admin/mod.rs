@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 pub mod definitions;
 pub mod internal;
+mod partitions;
 
 use crate::config_catalog::definitions::MAX_PARTITIONS;
 use crate::config_catalog::{
@@ -32,6 +33,7 @@ use crate::store::{Logs, Meta};
 use crate::store::{StoreError, TopicMeta};
 use definitions::{Definition, Definitions};
 use internal::is_internal;
+pub use partitions::CreatePartitions;
 
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
 const MAX_NAME_LEN: usize = 249;
@@ -44,6 +46,16 @@ pub enum TopicError {
     Exists(String),
     #[error("number of partitions must be between 1 and {MAX_PARTITIONS} (or -1 for the default), got {0}")]
     InvalidPartitions(i32),
+    #[error(
+        "The topic {topic} currently has {has} partition(s); {asked} would not be an increase."
+    )]
+    NotAnIncrease { topic: String, has: i32, asked: i32 },
+    #[error("Topic already has {0} partition(s).")]
+    AlreadyHas(i32),
+    #[error("a topic may have at most {MAX_PARTITIONS} partitions, {0} were asked for")]
+    TooManyPartitions(i32),
+    #[error("Attempted to add {adding} additional partition(s), but only {given} assignment(s) were specified.")]
+    BadAssignment { adding: i32, given: usize },
     #[error("replication factor must be at least 1 (or -1 for the default), got {0}")]
     InvalidReplicationFactor(i16),
     #[error(transparent)]
@@ -52,7 +64,7 @@ pub enum TopicError {
     Unknown(String),
     #[error(transparent)]
     Backend(#[from] StoreError),
-    #[error("topic '{0}' is internal: it stands for the gateway's offset store and cannot be deleted or altered")]
+    #[error("topic '{0}' is internal: it stands for the gateway's offset store and cannot be deleted, altered or given partitions")]
     Internal(String),
     #[error("the config catalog is not running")]
     CatalogGone,
@@ -63,7 +75,11 @@ impl TopicError {
         match self {
             TopicError::InvalidName { .. } => ResponseError::InvalidTopicException,
             TopicError::Exists(_) => ResponseError::TopicAlreadyExists,
-            TopicError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+            TopicError::InvalidPartitions(_)
+            | TopicError::NotAnIncrease { .. }
+            | TopicError::AlreadyHas(_)
+            | TopicError::TooManyPartitions(_) => ResponseError::InvalidPartitions,
+            TopicError::BadAssignment { .. } => ResponseError::InvalidReplicaAssignment,
             TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
             TopicError::Config(e) => e.code(),
             TopicError::Unknown(_) => ResponseError::UnknownTopicOrPartition,

@@ -1,0 +1,58 @@
+//! CreatePartitions by hand-built request, and a topic's partition count as Metadata
+//! lists it.
+
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{BrokerId, CreatePartitionsRequest, MetadataRequest};
+
+use super::{call, topic_name, RawClient};
+
+pub const INVALID_PARTITIONS: i16 = 37;
+pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+
+/// One topic to grow: its name, the count asked for, and how many replica
+/// assignments to send (None: a null list).
+pub type Growth<'a> = (&'a str, i32, Option<usize>);
+
+/// One topic's answer: name, error code, error message.
+pub type Grown = (String, i16, Option<String>);
+
+/// CreatePartitions at `v`; each assignment names broker 0, as a client would.
+pub fn grow(c: &mut RawClient, v: i16, topics: &[Growth], validate_only: bool) -> Vec<Grown> {
+    let topics = topics
+        .iter()
+        .map(|&(name, count, assignments)| {
+            let one = || CreatePartitionsAssignment::default().with_broker_ids(vec![BrokerId(0)]);
+            CreatePartitionsTopic::default()
+                .with_name(topic_name(name))
+                .with_count(count)
+                .with_assignments(assignments.map(|n| (0..n).map(|_| one()).collect()))
+        })
+        .collect();
+    let request = CreatePartitionsRequest::default()
+        .with_topics(topics)
+        .with_timeout_ms(5000)
+        .with_validate_only(validate_only);
+    let r = call!(c, CreatePartitions, v, request);
+    r.results
+        .into_iter()
+        .map(|t| {
+            let message = t.error_message.map(|m| m.to_string());
+            (t.name.to_string(), t.error_code, message)
+        })
+        .collect()
+}
+
+/// The partitions Metadata (v12, without auto-creation) lists for `topic`, or None
+/// when it answers an error for it.
+pub fn count(c: &mut RawClient, topic: &str) -> Option<usize> {
+    let wanted = MetadataRequestTopic::default().with_name(Some(topic_name(topic)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![wanted]))
+        .with_allow_auto_topic_creation(false);
+    let r = call!(c, Metadata, 12, request);
+    let t = r.topics.into_iter().next()?;
+    (t.error_code == 0).then_some(t.partitions.len())
+}
