@@ -72,22 +72,46 @@ impl IggyServer {
     /// A server with extra environment (`IGGY_TCP_TLS_ENABLED`, ...).
     pub fn start_with_env(env: &[(&str, &str)]) -> Option<IggyServer> {
         let bin = server_bin()?;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let mut dir = tempfile::tempdir().expect("temp dir");
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let child = Self::spawn(&bin, &dir, addr, &env);
-        let server = IggyServer {
-            bin,
-            child,
-            addr,
-            dir,
-            env,
-        };
-        server.wait_ready();
-        Some(server)
+        // A free port may be taken by another test before the server binds it: the
+        // server then exits at once, and another port is tried.
+        for _ in 0..4 {
+            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+            let child = Self::spawn(&bin, &dir, addr, &env);
+            let mut server = IggyServer {
+                bin: bin.clone(),
+                child,
+                addr,
+                dir,
+                env: env.clone(),
+            };
+            if server.bound() {
+                server.wait_ready();
+                return Some(server);
+            }
+            let _ = std::fs::remove_file(server.dir.path().join("server.log"));
+            dir = std::mem::replace(&mut server.dir, tempfile::tempdir().expect("temp dir"));
+        }
+        panic!("iggy-server could not bind a free port in four tries");
+    }
+
+    /// False when the server exited without listening (its port was taken).
+    fn bound(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return !self.log().contains("Cannot bind to socket");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        true
     }
 
     fn spawn(
