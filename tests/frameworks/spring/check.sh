@@ -135,10 +135,10 @@ members() { # RUN: distinct threads (group members) that received orders
 }
 
 committed_at_end() { # RUN: every group committed each partition's end; all groups empty
-    local f=$FW_WORK/inspect$1
+    local f=$FW_WORK/inspect$1 partitions=$((ORDERS_PARTS + 4)) # orders, events (2), the DLT (2)
     # end TOPIC P OFFSET / committed GROUP TOPIC P OFFSET: a partition with records must
     # have a commit at its end (none past it); an empty one none, or 0.
-    awk '$1 == "end" { end[$2 " " $3] = $4 }
+    awk -v want="$partitions" '$1 == "end" { end[$2 " " $3] = $4 }
          $1 == "committed" { c[$3 " " $4] = $5; if (!(($3 " " $4) in end)) { print "commit on unknown " $3 " " $4; bad = 1 } }
          $1 == "group" && ($4 != "Empty" || $6 != 0) { print "group " $2 " is " $4 " with " $6 " members"; bad = 1 }
          END {
@@ -150,7 +150,7 @@ committed_at_end() { # RUN: every group committed each partition's end; all grou
                      print tp ": end " end[tp] ", committed " have; bad = 1
                  }
              }
-             if (n != 7) { print n " partitions listed, 7 expected"; bad = 1 }
+             if (n != want) { print n " partitions listed, " want " expected"; bad = 1 }
              exit bad
          }' "$f" >&2
 }
@@ -158,7 +158,7 @@ committed_at_end() { # RUN: every group committed each partition's end; all grou
 topics_are() { # RUN ORDERS-RETENTION: the three topics with their partitions and configs
     local want
     want=$(printf '%s\n' \
-        "topic $ORDERS partitions 3 retention.ms $2 max.message.bytes 1048588" \
+        "topic $ORDERS partitions $ORDERS_PARTS retention.ms $2 max.message.bytes 1048588" \
         "topic $EVENTS partitions 2 retention.ms 604800000 max.message.bytes 65536" \
         "topic $DLT partitions 2 retention.ms 604800000 max.message.bytes 1048588")
     diff <(echo "$want") <(grep '^topic ' "$FW_WORK/inspect$1") >&2
@@ -192,6 +192,7 @@ counts() { # RUN: orders, events and poison records sent
 }
 
 t0=$SECONDS
+ORDERS_PARTS=3
 # Run 1: topics created, 60 orders, 5 events and a poison record.
 app 1 --check.records=60 --check.events-count=5 --check.poison=true
 inspect 1
@@ -204,10 +205,14 @@ check run1-events-exactly-once "events not received exactly as sent (above)" sam
 check run1-dead-letter "the poison record did not reach $DLT as expected (above)" dead_letter 1
 check run1-committed "committed offsets are not at the ends (above)" committed_at_end 1
 
-# Run 2, same groups: only the new records arrive; KafkaAdmin alters retention.ms.
-app 2 --check.records=30 --check.events-count=3 --check.retention-ms=7200000
+# Run 2, same groups: only the new records arrive; KafkaAdmin alters retention.ms and
+# grows the orders topic to 4 partitions (CreatePartitions), which the group then reads.
+ORDERS_PARTS=4
+app 2 --check.records=30 --check.events-count=3 --check.retention-ms=7200000 --check.orders-partitions=4
 inspect 2
-check topics-reconciled "KafkaAdmin did not alter retention.ms (above)" topics_are 2 7200000
+check topics-reconciled "KafkaAdmin did not alter retention.ms or grow $ORDERS (above)" topics_are 2 7200000
+check run2-new-partition "no order reached the new partition 3" \
+    awk -F'\t' '$1 == "orders" && $2 == 3 { found = 1 } END { exit !found }' "$FW_WORK/run2/received.tsv"
 check run2-sent "sent (orders events poison) $(counts 2), expected 30 3 0" [ "$(counts 2)" = "30 3 0" ]
 check run2-resumed-orders "run 2 did not get exactly its own orders (above)" same_records 2 orders orders
 check run2-resumed-events "run 2 did not get exactly its own events (above)" same_records 2 events events
@@ -219,7 +224,8 @@ check run2-committed "committed offsets are not at the ends (above)" committed_a
 # Run 3: the gateway is killed and restarted under it halfway through its orders (20 of
 # 40, committed): the members rejoin (UNKNOWN_MEMBER_ID) and resume from their stored
 # commits, the idempotent producer goes on where it was.
-app_start 3 --check.records=40 --check.events-count=2 --check.retention-ms=7200000 --check.pause=true
+app_start 3 --check.records=40 --check.events-count=2 --check.retention-ms=7200000 \
+    --check.orders-partitions=4 --check.pause=true
 if wait_file "$FW_WORK/run3/paused" 90 "run 3 pausing after half its orders"; then
     gw_restart gw
     touch "$FW_WORK/run3/resume"

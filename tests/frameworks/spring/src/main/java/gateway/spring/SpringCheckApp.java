@@ -104,7 +104,7 @@ public class SpringCheckApp {
             @Value("${check.run}") int run, @Value("${check.records}") int records,
             @Value("${check.events-count}") int eventCount, @Value("${check.poison}") boolean poison,
             @Value("${check.deadline-s}") long deadlineS, @Value("${check.pause}") boolean pause,
-            @Value("${check.out}") String outDir) {
+            @Value("${check.out}") String outDir, @Value("${check.orders-partitions:3}") int ordersPartitions) {
         return args -> {
             Map<String, Object> c = consumers.getConfigurationProperties();
             log.info("consumers: group.protocol={} session.timeout.ms={}", c.get("group.protocol"),
@@ -112,8 +112,9 @@ public class SpringCheckApp {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(deadlineS);
             // Records sent before the members hold their partitions would all go to the
             // first member to join: wait until both order members have some.
-            String waiting = "assignment: 3 orders partitions over 2 members, 2 events and 2 DLT partitions";
-            while (!(assigned(registry.getListenerContainer("orders"), 2, 3)
+            String waiting = "assignment: " + ordersPartitions
+                    + " orders partitions over 2 members, 2 events and 2 DLT partitions";
+            while (!(assigned(registry.getListenerContainer("orders"), 2, ordersPartitions)
                     && assigned(registry.getListenerContainer("events"), 1, 2)
                     && assigned(registry.getListenerContainer("dlt"), 1, 2))) {
                 if (System.nanoTime() > deadline) {
