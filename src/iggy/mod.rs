@@ -350,9 +350,13 @@ impl LogStore for IggyBackend {
                     LogAnswer::Watermarks(s.delete_records(&tp, offset).await?)
                 }
                 LogCall::OffsetForTimestamp { tp, timestamp } => {
-                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp).await?)
+                    let below = s.deleted_below(&tp).await?;
+                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp, below).await?)
                 }
-                LogCall::MaxTimestamp(tp) => LogAnswer::Record(s.max_timestamp(tp).await?),
+                LogCall::MaxTimestamp(tp) => {
+                    let below = s.deleted_below(&tp).await?;
+                    LogAnswer::Record(s.max_timestamp(tp, below).await?)
+                }
                 LogCall::ProducerHistory(tp) => {
                     LogAnswer::ProducerHistory(s.producer_batches(&tp).await?)
                 }

@@ -1,10 +1,11 @@
 //! `LogCall::DeleteRecords` on both engines: the log start moves up to the offset
 //! asked for (-1: the high watermark), reads below it find nothing and say so in the
-//! watermarks, reads from it serve what is kept; an offset past the high watermark is
+//! watermarks, reads from it serve what is kept, lookups by time skip what is below;
+//! an offset past the high watermark is
 //! refused, one below the start changes nothing; appends go on above; the start
 //! survives a restart, and on a shared store (Iggy) another gateway's engine honours it.
 
-use iggy_kafka_actors::store::{Logs, StoreError, TopicLimits, Watermarks};
+use iggy_kafka_actors::store::{Logs, StoreError, TimestampedOffset, TopicLimits, Watermarks};
 
 use super::{batch, records_read, tp, Engine};
 use crate::support::on_every_store;
@@ -47,6 +48,16 @@ async fn the_log_start_moves_and_hides_what_is_below(e: Engine) {
         kept.iter().all(|&o| o >= 4),
         "whole batches below are gone: {kept:?}"
     );
+
+    let found = |r: Option<TimestampedOffset>| r.map(|t| t.offset);
+    let by_time = e.logs.offset_for_timestamp(tp("trimmed", 0), T).await;
+    assert_eq!(
+        found(by_time.unwrap()),
+        Some(6),
+        "lookups by time skip what is hidden"
+    );
+    let max = e.logs.max_timestamp(tp("trimmed", 0)).await;
+    assert_eq!(found(max.unwrap()), Some(6));
 
     let w = e.logs.delete_records(tp("trimmed", 0), 3).await.unwrap();
     assert_eq!(w, at(6), "below the start: no move back");
