@@ -10,6 +10,7 @@ use crate::support;
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
 use support::partitions::{count, grow};
+use support::records::{delete, list_offset, produce_n};
 use support::sasl::plain_login;
 use support::{Gateway, RawClient, Store};
 
@@ -151,6 +152,32 @@ fn create_partitions(store: Store) {
     grant(&mut admin, "alice", (TOPIC, "ghost"), ALTER);
     assert_eq!(codes(&mut alice), both(0, UNKNOWN_TOPIC_OR_PARTITION));
     assert_eq!(count(&mut admin, "widened"), Some(2));
+}
+
+/// DeleteRecords: 29 for each partition of a topic without DELETE on it, existing or
+/// not; neither DESCRIBE on it nor DELETE on the cluster is enough. DELETE on the topic
+/// moves the log start, or finds the topic missing.
+fn delete_records(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "trimmed"), 0);
+    produce_n(&mut admin, "trimmed", 0, 3);
+    let mut alice = login(&gw, "alice");
+    let refused = [(0, TOPIC_AUTHORIZATION_FAILED, -1)];
+    assert_eq!(delete(&mut alice, 2, "trimmed", &[(0, 2)]), refused);
+    assert_eq!(delete(&mut alice, 2, "ghost", &[(0, 2)]), refused);
+    grant(&mut admin, "alice", (TOPIC, "trimmed"), DESCRIBE);
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DELETE);
+    assert_eq!(delete(&mut alice, 2, "trimmed", &[(0, 2)]), refused);
+    assert_eq!(list_offset(&mut admin, "trimmed", 0, -2), 0, "unchanged");
+
+    grant(&mut admin, "alice", (TOPIC, "trimmed"), DELETE);
+    grant(&mut admin, "alice", (TOPIC, "ghost"), DELETE);
+    assert_eq!(delete(&mut alice, 2, "trimmed", &[(0, 2)]), [(0, 0, 2)]);
+    let missing = [(0, UNKNOWN_TOPIC_OR_PARTITION, -1)];
+    assert_eq!(delete(&mut alice, 2, "ghost", &[(0, 2)]), missing);
+    assert_eq!(list_offset(&mut admin, "trimmed", 0, -2), 2);
 }
 
 /// DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: 29 for a topic and 31 for
@@ -377,6 +404,7 @@ fn groups(store: Store) {
 support::on_every_store!(
     delete_topics,
     create_partitions,
+    delete_records,
     configurations,
     cluster_operations,
     groups

@@ -13,6 +13,7 @@ mod admin;
 mod client_quotas;
 mod consumer_groups;
 mod create_partitions;
+mod delete_records;
 mod durability;
 mod feature_levels;
 mod group_protocol;

@@ -16,6 +16,14 @@ pub fn encode_key(partition: i32, base_offset: i64) -> [u8; 12] {
     key
 }
 
+/// The base offset in the index key holding a partition's log start (8 bytes,
+/// big-endian) once DeleteRecords moved it: no batch has it.
+pub const START_KEY: i64 = -1;
+
+pub fn decode_start(value: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(value.try_into().ok()?))
+}
+
 pub fn decode_key(key: &[u8]) -> Option<(i32, i64)> {
     let partition = i32::from_be_bytes(key.get(..4)?.try_into().ok()?);
     let offset = i64::from_be_bytes(key.get(4..12)?.try_into().ok()?);
@@ -96,6 +104,9 @@ impl IndexEntry {
 #[derive(Default)]
 pub struct PartitionIndex {
     batches: Vec<IndexEntry>,
+    /// The log start DeleteRecords set (0 until then): records below it are never
+    /// served, though the first batch kept may begin below it.
+    start: i64,
     /// Base offset and timestamp of the batch holding the largest timestamp.
     max_timestamp: Option<(i64, i64)>,
 }
@@ -113,8 +124,44 @@ impl PartitionIndex {
 
     pub fn watermarks(&self) -> Watermarks {
         Watermarks {
-            log_start: self.batches.first().map_or(0, |b| b.base_offset),
-            high: self.batches.last().map_or(0, IndexEntry::next_offset),
+            log_start: self
+                .batches
+                .first()
+                .map_or(self.start, |b| b.base_offset.max(self.start)),
+            high: self
+                .batches
+                .last()
+                .map_or(self.start, IndexEntry::next_offset),
+        }
+    }
+
+    /// Sets the log start as stored (at load).
+    pub fn set_start(&mut self, start: i64) {
+        self.start = start;
+    }
+
+    /// Base offsets of the batches wholly below `start`.
+    pub fn wholly_below(&self, start: i64) -> Vec<i64> {
+        let gone = self.batches.partition_point(|b| b.next_offset() <= start);
+        self.batches[..gone].iter().map(|b| b.base_offset).collect()
+    }
+
+    /// Moves the log start up to `start` (at most the high watermark) and forgets the
+    /// batches wholly below it.
+    pub fn delete_before(&mut self, start: i64) {
+        self.start = self.start.max(start);
+        let gone = self
+            .batches
+            .partition_point(|b| b.next_offset() <= self.start);
+        let removed: Vec<i64> = self.batches.drain(..gone).map(|b| b.base_offset).collect();
+        if self
+            .max_timestamp
+            .is_some_and(|(base, _)| removed.contains(&base))
+        {
+            self.max_timestamp = None;
+            for b in std::mem::take(&mut self.batches) {
+                self.push(b);
+            }
         }
     }
 
@@ -123,7 +170,7 @@ impl PartitionIndex {
     pub fn batches_from(&self, offset: i64, max_bytes: usize) -> Option<(i64, i64)> {
         let start = self.batches.partition_point(|b| b.next_offset() <= offset);
         let first = self.batches.get(start)?;
-        if offset < first.base_offset {
+        if offset < first.base_offset || offset < self.start {
             return None; // below the log start: out of range, answered by the caller
         }
         let mut size = first.size as usize;
@@ -224,5 +271,34 @@ mod tests {
         assert_eq!(p.first_batch_reaching(60), Some(20));
         assert_eq!(p.first_batch_reaching(30), Some(0));
         assert_eq!(p.max_timestamp(), Some((20, 90)));
+    }
+
+    #[test]
+    fn deleting_records_drops_whole_batches_below_the_new_start() {
+        let mut p = PartitionIndex::default();
+        for (i, ts) in [(0, 50), (10, 90), (20, 20)] {
+            p.push(entry(i, 10, 100, ts));
+        }
+        assert_eq!(p.wholly_below(15), vec![0]);
+        p.delete_before(15);
+        assert_eq!(p.watermarks().log_start, 15);
+        assert_eq!(p.batches_from(12, 1_000), None, "below the log start");
+        assert_eq!(p.batches_from(15, 150), Some((10, 10)));
+        p.delete_before(5);
+        assert_eq!(p.watermarks().log_start, 15, "no move back");
+        assert_eq!(p.wholly_below(20), vec![10]);
+        p.delete_before(20);
+        assert_eq!(p.max_timestamp(), Some((20, 20)));
+        assert_eq!(p.wholly_below(30), vec![20]);
+        p.delete_before(30);
+        assert_eq!(
+            p.watermarks(),
+            Watermarks {
+                log_start: 30,
+                high: 30
+            }
+        );
+        p.push(entry(30, 5, 100, 1));
+        assert_eq!(p.watermarks().high, 35);
     }
 }

@@ -75,6 +75,9 @@ impl LogStore for EmbeddedStore {
                 };
                 Ok(LogAnswer::Record(found))
             }),
+            LogCall::DeleteRecords { tp, offset } => blocking(&self.inner, move |s| {
+                s.delete_records(&tp, offset).map(LogAnswer::Watermarks)
+            }),
             LogCall::ProducerHistory(tp) => {
                 let batches = self.inner.log(&tp).map(|log| {
                     log.partitions[tp.partition as usize]

@@ -28,7 +28,7 @@ use iggy_kafka_actors::store::log::LogInfo;
 use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{
     AppendBatch, Appended, ReadBatches, StoreError, StoreFuture, StoreResult, TimestampedOffset,
-    TopicPartition,
+    TopicPartition, Watermarks,
 };
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
@@ -209,12 +209,18 @@ fn open_log(
                 topic: name.to_string(),
                 detail,
             };
-            let (partition, _) = index::decode_key(&key).ok_or_else(|| bad("short key".into()))?;
-            let entry = IndexEntry::decode(&value).ok_or_else(|| bad("short entry".into()))?;
-            partitions
+            let (partition, offset) =
+                index::decode_key(&key).ok_or_else(|| bad("short key".into()))?;
+            let partition = partitions
                 .get_mut(partition as usize)
-                .ok_or_else(|| bad(format!("partition {partition} out of range")))?
-                .push(entry);
+                .ok_or_else(|| bad(format!("partition {partition} out of range")))?;
+            if offset == index::START_KEY {
+                let start = index::decode_start(&value).ok_or_else(|| bad("short start".into()))?;
+                partition.set_start(start);
+            } else {
+                let entry = IndexEntry::decode(&value).ok_or_else(|| bad("short entry".into()))?;
+                partition.push(entry);
+            }
         }
     }
     Ok(TopicLog {
@@ -292,6 +298,41 @@ impl Inner {
         })
     }
 
+    /// Moves a partition's log start (`LogCall::DeleteRecords`): the new start and the
+    /// removal of the batches wholly below it in one atomic write, then the index.
+    /// The partition's lock is held throughout, so two calls never interleave; an
+    /// append meanwhile lands above the high watermark checked here.
+    fn delete_records(&self, tp: &TopicPartition, offset: i64) -> StoreResult<Watermarks> {
+        let log = self.log(tp)?;
+        let mut index = log.partitions[tp.partition as usize].lock();
+        let w = index.watermarks();
+        let start = if offset == -1 { w.high } else { offset };
+        if start < 0 || start > w.high {
+            return Err(StoreError::OffsetOutOfRange {
+                tp: tp.clone(),
+                offset,
+                high: w.high,
+            });
+        }
+        if start <= w.log_start {
+            return Ok(w);
+        }
+        let mut write = self.db.batch().durability(Some(self.append_persist));
+        write.insert(
+            &log.index,
+            index::encode_key(tp.partition, index::START_KEY),
+            start.to_be_bytes().to_vec(),
+        );
+        for base_offset in index.wholly_below(start) {
+            let key = index::encode_key(tp.partition, base_offset);
+            write.remove(&log.records, key);
+            write.remove(&log.index, key);
+        }
+        write.commit().map_err(EmbeddedError::from)?;
+        index.delete_before(start);
+        Ok(index.watermarks())
+    }
+
     /// The stored batch starting at `base_offset`, decoded.
     fn records_of(
         &self,
@@ -327,10 +368,14 @@ impl Inner {
             return Ok(None);
         };
         let log = self.log(tp)?;
+        let start = log.partitions[tp.partition as usize]
+            .lock()
+            .watermarks()
+            .log_start;
         Ok(self
             .records_of(&log, tp.partition, base_offset)?
             .into_iter()
-            .find(|r| wanted(r.timestamp))
+            .find(|r| r.offset >= start && wanted(r.timestamp))
             .map(|r| TimestampedOffset {
                 offset: r.offset,
                 timestamp: r.timestamp,

@@ -357,10 +357,12 @@ impl Inner {
     /// timestamp polling (by append time) finds where to start; records before that
     /// were appended earlier, so their own timestamps are older unless producers
     /// set timestamps in the future. From there the records' timestamps decide.
+    /// Records below `from` (the log start DeleteRecords moved) are not looked at.
     pub(super) async fn offset_for_timestamp(
         &self,
         tp: TopicPartition,
         timestamp: i64,
+        from: i64,
     ) -> StoreResult<Option<TimestampedOffset>> {
         let micros = (timestamp.max(0) as u64).saturating_mul(1000);
         let start = self
@@ -375,7 +377,7 @@ impl Inner {
             return Ok(None);
         };
         let mut found = None;
-        self.scan(&tp, start, |offset, m| {
+        self.scan(&tp, start.max(from as u64), |offset, m| {
             if m.record.timestamp >= timestamp {
                 found = Some(TimestampedOffset {
                     offset: offset as i64,
@@ -390,13 +392,15 @@ impl Inner {
         Ok(found)
     }
 
-    /// The record with the largest timestamp: a scan of the whole partition.
+    /// The record with the largest timestamp: a scan of the partition from `from`
+    /// (the log start DeleteRecords moved).
     pub(super) async fn max_timestamp(
         &self,
         tp: TopicPartition,
+        from: i64,
     ) -> StoreResult<Option<TimestampedOffset>> {
         let mut max: Option<TimestampedOffset> = None;
-        self.scan(&tp, 0, |offset, m| {
+        self.scan(&tp, from as u64, |offset, m| {
             if max.is_none_or(|t| m.record.timestamp > t.timestamp) {
                 max = Some(TimestampedOffset {
                     offset: offset as i64,

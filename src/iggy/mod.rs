@@ -23,6 +23,7 @@ mod errors;
 mod gateway_log;
 mod kafka_batch;
 mod log;
+mod log_starts;
 mod mapping;
 mod meta;
 mod mirror;
@@ -40,7 +41,9 @@ use iggy::prelude::{Identifier, IggyError, MessageClient};
 use iggy_kafka_actors::offsets::table::TABLE as OFFSETS;
 use iggy_kafka_actors::store::meta::{MetaAnswer, MetaCall, MetaStore};
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
-use iggy_kafka_actors::store::{StoreError, StoreFuture, StoreResult, TopicPartition, Users};
+use iggy_kafka_actors::store::{
+    ReadBatches, StoreError, StoreFuture, StoreResult, TopicPartition, Users,
+};
 use parking_lot::Mutex;
 
 use errors::{backend_error, named, partition_id};
@@ -131,6 +134,8 @@ struct Inner {
     /// (Kafka group, topic) pairs whose Iggy mirror group exists.
     mirror_groups: Mutex<HashSet<(String, String)>>,
     log_starts: Mutex<HashMap<TopicPartition, i64>>,
+    /// The log starts DeleteRecords moved, above Iggy's own (`log_starts.rs`).
+    log_starts_moved: log_starts::LogStarts,
     /// Average Kafka size of a partition's records in its last read: the next poll
     /// asks for about as many messages as the fetch can take, no more (a poll of
     /// messages that do not fit is Iggy work thrown away).
@@ -236,6 +241,7 @@ impl Inner {
             pools,
             mirror_groups: Mutex::new(HashSet::new()),
             log_starts: Mutex::new(HashMap::new()),
+            log_starts_moved: Default::default(),
             record_sizes: Mutex::new(HashMap::new()),
             read_ahead,
             incarnations: Mutex::new(HashMap::new()),
@@ -308,17 +314,49 @@ impl LogStore for IggyBackend {
                     s.set_limits(&name, limits).await?;
                     LogAnswer::Done
                 }
-                LogCall::Append { tp, batch } => LogAnswer::Appended(s.append(tp, batch).await?),
+                // Each answer carrying watermarks carries the start DeleteRecords moved.
+                LogCall::Append { tp, batch } => {
+                    let below = s.deleted_below(&tp).await?;
+                    let mut appended = s.append(tp, batch).await?;
+                    appended.watermarks.log_start = appended.watermarks.log_start.max(below);
+                    LogAnswer::Appended(appended)
+                }
                 LogCall::Read {
                     tp,
                     offset,
                     max_bytes,
-                } => LogAnswer::Read(s.read(tp, offset, max_bytes).await?),
-                LogCall::Watermarks(tp) => LogAnswer::Watermarks(s.watermarks(&tp).await?),
-                LogCall::OffsetForTimestamp { tp, timestamp } => {
-                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp).await?)
+                } => {
+                    let below = s.deleted_below(&tp).await?;
+                    let mut read = if offset < below {
+                        // Hidden records: none served, and the watermarks say why.
+                        let watermarks = s.watermarks(&tp).await?;
+                        ReadBatches {
+                            batches: Vec::new(),
+                            watermarks,
+                        }
+                    } else {
+                        s.read(tp, offset, max_bytes).await?
+                    };
+                    read.watermarks.log_start = read.watermarks.log_start.max(below);
+                    LogAnswer::Read(read)
                 }
-                LogCall::MaxTimestamp(tp) => LogAnswer::Record(s.max_timestamp(tp).await?),
+                LogCall::Watermarks(tp) => {
+                    let below = s.deleted_below(&tp).await?;
+                    let mut w = s.watermarks(&tp).await?;
+                    w.log_start = w.log_start.max(below);
+                    LogAnswer::Watermarks(w)
+                }
+                LogCall::DeleteRecords { tp, offset } => {
+                    LogAnswer::Watermarks(s.delete_records(&tp, offset).await?)
+                }
+                LogCall::OffsetForTimestamp { tp, timestamp } => {
+                    let below = s.deleted_below(&tp).await?;
+                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp, below).await?)
+                }
+                LogCall::MaxTimestamp(tp) => {
+                    let below = s.deleted_below(&tp).await?;
+                    LogAnswer::Record(s.max_timestamp(tp, below).await?)
+                }
                 LogCall::ProducerHistory(tp) => {
                     LogAnswer::ProducerHistory(s.producer_batches(&tp).await?)
                 }

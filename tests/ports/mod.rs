@@ -8,6 +8,7 @@
 //! to its own. `iggy_meta` holds what only the Iggy engine has to show (tables shared
 //! by gateways on one server, snapshots, a lost answer), on the same server harness.
 
+mod delete_records;
 mod iggy_meta;
 mod log;
 mod meta;

@@ -48,7 +48,7 @@ use security::{
     alter_user_scram_credentials, create_acls, delete_acls, describe_acls,
     describe_user_scram_credentials, sasl_authenticate, sasl_handshake,
 };
-use topics::{create_partitions, create_topics, delete_topics, metadata};
+use topics::{create_partitions, create_topics, delete_records, delete_topics, metadata};
 
 /// The topic every version reads and writes, and what it holds.
 struct Topic {
@@ -98,6 +98,7 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::CreateTopics => create_topics(&mut c, v),
                 ApiKey::DeleteTopics => delete_topics(&mut c, v),
                 ApiKey::CreatePartitions => create_partitions(&mut c, v),
+                ApiKey::DeleteRecords => delete_records(&mut c, v),
                 ApiKey::InitProducerId => init_producer_id(&mut c, v, &mut t),
                 ApiKey::FindCoordinator => find_coordinator(&mut c, v),
                 ApiKey::JoinGroup => join_group(&mut c, v),

@@ -1,4 +1,5 @@
-//! Metadata, CreateTopics, DeleteTopics and CreatePartitions at each version.
+//! Metadata, CreateTopics, DeleteTopics, CreatePartitions and DeleteRecords at each
+//! version.
 
 use crate::support;
 
@@ -105,6 +106,22 @@ pub(super) fn create_partitions(c: &mut RawClient, v: i16) {
     // Again: INVALID_PARTITIONS (37), the count no increase.
     let r = call!(c, CreatePartitions, v, request);
     assert_eq!(r.results[0].error_code, 37);
+}
+
+/// A topic of its own, so the records the other APIs read stay.
+pub(super) fn delete_records(c: &mut RawClient, v: i16) {
+    let topic = format!("trimmed-v{v}");
+    create(c, 7, &topic, 1);
+    support::records::produce_n(c, &topic, 0, 3);
+    assert_eq!(
+        support::records::delete(c, v, &topic, &[(0, 2)]),
+        [(0, 0, 2)]
+    );
+    // Past the high watermark: OFFSET_OUT_OF_RANGE (1).
+    assert_eq!(
+        support::records::delete(c, v, &topic, &[(0, 4)]),
+        [(0, 1, -1)]
+    );
 }
 
 /// Metadata v12 for one topic, without creating it.

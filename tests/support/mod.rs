@@ -10,6 +10,7 @@ pub mod kafka;
 pub mod partitions;
 pub mod proxy;
 mod raw;
+pub mod records;
 pub mod sasl;
 pub mod tls;
 pub mod versions;

@@ -48,6 +48,7 @@ pub const SERVED: &[Api] = &[
     api(18, "ApiVersions", 0, 4),
     api(19, "CreateTopics", 2, 7),
     api(20, "DeleteTopics", 1, 6),
+    api(21, "DeleteRecords", 0, 2),
     api(22, "InitProducerId", 0, 5),
     api(29, "DescribeAcls", 1, 3),
     api(30, "CreateAcls", 1, 3),

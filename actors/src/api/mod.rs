@@ -12,6 +12,7 @@ mod client_quotas;
 mod config_resources;
 mod create_partitions;
 mod create_topics;
+mod delete_records;
 mod delete_topics;
 mod describe_configs;
 mod fetch;
@@ -72,6 +73,10 @@ pub fn route(
         RequestKind::DeleteTopics(r) => answer(
             delete_topics::handle(gw, version, r, &access),
             ResponseKind::DeleteTopics,
+        ),
+        RequestKind::DeleteRecords(r) => answer(
+            delete_records::handle(gw.clone(), r, access),
+            ResponseKind::DeleteRecords,
         ),
         RequestKind::CreatePartitions(r) => answer(
             create_partitions::handle(gw, r, &access),

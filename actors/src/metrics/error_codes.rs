@@ -51,6 +51,11 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::CreateTopics(r) => codes.extend(r.topics.iter().map(|t| t.error_code)),
         ResponseKind::DeleteTopics(r) => codes.extend(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::CreatePartitions(r) => codes.extend(r.results.iter().map(|t| t.error_code)),
+        ResponseKind::DeleteRecords(r) => codes.extend(
+            (r.topics.iter())
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
         ResponseKind::FindCoordinator(r) => {
             // v4+ answers per key; earlier versions at the top.

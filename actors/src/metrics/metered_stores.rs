@@ -140,6 +140,7 @@ fn timed<'a, T: 'a>(
                 StoreError::UnknownTopic(_) => "unknown_topic",
                 StoreError::UnknownPartition { .. } => "unknown_partition",
                 StoreError::HasPartitions { .. } => "has_partitions",
+                StoreError::OffsetOutOfRange { .. } => "offset_out_of_range",
                 StoreError::Unavailable(_) => "unavailable",
                 StoreError::Fatal(_) => "fatal",
             };

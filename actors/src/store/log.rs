@@ -67,6 +67,14 @@ pub enum LogCall {
     },
     /// The record with the largest timestamp (the first of them on ties).
     MaxTimestamp(TopicPartition),
+    /// Moves the partition's log start up to `offset` (-1: the high watermark), as
+    /// Kafka's DeleteRecords: records below it are never read again, and it survives
+    /// restarts. An offset below the log start changes nothing; one past the high
+    /// watermark (or below -1) is `OffsetOutOfRange`. Answers the watermarks after.
+    DeleteRecords {
+        tp: TopicPartition,
+        offset: i64,
+    },
     /// The last few batches of each idempotent producer, oldest first, so sequence
     /// checks survive a restart.
     ProducerHistory(TopicPartition),
@@ -86,6 +94,7 @@ impl LogCall {
             LogCall::Watermarks(_) => "watermarks",
             LogCall::OffsetForTimestamp { .. } => "offset_for_timestamp",
             LogCall::MaxTimestamp(_) => "max_timestamp",
+            LogCall::DeleteRecords { .. } => "delete_records",
             LogCall::ProducerHistory(_) => "producer_batches",
         }
     }
@@ -155,6 +164,8 @@ typed_calls! {
         LogCall::OffsetForTimestamp { tp, timestamp } => Record;
     max_timestamp(tp: TopicPartition) -> Option<TimestampedOffset> =
         LogCall::MaxTimestamp(tp) => Record;
+    delete_records(tp: TopicPartition, offset: i64) -> Watermarks =
+        LogCall::DeleteRecords { tp, offset } => Watermarks;
     producer_history(tp: TopicPartition) -> Vec<ProducerBatch> =
         LogCall::ProducerHistory(tp) => ProducerHistory;
 }

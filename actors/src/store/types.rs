@@ -29,6 +29,13 @@ pub enum StoreError {
     /// Partitions asked for that would not be an increase: the topic has `partitions`.
     #[error("topic '{topic}' already has {partitions} partitions")]
     HasPartitions { topic: String, partitions: i32 },
+    /// A log start asked for past the high watermark (DeleteRecords).
+    #[error("offset {offset} of {tp} is out of range: the high watermark is {high}")]
+    OffsetOutOfRange {
+        tp: TopicPartition,
+        offset: i64,
+        high: i64,
+    },
     /// A failure worth retrying: the store is busy, restarting or unreachable.
     #[error("storage temporarily unavailable: {0}")]
     Unavailable(String),
@@ -47,6 +54,7 @@ impl StoreError {
             }
             StoreError::TopicExists(_) => ResponseError::TopicAlreadyExists,
             StoreError::HasPartitions { .. } => ResponseError::InvalidPartitions,
+            StoreError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
             StoreError::Unavailable(_) => ResponseError::RequestTimedOut,
             StoreError::Fatal(_) => ResponseError::KafkaStorageError,
         }
