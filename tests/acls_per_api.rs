@@ -288,6 +288,35 @@ fn cluster_operations(store: Store) {
     );
 }
 
+/// DescribeCluster needs no ACL; the cluster's authorized operations, when asked, are 0
+/// without DESCRIBE on the cluster, and then what alice may do there.
+fn describe_cluster(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    let mut alice = login(&gw, "alice");
+    let asked = kafka_protocol::messages::DescribeClusterRequest::default()
+        .with_endpoint_type(1)
+        .with_include_cluster_authorized_operations(true);
+    let answer = |c: &mut RawClient| {
+        let r = support::call!(c, DescribeCluster, 2, asked.clone());
+        (
+            r.error_code,
+            r.brokers.len(),
+            r.cluster_authorized_operations,
+        )
+    };
+    assert_eq!(answer(&mut alice), (0, 1, 0));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), CREATE);
+    assert_eq!(
+        answer(&mut alice),
+        (0, 1, 0),
+        "CREATE does not imply DESCRIBE"
+    );
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DESCRIBE);
+    assert_eq!(answer(&mut alice), (0, 1, bits(&[CREATE, DESCRIBE])));
+}
+
 /// ListGroups leaves out groups alice may not describe (all with DESCRIBE on the
 /// cluster); DescribeGroups and DeleteGroups answer 30 per group; OffsetFetch 30 for the
 /// group, then 29 for topics named without DESCRIBE, which a request for every topic
@@ -379,5 +408,6 @@ support::on_every_store!(
     create_partitions,
     configurations,
     cluster_operations,
+    describe_cluster,
     groups
 );

@@ -6,6 +6,7 @@
 //! to the pinned table fails until it is taught here.
 
 mod api_versions;
+mod cluster;
 mod configs;
 mod groups;
 mod offsets;
@@ -36,6 +37,7 @@ use support::{call, i32_at, topic_name as name, Gateway, RawClient, Store};
 use uuid::Uuid;
 
 use api_versions::{api_versions, update_features};
+use cluster::describe_cluster;
 use configs::{alter_configs, describe_configs, incremental_alter_configs};
 use groups::{
     delete_groups, describe_groups, find_coordinator, heartbeat, join_group, leave_group,
@@ -114,6 +116,7 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::AlterConfigs => alter_configs(&mut c, v),
                 ApiKey::IncrementalAlterConfigs => incremental_alter_configs(&mut c, v),
                 ApiKey::UpdateFeatures => update_features(&mut c, v),
+                ApiKey::DescribeCluster => describe_cluster(&mut c, v),
                 ApiKey::SaslHandshake => sasl_handshake(&mut c, v),
                 ApiKey::SaslAuthenticate => sasl_authenticate(&mut c, v),
                 ApiKey::AlterUserScramCredentials => alter_user_scram_credentials(&mut c, v),

@@ -64,6 +64,7 @@ pub const SERVED: &[Api] = &[
     api(50, "DescribeUserScramCredentials", 0, 0),
     api(51, "AlterUserScramCredentials", 0, 0),
     api(57, "UpdateFeatures", 0, 2),
+    api(60, "DescribeCluster", 0, 2),
 ];
 
 /// The pinned entry of API `key`.

@@ -13,6 +13,7 @@ mod config_resources;
 mod create_partitions;
 mod create_topics;
 mod delete_topics;
+mod describe_cluster;
 mod describe_configs;
 mod fetch;
 mod group_access;
@@ -77,6 +78,9 @@ pub fn route(
             create_partitions::handle(gw, r, &access),
             ResponseKind::CreatePartitions,
         ),
+        RequestKind::DescribeCluster(r) => answered(ResponseKind::DescribeCluster(
+            describe_cluster::handle(gw, version, &r, &caller, &access),
+        )),
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
             describe_configs::handle(gw, version, r, &access),
         )),

@@ -52,6 +52,7 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::DeleteTopics(r) => codes.extend(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::CreatePartitions(r) => codes.extend(r.results.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
+        ResponseKind::DescribeCluster(r) => codes.push(r.error_code),
         ResponseKind::FindCoordinator(r) => {
             // v4+ answers per key; earlier versions at the top.
             codes.extend(r.coordinators.iter().map(|c| c.error_code));

@@ -31,6 +31,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::UpdateFeatures, 0, 2),
+    (ApiKey::DescribeCluster, 0, 2),
     // SASL: served by the connection's `sasl::Session`, not `route`. After SaslHandshake
     // v0 (pre-KIP-152 clients) the tokens come as bare frames, not SaslAuthenticate.
     (ApiKey::SaslHandshake, 0, 1),

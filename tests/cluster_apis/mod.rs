@@ -1,0 +1,4 @@
+//! The small cluster APIs a Kafka broker answers from its metadata (issue 17), by
+//! hand-built requests at every served version on both stores: DescribeCluster.
+
+mod describe_cluster;
