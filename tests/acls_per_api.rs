@@ -9,7 +9,7 @@ use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
-use support::partitions::{count, grow};
+use support::partitions::{count, ends, grow};
 use support::sasl::plain_login;
 use support::{Gateway, RawClient, Store};
 
@@ -288,6 +288,32 @@ fn cluster_operations(store: Store) {
     );
 }
 
+/// OffsetForLeaderEpoch: 29 for each partition of a topic without DESCRIBE on it,
+/// unless CLUSTER_ACTION on the cluster (brokers' followers) allows every topic.
+fn offset_for_leader_epoch(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "seen"), 0);
+    assert_eq!(create_topic_code(&mut admin, "hidden"), 0);
+    let mut alice = login(&gw, "alice");
+    let codes = |c: &mut RawClient| -> Vec<i16> {
+        let asked = [("seen", 0, 0, 0), ("hidden", 0, 0, 0)];
+        ends(c, 4, &asked).into_iter().map(|e| e.2).collect()
+    };
+    let denied = TOPIC_AUTHORIZATION_FAILED;
+    assert_eq!(codes(&mut alice), [denied, denied]);
+    grant(&mut admin, "alice", (TOPIC, "seen"), DESCRIBE);
+    assert_eq!(codes(&mut alice), [0, denied]);
+    grant(
+        &mut admin,
+        "alice",
+        (CLUSTER, KAFKA_CLUSTER),
+        CLUSTER_ACTION,
+    );
+    assert_eq!(codes(&mut alice), [0, 0]);
+}
+
 /// DescribeCluster needs no ACL; the cluster's authorized operations, when asked, are 0
 /// without DESCRIBE on the cluster, and then what alice may do there.
 fn describe_cluster(store: Store) {
@@ -409,5 +435,6 @@ support::on_every_store!(
     configurations,
     cluster_operations,
     describe_cluster,
+    offset_for_leader_epoch,
     groups
 );

@@ -1,4 +1,6 @@
 //! The small cluster APIs a Kafka broker answers from its metadata (issue 17), by
-//! hand-built requests at every served version on both stores: DescribeCluster.
+//! hand-built requests at every served version on both stores: DescribeCluster and
+//! OffsetForLeaderEpoch.
 
 mod describe_cluster;
+mod leader_epochs;

@@ -1,11 +1,16 @@
-//! CreatePartitions by hand-built request, and a topic's partition count as Metadata
-//! lists it.
+//! CreatePartitions and OffsetForLeaderEpoch by hand-built request, and a topic's
+//! partition count as Metadata lists it.
 
 use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
 };
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{BrokerId, CreatePartitionsRequest, MetadataRequest};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, CreatePartitionsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
+};
 
 use super::{call, topic_name, RawClient};
 
@@ -55,4 +60,45 @@ pub fn count(c: &mut RawClient, topic: &str) -> Option<usize> {
     let r = call!(c, Metadata, 12, request);
     let t = r.topics.into_iter().next()?;
     (t.error_code == 0).then_some(t.partitions.len())
+}
+
+/// One partition asked for: (topic, partition, current leader epoch, leader epoch).
+pub type Asked<'a> = (&'a str, i32, i32, i32);
+/// One partition answered: (topic, partition, error code, leader epoch, end offset).
+pub type Ended = (String, i32, i16, i32, i64);
+
+/// OffsetForLeaderEpoch at `v` as a consumer sends it (replica id -1), one topic entry a
+/// partition asked for.
+pub fn ends(c: &mut RawClient, v: i16, asked: &[Asked]) -> Vec<Ended> {
+    let topics = asked
+        .iter()
+        .map(|&(topic, partition, current, epoch)| {
+            let p = OffsetForLeaderPartition::default()
+                .with_partition(partition)
+                .with_current_leader_epoch(current)
+                .with_leader_epoch(epoch);
+            OffsetForLeaderTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![p])
+        })
+        .collect();
+    let request = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(topics);
+    let r = call!(c, OffsetForLeaderEpoch, v, request);
+    r.topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                let topic = t.topic.to_string();
+                (
+                    topic,
+                    p.partition,
+                    p.error_code,
+                    p.leader_epoch,
+                    p.end_offset,
+                )
+            })
+        })
+        .collect()
 }

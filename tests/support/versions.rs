@@ -49,6 +49,7 @@ pub const SERVED: &[Api] = &[
     api(19, "CreateTopics", 2, 7),
     api(20, "DeleteTopics", 1, 6),
     api(22, "InitProducerId", 0, 5),
+    api(23, "OffsetForLeaderEpoch", 2, 4),
     api(29, "DescribeAcls", 1, 3),
     api(30, "CreateAcls", 1, 3),
     api(31, "DeleteAcls", 1, 3),

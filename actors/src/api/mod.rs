@@ -22,6 +22,7 @@ mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
+mod offset_for_leader_epoch;
 mod offsets;
 mod produce;
 mod scram_credentials;
@@ -65,6 +66,10 @@ pub fn route(
         RequestKind::ListOffsets(r) => answer(
             list_offsets::handle(gw.clone(), version, r, access),
             ResponseKind::ListOffsets,
+        ),
+        RequestKind::OffsetForLeaderEpoch(r) => answer(
+            offset_for_leader_epoch::handle(gw.clone(), r, access),
+            ResponseKind::OffsetForLeaderEpoch,
         ),
         RequestKind::CreateTopics(r) => answer(
             create_topics::handle(gw, version, r, &access),

@@ -53,6 +53,12 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::CreatePartitions(r) => codes.extend(r.results.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
         ResponseKind::DescribeCluster(r) => codes.push(r.error_code),
+        ResponseKind::OffsetForLeaderEpoch(r) => codes.extend(
+            r.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
         ResponseKind::FindCoordinator(r) => {
             // v4+ answers per key; earlier versions at the top.
             codes.extend(r.coordinators.iter().map(|c| c.error_code));

@@ -10,6 +10,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::Metadata, 0, 13),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
