@@ -9,7 +9,7 @@ use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
-use support::partitions::{count, ends, grow};
+use support::partitions::{count, elect, ends, grow};
 use support::sasl::plain_login;
 use support::{Gateway, RawClient, Store};
 
@@ -314,6 +314,26 @@ fn offset_for_leader_epoch(store: Store) {
     assert_eq!(codes(&mut alice), [0, 0]);
 }
 
+/// ElectLeaders: 31 at the top and for every partition without ALTER on the cluster;
+/// DESCRIBE on the topic is not enough.
+fn elect_leaders(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "elected"), 0);
+    let mut alice = login(&gw, "alice");
+    let codes = |c: &mut RawClient| {
+        let (top, answers) = elect(c, 2, 0, Some(&[("elected", &[0])]));
+        (top, answers.into_iter().map(|a| a.2).collect::<Vec<_>>())
+    };
+    let denied = CLUSTER_AUTHORIZATION_FAILED;
+    assert_eq!(codes(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (TOPIC, "elected"), ALTER);
+    assert_eq!(codes(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), ALTER);
+    assert_eq!(codes(&mut alice), (0, vec![84]));
+}
+
 /// DescribeCluster needs no ACL; the cluster's authorized operations, when asked, are 0
 /// without DESCRIBE on the cluster, and then what alice may do there.
 fn describe_cluster(store: Store) {
@@ -436,5 +456,6 @@ support::on_every_store!(
     cluster_operations,
     describe_cluster,
     offset_for_leader_epoch,
+    elect_leaders,
     groups
 );

@@ -1,6 +1,7 @@
 //! The small cluster APIs a Kafka broker answers from its metadata (issue 17), by
-//! hand-built requests at every served version on both stores: DescribeCluster and
-//! OffsetForLeaderEpoch.
+//! hand-built requests at every served version on both stores: DescribeCluster,
+//! OffsetForLeaderEpoch and ElectLeaders.
 
 mod describe_cluster;
+mod elections;
 mod leader_epochs;

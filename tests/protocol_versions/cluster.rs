@@ -1,5 +1,5 @@
-//! The cluster APIs answered from the gateways' own view: DescribeCluster and
-//! OffsetForLeaderEpoch.
+//! The cluster APIs answered from the gateways' own view: DescribeCluster,
+//! OffsetForLeaderEpoch and ElectLeaders.
 
 use crate::support;
 
@@ -7,6 +7,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::*;
+use support::partitions::elect;
 use support::{call, RawClient};
 
 use super::Topic;
@@ -37,5 +38,15 @@ pub(super) fn offset_for_leader_epoch(c: &mut RawClient, v: i16, t: &Topic) {
         (p.error_code, p.leader_epoch, p.end_offset),
         expected,
         "{r:?}"
+    );
+}
+
+/// Partition 0 of the test topic needs no election (ELECTION_NOT_NEEDED, 84).
+pub(super) fn elect_leaders(c: &mut RawClient, v: i16, t: &Topic) {
+    let (code, answers) = elect(c, v, 0, Some(&[(t.name.as_str(), &[0])]));
+    assert_eq!(
+        (code, answers.len(), answers[0].2),
+        (0, 1, 84),
+        "{answers:?}"
     );
 }

@@ -37,7 +37,7 @@ use support::{call, i32_at, topic_name as name, Gateway, RawClient, Store};
 use uuid::Uuid;
 
 use api_versions::{api_versions, update_features};
-use cluster::{describe_cluster, offset_for_leader_epoch};
+use cluster::{describe_cluster, elect_leaders, offset_for_leader_epoch};
 use configs::{alter_configs, describe_configs, incremental_alter_configs};
 use groups::{
     delete_groups, describe_groups, find_coordinator, heartbeat, join_group, leave_group,
@@ -117,6 +117,7 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::IncrementalAlterConfigs => incremental_alter_configs(&mut c, v),
                 ApiKey::UpdateFeatures => update_features(&mut c, v),
                 ApiKey::DescribeCluster => describe_cluster(&mut c, v),
+                ApiKey::ElectLeaders => elect_leaders(&mut c, v, &t),
                 ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch(&mut c, v, &t),
                 ApiKey::SaslHandshake => sasl_handshake(&mut c, v),
                 ApiKey::SaslAuthenticate => sasl_authenticate(&mut c, v),

@@ -102,3 +102,45 @@ pub fn ends(c: &mut RawClient, v: i16, asked: &[Asked]) -> Vec<Ended> {
         })
         .collect()
 }
+
+/// One partition's election answer: (topic, partition, error code, error message).
+pub type Elected = (String, i32, i16, Option<String>);
+
+/// ElectLeaders at `v` of `election_type` (v0 has none: preferred) for the partitions
+/// named (None: every partition); the top-level code (0 before v1) and each answer.
+pub fn elect(
+    c: &mut RawClient,
+    v: i16,
+    election_type: i8,
+    asked: Option<&[(&str, &[i32])]>,
+) -> (i16, Vec<Elected>) {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    let topics = asked.map(|asked| {
+        asked
+            .iter()
+            .map(|(topic, partitions)| {
+                TopicPartitions::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(partitions.to_vec())
+            })
+            .collect()
+    });
+    let mut request = kafka_protocol::messages::ElectLeadersRequest::default()
+        .with_topic_partitions(topics)
+        .with_timeout_ms(5000);
+    if v >= 1 {
+        request = request.with_election_type(election_type);
+    }
+    let r = call!(c, ElectLeaders, v, request);
+    let answers = r
+        .replica_election_results
+        .iter()
+        .flat_map(|t| {
+            t.partition_result.iter().map(|p| {
+                let message = p.error_message.as_ref().map(|m| m.to_string());
+                (t.topic.to_string(), p.partition_id, p.error_code, message)
+            })
+        })
+        .collect();
+    (r.error_code, answers)
+}

@@ -58,6 +58,7 @@ pub const SERVED: &[Api] = &[
     api(36, "SaslAuthenticate", 0, 2),
     api(37, "CreatePartitions", 0, 3),
     api(42, "DeleteGroups", 0, 2),
+    api(43, "ElectLeaders", 0, 2),
     api(44, "IncrementalAlterConfigs", 0, 1),
     api(47, "OffsetDelete", 0, 0),
     api(48, "DescribeClientQuotas", 0, 1),

@@ -15,6 +15,7 @@ mod create_topics;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod elect_leaders;
 mod fetch;
 mod group_access;
 mod groups;
@@ -85,6 +86,9 @@ pub fn route(
         ),
         RequestKind::DescribeCluster(r) => answered(ResponseKind::DescribeCluster(
             describe_cluster::handle(gw, version, &r, &caller, &access),
+        )),
+        RequestKind::ElectLeaders(r) => answered(ResponseKind::ElectLeaders(
+            elect_leaders::handle(gw, r, &access),
         )),
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
             describe_configs::handle(gw, version, r, &access),
