@@ -9,7 +9,7 @@ use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
-use support::partitions::{count, elect, ends, grow};
+use support::partitions::{count, elect, ends, grow, reassign, reassignments};
 use support::sasl::plain_login;
 use support::{Gateway, RawClient, Store};
 
@@ -334,6 +334,28 @@ fn elect_leaders(store: Store) {
     assert_eq!(codes(&mut alice), (0, vec![84]));
 }
 
+/// ListPartitionReassignments: 31 at the top without DESCRIBE on the cluster;
+/// AlterPartitionReassignments: 31 at the top and per partition without ALTER on it.
+fn partition_reassignments(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "placed"), 0);
+    let mut alice = login(&gw, "alice");
+    let denied = CLUSTER_AUTHORIZATION_FAILED;
+    let alter = |c: &mut RawClient| {
+        let (top, answers) = reassign(c, 1, &[("placed", 0, None)]);
+        (top, answers.into_iter().map(|a| a.2).collect::<Vec<_>>())
+    };
+    assert_eq!(reassignments(&mut alice, None), (denied, vec![]));
+    assert_eq!(alter(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DESCRIBE);
+    assert_eq!(reassignments(&mut alice, None), (0, vec![]));
+    assert_eq!(alter(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), ALTER);
+    assert_eq!(alter(&mut alice), (0, vec![85]));
+}
+
 /// DescribeCluster needs no ACL; the cluster's authorized operations, when asked, are 0
 /// without DESCRIBE on the cluster, and then what alice may do there.
 fn describe_cluster(store: Store) {
@@ -457,5 +479,6 @@ support::on_every_store!(
     describe_cluster,
     offset_for_leader_epoch,
     elect_leaders,
+    partition_reassignments,
     groups
 );

@@ -1,5 +1,5 @@
 //! The cluster APIs answered from the gateways' own view: DescribeCluster,
-//! OffsetForLeaderEpoch and ElectLeaders.
+//! OffsetForLeaderEpoch, ElectLeaders and the partition reassignment APIs.
 
 use crate::support;
 
@@ -7,7 +7,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::*;
-use support::partitions::elect;
+use support::partitions::{elect, reassign, reassignments};
 use support::{call, RawClient};
 
 use super::Topic;
@@ -47,6 +47,21 @@ pub(super) fn elect_leaders(c: &mut RawClient, v: i16, t: &Topic) {
     assert_eq!(
         (code, answers.len(), answers[0].2),
         (0, 1, 84),
+        "{answers:?}"
+    );
+}
+
+/// Nothing is being reassigned (46); a target is refused (45: 39, INVALID_REPLICA_ASSIGNMENT).
+pub(super) fn list_partition_reassignments(c: &mut RawClient, v: i16) {
+    assert_eq!(v, 0);
+    assert_eq!(reassignments(c, None), (0, vec![]));
+}
+
+pub(super) fn alter_partition_reassignments(c: &mut RawClient, v: i16, t: &Topic) {
+    let (code, answers) = reassign(c, v, &[(t.name.as_str(), 0, Some(&[0]))]);
+    assert_eq!(
+        (code, answers.len(), answers[0].2),
+        (0, 1, 39),
         "{answers:?}"
     );
 }

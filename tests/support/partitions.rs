@@ -144,3 +144,74 @@ pub fn elect(
         .collect();
     (r.error_code, answers)
 }
+
+/// ListPartitionReassignments v0 of the partitions named (None: all): the top-level
+/// code and the partitions listed as (topic, partition).
+pub fn reassignments(
+    c: &mut RawClient,
+    asked: Option<&[(&str, &[i32])]>,
+) -> (i16, Vec<(String, i32)>) {
+    use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
+    let topics = asked.map(|asked| {
+        asked
+            .iter()
+            .map(|(topic, partitions)| {
+                ListPartitionReassignmentsTopics::default()
+                    .with_name(topic_name(topic))
+                    .with_partition_indexes(partitions.to_vec())
+            })
+            .collect()
+    });
+    let request = kafka_protocol::messages::ListPartitionReassignmentsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(topics);
+    let r = call!(c, ListPartitionReassignments, 0, request);
+    let listed = r
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.to_string(), p.partition_index))
+        })
+        .collect();
+    (r.error_code, listed)
+}
+
+/// AlterPartitionReassignments at `v` of one partition each (None: cancel): the
+/// top-level code and each partition's (topic, partition, code, message).
+pub fn reassign(
+    c: &mut RawClient,
+    v: i16,
+    asked: &[(&str, i32, Option<&[i32]>)],
+) -> (i16, Vec<Elected>) {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    let topics = asked
+        .iter()
+        .map(|&(topic, partition, replicas)| {
+            let p = ReassignablePartition::default()
+                .with_partition_index(partition)
+                .with_replicas(replicas.map(|r| r.iter().map(|&b| BrokerId(b)).collect()));
+            ReassignableTopic::default()
+                .with_name(topic_name(topic))
+                .with_partitions(vec![p])
+        })
+        .collect();
+    let request = kafka_protocol::messages::AlterPartitionReassignmentsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(topics);
+    let r = call!(c, AlterPartitionReassignments, v, request);
+    let answers = r
+        .responses
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                let message = p.error_message.as_ref().map(|m| m.to_string());
+                (t.name.to_string(), p.partition_index, p.error_code, message)
+            })
+        })
+        .collect();
+    (r.error_code, answers)
+}

@@ -60,6 +60,8 @@ pub const SERVED: &[Api] = &[
     api(42, "DeleteGroups", 0, 2),
     api(43, "ElectLeaders", 0, 2),
     api(44, "IncrementalAlterConfigs", 0, 1),
+    api(45, "AlterPartitionReassignments", 0, 1),
+    api(46, "ListPartitionReassignments", 0, 0),
     api(47, "OffsetDelete", 0, 0),
     api(48, "DescribeClientQuotas", 0, 1),
     api(49, "AlterClientQuotas", 0, 1),

@@ -7,6 +7,7 @@
 
 mod acls;
 mod alter_configs;
+mod alter_partition_reassignments;
 mod api_versions;
 mod client_quotas;
 mod config_resources;
@@ -22,6 +23,7 @@ mod groups;
 mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
+mod list_partition_reassignments;
 mod metadata;
 mod offset_for_leader_epoch;
 mod offsets;
@@ -90,6 +92,14 @@ pub fn route(
         RequestKind::ElectLeaders(r) => answered(ResponseKind::ElectLeaders(
             elect_leaders::handle(gw, r, &access),
         )),
+        RequestKind::ListPartitionReassignments(_) => answered(
+            ResponseKind::ListPartitionReassignments(list_partition_reassignments::handle(&access)),
+        ),
+        RequestKind::AlterPartitionReassignments(r) => {
+            answered(ResponseKind::AlterPartitionReassignments(
+                alter_partition_reassignments::handle(gw, r, &access),
+            ))
+        }
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
             describe_configs::handle(gw, version, r, &access),
         )),

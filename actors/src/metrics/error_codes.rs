@@ -53,6 +53,16 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::CreatePartitions(r) => codes.extend(r.results.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
         ResponseKind::DescribeCluster(r) => codes.push(r.error_code),
+        ResponseKind::ListPartitionReassignments(r) => codes.push(r.error_code),
+        ResponseKind::AlterPartitionReassignments(r) => {
+            codes.extend(
+                r.responses
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
         ResponseKind::ElectLeaders(r) => {
             codes.extend(
                 r.replica_election_results
