@@ -9,7 +9,7 @@ use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
-use support::partitions::{count, grow};
+use support::partitions::{count, elect, ends, grow, reassign, reassignments};
 use support::records::{delete, list_offset, produce_n};
 use support::sasl::plain_login;
 use support::{Gateway, RawClient, Store};
@@ -315,6 +315,103 @@ fn cluster_operations(store: Store) {
     );
 }
 
+/// OffsetForLeaderEpoch: 29 for each partition of a topic without DESCRIBE on it,
+/// unless CLUSTER_ACTION on the cluster (brokers' followers) allows every topic.
+fn offset_for_leader_epoch(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "seen"), 0);
+    assert_eq!(create_topic_code(&mut admin, "hidden"), 0);
+    let mut alice = login(&gw, "alice");
+    let codes = |c: &mut RawClient| -> Vec<i16> {
+        let asked = [("seen", 0, 0, 0), ("hidden", 0, 0, 0)];
+        ends(c, 4, &asked).into_iter().map(|e| e.2).collect()
+    };
+    let denied = TOPIC_AUTHORIZATION_FAILED;
+    assert_eq!(codes(&mut alice), [denied, denied]);
+    grant(&mut admin, "alice", (TOPIC, "seen"), DESCRIBE);
+    assert_eq!(codes(&mut alice), [0, denied]);
+    grant(
+        &mut admin,
+        "alice",
+        (CLUSTER, KAFKA_CLUSTER),
+        CLUSTER_ACTION,
+    );
+    assert_eq!(codes(&mut alice), [0, 0]);
+}
+
+/// ElectLeaders: 31 at the top and for every partition without ALTER on the cluster;
+/// DESCRIBE on the topic is not enough.
+fn elect_leaders(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "elected"), 0);
+    let mut alice = login(&gw, "alice");
+    let codes = |c: &mut RawClient| {
+        let (top, answers) = elect(c, 2, 0, Some(&[("elected", &[0])]));
+        (top, answers.into_iter().map(|a| a.2).collect::<Vec<_>>())
+    };
+    let denied = CLUSTER_AUTHORIZATION_FAILED;
+    assert_eq!(codes(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (TOPIC, "elected"), ALTER);
+    assert_eq!(codes(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), ALTER);
+    assert_eq!(codes(&mut alice), (0, vec![84]));
+}
+
+/// ListPartitionReassignments: 31 at the top without DESCRIBE on the cluster;
+/// AlterPartitionReassignments: 31 at the top and per partition without ALTER on it.
+fn partition_reassignments(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "placed"), 0);
+    let mut alice = login(&gw, "alice");
+    let denied = CLUSTER_AUTHORIZATION_FAILED;
+    let alter = |c: &mut RawClient| {
+        let (top, answers) = reassign(c, 1, &[("placed", 0, None)]);
+        (top, answers.into_iter().map(|a| a.2).collect::<Vec<_>>())
+    };
+    assert_eq!(reassignments(&mut alice, None), (denied, vec![]));
+    assert_eq!(alter(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DESCRIBE);
+    assert_eq!(reassignments(&mut alice, None), (0, vec![]));
+    assert_eq!(alter(&mut alice), (denied, vec![denied]));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), ALTER);
+    assert_eq!(alter(&mut alice), (0, vec![85]));
+}
+
+/// DescribeCluster needs no ACL; the cluster's authorized operations, when asked, are 0
+/// without DESCRIBE on the cluster, and then what alice may do there.
+fn describe_cluster(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    let mut alice = login(&gw, "alice");
+    let asked = kafka_protocol::messages::DescribeClusterRequest::default()
+        .with_endpoint_type(1)
+        .with_include_cluster_authorized_operations(true);
+    let answer = |c: &mut RawClient| {
+        let r = support::call!(c, DescribeCluster, 2, asked.clone());
+        (
+            r.error_code,
+            r.brokers.len(),
+            r.cluster_authorized_operations,
+        )
+    };
+    assert_eq!(answer(&mut alice), (0, 1, 0));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), CREATE);
+    assert_eq!(
+        answer(&mut alice),
+        (0, 1, 0),
+        "CREATE does not imply DESCRIBE"
+    );
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DESCRIBE);
+    assert_eq!(answer(&mut alice), (0, 1, bits(&[CREATE, DESCRIBE])));
+}
+
 /// ListGroups leaves out groups alice may not describe (all with DESCRIBE on the
 /// cluster); DescribeGroups and DeleteGroups answer 30 per group; OffsetFetch 30 for the
 /// group, then 29 for topics named without DESCRIBE, which a request for every topic
@@ -407,5 +504,9 @@ support::on_every_store!(
     delete_records,
     configurations,
     cluster_operations,
+    describe_cluster,
+    offset_for_leader_epoch,
+    elect_leaders,
+    partition_reassignments,
     groups
 );

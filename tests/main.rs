@@ -11,6 +11,7 @@ mod acls;
 mod acls_per_api;
 mod admin;
 mod client_quotas;
+mod cluster_apis;
 mod consumer_groups;
 mod create_partitions;
 mod delete_records;

@@ -6,6 +6,7 @@
 //! to the pinned table fails until it is taught here.
 
 mod api_versions;
+mod cluster;
 mod configs;
 mod groups;
 mod offsets;
@@ -36,6 +37,10 @@ use support::{call, i32_at, topic_name as name, Gateway, RawClient, Store};
 use uuid::Uuid;
 
 use api_versions::{api_versions, update_features};
+use cluster::{
+    alter_partition_reassignments, describe_cluster, elect_leaders, list_partition_reassignments,
+    offset_for_leader_epoch,
+};
 use configs::{alter_configs, describe_configs, incremental_alter_configs};
 use groups::{
     delete_groups, describe_groups, find_coordinator, heartbeat, join_group, leave_group,
@@ -115,6 +120,11 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::AlterConfigs => alter_configs(&mut c, v),
                 ApiKey::IncrementalAlterConfigs => incremental_alter_configs(&mut c, v),
                 ApiKey::UpdateFeatures => update_features(&mut c, v),
+                ApiKey::DescribeCluster => describe_cluster(&mut c, v),
+                ApiKey::ElectLeaders => elect_leaders(&mut c, v, &t),
+                ApiKey::ListPartitionReassignments => list_partition_reassignments(&mut c, v),
+                ApiKey::AlterPartitionReassignments => alter_partition_reassignments(&mut c, v, &t),
+                ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch(&mut c, v, &t),
                 ApiKey::SaslHandshake => sasl_handshake(&mut c, v),
                 ApiKey::SaslAuthenticate => sasl_authenticate(&mut c, v),
                 ApiKey::AlterUserScramCredentials => alter_user_scram_credentials(&mut c, v),

@@ -38,6 +38,7 @@ pub const CREATE: i8 = 5;
 pub const DELETE: i8 = 6;
 pub const ALTER: i8 = 7;
 pub const DESCRIBE: i8 = 8;
+pub const CLUSTER_ACTION: i8 = 9;
 pub const DESCRIBE_CONFIGS: i8 = 10;
 pub const ALTER_CONFIGS: i8 = 11;
 pub const IDEMPOTENT_WRITE: i8 = 12;

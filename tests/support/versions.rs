@@ -50,6 +50,7 @@ pub const SERVED: &[Api] = &[
     api(20, "DeleteTopics", 1, 6),
     api(21, "DeleteRecords", 0, 2),
     api(22, "InitProducerId", 0, 5),
+    api(23, "OffsetForLeaderEpoch", 2, 4),
     api(29, "DescribeAcls", 1, 3),
     api(30, "CreateAcls", 1, 3),
     api(31, "DeleteAcls", 1, 3),
@@ -58,13 +59,17 @@ pub const SERVED: &[Api] = &[
     api(36, "SaslAuthenticate", 0, 2),
     api(37, "CreatePartitions", 0, 3),
     api(42, "DeleteGroups", 0, 2),
+    api(43, "ElectLeaders", 0, 2),
     api(44, "IncrementalAlterConfigs", 0, 1),
+    api(45, "AlterPartitionReassignments", 0, 1),
+    api(46, "ListPartitionReassignments", 0, 0),
     api(47, "OffsetDelete", 0, 0),
     api(48, "DescribeClientQuotas", 0, 1),
     api(49, "AlterClientQuotas", 0, 1),
     api(50, "DescribeUserScramCredentials", 0, 0),
     api(51, "AlterUserScramCredentials", 0, 0),
     api(57, "UpdateFeatures", 0, 2),
+    api(60, "DescribeCluster", 0, 2),
 ];
 
 /// The pinned entry of API `key`.

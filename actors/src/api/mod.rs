@@ -7,6 +7,7 @@
 
 mod acls;
 mod alter_configs;
+mod alter_partition_reassignments;
 mod api_versions;
 mod client_quotas;
 mod config_resources;
@@ -14,14 +15,18 @@ mod create_partitions;
 mod create_topics;
 mod delete_records;
 mod delete_topics;
+mod describe_cluster;
 mod describe_configs;
+mod elect_leaders;
 mod fetch;
 mod group_access;
 mod groups;
 mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
+mod list_partition_reassignments;
 mod metadata;
+mod offset_for_leader_epoch;
 mod offsets;
 mod produce;
 mod scram_credentials;
@@ -66,6 +71,10 @@ pub fn route(
             list_offsets::handle(gw.clone(), version, r, access),
             ResponseKind::ListOffsets,
         ),
+        RequestKind::OffsetForLeaderEpoch(r) => answer(
+            offset_for_leader_epoch::handle(gw.clone(), r, access),
+            ResponseKind::OffsetForLeaderEpoch,
+        ),
         RequestKind::CreateTopics(r) => answer(
             create_topics::handle(gw, version, r, &access),
             ResponseKind::CreateTopics,
@@ -82,6 +91,20 @@ pub fn route(
             create_partitions::handle(gw, r, &access),
             ResponseKind::CreatePartitions,
         ),
+        RequestKind::DescribeCluster(r) => answered(ResponseKind::DescribeCluster(
+            describe_cluster::handle(gw, version, &r, &caller, &access),
+        )),
+        RequestKind::ElectLeaders(r) => answered(ResponseKind::ElectLeaders(
+            elect_leaders::handle(gw, r, &access),
+        )),
+        RequestKind::ListPartitionReassignments(_) => answered(
+            ResponseKind::ListPartitionReassignments(list_partition_reassignments::handle(&access)),
+        ),
+        RequestKind::AlterPartitionReassignments(r) => {
+            answered(ResponseKind::AlterPartitionReassignments(
+                alter_partition_reassignments::handle(gw, r, &access),
+            ))
+        }
         RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
             describe_configs::handle(gw, version, r, &access),
         )),

@@ -57,6 +57,32 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
                 .map(|p| p.error_code),
         ),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
+        ResponseKind::DescribeCluster(r) => codes.push(r.error_code),
+        ResponseKind::ListPartitionReassignments(r) => codes.push(r.error_code),
+        ResponseKind::AlterPartitionReassignments(r) => {
+            codes.extend(
+                r.responses
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| p.error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::ElectLeaders(r) => {
+            codes.extend(
+                r.replica_election_results
+                    .iter()
+                    .flat_map(|t| &t.partition_result)
+                    .map(|p| p.error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::OffsetForLeaderEpoch(r) => codes.extend(
+            r.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
         ResponseKind::FindCoordinator(r) => {
             // v4+ answers per key; earlier versions at the top.
             codes.extend(r.coordinators.iter().map(|c| c.error_code));

@@ -1,0 +1,67 @@
+//! The cluster APIs answered from the gateways' own view: DescribeCluster,
+//! OffsetForLeaderEpoch, ElectLeaders and the partition reassignment APIs.
+
+use crate::support;
+
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::*;
+use support::partitions::{elect, reassign, reassignments};
+use support::{call, RawClient};
+
+use super::Topic;
+
+pub(super) fn describe_cluster(c: &mut RawClient, v: i16) {
+    let request = DescribeClusterRequest::default().with_endpoint_type(1);
+    let r = call!(c, DescribeCluster, v, request);
+    assert_eq!((r.error_code, r.brokers.len()), (0, 1), "{r:?}");
+    assert_eq!(r.controller_id, r.brokers[0].broker_id);
+}
+
+/// Epoch 0 of the test topic's partition ends at its high watermark.
+pub(super) fn offset_for_leader_epoch(c: &mut RawClient, v: i16, t: &Topic) {
+    let p = OffsetForLeaderPartition::default()
+        .with_partition(0)
+        .with_current_leader_epoch(0)
+        .with_leader_epoch(0);
+    let topic = OffsetForLeaderTopic::default()
+        .with_topic(t.name.clone())
+        .with_partitions(vec![p]);
+    let request = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![topic]);
+    let r = call!(c, OffsetForLeaderEpoch, v, request);
+    let p = &r.topics[0].partitions[0];
+    let expected = (0, 0, t.values.len() as i64);
+    assert_eq!(
+        (p.error_code, p.leader_epoch, p.end_offset),
+        expected,
+        "{r:?}"
+    );
+}
+
+/// Partition 0 of the test topic needs no election (ELECTION_NOT_NEEDED, 84).
+pub(super) fn elect_leaders(c: &mut RawClient, v: i16, t: &Topic) {
+    let (code, answers) = elect(c, v, 0, Some(&[(t.name.as_str(), &[0])]));
+    assert_eq!(
+        (code, answers.len(), answers[0].2),
+        (0, 1, 84),
+        "{answers:?}"
+    );
+}
+
+/// Nothing is being reassigned (46); a target is refused (45: 39, INVALID_REPLICA_ASSIGNMENT).
+pub(super) fn list_partition_reassignments(c: &mut RawClient, v: i16) {
+    assert_eq!(v, 0);
+    assert_eq!(reassignments(c, None), (0, vec![]));
+}
+
+pub(super) fn alter_partition_reassignments(c: &mut RawClient, v: i16, t: &Topic) {
+    let (code, answers) = reassign(c, v, &[(t.name.as_str(), 0, Some(&[0]))]);
+    assert_eq!(
+        (code, answers.len(), answers[0].2),
+        (0, 1, 39),
+        "{answers:?}"
+    );
+}
