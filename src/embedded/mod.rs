@@ -306,17 +306,9 @@ impl Inner {
         let log = self.log(tp)?;
         let mut index = log.partitions[tp.partition as usize].lock();
         let w = index.watermarks();
-        let start = if offset == -1 { w.high } else { offset };
-        if start < 0 || start > w.high {
-            return Err(StoreError::OffsetOutOfRange {
-                tp: tp.clone(),
-                offset,
-                high: w.high,
-            });
-        }
-        if start <= w.log_start {
+        let Some(start) = w.moved_start(tp, offset)? else {
             return Ok(w);
-        }
+        };
         let mut write = self.db.batch().durability(Some(self.append_persist));
         write.insert(
             &log.index,

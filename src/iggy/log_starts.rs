@@ -103,17 +103,9 @@ impl Inner {
             .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))?;
         self.read_log_starts().await?;
         w.log_start = w.log_start.max(self.known_start(tp));
-        let start = if offset == -1 { w.high } else { offset };
-        if start < 0 || start > w.high {
-            return Err(StoreError::OffsetOutOfRange {
-                tp: tp.clone(),
-                offset,
-                high: w.high,
-            });
-        }
-        if start <= w.log_start {
+        let Some(start) = w.moved_start(tp, offset)? else {
             return Ok(w);
-        }
+        };
         let key = key(tp, incarnation);
         let changes = vec![Change::Put {
             key: key.clone(),

@@ -13,7 +13,7 @@ use kafka_protocol::messages::delete_records_response::{
 
 use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
-use crate::store::{StoreResult, TopicPartition};
+use crate::store::{StoreResult, TopicPartition, Watermarks};
 use crate::topic_admin::internal::is_internal;
 
 /// Each topic needs DELETE on it (TOPIC_AUTHORIZATION_FAILED for its partitions,
@@ -68,14 +68,7 @@ pub async fn handle(
 async fn delete(gw: &Gateway, tp: &TopicPartition, offset: i64) -> StoreResult<i64> {
     if is_internal(&tp.topic) {
         // Its contents live in the offset store: an empty log, 0 at both ends.
-        return match offset {
-            0 | -1 => Ok(0),
-            _ => Err(crate::store::StoreError::OffsetOutOfRange {
-                tp: tp.clone(),
-                offset,
-                high: 0,
-            }),
-        };
+        return Watermarks::default().moved_start(tp, offset).map(|_| 0);
     }
     let w = gw
         .partitions

@@ -133,6 +133,23 @@ pub struct Watermarks {
     pub high: i64,
 }
 
+impl Watermarks {
+    /// Where DeleteRecords below `offset` (-1: the high watermark) moves the log start:
+    /// `None` when it is there already or beyond, OFFSET_OUT_OF_RANGE past the high
+    /// watermark. Every engine decides by this, under its own lock.
+    pub fn moved_start(&self, tp: &TopicPartition, offset: i64) -> StoreResult<Option<i64>> {
+        let start = if offset == -1 { self.high } else { offset };
+        if start < 0 || start > self.high {
+            return Err(StoreError::OffsetOutOfRange {
+                tp: tp.clone(),
+                offset,
+                high: self.high,
+            });
+        }
+        Ok((start > self.log_start).then_some(start))
+    }
+}
+
 /// Where an appended batch landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Appended {
