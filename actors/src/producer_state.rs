@@ -140,6 +140,7 @@ mod tests {
             max_timestamp: 0,
             log_append_time: false,
             transactional: false,
+            control: false,
             producer_id: 9,
             producer_epoch: epoch,
             base_sequence: seq,

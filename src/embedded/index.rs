@@ -199,14 +199,15 @@ impl PartitionIndex {
         self.max_timestamp
     }
 
-    /// The last five batches of each idempotent producer, oldest first.
+    /// The last five batches of each idempotent producer, oldest first; markers, which
+    /// carry no sequence, are none of them.
     pub fn producer_batches(&self) -> Vec<ProducerBatch> {
         let mut per_producer: std::collections::HashMap<i64, usize> = Default::default();
         let mut out: Vec<ProducerBatch> = self
             .batches
             .iter()
             .rev()
-            .filter(|b| b.producer_id >= 0)
+            .filter(|b| b.producer_id >= 0 && b.base_sequence >= 0)
             .filter(|b| {
                 let n = per_producer.entry(b.producer_id).or_default();
                 *n += 1;

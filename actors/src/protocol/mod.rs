@@ -4,6 +4,7 @@
 
 pub mod envelope;
 pub mod framing;
+pub mod markers;
 pub mod records;
 pub mod versions;
 

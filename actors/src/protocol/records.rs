@@ -21,10 +21,10 @@ use kafka_protocol::error::ResponseError;
 // Field positions and attribute bits, shared with every codec of batches (the Iggy
 // backend re-encodes records and reads them here too).
 pub const HEADER_LEN: usize = 61;
-const LENGTH_AT: usize = 8;
+pub const LENGTH_AT: usize = 8;
 const LEADER_EPOCH_AT: usize = 12;
 const MAGIC_AT: usize = 16;
-const CRC_AT: usize = 17;
+pub const CRC_AT: usize = 17;
 pub const ATTRIBUTES_AT: usize = 21;
 pub const MAX_TIMESTAMP_AT: usize = 35;
 pub const RECORD_COUNT_AT: usize = 57;
@@ -33,8 +33,8 @@ pub const LOG_OVERHEAD: usize = 12;
 
 pub const COMPRESSION_MASK: i16 = 0x07;
 pub const TIMESTAMP_TYPE_BIT: i16 = 0x08;
-const TRANSACTIONAL_BIT: i16 = 0x10;
-const CONTROL_BIT: i16 = 0x20;
+pub const TRANSACTIONAL_BIT: i16 = 0x10;
+pub const CONTROL_BIT: i16 = 0x20;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BatchError {
@@ -70,6 +70,8 @@ pub struct BatchHeader {
     pub max_timestamp: i64,
     pub log_append_time: bool,
     pub transactional: bool,
+    /// A transaction marker (`markers.rs`); only the gateway writes these.
+    pub control: bool,
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub base_sequence: i32,
@@ -111,6 +113,7 @@ impl BatchHeader {
             max_timestamp,
             log_append_time: attributes & TIMESTAMP_TYPE_BIT != 0,
             transactional: attributes & TRANSACTIONAL_BIT != 0,
+            control: attributes & CONTROL_BIT != 0,
             producer_id,
             producer_epoch,
             base_sequence,
