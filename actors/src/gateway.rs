@@ -28,6 +28,7 @@ use crate::store::{LogStore, Logs, Meta, MetaStore};
 use crate::store::{Node, Users};
 use crate::topic_admin::TopicAdmin;
 use crate::topics::Topics;
+use crate::transactions::Transactions;
 
 /// Handles to the actors and shared parts of a running gateway. Cheap to clone.
 #[derive(Clone)]
@@ -53,6 +54,8 @@ pub struct Gateway {
     pub authorizer: Option<Authorizer>,
     /// Client quotas in force and the byte rates measured against them.
     pub quotas: Quotas,
+    /// The transaction coordinator of the transactional ids this gateway coordinates.
+    pub transactions: Transactions,
 }
 
 impl Gateway {
@@ -130,15 +133,24 @@ impl Gateway {
             (catalog, configs),
             settings.topic_rules,
         );
+        let producer_ids = Arc::new(ProducerIds::new(meta.client()));
+        let groups = Groups::new(groups, membership);
+        let transactions = Transactions::start(
+            (&meta, settings.offset_slots),
+            (partitions.clone(), offsets.clone(), producer_ids.clone()),
+            (groups.watch_cluster(), topics.watch_config()),
+            arbiters,
+        );
         Ok(Gateway {
-            producer_ids: Arc::new(ProducerIds::new(meta.client())),
+            producer_ids,
+            transactions,
             partitions,
             meta,
             queued_request_bytes,
             settings,
             topics,
             offsets,
-            groups: Groups::new(groups, membership),
+            groups,
             metrics,
             sasl,
             authorizer,

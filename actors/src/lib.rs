@@ -41,6 +41,8 @@ mod test_store;
 pub mod tls;
 pub mod topic_admin;
 pub mod topics;
+pub mod transactions;
+pub mod txn_index;
 
 pub use gateway::Gateway;
 pub use metrics::Metrics;

@@ -19,11 +19,18 @@ use crate::metrics::Queued;
 use crate::producer_state::{ProducerStates, SequenceError};
 use crate::store::Logs;
 use crate::store::{AppendBatch, Appended, ProducerBatch, StoreError, TopicPartition};
+use crate::txn_index::TxnIndexes;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
     #[error(transparent)]
     Sequence(#[from] SequenceError),
+    /// A transactional batch its transaction does not allow (`Append::verify`).
+    #[error("{message}")]
+    Transaction {
+        code: ResponseError,
+        message: String,
+    },
     #[error(transparent)]
     Backend(#[from] StoreError),
     #[error("log slot stopped")]
@@ -34,6 +41,7 @@ impl AppendError {
     pub fn code(&self) -> ResponseError {
         match self {
             AppendError::Sequence(e) => e.code(),
+            AppendError::Transaction { code, .. } => *code,
             AppendError::Backend(e) => e.code(),
             AppendError::SlotGone => ResponseError::NotLeaderOrFollower,
         }
@@ -46,6 +54,9 @@ impl AppendError {
 pub struct Append {
     pub tp: TopicPartition,
     pub batch: AppendBatch,
+    /// For a transactional batch: whether its transaction may write here, asked in the
+    /// slot's turn so appends keep their order.
+    pub verify: Option<Verify>,
     /// In the slot's queue until the append is done.
     pub queued: Queued,
 }
@@ -53,15 +64,17 @@ pub struct Append {
 pub struct LogSlot {
     logs: Logs,
     signals: Arc<AppendSignals>,
+    txns: TxnIndexes,
     /// Producer state of each idempotently written partition of this slot, loaded on first use.
     producers: HashMap<TopicPartition, ProducerStates>,
 }
 
 impl LogSlot {
-    pub fn new(logs: Logs, signals: Arc<AppendSignals>) -> Self {
+    pub fn new(logs: Logs, signals: Arc<AppendSignals>, txns: TxnIndexes) -> Self {
         LogSlot {
             logs,
             signals,
+            txns,
             producers: HashMap::new(),
         }
     }
@@ -78,34 +91,47 @@ impl Actor for LogSlot {
     }
 }
 
+/// A check run before an append, failing it with its own error.
+pub type Verify = futures_util::future::BoxFuture<'static, Result<(), AppendError>>;
+
 impl Handler<Append> for LogSlot {
     type Result = AtomicResponse<Self, Result<Appended, AppendError>>;
 
     fn handle(&mut self, msg: Append, _: &mut Self::Context) -> Self::Result {
-        let Append { tp, batch, queued } = msg;
+        let Append {
+            tp,
+            batch,
+            verify,
+            queued,
+        } = msg;
         let header = batch.header;
+        // Markers carry the producer's id but no sequence: no idempotence check.
+        let idempotent = header.is_idempotent() && !header.control;
         let retry_tp = tp.clone();
-        let history = (header.is_idempotent() && !self.producers.contains_key(&tp)).then(|| {
+        let history = (idempotent && !self.producers.contains_key(&tp)).then(|| {
             let (logs, tp) = (self.logs.clone(), tp.clone());
             async move { logs.producer_history(tp).await }
         });
         let load = async move {
+            if let Some(verify) = verify {
+                verify.await?;
+            }
             match history {
-                Some(load) => load.await.map(Some),
-                None => Ok(None),
+                Some(load) => Ok(Some(load.await?)),
+                None => Ok::<_, AppendError>(None),
             }
         };
         // Atomic: the next append on this slot starts only after this one is written.
         AtomicResponse::new(Box::pin(
             load.into_actor(self)
                 .then(move |history, act, _| {
-                    let checked = history.map_err(AppendError::from).and_then(|history| {
+                    let checked = history.and_then(|history| {
                         if let Some(history) = history {
                             act.producers
                                 .insert(tp.clone(), ProducerStates::from_history(history));
                         }
                         match act.producers.get(&tp) {
-                            Some(states) if header.is_idempotent() => Ok(states.check(&header)?),
+                            Some(states) if idempotent => Ok(states.check(&header)?),
                             _ => Ok(None),
                         }
                     });
@@ -123,11 +149,15 @@ impl Handler<Append> for LogSlot {
                                         watermarks,
                                     },
                                     false,
+                                    bytes::Bytes::new(),
                                 ))
                             }
                             None => {
+                                // Kept for the transaction index: a marker's record
+                                // says commit or abort. Cheap: `Bytes` is shared.
+                                let bytes = batch.bytes.clone();
                                 let appended = logs.append(tp.clone(), batch).await?;
-                                Ok((tp, appended.base_offset, appended, true))
+                                Ok((tp, appended.base_offset, appended, true, bytes))
                             }
                         }
                     }
@@ -141,9 +171,10 @@ impl Handler<Append> for LogSlot {
                         // retry, which then finds it if it did.
                         act.producers.remove(&retry_tp);
                     }
-                    let (tp, base_offset, appended, written) = result?;
+                    let (tp, base_offset, appended, written, bytes) = result?;
                     if written {
-                        if header.is_idempotent() {
+                        act.txns.appended(&tp, base_offset, &header, &bytes);
+                        if idempotent {
                             act.producers
                                 .entry(tp.clone())
                                 .or_default()

@@ -11,15 +11,17 @@ use actix::{Actor, Addr, ArbiterHandle};
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::log_slot::{Append, ForgetProducers, ForgetTopic, LogSlot};
+use crate::log_slot::{Append, ForgetProducers, ForgetTopic, LogSlot, Verify};
 use crate::metrics::Metrics;
-use crate::store::{AppendBatch, Logs, TopicPartition};
+use crate::store::{AppendBatch, Logs, StoreResult, TopicPartition};
+use crate::txn_index::{Stable, TxnIndexes};
 
 #[derive(Clone)]
 pub struct Partitions {
     logs: Logs,
     slots: Arc<[Addr<LogSlot>]>,
     signals: Arc<AppendSignals>,
+    txns: TxnIndexes,
     metrics: Arc<Metrics>,
 }
 
@@ -27,9 +29,10 @@ impl Partitions {
     /// `n` log slots spread over `arbiters`.
     pub fn start(logs: Logs, n: usize, arbiters: &[ArbiterHandle], metrics: Arc<Metrics>) -> Self {
         let signals = Arc::new(AppendSignals::default());
+        let txns = TxnIndexes::default();
         let slots: Arc<[Addr<LogSlot>]> = (0..n.max(1))
             .map(|i| {
-                let slot = LogSlot::new(logs.clone(), signals.clone());
+                let slot = LogSlot::new(logs.clone(), signals.clone(), txns.clone());
                 LogSlot::start_in_arbiter(&arbiters[i % arbiters.len()], |_| slot)
             })
             .collect();
@@ -38,16 +41,39 @@ impl Partitions {
             logs,
             slots,
             signals,
+            txns,
             metrics,
         }
     }
 
     /// Sends an append to the partition's log slot; sent now, so appends sent in
     /// request order reach the slot in that order.
-    pub fn append(&self, tp: TopicPartition, batch: AppendBatch) -> Request<LogSlot, Append> {
+    pub fn append(
+        &self,
+        tp: TopicPartition,
+        batch: AppendBatch,
+        verify: Option<Verify>,
+    ) -> Request<LogSlot, Append> {
         let slot = tp.slot(self.slots.len());
         let queued = self.metrics.log_slots.enter(slot);
-        self.slots[slot].send(Append { tp, batch, queued })
+        self.slots[slot].send(Append {
+            tp,
+            batch,
+            verify,
+            queued,
+        })
+    }
+
+    /// What a read-committed read from `offset` may serve of the partition, whose high
+    /// watermark is `high` (`txn_index.rs`).
+    pub async fn stable(&self, tp: &TopicPartition, offset: i64, high: i64) -> StoreResult<Stable> {
+        self.txns.stable(&self.logs, tp, offset, high).await
+    }
+
+    /// The partition's last stable offset (ListOffsets read committed).
+    pub async fn last_stable(&self, tp: &TopicPartition) -> StoreResult<i64> {
+        let w = self.logs.watermarks(tp.clone()).await?;
+        self.txns.last_stable(&self.logs, tp, w).await
     }
 
     /// Reads and lookups.
@@ -62,6 +88,7 @@ impl Partitions {
 
     /// A deleted topic's producer state goes, in every slot.
     pub fn forget_topic(&self, topic: &Arc<str>) {
+        self.txns.forget_topic(topic);
         for slot in self.slots.iter() {
             slot.do_send(ForgetTopic(topic.clone()));
         }

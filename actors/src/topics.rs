@@ -52,6 +52,11 @@ impl Topics {
         self.configs.borrow().clone()
     }
 
+    /// The configurations in force, as they change.
+    pub fn watch_config(&self) -> watch::Receiver<Arc<ClusterConfig>> {
+        self.configs.clone()
+    }
+
     /// The topic rules in force: the dynamic broker configurations stored in the
     /// store (`num.partitions`, …) where set, else the static settings. The one place
     /// they are read.

@@ -9,17 +9,19 @@ use futures_util::future::{join_all, select_all};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{
-    FetchResponse, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
 };
-use kafka_protocol::messages::{BrokerId, TopicName};
+use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
 use tokio::time::{timeout_at, Instant};
 use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation};
 use crate::gateway::Gateway;
+use crate::protocol::records::{self, BatchHeader};
 use crate::protocol::versions::since;
 use crate::store::{ReadBatches, StoreError, TopicPartition};
 use crate::topic_admin::internal::is_internal;
+use crate::txn_index::Aborted;
 
 const READ_COMMITTED: i8 = 1;
 /// Bounds of the re-reads of a waiting fetch when others append to the backend.
@@ -132,7 +134,10 @@ async fn read_all(
         .map(|w| async move {
             match &w.target {
                 Err(code) => Err(*code),
-                Ok(tp) => read_partition(gw, tp, w.offset, w.max_bytes.min(max_bytes)).await,
+                Ok(tp) => {
+                    let max = w.max_bytes.min(max_bytes);
+                    read_partition(gw, tp, w.offset, max, read_committed).await
+                }
             }
         });
     let mut reads = join_all(reads).await.into_iter();
@@ -150,17 +155,25 @@ async fn read_all(
                     .next()
                     .unwrap_or(Err(ResponseError::UnknownServerError))
                 {
-                    Ok((batches, log_start, high)) => {
-                        let records = within_budget(batches, &mut total, max_bytes);
+                    Ok(read) => {
+                        let records = within_budget(read.batches, &mut total, max_bytes);
+                        let aborted = read_committed.then(|| {
+                            let aborted = read.aborted.iter().map(|a| {
+                                AbortedTransaction::default()
+                                    .with_producer_id(ProducerId(a.producer_id))
+                                    .with_first_offset(a.first_offset)
+                            });
+                            aborted.collect()
+                        });
                         answer
-                            .with_high_watermark(high)
-                            .with_last_stable_offset(high)
+                            .with_high_watermark(read.high)
+                            .with_last_stable_offset(read.stable)
                             .with_log_start_offset(if version >= since::FETCH_LOG_START {
-                                log_start
+                                read.log_start
                             } else {
                                 -1
                             })
-                            .with_aborted_transactions(read_committed.then(Vec::new))
+                            .with_aborted_transactions(aborted)
                             .with_records(Some(records))
                     }
                     Err(code) => {
@@ -208,17 +221,37 @@ fn within_budget(batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> By
     }
 }
 
-/// One partition's batches from `offset`: `(batches, log start, high watermark)`.
+/// What one partition gives a fetch.
+struct PartitionRead {
+    batches: Vec<Bytes>,
+    log_start: i64,
+    high: i64,
+    /// The last stable offset; the high watermark for a read-uncommitted fetch.
+    stable: i64,
+    /// Aborted transactions among the batches (read committed only).
+    aborted: Vec<Aborted>,
+}
+
+/// One partition's batches from `offset`. Read committed, they stop at the last
+/// stable offset and come with the aborted transactions among them, whose records
+/// consumers drop (`txn_index.rs`).
 async fn read_partition(
     gw: &Gateway,
     tp: &TopicPartition,
     offset: i64,
     max_bytes: usize,
-) -> Result<(Vec<Bytes>, i64, i64), ResponseError> {
+    read_committed: bool,
+) -> Result<PartitionRead, ResponseError> {
     if is_internal(&tp.topic) {
         // Its contents live in the offset store: an empty log.
         return match offset {
-            0 => Ok((Vec::new(), 0, 0)),
+            0 => Ok(PartitionRead {
+                batches: Vec::new(),
+                log_start: 0,
+                high: 0,
+                stable: 0,
+                aborted: Vec::new(),
+            }),
             _ => Err(ResponseError::OffsetOutOfRange),
         };
     }
@@ -227,10 +260,7 @@ async fn read_partition(
         .logs()
         .read(tp.clone(), offset, max_bytes.max(1))
         .await;
-    let ReadBatches {
-        batches,
-        watermarks: w,
-    } = read.map_err(|e| {
+    let failed = |e: StoreError| {
         // A topic deleted while a fetch waits on it is routine (Iggy names it an
         // unknown partition: its server says the same for both); anything else is not.
         match e {
@@ -240,10 +270,36 @@ async fn read_partition(
             _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),
         }
         e.code()
-    })?;
+    };
+    let ReadBatches {
+        mut batches,
+        watermarks: w,
+    } = read.map_err(failed)?;
     if offset < w.log_start || offset > w.high {
         tracing::debug!(partition = %tp, offset, log_start = w.log_start, high = w.high, "fetch offset out of range");
         return Err(ResponseError::OffsetOutOfRange);
     }
-    Ok((batches, w.log_start, w.high))
+    let (stable, aborted) = if read_committed {
+        let stable = gw
+            .partitions
+            .stable(tp, offset, w.high)
+            .await
+            .map_err(failed)?;
+        batches.retain(|b| records::base_offset(b) < stable.offset);
+        let end = batches.last().map_or(offset, |b| {
+            records::base_offset(b) + BatchHeader::parse(b).record_count as i64
+        });
+        let mut aborted = stable.aborted;
+        aborted.retain(|a| a.first_offset < end);
+        (stable.offset, aborted)
+    } else {
+        (w.high, Vec::new())
+    };
+    Ok(PartitionRead {
+        batches,
+        log_start: w.log_start,
+        high: w.high,
+        stable,
+        aborted,
+    })
 }

@@ -40,6 +40,7 @@ use crate::session::Caller;
 
 /// FindCoordinator key types.
 const GROUP_KEY: i8 = 0;
+const TRANSACTION_KEY: i8 = 1;
 
 fn s(v: impl Into<String>) -> StrBytes {
     StrBytes::from_string(v.into())
@@ -49,9 +50,9 @@ fn code(e: Option<ResponseError>) -> i16 {
     e.map_or(0, |e| e.code())
 }
 
-/// Each group has one coordinating gateway among the live ones (`membership.rs`),
-/// named by its address on the caller's listener; transactions have no coordinator here.
-/// Each group key needs DESCRIBE on the group.
+/// Each group and each transactional id has one coordinating gateway among the live
+/// ones (`membership.rs`), named by its address on the caller's listener. A group key
+/// needs DESCRIBE on the group, a transaction key DESCRIBE on the transactional id.
 pub fn find_coordinator(
     gw: &Gateway,
     version: i16,
@@ -60,22 +61,26 @@ pub fn find_coordinator(
     access: &Access,
 ) -> FindCoordinatorResponse {
     let cluster = gw.groups.cluster();
-    let refusal = (req.key_type != GROUP_KEY).then(|| {
-        tracing::info!(
-            key_type = req.key_type,
-            "FindCoordinator for transactions refused"
-        );
-        (
-            ResponseError::UnsupportedVersion,
-            "transactions are not supported by this gateway",
-        )
-    });
     let locate = |key: &str| {
-        if let Some(refused) = refusal {
-            return Err(refused);
-        }
-        if let Some(e) = group_denied(access, Operation::Describe, key) {
-            return Err((e, "DESCRIBE on the group is not allowed"));
+        match req.key_type {
+            GROUP_KEY => {
+                if let Some(e) = group_denied(access, Operation::Describe, key) {
+                    return Err((e, "DESCRIBE on the group is not allowed"));
+                }
+            }
+            TRANSACTION_KEY => {
+                if !access.allows(Operation::Describe, ResourceType::TransactionalId, key) {
+                    let e = ResponseError::TransactionalIdAuthorizationFailed;
+                    return Err((e, "DESCRIBE on the transactional id is not allowed"));
+                }
+            }
+            other => {
+                tracing::info!(key_type = other, "FindCoordinator for an unknown key type");
+                return Err((
+                    ResponseError::InvalidRequest,
+                    "unknown coordinator key type",
+                ));
+            }
         }
         let node = cluster.coordinator_of(key);
         match node.endpoint(&caller.listener) {

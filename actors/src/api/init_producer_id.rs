@@ -1,5 +1,6 @@
 //! InitProducerId: a fresh producer id for every idempotent producer, as Kafka
-//! hands out; transactional ids are refused, since transactions are not served.
+//! hands out; for a transactional id, the id and a bumped epoch from its coordinator
+//! (`transactions/slot.rs`), which first ends what the previous incarnation left open.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
@@ -8,11 +9,12 @@ use kafka_protocol::messages::ProducerId;
 
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
+use crate::transactions::slot::Init;
+use crate::transactions::state::TxnError;
 
 /// A transactional producer needs WRITE on its transactional id (else
-/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and allowed it is refused the same way, since
-/// transactions are not served); an idempotent one IDEMPOTENT_WRITE on the cluster or
-/// WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one IDEMPOTENT_WRITE on the
+/// cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
 pub async fn handle(
     gw: Gateway,
     req: InitProducerIdRequest,
@@ -44,11 +46,11 @@ pub async fn handle(
     if half_known || req.transactional_id.as_ref().is_some_and(|t| t.is_empty()) {
         return refused(ResponseError::InvalidRequest);
     }
-    if req.transactional_id.is_some() {
-        tracing::info!(
-            "InitProducerId with a transactional id refused: transactions are not served"
-        );
-        return refused(ResponseError::TransactionalIdAuthorizationFailed);
+    if let Some(id) = req.transactional_id.as_deref() {
+        return transactional(&gw, id, &req).await.unwrap_or_else(|e| {
+            tracing::info!(transactional_id = %id.as_str(), error = %e, "InitProducerId refused");
+            refused(e.code())
+        });
     }
     match gw.producer_ids.allocate().await {
         Ok(id) => InitProducerIdResponse::default()
@@ -59,4 +61,37 @@ pub async fn handle(
             refused(e.code())
         }
     }
+}
+
+/// The transactional id's producer id and new epoch, from its coordinator; the
+/// timeout must be within `transaction.max.timeout.ms` (INVALID_TRANSACTION_TIMEOUT).
+async fn transactional(
+    gw: &Gateway,
+    id: &str,
+    req: &InitProducerIdRequest,
+) -> Result<InitProducerIdResponse, TxnError> {
+    let max = gw
+        .topics
+        .config()
+        .broker_value("transaction.max.timeout.ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(i32::MAX);
+    if !(1..=max).contains(&req.transaction_timeout_ms) {
+        return Err(TxnError::InvalidTimeout {
+            asked: req.transaction_timeout_ms,
+            max,
+        });
+    }
+    let known = (req.producer_id.0 != -1).then_some((req.producer_id.0, req.producer_epoch));
+    let init = Init {
+        id: id.to_string(),
+        timeout_ms: req.transaction_timeout_ms,
+        known,
+    };
+    let answer = gw.transactions.ask(id, init).await;
+    let (producer_id, epoch) =
+        answer.map_err(|e| TxnError::Store(format!("transaction slot: {e}")))??;
+    Ok(InitProducerIdResponse::default()
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch))
 }

@@ -14,6 +14,7 @@ use crate::topic_admin::internal::is_internal;
 
 /// Special timestamps: Kafka's `ListOffsetsRequest` constants.
 const LATEST: i64 = -1;
+const READ_COMMITTED: i8 = 1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 /// Earliest kept locally (tiered storage): the same as earliest here.
@@ -32,6 +33,7 @@ pub async fn handle(
     } else {
         -1
     };
+    let read_committed = req.isolation_level == READ_COMMITTED;
     let table = gw.topics.table();
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
@@ -59,7 +61,7 @@ pub async fn handle(
                     .with_timestamp(-1)
                     .with_offset(-1)
                     .with_leader_epoch(-1),
-                Some(tp) => match lookup(&gw, &tp, p.timestamp).await {
+                Some(tp) => match lookup(&gw, &tp, p.timestamp, read_committed).await {
                     Ok(found) => {
                         let found = found.unwrap_or(TimestampedOffset {
                             offset: -1,
@@ -91,10 +93,12 @@ pub async fn handle(
 }
 
 /// The offset a special or real timestamp stands for; `None` when no record matches.
+/// Read committed, the latest offset is the last stable one.
 async fn lookup(
     gw: &Gateway,
     tp: &TopicPartition,
     timestamp: i64,
+    read_committed: bool,
 ) -> StoreResult<Option<TimestampedOffset>> {
     let at = |offset| {
         Some(TimestampedOffset {
@@ -108,6 +112,7 @@ async fn lookup(
         return Ok(if ends { at(0) } else { None });
     }
     Ok(match timestamp {
+        LATEST if read_committed => at(gw.partitions.last_stable(tp).await?),
         LATEST => at(gw.partitions.logs().watermarks(tp.clone()).await?.high),
         EARLIEST | EARLIEST_LOCAL => {
             at(gw.partitions.logs().watermarks(tp.clone()).await?.log_start)

@@ -30,6 +30,7 @@ mod offset_for_leader_epoch;
 mod offsets;
 mod produce;
 mod scram_credentials;
+mod transactions;
 mod update_features;
 
 use std::future::{ready, Future};
@@ -123,6 +124,22 @@ pub fn route(
         RequestKind::InitProducerId(r) => answer(
             init_producer_id::handle(gw.clone(), r, access),
             ResponseKind::InitProducerId,
+        ),
+        RequestKind::AddPartitionsToTxn(r) => answer(
+            transactions::add_partitions(gw.clone(), version, r, access),
+            ResponseKind::AddPartitionsToTxn,
+        ),
+        RequestKind::AddOffsetsToTxn(r) => answer(
+            transactions::add_offsets(gw.clone(), r, access),
+            ResponseKind::AddOffsetsToTxn,
+        ),
+        RequestKind::EndTxn(r) => answer(
+            transactions::end(gw.clone(), r, access),
+            ResponseKind::EndTxn,
+        ),
+        RequestKind::TxnOffsetCommit(r) => answer(
+            transactions::commit_offsets(gw.clone(), r, access),
+            ResponseKind::TxnOffsetCommit,
         ),
         RequestKind::FindCoordinator(r) => answered(ResponseKind::FindCoordinator(
             groups::find_coordinator(gw, version, r, &caller, &access),

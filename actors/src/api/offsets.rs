@@ -34,6 +34,7 @@ use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
 use crate::offsets::OffsetError;
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
+use crate::transactions::pending_offsets;
 
 /// Kafka's `offset.metadata.max.bytes` default.
 const MAX_METADATA: usize = 4096;
@@ -201,11 +202,15 @@ type Read = Result<Option<CommittedOffset>, ResponseError>;
 /// One group's answer to OffsetFetch: topics with their partitions' offsets. DESCRIBE
 /// on the group is needed, and on each topic: topics named without it answer
 /// TOPIC_AUTHORIZATION_FAILED, and a list of every topic leaves them out.
+///
+/// With `require_stable`, a partition for which an open transaction holds an offset
+/// answers UNSTABLE_OFFSET_COMMIT (88), which the client retries (KIP-447).
 async fn fetch_group(
     gw: &Gateway,
     access: &Access,
     group: &str,
     topics: Option<Vec<(TopicName, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<Vec<(TopicName, Vec<(i32, Read)>)>, ResponseError> {
     if let Some(e) = super::group_access::group_denied(access, Operation::Describe, group)
         .or_else(|| super::group_access::not_coordinator(gw, group))
@@ -246,6 +251,15 @@ async fn fetch_group(
             })
         })
         .collect();
+    let unstable = match require_stable {
+        true => pending_offsets::pending(&gw.meta, &group)
+            .await
+            .map_err(|e| {
+                tracing::warn!(%group, error = %e, "transactional offsets not read");
+                ResponseError::CoordinatorLoadInProgress
+            })?,
+        false => Default::default(),
+    };
     let mut found = fetch_all(gw, &group, wanted).await?.into_iter();
     Ok(topics
         .into_iter()
@@ -254,7 +268,17 @@ async fn fetch_group(
             let offsets = ps
                 .into_iter()
                 .map(|p| match allowed {
-                    true => (p, Ok(found.next().flatten())),
+                    true => {
+                        let found = found.next().flatten();
+                        let tp = TopicPartition {
+                            topic: t.as_str().into(),
+                            partition: p,
+                        };
+                        match unstable.contains(&tp) {
+                            true => (p, Err(ResponseError::UnstableOffsetCommit)),
+                            false => (p, Ok(found)),
+                        }
+                    }
                     false => (p, Err(ResponseError::TopicAuthorizationFailed)),
                 })
                 .collect();
@@ -293,7 +317,8 @@ pub async fn fetch(
     };
     let mut answers = Vec::with_capacity(groups.len());
     for (group, topics) in groups {
-        answers.push(answer_group(&gw, &access, version, group, topics).await);
+        let stable = req.require_stable;
+        answers.push(answer_group(&gw, &access, version, (group, topics), stable).await);
     }
     if version >= since::OFFSET_FETCH_GROUPS {
         return OffsetFetchResponse::default().with_groups(answers);
@@ -322,10 +347,10 @@ async fn answer_group(
     gw: &Gateway,
     access: &Access,
     version: i16,
-    group: GroupId,
-    topics: Wanted,
+    (group, topics): (GroupId, Wanted),
+    require_stable: bool,
 ) -> OffsetFetchResponseGroup {
-    let read = fetch_group(gw, access, &group, topics.clone()).await;
+    let read = fetch_group(gw, access, &group, topics.clone(), require_stable).await;
     let error = read.as_ref().err().copied();
     let read = match read {
         Ok(read) => read,

@@ -14,7 +14,7 @@ use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Answer, Reply};
-use crate::authorizer::{Access, Operation};
+use crate::authorizer::{Access, Operation, ResourceType};
 use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
@@ -46,10 +46,14 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
             ResponseError::InvalidRequiredAcks,
             "acks must be -1, 0 or 1".to_string(),
         ))
-    } else if req.transactional_id.is_some() {
+    } else if req
+        .transactional_id
+        .as_deref()
+        .is_some_and(|id| !access.allows(Operation::Write, ResourceType::TransactionalId, id))
+    {
         Some((
             ResponseError::TransactionalIdAuthorizationFailed,
-            "transactions are not supported by this gateway".to_string(),
+            "WRITE on the transactional id is not allowed".to_string(),
         ))
     } else {
         None
@@ -105,8 +109,19 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                             topic: meta.name.clone(),
                             partition: p.index,
                         };
+                        let h = batch.header;
+                        let verify = match (h.transactional, req.transactional_id.as_deref()) {
+                            (false, _) => None,
+                            (true, Some(id)) => {
+                                Some(gw.transactions.verify(id, h.producer_id, h.producer_epoch, &tp))
+                            }
+                            (true, None) => {
+                                let message = "a transactional batch needs the request's transactional id";
+                                return refused(ResponseError::TransactionalIdAuthorizationFailed, message.into());
+                            }
+                        };
                         // Enqueued now, while requests are still in arrival order.
-                        let append = gw.partitions.append(tp, batch);
+                        let append = gw.partitions.append(tp, batch, verify);
                         Outcome::Appending {
                             index: p.index,
                             log_append_time,
@@ -142,7 +157,7 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                             }),
                         Ok(Err(e)) => {
                             match &e {
-                                AppendError::Sequence(_) => tracing::info!(topic = %name.as_str(), partition = index, error = %e, "batch refused"),
+                                AppendError::Sequence(_) | AppendError::Transaction { .. } => tracing::info!(topic = %name.as_str(), partition = index, error = %e, "batch refused"),
                                 _ => tracing::warn!(topic = %name.as_str(), partition = index, error = %e, "append failed"),
                             }
                             partition_error(version, index, e.code(), e.to_string())
@@ -212,12 +227,6 @@ fn check_batch(
     let inflated = inflation
         .records(&records)
         .map_err(|e| (e.error_code(), e.to_string()))?;
-    if header.transactional {
-        return Err((
-            ResponseError::InvalidTxnState,
-            "transactional batches are not supported by this gateway".into(),
-        ));
-    }
     let log_append = value("message.timestamp.type") == Some("LogAppendTime");
     let (bytes, log_append_time) = if log_append {
         (

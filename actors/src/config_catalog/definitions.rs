@@ -193,6 +193,10 @@ const BROKER_ONLY: &[Definition] = &[
         "The number of partitions of automatically created topics and of topics created with -1."),
     broker("socket.request.max.bytes", Int, "104857600", Rule::AtLeast(1), false,
         "The largest request the broker reads."),
+    broker("transaction.max.timeout.ms", Int, "900000", Rule::AtLeast(1), true,
+        "The longest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."),
+    broker("transactional.id.expiration.ms", Int, "604800000", Rule::AtLeast(1), true,
+        "A transactional id unused this long, with no transaction open, is forgotten."),
 ];
 
 pub fn topic_config(name: &str) -> Option<&'static Definition> {

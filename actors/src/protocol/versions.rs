@@ -21,6 +21,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
@@ -61,6 +65,8 @@ pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
 /// follows (Kafka's message specs), named by API: one table, so no handler retypes a
 /// version number.
 pub mod since {
+    /// AddPartitionsToTxn: transactions come batched, from brokers (KIP-890).
+    pub const ADD_PARTITIONS_TO_TXN_BATCHED: i16 = 4;
     /// ApiVersions: client software name and version checked (KIP-511).
     pub const API_VERSIONS_CLIENT_INFO: i16 = 3;
     /// CreateTopics: partitions, replication factor and configurations answered.

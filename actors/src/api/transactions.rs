@@ -1,0 +1,317 @@
+//! The transactional producer's coordinator requests: AddPartitionsToTxn,
+//! AddOffsetsToTxn and EndTxn go to the transaction slot of their transactional id
+//! (`transactions/`); TxnOffsetCommit, which the group's coordinator serves, holds the
+//! offsets until the transaction ends. Each needs WRITE on the transactional id
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as in Kafka.
+
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
+use kafka_protocol::messages::add_offsets_to_txn_response::AddOffsetsToTxnResponse;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResponse, AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::end_txn_request::EndTxnRequest;
+use kafka_protocol::messages::end_txn_response::EndTxnResponse;
+use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequest;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::ProducerId;
+
+use super::group_access::{group_denied, not_coordinator};
+use crate::authorizer::{Access, Operation, ResourceType};
+use crate::gateway::Gateway;
+use crate::protocol::versions::since;
+use crate::store::{CommittedOffset, TopicPartition};
+use crate::topic_admin::internal::is_internal;
+use crate::transactions::pending_offsets;
+use crate::transactions::slot::{Add, Describe, End};
+use crate::transactions::state::TxnError;
+
+/// Offsets metadata longer than this is refused, as OffsetCommit refuses it.
+const MAX_METADATA: usize = 4096;
+
+fn txn_denied(access: &Access, id: &str) -> bool {
+    !access.allows(Operation::Write, ResourceType::TransactionalId, id)
+}
+
+/// The slot's answer to a request, or why none came.
+fn settled(id: &str, what: &str, answer: Result<Result<(), TxnError>, actix::MailboxError>) -> i16 {
+    match answer {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            tracing::info!(transactional_id = id, error = %e, "{what} refused");
+            e.code().code()
+        }
+        Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+    }
+}
+
+/// Every partition of `topics` answered with `code`.
+fn all_partitions(
+    topics: &[AddPartitionsToTxnTopic],
+    code: i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
+        .iter()
+        .map(|t| {
+            let partitions = t.partitions.iter().map(|&p| {
+                AddPartitionsToTxnPartitionResult::default()
+                    .with_partition_index(p)
+                    .with_partition_error_code(code)
+            });
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name.clone())
+                .with_results_by_partition(partitions.collect())
+        })
+        .collect()
+}
+
+/// One transaction's partitions: added, or for the verify-only form brokers send
+/// (v4+, KIP-890) checked to be in it already.
+async fn add_one(
+    gw: &Gateway,
+    access: &Access,
+    txn: AddPartitionsToTxnTransaction,
+) -> AddPartitionsToTxnResult {
+    let id = txn.transactional_id.to_string();
+    let result = AddPartitionsToTxnResult::default().with_transactional_id(txn.transactional_id);
+    if txn_denied(access, &id) {
+        let code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        return result.with_topic_results(all_partitions(&txn.topics, code));
+    }
+    // Unknown or denied partitions fail; the others are then not attempted (Kafka).
+    let table = gw.topics.table();
+    let mut failed = false;
+    let mut wanted = Vec::new();
+    let mut codes: Vec<Vec<i16>> = Vec::with_capacity(txn.topics.len());
+    for t in &txn.topics {
+        let meta = table.get(&t.name).filter(|m| !is_internal(&m.name));
+        let denied = !access.topic(Operation::Write, &t.name);
+        codes.push(
+            t.partitions
+                .iter()
+                .map(|&p| {
+                    let code = match meta {
+                        _ if denied => ResponseError::TopicAuthorizationFailed.code(),
+                        Some(m) if (0..m.partitions).contains(&p) => {
+                            wanted.push((t.name.to_string(), p));
+                            return 0;
+                        }
+                        _ => ResponseError::UnknownTopicOrPartition.code(),
+                    };
+                    failed = true;
+                    code
+                })
+                .collect(),
+        );
+    }
+    let code = if failed {
+        None
+    } else if txn.verify_only {
+        let state = gw.transactions.ask(&id, Describe(id.clone())).await;
+        let holds = |s: &crate::transactions::state::TxnState| {
+            s.producer_id == txn.producer_id.0
+                && s.epoch == txn.producer_epoch
+                && wanted.iter().all(|tp| s.partitions.contains(tp))
+        };
+        Some(match state {
+            Ok(Ok(Some(s))) if holds(&s) => 0,
+            Ok(Ok(_)) => ResponseError::InvalidTxnState.code(),
+            Ok(Err(e)) => e.code().code(),
+            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+        })
+    } else {
+        let add = Add {
+            id: id.clone(),
+            producer_id: txn.producer_id.0,
+            epoch: txn.producer_epoch,
+            partitions: wanted,
+            group: None,
+        };
+        Some(settled(
+            &id,
+            "AddPartitionsToTxn",
+            gw.transactions.ask(&id, add).await,
+        ))
+    };
+    let topics = txn.topics.iter().zip(codes).map(|(t, codes)| {
+        let partitions = t.partitions.iter().zip(codes).map(|(&p, c)| {
+            let c = match code {
+                Some(code) => code,
+                None if c == 0 => ResponseError::OperationNotAttempted.code(),
+                None => c,
+            };
+            AddPartitionsToTxnPartitionResult::default()
+                .with_partition_index(p)
+                .with_partition_error_code(c)
+        });
+        AddPartitionsToTxnTopicResult::default()
+            .with_name(t.name.clone())
+            .with_results_by_partition(partitions.collect())
+    });
+    result.with_topic_results(topics.collect())
+}
+
+/// v0–3 carry one transaction from its producer; v4+ a batch of them from a broker,
+/// which needs CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED).
+pub async fn add_partitions(
+    gw: Gateway,
+    version: i16,
+    req: AddPartitionsToTxnRequest,
+    access: Access,
+) -> AddPartitionsToTxnResponse {
+    if version < since::ADD_PARTITIONS_TO_TXN_BATCHED {
+        let txn = AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(req.v3_and_below_transactional_id)
+            .with_producer_id(req.v3_and_below_producer_id)
+            .with_producer_epoch(req.v3_and_below_producer_epoch)
+            .with_topics(req.v3_and_below_topics);
+        let result = add_one(&gw, &access, txn).await;
+        return AddPartitionsToTxnResponse::default()
+            .with_results_by_topic_v3_and_below(result.topic_results);
+    }
+    if !access.cluster(Operation::ClusterAction) {
+        return AddPartitionsToTxnResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
+    let mut results = Vec::with_capacity(req.transactions.len());
+    for txn in req.transactions {
+        results.push(add_one(&gw, &access, txn).await);
+    }
+    AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
+}
+
+/// Also READ on the group (GROUP_AUTHORIZATION_FAILED).
+pub async fn add_offsets(
+    gw: Gateway,
+    req: AddOffsetsToTxnRequest,
+    access: Access,
+) -> AddOffsetsToTxnResponse {
+    let id = req.transactional_id.to_string();
+    let refused = |e: ResponseError| AddOffsetsToTxnResponse::default().with_error_code(e.code());
+    if txn_denied(&access, &id) {
+        return refused(ResponseError::TransactionalIdAuthorizationFailed);
+    }
+    if let Some(e) = group_denied(&access, Operation::Read, &req.group_id) {
+        return refused(e);
+    }
+    let add = Add {
+        id: id.clone(),
+        producer_id: req.producer_id.0,
+        epoch: req.producer_epoch,
+        partitions: Vec::new(),
+        group: Some(req.group_id.to_string()),
+    };
+    let code = settled(&id, "AddOffsetsToTxn", gw.transactions.ask(&id, add).await);
+    AddOffsetsToTxnResponse::default().with_error_code(code)
+}
+
+pub async fn end(gw: Gateway, req: EndTxnRequest, access: Access) -> EndTxnResponse {
+    let id = req.transactional_id.to_string();
+    let answer = EndTxnResponse::default()
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    if txn_denied(&access, &id) {
+        return answer.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
+    let end = End {
+        id: id.clone(),
+        producer_id: req.producer_id.0,
+        epoch: req.producer_epoch,
+        commit: req.committed,
+    };
+    let code = settled(&id, "EndTxn", gw.transactions.ask(&id, end).await);
+    let answer = answer.with_error_code(code);
+    match code {
+        0 => answer
+            .with_producer_id(req.producer_id)
+            .with_producer_epoch(req.producer_epoch),
+        _ => answer,
+    }
+}
+
+/// Served by the group's coordinator: READ on the group and on each topic. The
+/// offsets are held until the transaction ends (`pending_offsets`).
+pub async fn commit_offsets(
+    gw: Gateway,
+    req: TxnOffsetCommitRequest,
+    access: Access,
+) -> TxnOffsetCommitResponse {
+    let id = req.transactional_id.to_string();
+    let group = req.group_id.to_string();
+    let whole = if txn_denied(&access, &id) {
+        Some(ResponseError::TransactionalIdAuthorizationFailed)
+    } else {
+        group_denied(&access, Operation::Read, &group).or_else(|| not_coordinator(&gw, &group))
+    };
+    let table = gw.topics.table();
+    let mut staged = Vec::new();
+    let mut answers: Vec<(usize, i32, Option<ResponseError>)> = Vec::new();
+    for (t, topic) in req.topics.iter().enumerate() {
+        let meta = table.get(&topic.name);
+        let denied = !access.topic(Operation::Read, &topic.name);
+        for p in &topic.partitions {
+            let metadata = p.committed_metadata.as_deref().unwrap_or_default();
+            let error = whole.or(if denied {
+                Some(ResponseError::TopicAuthorizationFailed)
+            } else if !meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index)) {
+                Some(ResponseError::UnknownTopicOrPartition)
+            } else if metadata.len() > MAX_METADATA {
+                Some(ResponseError::OffsetMetadataTooLarge)
+            } else {
+                None
+            });
+            if error.is_none() {
+                let tp = TopicPartition {
+                    topic: topic.name.as_str().into(),
+                    partition: p.partition_index,
+                };
+                let committed = CommittedOffset {
+                    offset: p.committed_offset,
+                    leader_epoch: p.committed_leader_epoch,
+                    metadata: metadata.to_string(),
+                };
+                staged.push((tp, committed));
+            }
+            answers.push((t, p.partition_index, error));
+        }
+    }
+    let stored = match staged.is_empty() {
+        true => Ok(()),
+        false => {
+            let write = pending_offsets::stage(&gw.meta, &group, req.producer_id.0, staged);
+            match tokio::time::timeout(Duration::from_secs(30), write).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => {
+                    tracing::warn!(group = %group, error = %e, "transactional offsets not stored");
+                    Err(e.code())
+                }
+                Err(_) => Err(ResponseError::RequestTimedOut),
+            }
+        }
+    };
+    let mut topics: Vec<TxnOffsetCommitResponseTopic> = req
+        .topics
+        .iter()
+        .map(|t| TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()))
+        .collect();
+    for (t, partition, error) in answers {
+        let code = match (error, &stored) {
+            (Some(e), _) | (None, &Err(e)) => e.code(),
+            (None, Ok(())) => 0,
+        };
+        topics[t].partitions.push(
+            TxnOffsetCommitResponsePartition::default()
+                .with_partition_index(partition)
+                .with_error_code(code),
+        );
+    }
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}

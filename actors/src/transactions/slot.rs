@@ -1,0 +1,484 @@
+//! Transaction slots: the actors that coordinate transactional ids. An id always maps
+//! to the same slot (`Transactions`), whose handlers are atomic, so one id's requests
+//! apply one at a time in arrival order; slots run in parallel.
+//!
+//! A slot keeps the states of the ids it coordinates, loaded from table
+//! `transactions` on first use and forgotten when the live gateways change (another
+//! gateway may have coordinated them meanwhile). Every change is stored before it is
+//! answered. Ending a transaction stores the decision, writes a marker into each of
+//! its partitions through their log slots, moves its held offsets, then stores the
+//! end: a gateway that dies in between leaves the decision stored, and whichever
+//! gateway coordinates the id next completes it (`Tick`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::pending_offsets;
+use super::state::{Phase, TxnError, TxnState};
+use super::OpenTxns;
+use crate::config_catalog::ClusterConfig;
+use crate::membership::Cluster;
+use crate::offsets::Offsets;
+use crate::partitions::Partitions;
+use crate::producer_ids::ProducerIds;
+use crate::protocol::markers;
+use crate::protocol::records::BatchHeader;
+use crate::store::meta::Change;
+use crate::store::{AppendBatch, Meta, StoreError, TopicPartition};
+
+pub const TABLE: &str = "transactions";
+/// How often timeouts, expirations and unfinished ends are looked for.
+const TICK: Duration = Duration::from_millis(500);
+/// Every this many ticks the whole table is read again, for ids to expire or to take
+/// over.
+const RESCAN_TICKS: u32 = 20;
+/// Offsets a transaction commits get this long to be written.
+const OFFSETS_DEADLINE: Duration = Duration::from_secs(30);
+
+fn expiration_ms(config: &ClusterConfig) -> i64 {
+    let value = config.broker_value("transactional.id.expiration.ms");
+    value.and_then(|v| v.parse().ok()).unwrap_or(i64::MAX)
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What a slot uses; the same for every slot.
+#[derive(Clone)]
+pub struct Deps {
+    pub meta: Meta,
+    pub partitions: Partitions,
+    pub offsets: Offsets,
+    pub producer_ids: Arc<ProducerIds>,
+    pub open: OpenTxns,
+    pub cluster: watch::Receiver<Arc<Cluster>>,
+    /// The configurations in force: `transactional.id.expiration.ms`.
+    pub config: watch::Receiver<Arc<ClusterConfig>>,
+    /// This slot's place among `slots`, to know which ids are its own on a rescan.
+    pub index: usize,
+    pub slots: usize,
+}
+
+pub struct TxnSlot {
+    deps: Deps,
+    states: HashMap<String, TxnState>,
+    /// The live gateways the states were loaded under.
+    seen: Arc<Cluster>,
+    ticks: u32,
+}
+
+impl TxnSlot {
+    pub fn new(deps: Deps) -> TxnSlot {
+        let seen = deps.cluster.borrow().clone();
+        TxnSlot {
+            deps,
+            states: HashMap::new(),
+            seen,
+            ticks: 0,
+        }
+    }
+
+    /// Refuses ids this gateway does not coordinate, and forgets every state when the
+    /// live gateways changed.
+    fn coordinating(&mut self, id: &str) -> Result<(), TxnError> {
+        let cluster = self.deps.cluster.borrow().clone();
+        if !Arc::ptr_eq(&cluster, &self.seen) {
+            self.states.clear();
+            self.seen = cluster.clone();
+        }
+        match cluster.coordinates(id) {
+            true => Ok(()),
+            false => Err(TxnError::NotCoordinator),
+        }
+    }
+}
+
+impl Actor for TxnSlot {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(TICK, |_, ctx| ctx.notify(Tick));
+        ctx.notify(Tick);
+    }
+}
+
+/// The stored state of `id`, if any.
+async fn load(meta: &Meta, id: &str) -> Result<Option<TxnState>, TxnError> {
+    let scan = meta.scan(TABLE, id).await.map_err(store)?;
+    scan.entries
+        .iter()
+        .find(|(key, _)| key == id)
+        .map(|(_, value)| TxnState::decode(value))
+        .transpose()
+}
+
+async fn save(meta: &Meta, id: &str, state: &TxnState) -> Result<(), TxnError> {
+    let put = Change::Put {
+        key: id.to_string(),
+        value: state.encode(),
+    };
+    meta.write(TABLE, vec![put])
+        .await
+        .map(|_| ())
+        .map_err(store)
+}
+
+fn store(e: StoreError) -> TxnError {
+    TxnError::Store(e.to_string())
+}
+
+/// The state of `id`: the slot's copy, else the stored one.
+fn state_of(
+    act: &TxnSlot,
+    id: &str,
+) -> impl std::future::Future<Output = Result<Option<TxnState>, TxnError>> + 'static {
+    let cached = act.states.get(id).cloned();
+    let meta = act.deps.meta.clone();
+    let id = id.to_string();
+    async move {
+        match cached {
+            Some(s) => Ok(Some(s)),
+            None => load(&meta, &id).await,
+        }
+    }
+}
+
+/// Writes the decided transaction's markers and moves its offsets, then stores its
+/// end. A partition whose topic is gone needs no marker; any other failure leaves the
+/// decision stored, to be completed on a later tick.
+async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, TxnError> {
+    let marker = decided.phase.marker().expect("a decided transaction");
+    let bytes = markers::batch(marker, decided.producer_id, decided.epoch, 0, now_ms());
+    let header = BatchHeader::parse(&bytes);
+    let appends: Vec<_> = decided
+        .partitions
+        .iter()
+        .map(|(topic, partition)| {
+            let tp = TopicPartition {
+                topic: topic.as_str().into(),
+                partition: *partition,
+            };
+            let batch = AppendBatch {
+                header,
+                bytes: bytes.clone(),
+                records: Bytes::new(),
+            };
+            (tp.clone(), deps.partitions.append(tp, batch, None))
+        })
+        .collect();
+    for (tp, append) in appends {
+        match append.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(crate::log_slot::AppendError::Backend(
+                StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. },
+            ))) => tracing::info!(partition = %tp, "no marker for a deleted partition"),
+            Ok(Err(e)) => return Err(TxnError::Store(format!("marker to {tp}: {e}"))),
+            Err(e) => return Err(TxnError::Store(format!("marker to {tp}: {e}"))),
+        }
+    }
+    for group in &decided.groups {
+        let held = pending_offsets::held(&deps.meta, group, decided.producer_id)
+            .await
+            .map_err(store)?;
+        if decided.phase == Phase::PrepareCommit && !held.is_empty() {
+            let group: Arc<str> = group.as_str().into();
+            let entries = held.into_iter().map(|(tp, c)| (tp, Some(c))).collect();
+            let deadline = Instant::now() + OFFSETS_DEADLINE;
+            for result in deps.offsets.commit(&group, entries, deadline).await {
+                result.map_err(|e| TxnError::Store(format!("offsets of {group}: {e}")))?;
+            }
+        }
+        pending_offsets::release(&deps.meta, group, decided.producer_id)
+            .await
+            .map_err(store)?;
+    }
+    let done = decided.complete(now_ms());
+    save(&deps.meta, id, &done).await?;
+    tracing::debug!(transactional_id = id, phase = ?done.phase, "transaction completed");
+    Ok(done)
+}
+
+/// Ends whatever `state` has open before its producer starts again: a decision stored
+/// is completed, an open transaction aborted with the epoch bumped (fencing its
+/// producer, Kafka's `prepareAbortOrRecover`).
+async fn close_open(deps: &Deps, id: &str, mut state: TxnState) -> Result<TxnState, TxnError> {
+    if state.phase == Phase::Ongoing {
+        state.last_epoch = state.epoch;
+        state.epoch = state.epoch.saturating_add(1);
+        state = state.end(false, now_ms())?.expect("an open transaction");
+        save(&deps.meta, id, &state).await?;
+        deps.open.close(state.producer_id);
+    }
+    if state.phase.marker().is_some() {
+        state = complete(deps, id, state).await?;
+    }
+    Ok(state)
+}
+
+/// InitProducerId with a transactional id: the producer id and epoch to use.
+#[derive(Message)]
+#[rtype(result = "Result<(i64, i16), TxnError>")]
+pub struct Init {
+    pub id: String,
+    pub timeout_ms: i32,
+    /// The producer's id and epoch when it has them (KIP-360 recovery).
+    pub known: Option<(i64, i16)>,
+}
+
+impl Handler<Init> for TxnSlot {
+    type Result = AtomicResponse<Self, Result<(i64, i16), TxnError>>;
+
+    fn handle(&mut self, msg: Init, _: &mut Self::Context) -> Self::Result {
+        let checked = self.coordinating(&msg.id);
+        let current = state_of(self, &msg.id);
+        let deps = self.deps.clone();
+        let id = msg.id.clone();
+        let work = async move {
+            checked?;
+            let state = match current.await? {
+                Some(state) => {
+                    if let Some((pid, epoch)) = msg.known {
+                        let recovering = epoch == state.epoch || epoch == state.last_epoch;
+                        if pid != state.producer_id || !recovering {
+                            return Err(TxnError::Fenced {
+                                got: epoch,
+                                current: state.epoch,
+                            });
+                        }
+                    }
+                    close_open(&deps, &id, state).await?
+                }
+                None => {
+                    let pid = deps.producer_ids.allocate().await.map_err(store)?;
+                    TxnState::new(pid, msg.timeout_ms, now_ms())
+                }
+            };
+            let mut next = state;
+            if next.epoch >= i16::MAX - 1 {
+                // Epochs exhausted: a new producer id starts again from 0.
+                next.producer_id = deps.producer_ids.allocate().await.map_err(store)?;
+                next.epoch = -1;
+            }
+            next.epoch += 1;
+            next.last_epoch = -1;
+            next.phase = Phase::Empty;
+            next.timeout_ms = msg.timeout_ms;
+            next.updated_ms = now_ms();
+            save(&deps.meta, &id, &next).await?;
+            Ok(next)
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
+            let state = r?;
+            let answer = (state.producer_id, state.epoch);
+            act.states.insert(msg.id, state);
+            Ok(answer)
+        })))
+    }
+}
+
+/// AddPartitionsToTxn and AddOffsetsToTxn: the transaction opens or grows.
+#[derive(Message)]
+#[rtype(result = "Result<(), TxnError>")]
+pub struct Add {
+    pub id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub partitions: Vec<(String, i32)>,
+    pub group: Option<String>,
+}
+
+impl Handler<Add> for TxnSlot {
+    type Result = AtomicResponse<Self, Result<(), TxnError>>;
+
+    fn handle(&mut self, msg: Add, _: &mut Self::Context) -> Self::Result {
+        let checked = self.coordinating(&msg.id);
+        let current = state_of(self, &msg.id);
+        let meta = self.deps.meta.clone();
+        let id = msg.id.clone();
+        let work = async move {
+            checked?;
+            let state = current
+                .await?
+                .ok_or_else(|| TxnError::UnknownId(id.clone()))?;
+            state.check_producer(msg.producer_id, msg.epoch)?;
+            let next = state.add(msg.partitions, msg.group, now_ms())?;
+            if next != state {
+                save(&meta, &id, &next).await?;
+            }
+            Ok(next)
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
+            let state = r?;
+            act.deps.open.opened(&state);
+            act.states.insert(msg.id, state);
+            Ok(())
+        })))
+    }
+}
+
+/// EndTxn: commit or abort, answered once the end is stored.
+#[derive(Message)]
+#[rtype(result = "Result<(), TxnError>")]
+pub struct End {
+    pub id: String,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub commit: bool,
+}
+
+impl Handler<End> for TxnSlot {
+    type Result = AtomicResponse<Self, Result<(), TxnError>>;
+
+    fn handle(&mut self, msg: End, _: &mut Self::Context) -> Self::Result {
+        let checked = self.coordinating(&msg.id);
+        let current = state_of(self, &msg.id);
+        let deps = self.deps.clone();
+        let id = msg.id.clone();
+        let work = async move {
+            checked?;
+            let state = current
+                .await?
+                .ok_or_else(|| TxnError::UnknownId(id.clone()))?;
+            state.check_producer(msg.producer_id, msg.epoch)?;
+            let Some(decided) = state.end(msg.commit, now_ms())? else {
+                return Ok(state);
+            };
+            save(&deps.meta, &id, &decided).await?;
+            deps.open.close(decided.producer_id);
+            match complete(&deps, &id, decided.clone()).await {
+                Ok(done) => Ok(done),
+                Err(e) => {
+                    // Decided and stored: the end stands, completed on a later tick.
+                    tracing::warn!(transactional_id = %id, error = %e, "transaction end to be completed later");
+                    Ok(decided)
+                }
+            }
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
+            let state = r?;
+            act.states.insert(msg.id, state);
+            Ok(())
+        })))
+    }
+}
+
+/// The state of a transactional id this gateway coordinates (DescribeTransactions,
+/// the verify-only form of AddPartitionsToTxn).
+#[derive(Message)]
+#[rtype(result = "Result<Option<TxnState>, TxnError>")]
+pub struct Describe(pub String);
+
+impl Handler<Describe> for TxnSlot {
+    type Result = AtomicResponse<Self, Result<Option<TxnState>, TxnError>>;
+
+    fn handle(&mut self, msg: Describe, _: &mut Self::Context) -> Self::Result {
+        let checked = self.coordinating(&msg.0);
+        let current = state_of(self, &msg.0);
+        AtomicResponse::new(Box::pin(
+            async move {
+                checked?;
+                current.await
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+/// Aborts transactions past their timeout and completes stored decisions; now and
+/// then reads the whole table for this slot's ids (taken over from a gateway gone, or
+/// left by this one before a restart) and forgets those unused past
+/// `transactional.id.expiration.ms`.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Tick;
+
+impl Handler<Tick> for TxnSlot {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: Tick, _: &mut Self::Context) -> Self::Result {
+        let cluster = self.deps.cluster.borrow().clone();
+        let rescan = self.ticks.is_multiple_of(RESCAN_TICKS) || !Arc::ptr_eq(&cluster, &self.seen);
+        self.ticks = self.ticks.wrapping_add(1);
+        if !Arc::ptr_eq(&cluster, &self.seen) {
+            self.states.clear();
+            self.seen = cluster.clone();
+        }
+        let known = self.states.clone();
+        let deps = self.deps.clone();
+        let expiration_ms = expiration_ms(&self.deps.config.borrow());
+        let work = async move {
+            let mut states = known;
+            if rescan {
+                match deps.meta.scan(TABLE, "").await {
+                    Ok(scan) => {
+                        for (id, value) in scan.entries {
+                            let mine = super::slot_of(&id, deps.slots) == deps.index
+                                && cluster.coordinates(&id);
+                            match TxnState::decode(&value) {
+                                Ok(state) if mine => {
+                                    states.entry(id).or_insert(state);
+                                }
+                                Ok(_) => {}
+                                Err(e) => {
+                                    tracing::warn!(transactional_id = %id, error = %e, "unreadable transaction state")
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "transaction states not read"),
+                }
+            }
+            let now = now_ms();
+            let mut changed = Vec::new();
+            for (id, state) in &states {
+                let result = if state.timed_out(now) {
+                    tracing::info!(transactional_id = %id, timeout_ms = state.timeout_ms, "transaction timed out: aborting");
+                    close_open(&deps, id, state.clone()).await.map(Some)
+                } else if state.phase.marker().is_some() {
+                    complete(&deps, id, state.clone()).await.map(Some)
+                } else if rescan && state.expired(now, expiration_ms) {
+                    let gone = Change::Delete { key: id.clone() };
+                    match deps.meta.write(TABLE, vec![gone]).await {
+                        Ok(_) => {
+                            tracing::info!(transactional_id = %id, "transactional id expired");
+                            Ok(None)
+                        }
+                        Err(e) => Err(store(e)),
+                    }
+                } else {
+                    continue;
+                };
+                match result {
+                    Ok(next) => changed.push((id.clone(), next)),
+                    Err(e) => {
+                        tracing::warn!(transactional_id = %id, error = %e, "transaction not completed yet")
+                    }
+                }
+            }
+            (states, changed)
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(
+            |(states, changed), act, _| {
+                act.states = states;
+                for (id, next) in changed {
+                    match next {
+                        Some(state) => {
+                            act.states.insert(id, state);
+                        }
+                        None => {
+                            act.states.remove(&id);
+                        }
+                    }
+                }
+            },
+        )))
+    }
+}

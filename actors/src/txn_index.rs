@@ -1,0 +1,236 @@
+//! What read-committed readers need of a partition, learnt from the log itself: the
+//! transactions still open (so the last stable offset, below which everything is
+//! decided) and the aborted ones (whose records a consumer drops). The log is the one
+//! source of truth, so every gateway and every restart reads the same answer.
+//!
+//! A partition's index is built on first use by reading batch headers from where the
+//! first reader starts (a reader at an offset the last stable offset once reached finds
+//! every transaction open there beginning at or above it), then kept up to date by this
+//! gateway's own appends (`appended`) and by reading what others appended (`catch_up`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::protocol::markers::{self, Marker};
+use crate::protocol::records::{self, BatchHeader};
+use crate::store::{Logs, StoreResult, TopicPartition, Watermarks};
+
+/// Bytes read a time while catching up.
+const SCAN_BYTES: usize = 1 << 20;
+
+/// An aborted transaction's span in one partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aborted {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The abort marker's offset.
+    pub last_offset: i64,
+}
+
+/// One partition's transactions, from `from` up to `scanned`.
+#[derive(Debug, Default)]
+struct PartitionTxns {
+    from: i64,
+    scanned: i64,
+    /// Producer id → the first offset of its open transaction.
+    open: HashMap<i64, i64>,
+    aborted: Vec<Aborted>,
+}
+
+impl PartitionTxns {
+    /// Applies the batch at `base_offset`, which must be the next one.
+    fn apply(&mut self, base_offset: i64, h: &BatchHeader, marker: Option<Marker>) {
+        if h.transactional {
+            match (h.control, marker) {
+                (true, Some(m)) => {
+                    if let Some(first) = self.open.remove(&h.producer_id) {
+                        if m == Marker::Abort {
+                            self.aborted.push(Aborted {
+                                producer_id: h.producer_id,
+                                first_offset: first,
+                                last_offset: base_offset,
+                            });
+                        }
+                    }
+                }
+                (true, None) => {}
+                (false, _) => {
+                    self.open.entry(h.producer_id).or_insert(base_offset);
+                }
+            }
+        }
+        self.scanned = base_offset + h.record_count as i64;
+    }
+
+    fn stable(&self, high: i64) -> i64 {
+        self.open.values().copied().min().unwrap_or(high).min(high)
+    }
+}
+
+/// What a read-committed read may serve of a partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stable {
+    /// The last stable offset: nothing at or above it is served.
+    pub offset: i64,
+    /// Aborted transactions overlapping the read, oldest first.
+    pub aborted: Vec<Aborted>,
+}
+
+/// Every partition's index this gateway has built. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct TxnIndexes {
+    partitions: Arc<Mutex<HashMap<TopicPartition, PartitionTxns>>>,
+}
+
+impl TxnIndexes {
+    /// A batch this gateway appended at `base_offset`: applied when it is the next the
+    /// index expects; otherwise the next reader catches up from the log.
+    pub fn appended(&self, tp: &TopicPartition, base_offset: i64, h: &BatchHeader, bytes: &Bytes) {
+        let mut all = self.partitions.lock();
+        if let Some(p) = all.get_mut(tp).filter(|p| p.scanned == base_offset) {
+            let marker = h.control.then(|| markers::read(bytes)).flatten();
+            p.apply(base_offset, h, marker);
+        }
+    }
+
+    /// The partition's stable offset and the aborted transactions from `offset` on,
+    /// after reading whatever the index has not seen up to `high`.
+    pub async fn stable(
+        &self,
+        logs: &Logs,
+        tp: &TopicPartition,
+        offset: i64,
+        high: i64,
+    ) -> StoreResult<Stable> {
+        loop {
+            let scanned = {
+                let mut all = self.partitions.lock();
+                let p = all.entry(tp.clone()).or_insert_with(|| PartitionTxns {
+                    from: offset,
+                    scanned: offset,
+                    ..PartitionTxns::default()
+                });
+                if offset < p.from {
+                    // A reader further back than any before: build again from it.
+                    *p = PartitionTxns {
+                        from: offset,
+                        scanned: offset,
+                        ..PartitionTxns::default()
+                    };
+                }
+                if p.scanned >= high {
+                    let aborted = p
+                        .aborted
+                        .iter()
+                        .filter(|a| a.last_offset >= offset)
+                        .copied()
+                        .collect();
+                    return Ok(Stable {
+                        offset: p.stable(high),
+                        aborted,
+                    });
+                }
+                p.scanned
+            };
+            self.catch_up(logs, tp, scanned, high).await?;
+        }
+    }
+
+    /// The last stable offset of a partition with these watermarks, read from the
+    /// log start when no reader built its index yet (ListOffsets read committed).
+    pub async fn last_stable(
+        &self,
+        logs: &Logs,
+        tp: &TopicPartition,
+        w: Watermarks,
+    ) -> StoreResult<i64> {
+        let from = self
+            .partitions
+            .lock()
+            .get(tp)
+            .map_or(w.log_start, |p| p.from);
+        Ok(self.stable(logs, tp, from, w.high).await?.offset)
+    }
+
+    /// Reads batch headers from `scanned` towards `high` and applies them, unless
+    /// someone else moved the index meanwhile.
+    async fn catch_up(
+        &self,
+        logs: &Logs,
+        tp: &TopicPartition,
+        scanned: i64,
+        high: i64,
+    ) -> StoreResult<()> {
+        let read = logs.read(tp.clone(), scanned, SCAN_BYTES).await?;
+        let mut all = self.partitions.lock();
+        let Some(p) = all.get_mut(tp).filter(|p| p.scanned == scanned) else {
+            return Ok(());
+        };
+        for b in &read.batches {
+            let h = BatchHeader::parse(b);
+            let base = records::base_offset(b);
+            let next = base + h.record_count as i64;
+            if next <= p.scanned {
+                continue;
+            }
+            p.apply(base, &h, h.control.then(|| markers::read(b)).flatten());
+        }
+        let start = read.watermarks.log_start;
+        if p.scanned == scanned {
+            // Nothing to read here: below the log start, records were deleted (and with
+            // them what they held); above it the log holds nothing more up to `high`.
+            p.scanned = if scanned < start { start } else { high };
+        }
+        p.aborted.retain(|a| a.last_offset >= start);
+        Ok(())
+    }
+
+    /// A deleted topic's indexes go.
+    pub fn forget_topic(&self, topic: &str) {
+        self.partitions.lock().retain(|tp, _| &*tp.topic != topic);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(producer_id: i64, transactional: bool, control: bool, count: i32) -> BatchHeader {
+        BatchHeader {
+            record_count: count,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            log_append_time: false,
+            transactional,
+            control,
+            producer_id,
+            producer_epoch: 0,
+            base_sequence: 0,
+        }
+    }
+
+    #[test]
+    fn open_transactions_hold_the_stable_offset_and_aborts_are_kept() {
+        let mut p = PartitionTxns::default();
+        p.apply(0, &header(-1, false, false, 2), None);
+        p.apply(2, &header(5, true, false, 3), None);
+        p.apply(5, &header(6, true, false, 1), None);
+        assert_eq!(p.stable(6), 2);
+        p.apply(6, &header(5, true, true, 1), Some(Marker::Commit));
+        assert_eq!(p.stable(7), 5);
+        p.apply(7, &header(6, true, true, 1), Some(Marker::Abort));
+        assert_eq!(p.stable(8), 8);
+        assert_eq!(
+            p.aborted,
+            [Aborted {
+                producer_id: 6,
+                first_offset: 5,
+                last_offset: 7
+            }]
+        );
+        assert_eq!(p.scanned, 8);
+    }
+}
