@@ -32,4 +32,5 @@ mod settings;
 mod tls;
 mod topic_configs;
 mod topic_rules;
+mod transactions;
 mod wire_abuse;

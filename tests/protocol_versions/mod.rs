@@ -14,6 +14,7 @@ mod quotas;
 mod records;
 mod security;
 mod topics;
+mod transactions;
 
 use crate::support;
 
@@ -134,6 +135,10 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::DeleteAcls => delete_acls(&mut c, v),
                 ApiKey::AlterClientQuotas => alter_client_quotas(&mut c, v),
                 ApiKey::DescribeClientQuotas => describe_client_quotas(&mut c, v),
+                ApiKey::AddPartitionsToTxn => transactions::add_partitions_to_txn(&mut c, v, &t),
+                ApiKey::AddOffsetsToTxn => transactions::add_offsets_to_txn(&mut c, v),
+                ApiKey::EndTxn => transactions::end_txn(&mut c, v, &t),
+                ApiKey::TxnOffsetCommit => transactions::txn_offset_commit(&mut c, v, &t),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {

@@ -192,7 +192,24 @@ pub fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32
 
 /// The group's committed offsets for partitions `0..partitions` (-1: none).
 pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
-    let consumer = group_consumer(bootstrap, group);
+    committed_at(bootstrap, (group, "read_committed"), topic, partitions)
+}
+
+/// `committed` by a consumer at `isolation`: read committed (librdkafka's default), it
+/// waits while a transaction holds an offset (`require_stable`); read uncommitted, not.
+pub fn committed_at(
+    bootstrap: &str,
+    (group, isolation): (&str, &str),
+    topic: &str,
+    partitions: i32,
+) -> Vec<i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", isolation)
+        .create()
+        .expect("consumer");
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
         tpl.add_partition(topic, p);

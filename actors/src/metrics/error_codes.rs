@@ -57,6 +57,25 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
                 .map(|p| p.error_code),
         ),
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
+        ResponseKind::AddPartitionsToTxn(r) => {
+            let by_transaction = r
+                .results_by_transaction
+                .iter()
+                .flat_map(|t| &t.topic_results);
+            codes.extend(
+                (r.results_by_topic_v3_and_below.iter().chain(by_transaction))
+                    .flat_map(|t| &t.results_by_partition)
+                    .map(|p| p.partition_error_code),
+            );
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::AddOffsetsToTxn(r) => codes.push(r.error_code),
+        ResponseKind::EndTxn(r) => codes.push(r.error_code),
+        ResponseKind::TxnOffsetCommit(r) => codes.extend(
+            (r.topics.iter())
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
         ResponseKind::DescribeCluster(r) => codes.push(r.error_code),
         ResponseKind::ListPartitionReassignments(r) => codes.push(r.error_code),
         ResponseKind::AlterPartitionReassignments(r) => {

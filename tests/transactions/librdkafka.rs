@@ -1,0 +1,108 @@
+//! librdkafka's transactional producer: committed transactions are read by a
+//! read-committed consumer exactly once and in order, aborted ones never (a
+//! read-uncommitted consumer sees both, as from Kafka); offsets sent with a
+//! transaction become the group's at its commit; a transaction left open past its
+//! timeout is aborted by the coordinator and its producer fenced.
+
+use std::time::Duration;
+
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::{group_metadata, read, send, spread, txn_producer, values};
+use crate::support::kafka::{committed, committed_at, create_topic};
+use crate::support::{on_every_store, Gateway, Store};
+
+on_every_store!(
+    async: committed_transactions_are_read_once_and_aborted_ones_never,
+    a_transaction_past_its_timeout_is_aborted,
+);
+
+const PARTITIONS: i32 = 3;
+
+async fn committed_transactions_are_read_once_and_aborted_ones_never(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, "txn-rd", PARTITIONS, &[]).await;
+    let producer = txn_producer(&bootstrap, "txn-rd-producer", 60_000);
+    let (first, aborted, last) = (values("c-", 300), values("a-", 200), values("k-", 100));
+    producer.begin_transaction().unwrap();
+    send(&producer, "txn-rd", PARTITIONS, &first);
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    producer.begin_transaction().unwrap();
+    send(&producer, "txn-rd", PARTITIONS, &aborted);
+    producer.abort_transaction(Duration::from_secs(30)).unwrap();
+    producer.begin_transaction().unwrap();
+    send(&producer, "txn-rd", PARTITIONS, &last);
+    let mut offsets = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        offsets
+            .add_partition_offset("txn-rd", p, Offset::Offset(10 + p as i64))
+            .unwrap();
+    }
+    let group = group_metadata(&bootstrap, "txn-rd-group");
+    producer
+        .send_offsets_to_transaction(&offsets, &group, Duration::from_secs(30))
+        .unwrap();
+    let held = ("txn-rd-group", "read_uncommitted");
+    assert_eq!(
+        committed_at(&bootstrap, held, "txn-rd", PARTITIONS),
+        [-1; 3]
+    );
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(
+        committed(&bootstrap, "txn-rd-group", "txn-rd", PARTITIONS),
+        [10, 11, 12]
+    );
+
+    let mut both = first.clone();
+    both.extend(last.iter().cloned());
+    // `send` spreads each batch from partition 0, so spread the two lists apart.
+    let mut want = spread(&first, PARTITIONS);
+    for (p, vs) in spread(&last, PARTITIONS) {
+        want.entry(p).or_default().extend(vs);
+    }
+    let got = read(
+        &bootstrap,
+        "txn-rd",
+        PARTITIONS,
+        "read_committed",
+        both.len(),
+    );
+    assert_eq!(got, want, "read_committed: the committed records, in order");
+    let everything = read(&bootstrap, "txn-rd", PARTITIONS, "read_uncommitted", 600);
+    let n: usize = everything.values().map(Vec::len).sum();
+    assert_eq!(n, 600, "read_uncommitted sees the aborted records too");
+}
+
+async fn a_transaction_past_its_timeout_is_aborted(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, "txn-timeout", 1, &[]).await;
+    let producer = txn_producer(&bootstrap, "txn-timeout-producer", 2_000);
+    producer.begin_transaction().unwrap();
+    send(&producer, "txn-timeout", 1, &values("late-", 5));
+    // The coordinator aborts it after 2 s; ticks come every half second.
+    std::thread::sleep(Duration::from_secs(4));
+    let commit = producer.commit_transaction(Duration::from_secs(10));
+    assert!(
+        commit.is_err(),
+        "a timed-out transaction committed: {commit:?}"
+    );
+    drop(producer);
+    // Its records are never read committed; a later producer's are.
+    let next = txn_producer(&bootstrap, "txn-timeout-producer", 60_000);
+    next.begin_transaction().unwrap();
+    send(&next, "txn-timeout", 1, &values("after-", 3));
+    next.commit_transaction(Duration::from_secs(30)).unwrap();
+    let got = read(&bootstrap, "txn-timeout", 1, "read_committed", 3);
+    assert_eq!(got.get(&0), Some(&values("after-", 3)));
+}
