@@ -9,6 +9,7 @@ use crate::support;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
+use support::describe;
 use support::partitions::{count, elect, ends, grow, reassign, reassignments};
 use support::records::{delete, list_offset, produce_n};
 use support::sasl::plain_login;
@@ -383,6 +384,64 @@ fn partition_reassignments(store: Store) {
     assert_eq!(alter(&mut alice), (0, vec![85]));
 }
 
+/// DescribeLogDirs: 31 at the top (v3+) and no log directory without DESCRIBE on the
+/// cluster; DESCRIBE on a topic is not enough.
+fn log_dirs(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "logged"), 0);
+    let mut alice = login(&gw, "alice");
+    let answer = |c: &mut RawClient, v: i16| {
+        let (code, dirs) = describe::log_dirs(c, v, None);
+        (code, dirs.len())
+    };
+    let denied = CLUSTER_AUTHORIZATION_FAILED;
+    assert_eq!(answer(&mut alice, 4), (denied, 0));
+    assert_eq!(answer(&mut alice, 2), (0, 0), "v2 has no error code");
+    grant(&mut admin, "alice", (TOPIC, "logged"), DESCRIBE);
+    assert_eq!(answer(&mut alice, 4), (denied, 0));
+    grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DESCRIBE);
+    assert_eq!(answer(&mut alice, 4), (0, 1));
+}
+
+/// DescribeTopicPartitions: 29 without a topic id for a topic named without DESCRIBE
+/// on it, whether it exists or not, after the topics described; a request for every
+/// topic leaves such topics out.
+fn describe_topic_partitions(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "hidden"), 0);
+    let mut alice = login(&gw, "alice");
+    let named = |c: &mut RawClient| {
+        let r = describe::topic_partitions(c, &["missing", "hidden"], 10, None);
+        assert!(r
+            .topics
+            .iter()
+            .all(|t| t.error_code == 0 || t.topic_id.is_nil()));
+        describe::page(&r).0
+    };
+    let every = |c: &mut RawClient| describe::page(&describe::topic_partitions(c, &[], 10, None)).0;
+    let denied = TOPIC_AUTHORIZATION_FAILED;
+    let answer =
+        |t: &str, code: i16, partitions: &[i32]| (t.to_string(), code, partitions.to_vec());
+    assert_eq!(
+        named(&mut alice),
+        [
+            answer("hidden", denied, &[]),
+            answer("missing", denied, &[])
+        ]
+    );
+    assert_eq!(every(&mut alice), []);
+    grant(&mut admin, "alice", (TOPIC, "hidden"), DESCRIBE);
+    assert_eq!(
+        named(&mut alice),
+        [answer("hidden", 0, &[0]), answer("missing", denied, &[])]
+    );
+    assert_eq!(every(&mut alice), [answer("hidden", 0, &[0])]);
+}
+
 /// DescribeCluster needs no ACL; the cluster's authorized operations, when asked, are 0
 /// without DESCRIBE on the cluster, and then what alice may do there.
 fn describe_cluster(store: Store) {
@@ -508,5 +567,7 @@ support::on_every_store!(
     offset_for_leader_epoch,
     elect_leaders,
     partition_reassignments,
+    log_dirs,
+    describe_topic_partitions,
     groups
 );

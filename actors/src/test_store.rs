@@ -141,6 +141,10 @@ impl LogStore for TestStore {
             _ => unused(),
         }
     }
+
+    fn log_dir(&self) -> String {
+        "test".into()
+    }
 }
 
 impl Users for TestStore {}

@@ -135,6 +135,11 @@ impl PartitionIndex {
         }
     }
 
+    /// Bytes of the batches kept, as stored and served.
+    pub fn size(&self) -> u64 {
+        self.batches.iter().map(|b| u64::from(b.size)).sum()
+    }
+
     /// Sets the log start as stored (at load).
     pub fn set_start(&mut self, start: i64) {
         self.start = start;
@@ -272,6 +277,7 @@ mod tests {
         assert_eq!(p.first_batch_reaching(60), Some(20));
         assert_eq!(p.first_batch_reaching(30), Some(0));
         assert_eq!(p.max_timestamp(), Some((20, 90)));
+        assert_eq!(p.size(), 300);
     }
 
     #[test]
@@ -283,6 +289,11 @@ mod tests {
         assert_eq!(p.wholly_below(15), vec![0]);
         p.delete_before(15);
         assert_eq!(p.watermarks().log_start, 15);
+        assert_eq!(
+            p.size(),
+            200,
+            "the batch straddling the start is kept whole"
+        );
         assert_eq!(p.batches_from(12, 1_000), None, "below the log start");
         assert_eq!(p.batches_from(15, 150), Some((10, 10)));
         p.delete_before(5);

@@ -1,5 +1,5 @@
 //! The embedded store as a log store: each call runs on tokio's blocking pool, except
-//! what is in memory (the list of logs, watermarks, producer history).
+//! what is in memory (the list of logs, watermarks, producer history, sizes).
 
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
 use iggy_kafka_actors::store::{StoreError, StoreFuture};
@@ -86,6 +86,18 @@ impl LogStore for EmbeddedStore {
                 });
                 Box::pin(async move { batches.map(LogAnswer::ProducerHistory) })
             }
+            // The index holds every kept batch's size: no disk read.
+            LogCall::Sizes(name) => {
+                let sizes = match self.inner.topics.read().get(&name) {
+                    Some(log) => Ok(log.partitions.iter().map(|p| p.lock().size()).collect()),
+                    None => Err(StoreError::UnknownTopic(name.to_string())),
+                };
+                Box::pin(async move { sizes.map(LogAnswer::Sizes) })
+            }
         }
+    }
+
+    fn log_dir(&self) -> String {
+        self.inner.dir.display().to_string()
     }
 }

@@ -97,6 +97,8 @@ pub struct EmbeddedStore {
 }
 
 struct Inner {
+    /// The data directory, made absolute: the log directory DescribeLogDirs names.
+    dir: std::path::PathBuf,
     db: Database,
     /// Which topics have logs (`StoredLog`).
     logs: Keyspace,
@@ -141,6 +143,7 @@ impl EmbeddedStore {
             db.keyspace("versions", KeyspaceCreateOptions::default)?,
         );
         let inner = Arc::new(Inner {
+            dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
             db,
             logs,
             tables,

@@ -360,8 +360,14 @@ impl LogStore for IggyBackend {
                 LogCall::ProducerHistory(tp) => {
                     LogAnswer::ProducerHistory(s.producer_batches(&tp).await?)
                 }
+                LogCall::Sizes(name) => LogAnswer::Sizes(s.sizes(&name).await?),
             })
         })
+    }
+
+    /// The server, as no directory of the gateway's holds the logs.
+    fn log_dir(&self) -> String {
+        format!("iggy://{}", self.inner.config.address)
     }
 
     /// Native Iggy producers write to the same topics.

@@ -257,6 +257,26 @@ impl Inner {
         Ok(())
     }
 
+    /// Bytes each partition of a Kafka topic's Iggy topic takes, as Iggy counts them
+    /// (its messages as stored, records DeleteRecords hid included), by partition.
+    pub(super) async fn sizes(&self, name: &str) -> StoreResult<Vec<u64>> {
+        let err = |e| backend_error(e, None, name);
+        let (stream_id, topic_id) = self.ids(name)?;
+        let c = self.pools.reader().ready().await.map_err(err)?;
+        let details = c
+            .check(c.get_topic(&stream_id, &topic_id).await)
+            .map_err(err)?
+            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?;
+        drop(c);
+        let mut sizes = vec![0; details.partitions_count as usize];
+        for p in &details.partitions {
+            if let Some(size) = sizes.get_mut(p.id as usize) {
+                *size = p.size.as_bytes_u64();
+            }
+        }
+        Ok(sizes)
+    }
+
     /// Applies new limits to a Kafka topic's Iggy topic.
     pub(super) async fn set_limits(&self, name: &str, limits: TopicLimits) -> StoreResult<()> {
         let (stream, topic) = self.names.iggy(name);

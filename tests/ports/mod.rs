@@ -13,6 +13,7 @@ mod iggy_meta;
 mod log;
 mod meta;
 mod partitions;
+mod sizes;
 mod transactions;
 
 use std::future::Future;

@@ -1,5 +1,6 @@
 //! The cluster APIs answered from the gateways' own view: DescribeCluster,
-//! OffsetForLeaderEpoch, ElectLeaders and the partition reassignment APIs.
+//! OffsetForLeaderEpoch, ElectLeaders, the partition reassignment APIs,
+//! DescribeLogDirs and DescribeTopicPartitions.
 
 use crate::support;
 
@@ -7,6 +8,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::*;
+use support::describe::{log_dirs, topic_partitions};
 use support::partitions::{elect, reassign, reassignments};
 use support::{call, RawClient};
 
@@ -64,4 +66,26 @@ pub(super) fn alter_partition_reassignments(c: &mut RawClient, v: i16, t: &Topic
         (0, 1, 39),
         "{answers:?}"
     );
+}
+
+/// One log directory, where the test topic's partition holds what was produced.
+pub(super) fn describe_log_dirs(c: &mut RawClient, v: i16, t: &Topic) {
+    let (code, dirs) = log_dirs(c, v, Some(&[(t.name.as_str(), &[0])]));
+    assert_eq!((code, dirs.len()), (0, 1), "{dirs:?}");
+    let logs = &dirs[0].logs;
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!((logs[0].1, logs[0].2 > 0), (0, true), "{logs:?}");
+}
+
+/// The test topic's one partition, with the topic's id.
+pub(super) fn describe_topic_partitions(c: &mut RawClient, v: i16, t: &Topic) {
+    assert_eq!(v, 0);
+    let r = topic_partitions(c, &[t.name.as_str()], 10, None);
+    assert_eq!(r.topics.len(), 1, "{r:?}");
+    let topic = &r.topics[0];
+    assert_eq!(
+        (topic.error_code, topic.topic_id, topic.partitions.len()),
+        (0, t.id, 1)
+    );
+    assert_eq!(r.next_cursor, None);
 }

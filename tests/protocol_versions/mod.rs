@@ -39,8 +39,8 @@ use uuid::Uuid;
 
 use api_versions::{api_versions, update_features};
 use cluster::{
-    alter_partition_reassignments, describe_cluster, elect_leaders, list_partition_reassignments,
-    offset_for_leader_epoch,
+    alter_partition_reassignments, describe_cluster, describe_log_dirs, describe_topic_partitions,
+    elect_leaders, list_partition_reassignments, offset_for_leader_epoch,
 };
 use configs::{alter_configs, describe_configs, incremental_alter_configs};
 use groups::{
@@ -126,6 +126,8 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::ListPartitionReassignments => list_partition_reassignments(&mut c, v),
                 ApiKey::AlterPartitionReassignments => alter_partition_reassignments(&mut c, v, &t),
                 ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch(&mut c, v, &t),
+                ApiKey::DescribeLogDirs => describe_log_dirs(&mut c, v, &t),
+                ApiKey::DescribeTopicPartitions => describe_topic_partitions(&mut c, v, &t),
                 ApiKey::SaslHandshake => sasl_handshake(&mut c, v),
                 ApiKey::SaslAuthenticate => sasl_authenticate(&mut c, v),
                 ApiKey::AlterUserScramCredentials => alter_user_scram_credentials(&mut c, v),

@@ -4,6 +4,7 @@
 pub mod acls;
 pub mod admin;
 pub mod configs;
+pub mod describe;
 pub mod groups;
 pub mod iggy;
 pub mod kafka;
@@ -256,6 +257,11 @@ impl Gateway {
             Run::Process { child, .. } => child.id(),
             Run::InProcess { .. } => panic!("{IN_PROCESS}"),
         }
+    }
+
+    /// The data directory it was started on.
+    pub fn data_dir(&self) -> &Path {
+        &self.data
     }
 
     pub fn bootstrap(&self) -> String {

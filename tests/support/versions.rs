@@ -60,6 +60,7 @@ pub const SERVED: &[Api] = &[
     api(31, "DeleteAcls", 1, 3),
     api(32, "DescribeConfigs", 1, 4),
     api(33, "AlterConfigs", 0, 2),
+    api(35, "DescribeLogDirs", 1, 4),
     api(36, "SaslAuthenticate", 0, 2),
     api(37, "CreatePartitions", 0, 3),
     api(42, "DeleteGroups", 0, 2),
@@ -74,6 +75,7 @@ pub const SERVED: &[Api] = &[
     api(51, "AlterUserScramCredentials", 0, 0),
     api(57, "UpdateFeatures", 0, 2),
     api(60, "DescribeCluster", 0, 2),
+    api(75, "DescribeTopicPartitions", 0, 0),
 ];
 
 /// The pinned entry of API `key`.

@@ -1,4 +1,4 @@
-//! Metadata: this gateway is the only broker and leads every partition.
+//! Metadata: the live gateways as brokers, each partition led by one of them.
 //!
 //! A missing topic is created when both the request (v4+) and the broker allow it
 //! (KIP-361), and answered LEADER_NOT_AVAILABLE that time, as Kafka does.
@@ -171,10 +171,33 @@ async fn auto_create(gw: &Gateway, name: &TopicName) -> ResponseError {
     }
 }
 
-/// Every partition on this node, led by it, with the one replica the backend really
-/// keeps, whatever replication factor the topic was created with.
-/// A topic with its partitions' leaders spread over the live gateways; each is its
-/// partition's only replica as far as clients need to know (the backend keeps the data).
+/// The leader epoch of every partition: leaders never change here.
+pub(super) const LEADER_EPOCH: i32 = 0;
+
+/// Where clients are told a partition lives, as Metadata and DescribeTopicPartitions
+/// both answer it: led by one of the live gateways, which is also its only replica and
+/// in sync, whatever replication factor the topic was created with (the backend keeps
+/// the data; any gateway serves any partition).
+pub(super) struct Placement {
+    pub leader: BrokerId,
+    pub replicas: Vec<BrokerId>,
+    pub isr: Vec<BrokerId>,
+}
+
+pub(super) fn placement(cluster: &Cluster, topic: &Arc<str>, partition: i32) -> Placement {
+    let tp = TopicPartition {
+        topic: topic.clone(),
+        partition,
+    };
+    let leader = BrokerId(cluster.leader_of(&tp).id);
+    Placement {
+        leader,
+        replicas: vec![leader],
+        isr: vec![leader],
+    }
+}
+
+/// A topic with its partitions placed over the live gateways ([`placement`]).
 fn describe(
     t: &Arc<TopicMeta>,
     version: i16,
@@ -183,23 +206,19 @@ fn describe(
 ) -> MetadataResponseTopic {
     // Leader epochs are answered from v7.
     let epoch = if version >= since::METADATA_LEADER_EPOCH {
-        0
+        LEADER_EPOCH
     } else {
         -1
     };
     let partitions = (0..t.partitions)
         .map(|p| {
-            let tp = TopicPartition {
-                topic: t.name.clone(),
-                partition: p,
-            };
-            let node = cluster.leader_of(&tp).id;
+            let placed = placement(cluster, &t.name, p);
             MetadataResponsePartition::default()
                 .with_partition_index(p)
-                .with_leader_id(BrokerId(node))
+                .with_leader_id(placed.leader)
                 .with_leader_epoch(epoch)
-                .with_replica_nodes(vec![BrokerId(node)])
-                .with_isr_nodes(vec![BrokerId(node)])
+                .with_replica_nodes(placed.replicas)
+                .with_isr_nodes(placed.isr)
         })
         .collect();
     MetadataResponseTopic::default()

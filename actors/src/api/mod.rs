@@ -17,6 +17,8 @@ mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_log_dirs;
+mod describe_topic_partitions;
 mod elect_leaders;
 mod fetch;
 mod group_access;
@@ -95,6 +97,14 @@ pub fn route(
         RequestKind::DescribeCluster(r) => answered(ResponseKind::DescribeCluster(
             describe_cluster::handle(gw, version, &r, &caller, &access),
         )),
+        RequestKind::DescribeTopicPartitions(r) => answer(
+            describe_topic_partitions::handle(gw.clone(), r, access),
+            ResponseKind::DescribeTopicPartitions,
+        ),
+        RequestKind::DescribeLogDirs(r) => answer(
+            describe_log_dirs::handle(gw.clone(), r, access),
+            ResponseKind::DescribeLogDirs,
+        ),
         RequestKind::ElectLeaders(r) => answered(ResponseKind::ElectLeaders(
             elect_leaders::handle(gw, r, &access),
         )),

@@ -56,6 +56,16 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
                 .flat_map(|t| &t.partitions)
                 .map(|p| p.error_code),
         ),
+        ResponseKind::DescribeLogDirs(r) => {
+            codes.extend(r.results.iter().map(|d| d.error_code));
+            beside(&mut codes, r.error_code);
+        }
+        ResponseKind::DescribeTopicPartitions(r) => {
+            for t in &r.topics {
+                codes.push(t.error_code);
+                codes.extend(t.partitions.iter().map(|p| p.error_code));
+            }
+        }
         ResponseKind::InitProducerId(r) => codes.push(r.error_code),
         ResponseKind::AddPartitionsToTxn(r) => {
             let by_transaction = r

@@ -72,6 +72,10 @@ impl LogStore for MeteredLog {
         timed(&self.metrics, (name, ""), self.inner.call(call))
     }
 
+    fn log_dir(&self) -> String {
+        self.inner.log_dir()
+    }
+
     fn external_appends(&self) -> bool {
         self.inner.external_appends()
     }

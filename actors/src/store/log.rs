@@ -78,6 +78,9 @@ pub enum LogCall {
     /// The last few batches of each idempotent producer, oldest first, so sequence
     /// checks survive a restart.
     ProducerHistory(TopicPartition),
+    /// Bytes each of a topic's partitions takes in the store, by partition number
+    /// (DescribeLogDirs): what the engine keeps, its own framing included.
+    Sizes(Arc<str>),
 }
 
 impl LogCall {
@@ -96,6 +99,7 @@ impl LogCall {
             LogCall::MaxTimestamp(_) => "max_timestamp",
             LogCall::DeleteRecords { .. } => "delete_records",
             LogCall::ProducerHistory(_) => "producer_batches",
+            LogCall::Sizes(_) => "sizes",
         }
     }
 }
@@ -111,11 +115,14 @@ pub enum LogAnswer {
     Watermarks(Watermarks),
     Record(Option<TimestampedOffset>),
     ProducerHistory(Vec<ProducerBatch>),
+    Sizes(Vec<u64>),
 }
 
 /// Partition logs: the embedded store's keyspaces, or Iggy's partitions.
 pub trait LogStore: Send + Sync + 'static {
     fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer>;
+    /// Where the logs live, named as DescribeLogDirs names a broker's log directory.
+    fn log_dir(&self) -> String;
     /// True when writers other than this gateway append to the logs (native Iggy
     /// producers): their appends raise no signal, so waiting fetches also re-read.
     fn external_appends(&self) -> bool {
@@ -168,6 +175,7 @@ typed_calls! {
         LogCall::DeleteRecords { tp, offset } => Watermarks;
     producer_history(tp: TopicPartition) -> Vec<ProducerBatch> =
         LogCall::ProducerHistory(tp) => ProducerHistory;
+    sizes(name: Arc<str>) -> Vec<u64> = LogCall::Sizes(name) => Sizes;
 }
 
 impl Logs {
@@ -209,6 +217,10 @@ impl Logs {
 
     pub fn external_appends(&self) -> bool {
         self.0.external_appends()
+    }
+
+    pub fn log_dir(&self) -> String {
+        self.0.log_dir()
     }
 
     pub fn splits_batches(&self) -> bool {
