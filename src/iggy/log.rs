@@ -1,7 +1,8 @@
 //! The Iggy engine as a log store: Kafka batches in, Iggy messages out and back
 //! ([`mapping`](super::mapping)), watermarks from the partition state, timestamp
 //! lookups by polling, and the idempotent producers' recent batches from the stamps
-//! the mapping keeps.
+//! the mapping keeps. Transactional batches are read back whole and markers as their
+//! own control batches, from the same stamps.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -18,8 +19,8 @@ use iggy_kafka_actors::store::{
 };
 
 use super::errors::{backend_error, partition_id};
-use super::kafka_batch::{self, KafkaRecord};
-use super::mapping::{self, FromIggy, IggyView, ProducerStamp};
+use super::kafka_batch::{self, BatchCodecError, BatchWriter, InBatch, KafkaRecord, ProducerStamp};
+use super::mapping::{self, FromIggy, IggyParts, IggyView};
 use super::pool::Conn;
 use super::read_ahead::Read;
 use super::Inner;
@@ -27,10 +28,10 @@ use super::Inner;
 /// Origin timestamps for a batch's messages: the records' own (in µs) when Iggy can
 /// carry them (none negative, all within the u32 µs span one send allows), else now.
 /// Where a record's own does not fit, its timestamp travels in `kafka.timestamp`.
-fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
+fn origin_timestamps<T>(records: &[T], timestamp: impl Fn(&T) -> i64) -> Vec<u64> {
     let micros: Option<Vec<u64>> = records
         .iter()
-        .map(|r| u64::try_from(r.timestamp).ok()?.checked_mul(1000))
+        .map(|r| u64::try_from(timestamp(r)).ok()?.checked_mul(1000))
         .collect();
     match micros {
         Some(m)
@@ -41,6 +42,56 @@ fn origin_timestamps(records: &[KafkaRecord]) -> Vec<u64> {
         }
         _ => vec![IggyTimestamp::now().as_micros(); records.len()],
     }
+}
+
+fn message(parts: IggyParts, origin_timestamp: u64) -> IggyMessage {
+    IggyMessage {
+        header: IggyMessageHeader {
+            origin_timestamp,
+            user_headers_length: parts.headers.len() as u32,
+            payload_length: parts.payload.len() as u32,
+            ..IggyMessageHeader::default()
+        },
+        payload: parts.payload,
+        user_headers: Some(parts.headers),
+    }
+}
+
+/// A batch's Iggy messages: one per record, the first of an idempotent or
+/// transactional batch stamped, the rest of a transactional one numbered (`kafka.txn`)
+/// so a read from inside it finds its start; a marker is one message.
+fn to_messages(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError> {
+    let h = batch.header;
+    let stamp = ProducerStamp {
+        producer_id: h.producer_id,
+        producer_epoch: h.producer_epoch,
+        base_sequence: h.base_sequence,
+        record_count: h.record_count,
+        transactional: h.transactional,
+    };
+    if h.control {
+        let marker = kafka_batch::decode_marker(batch)?;
+        let origin = origin_timestamps(&[h.max_timestamp], |t| *t)[0];
+        let parts =
+            mapping::marker_to_iggy(marker, stamp, h.max_timestamp, h.log_append_time, origin);
+        return Ok(vec![message(parts, origin)]);
+    }
+    let decoded = kafka_batch::decode(batch)?;
+    let origins = origin_timestamps(&decoded.records, |r| r.timestamp);
+    let transactional = h.transactional && h.is_idempotent();
+    let messages = (decoded.records.into_iter().zip(origins).enumerate())
+        .map(|(i, (r, origin_timestamp))| {
+            let in_batch = match i {
+                0 if h.is_idempotent() => InBatch::First(stamp),
+                0 => InBatch::Loose,
+                _ if transactional => InBatch::Continues(i as u32),
+                _ => InBatch::Loose,
+            };
+            let parts = mapping::to_iggy(r, decoded.log_append_time, in_batch, origin_timestamp);
+            message(parts, origin_timestamp)
+        })
+        .collect();
+    Ok(messages)
 }
 
 fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
@@ -70,41 +121,9 @@ impl Inner {
         batch: AppendBatch,
     ) -> StoreResult<Appended> {
         let partition = partition_id(&tp)?;
-        let decoded = kafka_batch::decode(&batch)
+        let mut messages = to_messages(&batch)
             .map_err(|e| StoreError::Fatal(format!("unreadable record batch: {e}")))?;
-        let h = batch.header;
-        let stamp = h.is_idempotent().then_some(ProducerStamp {
-            producer_id: h.producer_id,
-            producer_epoch: h.producer_epoch,
-            base_sequence: h.base_sequence,
-            record_count: h.record_count,
-        });
-        let origins = origin_timestamps(&decoded.records);
-        let count = decoded.records.len() as u64;
-        let mut messages: Vec<IggyMessage> = decoded
-            .records
-            .into_iter()
-            .zip(origins)
-            .enumerate()
-            .map(|(i, (r, origin_timestamp))| {
-                let parts = mapping::to_iggy(
-                    r,
-                    decoded.log_append_time,
-                    if i == 0 { stamp } else { None },
-                    origin_timestamp,
-                );
-                IggyMessage {
-                    header: IggyMessageHeader {
-                        origin_timestamp,
-                        user_headers_length: parts.headers.len() as u32,
-                        payload_length: parts.payload.len() as u32,
-                        ..IggyMessageHeader::default()
-                    },
-                    payload: parts.payload,
-                    user_headers: Some(parts.headers),
-                }
-            })
-            .collect();
+        let count = messages.len() as u64;
         let conn = self.pools.producer(&tp);
         let (stream, topic) = self.ids(&tp.topic)?;
         let sent = async {
@@ -242,16 +261,37 @@ impl Inner {
                 },
             }));
         }
+        // Kafka serves whole the batch a read starts inside: from inside a transactional
+        // batch, its records before `first` are polled too (its `kafka.txn` says how many).
+        let head = match self.decode_for_kafka(&tp, &fetched[0])?.in_batch {
+            InBatch::Continues(n) if u64::from(n) <= first as u64 => {
+                let from = PollingStrategy::offset(first as u64 - u64::from(n));
+                self.poll(conn, &tp, from, n).await?.messages
+            }
+            _ => Vec::new(),
+        };
+        let head = head.iter().filter(|m| m.header.offset < first as u64);
         // What the polled messages weigh, about: the batches' buffers are sized from it.
         let expected = (fetched.iter())
             .map(|m| 20 + m.payload.len() + m.user_headers.as_ref().map_or(0, Bytes::len))
             .sum();
-        let mut writer = kafka_batch::BatchWriter::new(max_bytes, expected);
-        for m in fetched {
-            let r = self.decode_for_kafka(&tp, m)?;
-            if !writer.push(m.header.offset, &r.record, r.log_append_time) {
-                break;
-            }
+        let mut writer = BatchWriter::new(max_bytes, expected);
+        let mut high = high;
+        let last = fetched[fetched.len() - 1].header.offset;
+        let all_taken = self.feed(&tp, &mut writer, head.chain(fetched))?;
+        let mut next = all_taken.then_some(last + 1);
+        // The answer's first batch goes whole: the rest of a transactional one the poll
+        // cut is read on for.
+        while let Some(from) = next.filter(|_| writer.missing() > 0) {
+            let count = writer.missing().min(FETCH_MAX_MESSAGES) as u32;
+            let polled = self.poll(conn, &tp, PollingStrategy::offset(from), count);
+            let polled = polled.await?;
+            high = high.max(polled.current_offset as i64 + 1);
+            let rest = polled.messages.iter().filter(|m| m.header.offset >= from);
+            next = match polled.messages.last().map(|m| m.header.offset + 1) {
+                Some(end) if end > from && self.feed(&tp, &mut writer, rest)? => Some(end),
+                _ => None,
+            };
         }
         self.record_sizes
             .lock()
@@ -264,6 +304,33 @@ impl Inner {
             },
             more_from: (next < high as u64).then_some(next as i64),
         })
+    }
+
+    /// Gives `messages` to `writer` in order; false once its budget is spent.
+    fn feed<'m>(
+        &self,
+        tp: &TopicPartition,
+        writer: &mut BatchWriter,
+        messages: impl IntoIterator<Item = &'m IggyMessage>,
+    ) -> StoreResult<bool> {
+        for m in messages {
+            let r = self.decode_for_kafka(tp, m)?;
+            let offset = m.header.offset;
+            let taken = match (r.control, r.in_batch) {
+                (Some(marker), InBatch::First(producer)) => writer.push_marker(
+                    offset,
+                    marker,
+                    producer,
+                    r.record.timestamp,
+                    r.log_append_time,
+                ),
+                _ => writer.push(offset, &r.record, r.log_append_time, r.in_batch),
+            };
+            if !taken {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A message as Kafka sees it; gateway data Iggy garbled is served as a native
@@ -289,7 +356,8 @@ impl Inner {
                         headers: Vec::new(),
                     },
                     log_append_time: false,
-                    producer: None,
+                    in_batch: InBatch::Loose,
+                    control: None,
                 })
             }
         }
@@ -424,7 +492,8 @@ impl Inner {
             .max(w.log_start as u64);
         let mut batches = Vec::new();
         self.scan(tp, from, |offset, m| {
-            if let Some(s) = m.producer {
+            // A marker carries its producer but no sequence: no batch of the producer's.
+            if let (InBatch::First(s), None) = (m.in_batch, m.control) {
                 let last_delta = s.record_count.max(1) - 1;
                 let last_sequence = (s.base_sequence as i64 + last_delta as i64)
                     .rem_euclid(i32::MAX as i64 + 1) as i32;
@@ -469,12 +538,12 @@ mod tests {
             headers: vec![],
         };
         assert_eq!(
-            origin_timestamps(&[r(1_000), r(2_000)]),
+            origin_timestamps(&[r(1_000), r(2_000)], |r| r.timestamp),
             vec![1_000_000, 2_000_000]
         );
-        let far = origin_timestamps(&[r(0), r(10_000_000)]);
+        let far = origin_timestamps(&[r(0), r(10_000_000)], |r| r.timestamp);
         assert_eq!(far[0], far[1], "spread too wide: both now");
-        let negative = origin_timestamps(&[r(-1)]);
+        let negative = origin_timestamps(&[r(-1)], |r| r.timestamp);
         assert!(negative[0] > 0);
     }
 }

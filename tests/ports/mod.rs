@@ -10,6 +10,7 @@
 
 mod delete_records;
 mod iggy_meta;
+mod iggy_transactions;
 mod log;
 mod meta;
 mod partitions;

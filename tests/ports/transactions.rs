@@ -18,10 +18,15 @@ on_every_store!(run: crate::ports::run;
     transactional_batches_and_markers_read_back_as_appended,
 );
 
-const T: i64 = 1_700_000_000_000;
+pub(super) const T: i64 = 1_700_000_000_000;
 
 /// A transactional producer's batch of `count` records from sequence `sequence`.
-fn transactional(producer_id: i64, epoch: i16, sequence: i32, count: usize) -> AppendBatch {
+pub(super) fn transactional(
+    producer_id: i64,
+    epoch: i16,
+    sequence: i32,
+    count: usize,
+) -> AppendBatch {
     let records = (0..count)
         .map(|n| Record {
             transactional: true,
@@ -34,7 +39,7 @@ fn transactional(producer_id: i64, epoch: i16, sequence: i32, count: usize) -> A
     batch_of(records, Compression::None)
 }
 
-fn marker(marker: Marker, producer_id: i64, epoch: i16) -> AppendBatch {
+pub(super) fn marker(marker: Marker, producer_id: i64, epoch: i16) -> AppendBatch {
     let bytes = markers::batch(marker, producer_id, epoch, 0, T);
     AppendBatch {
         header: BatchHeader::parse(&bytes),
@@ -45,9 +50,9 @@ fn marker(marker: Marker, producer_id: i64, epoch: i16) -> AppendBatch {
 
 /// What read-committed Fetch needs of a batch: where it starts, its producer, sequence
 /// and size, its flags, and what it marks.
-type Shape = (i64, i64, i16, i32, i32, bool, bool, Option<Marker>);
+pub(super) type Shape = (i64, i64, i16, i32, i32, bool, bool, Option<Marker>);
 
-fn shape(base_offset: i64, b: &[u8]) -> Shape {
+pub(super) fn shape(base_offset: i64, b: &[u8]) -> Shape {
     let h = BatchHeader::parse(b);
     let marks = markers::read(b);
     let count = h.record_count;

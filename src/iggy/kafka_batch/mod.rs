@@ -4,15 +4,19 @@
 //! repeated header keys; Kafka allows them, and the Iggy mapping must be byte-exact.
 //! So records are read and written here, from the records section Produce
 //! decompressed (`AppendBatch::records`); the record layout (varints, keys, values,
-//! ordered headers) is parsed directly.
-//! Batches written back to consumers are uncompressed.
+//! ordered headers) is parsed directly. A transaction marker (a control batch) is read
+//! from the batch itself ([`decode_marker`]).
+//! Batches written back to consumers are uncompressed ([`BatchWriter`]).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use iggy_kafka_actors::protocol::records::{
-    ATTRIBUTES_AT, HEADER_LEN, LOG_OVERHEAD, MAX_TIMESTAMP_AT, RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT,
-};
+use iggy_kafka_actors::protocol::markers::Marker;
+use iggy_kafka_actors::protocol::records::{ATTRIBUTES_AT, COMPRESSION_MASK, HEADER_LEN};
 use iggy_kafka_actors::store::AppendBatch;
+
+mod writer;
+
+pub use writer::BatchWriter;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BatchCodecError {
@@ -20,6 +24,8 @@ pub enum BatchCodecError {
     Truncated,
     #[error("malformed record: {0}")]
     Record(&'static str),
+    #[error("malformed transaction marker: {0}")]
+    Marker(&'static str),
 }
 
 /// A header as Kafka carries it: a string key (kept as its bytes) and a nullable value.
@@ -32,6 +38,54 @@ pub struct KafkaRecord {
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
     pub headers: Vec<KafkaHeader>,
+}
+
+/// What an idempotent or transactional producer's batch says about itself, kept on
+/// its first record: duplicate and sequence checks are rebuilt from it after a restart,
+/// and a read serves a transactional batch whole, with these fields, from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerStamp {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub record_count: i32,
+    pub transactional: bool,
+}
+
+/// Where a stored record stands in the batch it was appended in, as far as a read of
+/// it must know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InBatch {
+    /// Nothing to know: its batch may be merged with its neighbours on read.
+    Loose,
+    /// The first record of an idempotent or transactional producer's batch.
+    First(ProducerStamp),
+    /// The record this many places after the first of a transactional batch.
+    Continues(u32),
+}
+
+/// What a transaction marker says besides its producer: commit or abort, and the
+/// epoch of the coordinator that wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlMarker {
+    pub marker: Marker,
+    pub coordinator_epoch: i32,
+}
+
+/// Kafka's `ControlRecordType` codes of the markers.
+pub fn marker_type(marker: Marker) -> i16 {
+    match marker {
+        Marker::Abort => 0,
+        Marker::Commit => 1,
+    }
+}
+
+pub fn marker_of_type(kind: i16) -> Option<Marker> {
+    match kind {
+        0 => Some(Marker::Abort),
+        1 => Some(Marker::Commit),
+        _ => None,
+    }
 }
 
 /// The records of one produced batch.
@@ -68,6 +122,45 @@ pub fn decode(batch: &AppendBatch) -> Result<DecodedBatch, BatchCodecError> {
     Ok(DecodedBatch {
         log_append_time: h.log_append_time,
         records,
+    })
+}
+
+/// The marker a control batch holds (`protocol/markers.rs` lays it out), read from the
+/// batch's own bytes: the gateway writes markers uncompressed, with no records section
+/// decompressed for them.
+pub fn decode_marker(batch: &AppendBatch) -> Result<ControlMarker, BatchCodecError> {
+    let h = &batch.header;
+    let bytes = &batch.bytes;
+    if bytes.len() < HEADER_LEN {
+        return Err(BatchCodecError::Truncated);
+    }
+    let attributes = i16::from_be_bytes([bytes[ATTRIBUTES_AT], bytes[ATTRIBUTES_AT + 1]]);
+    if attributes & COMPRESSION_MASK != 0 {
+        return Err(BatchCodecError::Marker("compressed"));
+    }
+    if h.record_count != 1 {
+        return Err(BatchCodecError::Marker("not exactly one record"));
+    }
+    let body = bytes.slice(HEADER_LEN..);
+    let mut cursor = Cursor {
+        data: &body,
+        pos: 0,
+        end: body.len(),
+    };
+    let r = read_record(&mut cursor, h.base_timestamp, 0)?;
+    if cursor.left() != 0 {
+        return Err(BatchCodecError::Record("bytes after the last record"));
+    }
+    // Key: version i16, type i16; value: version i16, coordinator epoch i32.
+    let key = r.key.filter(|k| k.len() == 4);
+    let key = key.ok_or(BatchCodecError::Marker("key is not version and type"))?;
+    let marker = marker_of_type(i16::from_be_bytes([key[2], key[3]]))
+        .ok_or(BatchCodecError::Marker("neither commit nor abort"))?;
+    let value = r.value.filter(|v| v.len() >= 6);
+    let value = value.ok_or(BatchCodecError::Marker("value holds no coordinator epoch"))?;
+    Ok(ControlMarker {
+        marker,
+        coordinator_epoch: i32::from_be_bytes([value[2], value[3], value[4], value[5]]),
     })
 }
 
@@ -216,176 +309,6 @@ pub fn approximate_size(r: &KafkaRecord) -> usize {
         .map(|(k, v)| k.len() + v.as_ref().map_or(0, Bytes::len) + 4)
         .sum();
     20 + r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len) + headers
-}
-
-/// Writes fetched records straight into uncompressed batches, as they come. A new
-/// batch starts at a gap in offsets or where the timestamp type changes (a
-/// LogAppendTime batch carries one time for all its records). Each value is copied
-/// once, into the batch: Fetch's main cost for large records is this copy.
-pub struct BatchWriter {
-    done: Vec<Bytes>,
-    open: Option<OpenBatch>,
-    /// Records taken so far, the bytes they add up to (about), and the most to take.
-    taken: usize,
-    size: usize,
-    max_bytes: usize,
-    /// About what all the records to come add up to: a batch's buffer is sized for the
-    /// rest of it once, instead of growing by copies.
-    expected: usize,
-    next_offset: u64,
-}
-
-struct OpenBatch {
-    buf: BytesMut,
-    base_offset: u64,
-    base_timestamp: i64,
-    max_timestamp: i64,
-    count: usize,
-    log_append_time: bool,
-}
-
-impl BatchWriter {
-    /// Takes records up to about `max_bytes` (and always the first); `expected` is
-    /// about what the records to come add up to.
-    pub fn new(max_bytes: usize, expected: usize) -> BatchWriter {
-        BatchWriter {
-            done: Vec::new(),
-            open: None,
-            taken: 0,
-            size: 0,
-            max_bytes,
-            expected: expected.min(max_bytes),
-            next_offset: 0,
-        }
-    }
-
-    /// Adds the record at `offset`, unless the budget is spent: then false, and the
-    /// record is left for a later read.
-    pub fn push(&mut self, offset: u64, r: &KafkaRecord, log_append_time: bool) -> bool {
-        let size = approximate_size(r);
-        if self.size > 0 && self.size + size > self.max_bytes {
-            return false;
-        }
-        let rest = self.expected.saturating_sub(self.size).max(size);
-        self.taken += 1;
-        self.size += size;
-        let continues = self.open.as_ref().is_some_and(|b| {
-            offset == b.base_offset + b.count as u64
-                && log_append_time == b.log_append_time
-                && (!log_append_time || b.base_timestamp == r.timestamp)
-        });
-        if !continues {
-            self.close();
-            let batch = OpenBatch::new(offset, r.timestamp, log_append_time, rest);
-            self.open = Some(batch);
-        }
-        if let Some(b) = &mut self.open {
-            b.push(r);
-        }
-        self.next_offset = offset + 1;
-        true
-    }
-
-    /// What a record taken so far adds to a batch, on average (for sizing polls).
-    pub fn average_record_size(&self) -> usize {
-        self.size / self.taken.max(1)
-    }
-
-    /// The batches, and the offset after the last record taken.
-    pub fn finish(mut self) -> (Vec<Bytes>, u64) {
-        self.close();
-        (self.done, self.next_offset)
-    }
-
-    fn close(&mut self) {
-        if let Some(b) = self.open.take() {
-            self.done.push(b.finish());
-        }
-    }
-}
-
-impl OpenBatch {
-    /// The batch header with its length, CRC, last offset delta, max timestamp and
-    /// record count left for `finish`; room for about `records_bytes` of records.
-    fn new(
-        base_offset: u64,
-        base_timestamp: i64,
-        log_append_time: bool,
-        records_bytes: usize,
-    ) -> OpenBatch {
-        let mut buf = BytesMut::with_capacity(HEADER_LEN + records_bytes);
-        buf.put_i64(base_offset as i64);
-        buf.put_i32(0); // batch length
-        buf.put_i32(0); // partition leader epoch
-        buf.put_i8(2); // magic
-        buf.put_u32(0); // CRC
-        buf.put_i16(if log_append_time {
-            TIMESTAMP_TYPE_BIT
-        } else {
-            0
-        });
-        buf.put_i32(0); // last offset delta
-        buf.put_i64(base_timestamp);
-        buf.put_i64(0); // max timestamp
-        buf.put_i64(-1); // producer id: consumers never need it
-        buf.put_i16(-1); // producer epoch
-        buf.put_i32(-1); // base sequence
-        buf.put_i32(0); // record count
-        OpenBatch {
-            buf,
-            base_offset,
-            base_timestamp,
-            max_timestamp: base_timestamp,
-            count: 0,
-            log_append_time,
-        }
-    }
-
-    fn push(&mut self, r: &KafkaRecord) {
-        let out = &mut self.buf;
-        let timestamp_delta = r.timestamp.wrapping_sub(self.base_timestamp);
-        let delta = self.count as i64;
-        let headers = r.headers.iter();
-        // The record's length comes first, so it is computed before anything is written.
-        let len = 1
-            + varlong_len(timestamp_delta)
-            + varlong_len(delta)
-            + nullable_len(r.key.as_deref())
-            + nullable_len(r.value.as_deref())
-            + varlong_len(r.headers.len() as i64)
-            + headers
-                .map(|(k, v)| nullable_len(Some(k)) + nullable_len(v.as_deref()))
-                .sum::<usize>();
-        out.reserve(len + 5);
-        put_varlong(out, len as i64);
-        out.put_u8(0); // attributes
-        put_varlong(out, timestamp_delta);
-        put_varlong(out, delta);
-        put_nullable(out, r.key.as_deref());
-        put_nullable(out, r.value.as_deref());
-        put_varlong(out, r.headers.len() as i64);
-        for (k, v) in &r.headers {
-            put_nullable(out, Some(k));
-            put_nullable(out, v.as_deref());
-        }
-        self.count += 1;
-        self.max_timestamp = self.max_timestamp.max(r.timestamp);
-    }
-
-    fn finish(mut self) -> Bytes {
-        let out = &mut self.buf;
-        let batch_length = (out.len() - LOG_OVERHEAD) as i32;
-        out[8..12].copy_from_slice(&batch_length.to_be_bytes());
-        let last_delta = self.count as i32 - 1;
-        out[ATTRIBUTES_AT + 2..ATTRIBUTES_AT + 6].copy_from_slice(&last_delta.to_be_bytes());
-        out[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8]
-            .copy_from_slice(&self.max_timestamp.to_be_bytes());
-        out[RECORD_COUNT_AT..RECORD_COUNT_AT + 4]
-            .copy_from_slice(&(self.count as i32).to_be_bytes());
-        let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
-        out[17..21].copy_from_slice(&crc.to_be_bytes());
-        self.buf.freeze()
-    }
 }
 
 #[cfg(test)]

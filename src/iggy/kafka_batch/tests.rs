@@ -1,4 +1,6 @@
+use super::writer::OpenBatch;
 use super::*;
+use iggy_kafka_actors::protocol::markers;
 use iggy_kafka_actors::protocol::records::{self, BatchHeader};
 
 /// A batch's records as the engine gets them: decompressed by Produce's own step.
@@ -14,7 +16,8 @@ fn decode_produced(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
 /// timestamps (`BatchWriter` would split a LogAppendTime batch where they differ).
 fn encode(base_offset: u64, log_append_time: bool, records: &[KafkaRecord]) -> Bytes {
     let size = records.iter().map(approximate_size).sum();
-    let mut batch = OpenBatch::new(base_offset, records[0].timestamp, log_append_time, size);
+    let timestamp = records[0].timestamp;
+    let mut batch = OpenBatch::new(base_offset, timestamp, log_append_time, size, None);
     records.iter().for_each(|r| batch.push(r));
     batch.finish()
 }
@@ -176,7 +179,7 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
         (11, 3, false),
     ];
     for (offset, timestamp, log_append_time) in fetched {
-        assert!(w.push(offset, &r(timestamp), log_append_time));
+        assert!(w.push(offset, &r(timestamp), log_append_time, InBatch::Loose));
     }
     let (batches, next) = w.finish();
     let bases: Vec<i64> = batches.iter().map(|b| records::base_offset(b)).collect();
@@ -191,10 +194,10 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
 
     let mut one = BatchWriter::new(1, 1);
     assert!(
-        one.push(0, &r(1), false),
+        one.push(0, &r(1), false, InBatch::Loose),
         "at least one record, even over budget"
     );
-    assert!(!one.push(1, &r(1), false), "but no more");
+    assert!(!one.push(1, &r(1), false, InBatch::Loose), "but no more");
     let (one, next) = one.finish();
     assert_eq!(next, 1, "the read ahead starts after what was taken");
     assert_eq!(decode_produced(&one[0]).unwrap().records.len(), 1);
@@ -312,4 +315,202 @@ fn truncated_records_are_errors_not_panics() {
         b.truncate(cut);
         assert!(decode_produced(&b.freeze()).is_err(), "cut at {cut}");
     }
+}
+
+/// A marker as the gateway appends it.
+fn marker_append(marker: markers::Marker, coordinator_epoch: i32) -> AppendBatch {
+    let bytes = markers::batch(marker, 42, 3, coordinator_epoch, 1_700_000_000_000);
+    AppendBatch {
+        header: BatchHeader::parse(&bytes),
+        bytes,
+        records: Bytes::new(),
+    }
+}
+
+#[test]
+fn markers_are_read_from_the_batch_itself() {
+    for (marker, epoch) in [(markers::Marker::Commit, 7), (markers::Marker::Abort, -1)] {
+        let read = decode_marker(&marker_append(marker, epoch)).unwrap();
+        assert_eq!(
+            read,
+            ControlMarker {
+                marker,
+                coordinator_epoch: epoch
+            }
+        );
+    }
+    // A control record of a type other than commit or abort is refused, never guessed.
+    let mut b = marker_append(markers::Marker::Commit, 0);
+    let mut bytes = BytesMut::from(&b.bytes[..]);
+    bytes[HEADER_LEN + 8] = 5; // the key's type, low byte
+    b.bytes = bytes.freeze();
+    assert_eq!(
+        decode_marker(&b),
+        Err(BatchCodecError::Marker("neither commit nor abort"))
+    );
+    let mut short = marker_append(markers::Marker::Abort, 0);
+    short.bytes = short.bytes.slice(..short.bytes.len() - 2);
+    assert!(decode_marker(&short).is_err());
+}
+
+fn rec(n: u8) -> KafkaRecord {
+    KafkaRecord {
+        timestamp: 1_700_000_000_000 + n as i64,
+        key: Some(Bytes::from(vec![n; 3])),
+        value: Some(Bytes::from(vec![n; 10])),
+        headers: vec![],
+    }
+}
+
+fn stamp(producer_id: i64, record_count: i32, transactional: bool) -> ProducerStamp {
+    ProducerStamp {
+        producer_id,
+        producer_epoch: 2,
+        base_sequence: 10,
+        record_count,
+        transactional,
+    }
+}
+
+/// What `records` stand for in their batch, for a transactional batch of `count` from
+/// the first: the stamp, then their places.
+fn transaction(producer_id: i64, count: u32) -> Vec<InBatch> {
+    let first = InBatch::First(stamp(producer_id, count as i32, true));
+    std::iter::once(first)
+        .chain((1..count).map(InBatch::Continues))
+        .collect()
+}
+
+/// (base offset, record count, producer id, transactional, control) of each batch.
+fn shapes(batches: &[Bytes]) -> Vec<(i64, i32, i64, bool, bool)> {
+    batches
+        .iter()
+        .map(|b| {
+            // Checks the CRC too; `records::validate` refuses control batches.
+            kafka_protocol::records::RecordBatchDecoder::decode(&mut b.clone())
+                .expect("a valid batch");
+            let h = BatchHeader::parse(b);
+            let base = records::base_offset(b);
+            (
+                base,
+                h.record_count,
+                h.producer_id,
+                h.transactional,
+                h.control,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn transactional_batches_and_markers_are_served_as_their_own_batches() {
+    let mut w = BatchWriter::new(usize::MAX, 0);
+    // Loose 0, idempotent 1 (merged), a transaction 2..4, loose 5, a marker at 6, loose 7.
+    let mut place = vec![InBatch::Loose, InBatch::First(stamp(6, 1, false))];
+    place.extend(transaction(5, 3));
+    place.push(InBatch::Loose);
+    for (offset, in_batch) in place.into_iter().enumerate() {
+        assert!(w.push(offset as u64, &rec(offset as u8), false, in_batch));
+    }
+    let commit = ControlMarker {
+        marker: markers::Marker::Commit,
+        coordinator_epoch: 4,
+    };
+    assert!(w.push_marker(6, commit, stamp(5, 1, true), 99, false));
+    assert!(w.push(7, &rec(7), false, InBatch::Loose));
+    assert_eq!(w.missing(), 0);
+    let (batches, next) = w.finish();
+    assert_eq!(next, 8);
+    assert_eq!(
+        shapes(&batches),
+        [
+            (0, 2, -1, false, false),
+            (2, 3, 5, true, false),
+            (5, 1, -1, false, false),
+            (6, 1, 5, true, true),
+            (7, 1, -1, false, false),
+        ]
+    );
+    let txn = BatchHeader::parse(&batches[1]);
+    assert_eq!((txn.producer_epoch, txn.base_sequence), (2, 10));
+    let records: Vec<KafkaRecord> = (2..5).map(rec).collect();
+    assert_eq!(decode_produced(&batches[1]).unwrap().records, records);
+    // The marker is exactly what the coordinator wrote, placed.
+    let expected = markers::batch(markers::Marker::Commit, 5, 2, 4, 99);
+    assert_eq!(batches[3], records::place(expected, 6));
+}
+
+#[test]
+fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
+    let size = approximate_size(&rec(0));
+    // Room for three records: the loose one, then a transaction of three does not fit.
+    let mut w = BatchWriter::new(3 * size, 0);
+    assert!(w.push(0, &rec(0), false, InBatch::Loose));
+    let place = transaction(5, 3);
+    assert!(w.push(1, &rec(1), false, place[0]));
+    assert!(w.push(2, &rec(2), false, place[1]));
+    assert!(!w.push(3, &rec(3), false, place[2]), "over the budget");
+    let (batches, next) = w.finish();
+    assert_eq!(shapes(&batches), [(0, 1, -1, false, false)]);
+    assert_eq!(next, 1, "the next read starts at the transaction");
+
+    // First in the answer, it goes whole past the budget.
+    let mut w = BatchWriter::new(size, 0);
+    for (i, in_batch) in transaction(5, 3).into_iter().enumerate() {
+        assert!(w.push(i as u64 + 1, &rec(1), false, in_batch));
+        assert_eq!(w.missing(), 2 - i, "read on for the rest");
+    }
+    assert_eq!(w.missing(), 0);
+    assert!(!w.push(4, &rec(4), false, InBatch::Loose));
+    let (batches, next) = w.finish();
+    assert_eq!(shapes(&batches), [(1, 3, 5, true, false)]);
+    assert_eq!(next, 4);
+
+    // Cut short by the end of what was read, not first: left for the next read.
+    let mut w = BatchWriter::new(usize::MAX, 0);
+    assert!(w.push(0, &rec(0), false, InBatch::Loose));
+    let place = transaction(5, 3);
+    assert!(w.push(1, &rec(1), false, place[0]));
+    assert_eq!(w.missing(), 0, "not the answer's first batch");
+    let (batches, next) = w.finish();
+    assert_eq!((shapes(&batches).len(), next), (1, 1));
+}
+
+#[test]
+fn nothing_is_merged_into_a_transactional_batch() {
+    let mut w = BatchWriter::new(usize::MAX, 0);
+    let place = transaction(5, 2);
+    assert!(w.push(0, &rec(0), false, place[0]));
+    // A loose record where the stamp promised another: the batch ends where it stands.
+    assert!(w.push(1, &rec(1), false, InBatch::Loose));
+    // Another producer's transaction right after, and one whose first record was not
+    // read (a record of it alone is loose).
+    assert!(w.push(2, &rec(2), false, transaction(6, 1)[0]));
+    assert!(w.push(3, &rec(3), false, InBatch::Continues(4)));
+    assert!(w.push(4, &rec(4), false, InBatch::Loose));
+    let (batches, _) = w.finish();
+    assert_eq!(
+        shapes(&batches),
+        [
+            (0, 1, 5, true, false),
+            (1, 1, -1, false, false),
+            (2, 1, 6, true, false),
+            (3, 2, -1, false, false),
+        ]
+    );
+}
+
+#[test]
+fn markers_of_log_append_time_topics_keep_the_timestamp_type() {
+    let mut w = BatchWriter::new(usize::MAX, 0);
+    let abort = ControlMarker {
+        marker: markers::Marker::Abort,
+        coordinator_epoch: 0,
+    };
+    assert!(w.push_marker(3, abort, stamp(5, 1, true), 1_000, true));
+    let (batches, _) = w.finish();
+    let h = BatchHeader::parse(&batches[0]);
+    assert!(h.control && h.log_append_time);
+    assert_eq!(markers::read(&batches[0]), Some(markers::Marker::Abort));
+    assert_eq!(shapes(&batches), [(3, 1, 5, true, true)], "and its CRC");
 }

@@ -6,13 +6,18 @@
 //!
 //! | header                 | kind   | when                                         |
 //! |------------------------|--------|----------------------------------------------|
-//! | `kafka.mapping`        | uint8  | always: mapping version (2)                  |
+//! | `kafka.mapping`        | uint8  | always: mapping version (3)                  |
 //! | `kafka.timestamp`      | int64  | the record timestamp in ms, when Iggy's      |
 //! |                        |        | `origin_timestamp` does not hold it          |
 //! | `kafka.timestamp_type` | string | only `LogAppendTime` (absent: `CreateTime`)  |
 //! | `kafka.key`            | raw    | key of 1 to 255 bytes                        |
 //! | `kafka.value`          | string | `null` for a null value (payload empty)      |
-//! | `kafka.producer`       | raw    | first record of an idempotent batch          |
+//! | `kafka.producer`       | raw    | first record of an idempotent batch, and a   |
+//! |                        |        | marker's producer (with the transactional    |
+//! |                        |        | flag on a transaction's batches)             |
+//! | `kafka.txn`            | uint32 | the rest of a transactional batch's records: |
+//! |                        |        | each one's place after the first             |
+//! | `kafka.control`        | raw    | a transaction marker, a message of its own   |
 //! | `kafka.extra.NNN`      | raw    | fallback blob, in chunks of up to 255 bytes  |
 //! | `kafka.split`          | uint32 | fallback blob too big for headers: it is the |
 //! |                        |        | first N bytes of the payload                 |
@@ -30,12 +35,17 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use iggy_common::{HeaderKind, HeaderValue};
 
-use super::kafka_batch::{KafkaHeader, KafkaRecord};
+use super::kafka_batch::{
+    marker_of_type, marker_type, ControlMarker, InBatch, KafkaHeader, KafkaRecord, ProducerStamp,
+};
 
 /// Version 2 drops `kafka.timestamp` where `origin_timestamp` already holds the
 /// timestamp (almost always): one header less per message, which Iggy ingests markedly
-/// faster at small record sizes. Version 1 messages are still read.
-pub const MAPPING_VERSION: u8 = 2;
+/// faster at small record sizes. Version 3 keeps transactions: a flags byte on
+/// `kafka.producer`, `kafka.txn` and `kafka.control`; an older gateway refuses such
+/// messages instead of serving aborted records as plain ones. Versions 1 and 2 are
+/// still read.
+pub const MAPPING_VERSION: u8 = 3;
 /// Header names the gateway owns; a Kafka header named like this goes to the fallback.
 pub const RESERVED_PREFIX: &str = "kafka.";
 const MARKER: &[u8] = b"kafka.mapping";
@@ -44,6 +54,8 @@ const TIMESTAMP_TYPE: &[u8] = b"kafka.timestamp_type";
 const KEY: &[u8] = b"kafka.key";
 const VALUE: &[u8] = b"kafka.value";
 pub const PRODUCER: &[u8] = b"kafka.producer";
+const TXN: &[u8] = b"kafka.txn";
+const CONTROL: &[u8] = b"kafka.control";
 const EXTRA: &str = "kafka.extra.";
 const SPLIT: &[u8] = b"kafka.split";
 const LOG_APPEND_TIME: &[u8] = b"LogAppendTime";
@@ -79,6 +91,12 @@ const MARKER_ONLY: &[u8] = &[
     MAPPING_VERSION,
 ];
 
+/// The `kafka.txn` entry without its value (a uint32): with the marker, all the headers
+/// of a plain record of a transactional batch after its first, read without parsing.
+const TXN_ENTRY: &[u8] = &[
+    STRING, 9, 0, 0, 0, b'k', b'a', b'f', b'k', b'a', b'.', b't', b'x', b'n', UINT32, 4, 0, 0, 0,
+];
+
 /// Iggy's limits on one header field and on all of a message's headers.
 const MAX_FIELD: usize = 255;
 const MAX_HEADERS_BYTES: usize = iggy_common::MAX_USER_HEADERS_SIZE as usize;
@@ -102,34 +120,57 @@ pub enum MappingError {
     Blob,
 }
 
-/// What an idempotent producer's batch says about itself; kept on its first message
-/// so duplicate and sequence checks can be rebuilt after a gateway restart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProducerStamp {
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-    pub base_sequence: i32,
-    pub record_count: i32,
+/// `kafka.producer` flags (version 3; older stamps have none).
+const STAMP_TRANSACTIONAL: u8 = 0x01;
+
+/// `kafka.producer`: producer id i64, epoch i16, base sequence i32, record count i32,
+/// flags u8, big-endian.
+fn encode_stamp(s: &ProducerStamp) -> [u8; 19] {
+    let mut out = [0; 19];
+    out[..8].copy_from_slice(&s.producer_id.to_be_bytes());
+    out[8..10].copy_from_slice(&s.producer_epoch.to_be_bytes());
+    out[10..14].copy_from_slice(&s.base_sequence.to_be_bytes());
+    out[14..18].copy_from_slice(&s.record_count.to_be_bytes());
+    out[18] = if s.transactional {
+        STAMP_TRANSACTIONAL
+    } else {
+        0
+    };
+    out
 }
 
-impl ProducerStamp {
-    fn encode(&self) -> [u8; 18] {
-        let mut out = [0; 18];
-        out[..8].copy_from_slice(&self.producer_id.to_be_bytes());
-        out[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
-        out[10..14].copy_from_slice(&self.base_sequence.to_be_bytes());
-        out[14..].copy_from_slice(&self.record_count.to_be_bytes());
-        out
+/// A stamp of any version: 18 bytes before version 3 (no flags: not transactional).
+fn decode_stamp(mut b: &[u8]) -> Option<ProducerStamp> {
+    if b.len() != 18 && b.len() != 19 {
+        return None;
     }
+    Some(ProducerStamp {
+        producer_id: b.get_i64(),
+        producer_epoch: b.get_i16(),
+        base_sequence: b.get_i32(),
+        record_count: b.get_i32(),
+        transactional: b.first().is_some_and(|f| f & STAMP_TRANSACTIONAL != 0),
+    })
+}
 
-    fn decode(mut b: &[u8]) -> Option<Self> {
-        (b.len() == 18).then(|| ProducerStamp {
-            producer_id: b.get_i64(),
-            producer_epoch: b.get_i16(),
-            base_sequence: b.get_i32(),
-            record_count: b.get_i32(),
-        })
+/// `kafka.control`: the marker's type i16 (Kafka's: 0 abort, 1 commit) and the
+/// coordinator epoch i32, big-endian.
+fn encode_control(c: &ControlMarker) -> [u8; 6] {
+    let mut out = [0; 6];
+    out[..2].copy_from_slice(&marker_type(c.marker).to_be_bytes());
+    out[2..].copy_from_slice(&c.coordinator_epoch.to_be_bytes());
+    out
+}
+
+fn decode_control(mut b: &[u8]) -> Result<ControlMarker, MappingError> {
+    if b.len() != 6 {
+        return Err(MappingError::Headers);
     }
+    let marker = marker_of_type(b.get_i16()).ok_or(MappingError::Headers)?;
+    Ok(ControlMarker {
+        marker,
+        coordinator_epoch: b.get_i32(),
+    })
 }
 
 /// An Iggy message's payload and encoded user headers.
@@ -184,35 +225,45 @@ fn key_is_native(key: &Option<Bytes>) -> bool {
         .is_none_or(|k| (1..=MAX_FIELD).contains(&k.len()))
 }
 
-/// The record as an Iggy message whose `origin_timestamp` is `origin_micros`.
-/// The record is taken by value so its value moves into the payload, uncounted.
+/// The headers every gateway message starts with: the marker, then the timestamp and
+/// its type where `origin_timestamp` does not say them.
+fn leading(timestamp: i64, log_append_time: bool, origin_micros: u64) -> Tlv {
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+    if timestamp_from_origin(origin_micros) != Some(timestamp) {
+        tlv.entry(TIMESTAMP, INT64, &timestamp.to_le_bytes());
+    }
+    if log_append_time {
+        tlv.entry(TIMESTAMP_TYPE, STRING, LOG_APPEND_TIME);
+    }
+    tlv
+}
+
+/// The record as an Iggy message whose `origin_timestamp` is `origin_micros`, standing
+/// in its batch as `in_batch` says. The record is taken by value so its value moves
+/// into the payload, uncounted.
 pub fn to_iggy(
     r: KafkaRecord,
     log_append_time: bool,
-    producer: Option<ProducerStamp>,
+    in_batch: InBatch,
     origin_micros: u64,
 ) -> IggyParts {
     let timestamp_held = timestamp_from_origin(origin_micros) == Some(r.timestamp);
-    let plain = r.key.is_none() && r.headers.is_empty() && producer.is_none();
+    let plain = r.key.is_none() && r.headers.is_empty() && in_batch == InBatch::Loose;
     if plain && r.value.is_some() && !log_append_time && timestamp_held {
         return IggyParts {
             payload: r.value.unwrap_or_default(),
             headers: Bytes::from_static(MARKER_ONLY),
         };
     }
-    let mut tlv = Tlv::default();
-    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
-    if !timestamp_held {
-        tlv.entry(TIMESTAMP, INT64, &r.timestamp.to_le_bytes());
-    }
-    if log_append_time {
-        tlv.entry(TIMESTAMP_TYPE, STRING, LOG_APPEND_TIME);
-    }
+    let mut tlv = leading(r.timestamp, log_append_time, origin_micros);
     if r.value.is_none() {
         tlv.entry(VALUE, STRING, NULL);
     }
-    if let Some(p) = producer {
-        tlv.entry(PRODUCER, RAW, &p.encode());
+    match in_batch {
+        InBatch::Loose => {}
+        InBatch::First(p) => tlv.entry(PRODUCER, RAW, &encode_stamp(&p)),
+        InBatch::Continues(n) => tlv.entry(TXN, UINT32, &n.to_le_bytes()),
     }
     let native_key = key_is_native(&r.key);
     if let (true, Some(key)) = (native_key, &r.key) {
@@ -257,6 +308,25 @@ pub fn to_iggy(
     payload.extend_from_slice(&value);
     IggyParts {
         payload: payload.freeze(),
+        headers: tlv.0.freeze(),
+    }
+}
+
+/// A transaction marker as an Iggy message of its own: an empty payload, its
+/// `kafka.control`, and the stamp of the producer whose transaction it ends (base
+/// sequence −1: a marker has none). The timestamp is the marker batch's.
+pub fn marker_to_iggy(
+    marker: ControlMarker,
+    producer: ProducerStamp,
+    timestamp: i64,
+    log_append_time: bool,
+    origin_micros: u64,
+) -> IggyParts {
+    let mut tlv = leading(timestamp, log_append_time, origin_micros);
+    tlv.entry(CONTROL, RAW, &encode_control(&marker));
+    tlv.entry(PRODUCER, RAW, &encode_stamp(&producer));
+    IggyParts {
+        payload: Bytes::new(),
         headers: tlv.0.freeze(),
     }
 }
@@ -384,14 +454,31 @@ fn timestamp_from_origin(origin_micros: u64) -> Option<i64> {
 pub struct FromIggy {
     pub record: KafkaRecord,
     pub log_append_time: bool,
-    /// Set on the first message of an idempotent producer's batch.
-    pub producer: Option<ProducerStamp>,
+    /// Where the record stands in the batch it was appended in.
+    pub in_batch: InBatch,
+    /// Set on a transaction marker, whose producer is its `in_batch` stamp.
+    pub control: Option<ControlMarker>,
+}
+
+/// Where a plain record stands in its batch when its headers are only the marker (of
+/// any version read) and maybe `kafka.txn`: the commonest messages, compared, not parsed.
+fn plain_in_batch(headers: &[u8]) -> Option<InBatch> {
+    let (marker, rest) = headers.split_at_checked(MARKER_ONLY.len())?;
+    let (version, entry) = marker.split_last()?;
+    if entry != &MARKER_ONLY[..entry.len()] || *version > MAPPING_VERSION {
+        return None;
+    }
+    if rest.is_empty() {
+        return Some(InBatch::Loose);
+    }
+    let n: [u8; 4] = rest.strip_prefix(TXN_ENTRY)?.try_into().ok()?;
+    Some(InBatch::Continues(u32::from_le_bytes(n)))
 }
 
 /// The Kafka record a message stands for.
 pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
     if let (Some(h), Some(timestamp)) = (m.user_headers, timestamp_from_origin(m.origin_micros)) {
-        if h.as_ref() == MARKER_ONLY {
+        if let Some(in_batch) = plain_in_batch(h) {
             return Ok(FromIggy {
                 record: KafkaRecord {
                     timestamp,
@@ -400,7 +487,8 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
                     headers: Vec::new(),
                 },
                 log_append_time: false,
-                producer: None,
+                in_batch,
+                control: None,
             });
         }
     }
@@ -413,7 +501,8 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
         return Ok(FromIggy {
             record: native_record(m, headers),
             log_append_time: false,
-            producer: None,
+            in_batch: InBatch::Loose,
+            control: None,
         });
     };
     let version = marker.value.first().copied().ok_or(MappingError::Headers)?;
@@ -429,6 +518,8 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
     };
     let mut log_append_time = false;
     let mut producer = None;
+    let mut continues = None;
+    let mut control = None;
     let mut extra: Vec<(Bytes, Bytes)> = Vec::new();
     let mut split = None;
     for h in headers {
@@ -449,7 +540,16 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
             TIMESTAMP_TYPE => log_append_time = h.value.as_ref() == LOG_APPEND_TIME,
             KEY => record.key = Some(h.value),
             VALUE if h.value.as_ref() == NULL => record.value = None,
-            PRODUCER => producer = ProducerStamp::decode(&h.value),
+            PRODUCER => producer = decode_stamp(&h.value),
+            TXN => {
+                let b: [u8; 4] = h
+                    .value
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| MappingError::Headers)?;
+                continues = Some(u32::from_le_bytes(b));
+            }
+            CONTROL => control = Some(decode_control(&h.value)?),
             SPLIT => {
                 let b: [u8; 4] = h
                     .value
@@ -494,10 +594,20 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
             record.headers = headers;
         }
     }
+    let in_batch = match (producer, continues) {
+        (Some(stamp), _) => InBatch::First(stamp),
+        (None, Some(n)) => InBatch::Continues(n),
+        (None, None) => InBatch::Loose,
+    };
+    // A marker is read by its producer's stamp: without one it is no marker.
+    if control.is_some() && producer.is_none() {
+        return Err(MappingError::Headers);
+    }
     Ok(FromIggy {
         record,
         log_append_time,
-        producer,
+        in_batch,
+        control,
     })
 }
 

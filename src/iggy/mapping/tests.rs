@@ -1,25 +1,45 @@
 use super::*;
+use iggy_kafka_actors::protocol::markers::Marker;
 
 fn b(s: &[u8]) -> Bytes {
     Bytes::copy_from_slice(s)
 }
 
-/// Round-trips `r` with an origin timestamp that holds its timestamp where one can,
-/// and with one that does not; returns the first.
-fn round_trip(r: &KafkaRecord, log_append_time: bool) -> IggyParts {
-    let producer = ProducerStamp {
+fn producer(transactional: bool) -> ProducerStamp {
+    ProducerStamp {
         producer_id: 9,
         producer_epoch: 1,
         base_sequence: 40,
         record_count: 3,
-    };
+        transactional,
+    }
+}
+
+/// Round-trips `r` with an origin timestamp that holds its timestamp where one can,
+/// and with one that does not, standing in its batch every way; returns the first.
+fn round_trip(r: &KafkaRecord, log_append_time: bool) -> IggyParts {
+    let places = [
+        InBatch::First(producer(false)),
+        InBatch::First(producer(true)),
+        InBatch::Continues(2),
+        InBatch::Loose,
+    ];
+    let mut first = None;
+    for in_batch in places {
+        let parts = round_trip_in(r, log_append_time, in_batch);
+        first.get_or_insert(parts);
+    }
+    first.unwrap()
+}
+
+fn round_trip_in(r: &KafkaRecord, log_append_time: bool, in_batch: InBatch) -> IggyParts {
     let exact = u64::try_from(r.timestamp)
         .ok()
         .and_then(|t| t.checked_mul(1000))
         .unwrap_or(7);
     let mut first = None;
     for origin_micros in [exact, exact + 1] {
-        let parts = to_iggy(r.clone(), log_append_time, Some(producer), origin_micros);
+        let parts = to_iggy(r.clone(), log_append_time, in_batch, origin_micros);
         assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
         iggy_binary_protocol::validate_user_headers(&parts.headers).expect("valid Iggy headers");
         let back = from_iggy(IggyView {
@@ -31,7 +51,8 @@ fn round_trip(r: &KafkaRecord, log_append_time: bool) -> IggyParts {
         .unwrap();
         assert_eq!(back.record, *r);
         assert_eq!(back.log_append_time, log_append_time);
-        assert_eq!(back.producer, Some(producer));
+        assert_eq!(back.in_batch, in_batch);
+        assert_eq!(back.control, None);
         first.get_or_insert(parts);
     }
     first.unwrap()
@@ -124,7 +145,7 @@ fn the_shared_marker_is_what_the_general_encoding_writes() {
     tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
     assert_eq!(tlv.0.as_ref(), MARKER_ONLY);
     let r = record(None, Some(b(b"v")), vec![]);
-    let parts = to_iggy(r.clone(), false, None, r.timestamp as u64 * 1000);
+    let parts = to_iggy(r.clone(), false, InBatch::Loose, r.timestamp as u64 * 1000);
     assert_eq!(parts.headers.as_ref(), MARKER_ONLY);
     // Read back by the fast path, and by the general one when the origin differs.
     for origin_micros in [r.timestamp as u64 * 1000, 7] {
@@ -145,9 +166,9 @@ fn the_shared_marker_is_what_the_general_encoding_writes() {
 fn the_timestamp_header_is_written_only_when_the_origin_timestamp_lacks_it() {
     let r = record(None, Some(b(b"v")), vec![]);
     let micros = r.timestamp as u64 * 1000;
-    let held = to_iggy(r.clone(), false, None, micros);
+    let held = to_iggy(r.clone(), false, InBatch::Loose, micros);
     assert_eq!(names(&held), vec![b(MARKER)], "only the marker");
-    let other = to_iggy(r, false, None, micros + 1);
+    let other = to_iggy(r, false, InBatch::Loose, micros + 1);
     assert!(names(&other).contains(&b(TIMESTAMP)));
 }
 
@@ -206,4 +227,151 @@ fn newer_mappings_are_refused_not_misread() {
         origin_micros: 0,
     });
     assert_eq!(err.unwrap_err(), MappingError::Version(MAPPING_VERSION + 1));
+}
+
+fn read(parts: &IggyParts, origin_micros: u64) -> Result<FromIggy, MappingError> {
+    from_iggy(IggyView {
+        payload: &parts.payload,
+        user_headers: Some(&parts.headers),
+        timestamp_micros: 5,
+        origin_micros,
+    })
+}
+
+#[test]
+fn a_transactional_batch_after_its_first_record_is_read_without_parsing() {
+    let mut tlv = Tlv::default();
+    tlv.field(STRING, TXN);
+    tlv.field(UINT32, &7u32.to_le_bytes());
+    assert_eq!(&tlv.0[..TXN_ENTRY.len()], TXN_ENTRY);
+    let r = record(None, Some(b(b"v")), vec![]);
+    let micros = r.timestamp as u64 * 1000;
+    let parts = to_iggy(r.clone(), false, InBatch::Continues(7), micros);
+    let mut fast = MARKER_ONLY.to_vec();
+    fast.extend_from_slice(&tlv.0);
+    assert_eq!(
+        parts.headers.as_ref(),
+        &fast[..],
+        "the marker and `kafka.txn` alone"
+    );
+    assert_eq!(plain_in_batch(&parts.headers), Some(InBatch::Continues(7)));
+    let back = read(&parts, micros).unwrap();
+    assert_eq!((back.record, back.in_batch), (r, InBatch::Continues(7)));
+    // Anything more is parsed: a stamp is never taken for a plain record.
+    let first = to_iggy(
+        record(None, Some(b(b"v")), vec![]),
+        false,
+        InBatch::First(producer(true)),
+        micros,
+    );
+    assert_eq!(plain_in_batch(&first.headers), None);
+}
+
+#[test]
+fn stamps_of_version_2_still_read_as_not_transactional() {
+    let mut stamp = encode_stamp(&producer(true)).to_vec();
+    assert_eq!(stamp.pop(), Some(STAMP_TRANSACTIONAL));
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[2]);
+    tlv.entry(KEY, RAW, b"k");
+    tlv.entry(PRODUCER, RAW, &stamp);
+    let parts = IggyParts {
+        payload: b(b"v"),
+        headers: tlv.0.freeze(),
+    };
+    let back = read(&parts, 1_000).unwrap();
+    assert_eq!(back.in_batch, InBatch::First(producer(false)));
+    assert_eq!(back.record.key, Some(b(b"k")));
+    // A stamp of neither length is none.
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+    tlv.entry(PRODUCER, RAW, &stamp[..17]);
+    let parts = IggyParts {
+        payload: b(b"v"),
+        headers: tlv.0.freeze(),
+    };
+    assert_eq!(read(&parts, 1_000).unwrap().in_batch, InBatch::Loose);
+}
+
+#[test]
+fn plain_messages_of_version_2_take_the_fast_path() {
+    let mut old = MARKER_ONLY.to_vec();
+    *old.last_mut().unwrap() = 2;
+    assert_eq!(plain_in_batch(&old), Some(InBatch::Loose));
+    let parts = IggyParts {
+        payload: b(b"v"),
+        headers: Bytes::from(old),
+    };
+    let back = read(&parts, 42_000).unwrap();
+    assert_eq!(
+        (back.record.timestamp, back.record.value),
+        (42, Some(b(b"v")))
+    );
+    let mut newer = MARKER_ONLY.to_vec();
+    *newer.last_mut().unwrap() = MAPPING_VERSION + 1;
+    assert_eq!(plain_in_batch(&newer), None, "left to the version check");
+}
+
+#[test]
+fn markers_are_messages_of_their_own_that_native_readers_can_tell() {
+    let stamp = ProducerStamp {
+        base_sequence: -1,
+        record_count: 1,
+        ..producer(true)
+    };
+    for (marker, epoch) in [(Marker::Commit, 3), (Marker::Abort, i32::MAX)] {
+        let control = ControlMarker {
+            marker,
+            coordinator_epoch: epoch,
+        };
+        for (log_append_time, origin_micros) in [(false, 1_700_000_000_000_000), (true, 7)] {
+            let parts = marker_to_iggy(
+                control,
+                stamp,
+                1_700_000_000_000,
+                log_append_time,
+                origin_micros,
+            );
+            iggy_binary_protocol::validate_user_headers(&parts.headers)
+                .expect("valid Iggy headers");
+            assert!(parts.payload.is_empty());
+            assert!(names(&parts).contains(&b(CONTROL)));
+            let back = read(&parts, origin_micros).unwrap();
+            assert_eq!(back.control, Some(control));
+            assert_eq!(back.in_batch, InBatch::First(stamp));
+            assert_eq!(back.log_append_time, log_append_time);
+            assert_eq!(back.record.timestamp, 1_700_000_000_000);
+        }
+    }
+    // `kafka.control`: Kafka's type (commit 1), then the coordinator epoch.
+    let commit = ControlMarker {
+        marker: Marker::Commit,
+        coordinator_epoch: 3,
+    };
+    assert_eq!(encode_control(&commit), [0, 1, 0, 0, 0, 3]);
+}
+
+#[test]
+fn a_control_header_without_its_producer_is_no_marker() {
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+    tlv.entry(CONTROL, RAW, &[0, 1, 0, 0, 0, 0]);
+    let parts = IggyParts {
+        payload: Bytes::new(),
+        headers: tlv.0.freeze(),
+    };
+    assert_eq!(read(&parts, 0).unwrap_err(), MappingError::Headers);
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+    tlv.entry(CONTROL, RAW, &[0, 9, 0, 0, 0, 0]);
+    tlv.entry(PRODUCER, RAW, &encode_stamp(&producer(true)));
+    let parts = IggyParts {
+        payload: Bytes::new(),
+        headers: tlv.0.freeze(),
+    };
+    assert_eq!(
+        read(&parts, 0).unwrap_err(),
+        MappingError::Headers,
+        "an unknown type"
+    );
 }

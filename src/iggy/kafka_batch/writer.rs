@@ -1,0 +1,317 @@
+//! Fetched records written back to consumers as uncompressed Kafka batches.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use iggy_kafka_actors::protocol::markers;
+use iggy_kafka_actors::protocol::records::{
+    self, BatchHeader, ATTRIBUTES_AT, CRC_AT, HEADER_LEN, LOG_OVERHEAD, MAX_TIMESTAMP_AT,
+    RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT,
+};
+
+use super::{
+    approximate_size, nullable_len, put_nullable, put_varlong, varlong_len, ControlMarker, InBatch,
+    KafkaRecord, ProducerStamp,
+};
+
+/// Writes fetched records straight into uncompressed batches, as they come.
+///
+/// Records whose batch the log does not keep ([`InBatch::Loose`]) share batches: a new
+/// one starts at a gap in offsets or where the timestamp type changes (a LogAppendTime
+/// batch carries one time for all its records). A transactional batch is served as
+/// appended, with its producer, sequence and flag, and whole: read-committed consumers
+/// judge its records by its header alone. A marker is a control batch of its own.
+/// Each value is copied once, into the batch: Fetch's main cost for large records is
+/// this copy.
+pub struct BatchWriter {
+    done: Vec<Bytes>,
+    open: Option<OpenBatch>,
+    /// Records taken so far, the bytes they add up to (about), and the most to take.
+    taken: usize,
+    size: usize,
+    max_bytes: usize,
+    /// About what all the records to come add up to: a batch's buffer is sized for the
+    /// rest of it once, instead of growing by copies.
+    expected: usize,
+    next_offset: u64,
+}
+
+pub(super) struct OpenBatch {
+    buf: BytesMut,
+    base_offset: u64,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    count: usize,
+    log_append_time: bool,
+    transaction: Option<Transaction>,
+}
+
+/// A transactional batch being written: its stamp, and what the writer had taken before
+/// it, to take it back whole when it does not fit.
+#[derive(Clone, Copy)]
+pub(super) struct Transaction {
+    pub(super) stamp: ProducerStamp,
+    pub(super) taken_before: usize,
+    pub(super) size_before: usize,
+}
+
+impl Transaction {
+    fn record_count(&self) -> usize {
+        self.stamp.record_count.max(1) as usize
+    }
+}
+
+impl BatchWriter {
+    /// Takes records up to about `max_bytes` (and always the first batch, whole when it
+    /// is transactional); `expected` is about what the records to come add up to.
+    pub fn new(max_bytes: usize, expected: usize) -> BatchWriter {
+        BatchWriter {
+            done: Vec::new(),
+            open: None,
+            taken: 0,
+            size: 0,
+            max_bytes,
+            expected: expected.min(max_bytes),
+            next_offset: 0,
+        }
+    }
+
+    /// Adds the record at `offset`, standing in its batch as `in_batch` says, unless the
+    /// budget is spent: then false, and the record is left for a later read (with the
+    /// rest of its transactional batch, which is served whole or not at all).
+    pub fn push(
+        &mut self,
+        offset: u64,
+        r: &KafkaRecord,
+        log_append_time: bool,
+        in_batch: InBatch,
+    ) -> bool {
+        let size = approximate_size(r);
+        let open = self.open.as_ref();
+        let continues = open.is_some_and(|b| b.takes(offset, r, log_append_time, in_batch));
+        if self.size > 0 && self.size + size > self.max_bytes {
+            match open.and_then(|b| b.transaction).filter(|_| continues) {
+                // The answer's first batch goes whole, over the budget if need be.
+                Some(t) if t.taken_before == 0 => {}
+                Some(t) => {
+                    self.take_back(t);
+                    return false;
+                }
+                None => return false,
+            }
+        }
+        let rest = self.expected.saturating_sub(self.size).max(size);
+        if !continues {
+            self.close();
+            let transaction = match in_batch {
+                InBatch::First(stamp) if stamp.transactional => Some(Transaction {
+                    stamp,
+                    taken_before: self.taken,
+                    size_before: self.size,
+                }),
+                _ => None,
+            };
+            let batch = OpenBatch::new(offset, r.timestamp, log_append_time, rest, transaction);
+            self.open = Some(batch);
+        }
+        self.taken += 1;
+        self.size += size;
+        if let Some(b) = &mut self.open {
+            b.push(r);
+        }
+        self.next_offset = offset + 1;
+        true
+    }
+
+    /// Adds the marker at `offset` as a control batch of its own, exactly as
+    /// `markers::batch` makes it, unless the budget is spent: then false.
+    pub fn push_marker(
+        &mut self,
+        offset: u64,
+        marker: ControlMarker,
+        producer: ProducerStamp,
+        timestamp: i64,
+        log_append_time: bool,
+    ) -> bool {
+        let mut batch = markers::batch(
+            marker.marker,
+            producer.producer_id,
+            producer.producer_epoch,
+            marker.coordinator_epoch,
+            timestamp,
+        );
+        if log_append_time {
+            let mut header = BatchHeader::parse(&batch);
+            batch = records::stamp_log_append_time(batch, &mut header, timestamp);
+        }
+        if self.size > 0 && self.size + batch.len() > self.max_bytes {
+            return false;
+        }
+        self.close();
+        self.taken += 1;
+        self.size += batch.len();
+        self.done.push(records::place(batch, offset as i64));
+        self.next_offset = offset + 1;
+        true
+    }
+
+    /// How many records the answer's first batch still lacks, when it is a
+    /// transactional batch the records given so far did not complete: it is served
+    /// whole, so the caller reads on for them.
+    pub fn missing(&self) -> usize {
+        let Some(b) = &self.open else { return 0 };
+        match b.transaction {
+            Some(t) if t.taken_before == 0 => t.record_count().saturating_sub(b.count),
+            _ => 0,
+        }
+    }
+
+    /// What a record taken so far adds to a batch, on average (for sizing polls).
+    pub fn average_record_size(&self) -> usize {
+        self.size / self.taken.max(1)
+    }
+
+    /// The batches, and the offset after the last record taken. A transactional batch
+    /// the records given did not complete is left for the next read, unless it is the
+    /// answer's first: then it is served with the records there are.
+    pub fn finish(mut self) -> (Vec<Bytes>, u64) {
+        let open = self.open.as_ref();
+        let cut_short = open.and_then(|b| Some((b.transaction?, b.count)));
+        match cut_short.filter(|(t, count)| t.taken_before > 0 && *count < t.record_count()) {
+            Some((t, _)) => self.take_back(t),
+            None => self.close(),
+        }
+        (self.done, self.next_offset)
+    }
+
+    /// Drops the open transactional batch `t`: the next read starts at it.
+    fn take_back(&mut self, t: Transaction) {
+        if let Some(b) = self.open.take() {
+            self.taken = t.taken_before;
+            self.size = t.size_before;
+            self.next_offset = b.base_offset;
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(b) = self.open.take() {
+            self.done.push(b.finish());
+        }
+    }
+}
+
+impl OpenBatch {
+    /// The batch header with its length, CRC, last offset delta, max timestamp and
+    /// record count left for `finish`; room for about `records_bytes` of records. A
+    /// transactional batch carries its producer; others none (consumers never need it).
+    pub(super) fn new(
+        base_offset: u64,
+        base_timestamp: i64,
+        log_append_time: bool,
+        records_bytes: usize,
+        transaction: Option<Transaction>,
+    ) -> OpenBatch {
+        let mut attributes = if log_append_time {
+            TIMESTAMP_TYPE_BIT
+        } else {
+            0
+        };
+        let mut producer = (-1, -1, -1);
+        if let Some(t) = &transaction {
+            attributes |= TRANSACTIONAL_BIT;
+            let s = t.stamp;
+            producer = (s.producer_id, s.producer_epoch, s.base_sequence);
+        }
+        let mut buf = BytesMut::with_capacity(HEADER_LEN + records_bytes);
+        buf.put_i64(base_offset as i64);
+        buf.put_i32(0); // batch length
+        buf.put_i32(0); // partition leader epoch
+        buf.put_i8(2); // magic
+        buf.put_u32(0); // CRC
+        buf.put_i16(attributes);
+        buf.put_i32(0); // last offset delta
+        buf.put_i64(base_timestamp);
+        buf.put_i64(0); // max timestamp
+        buf.put_i64(producer.0);
+        buf.put_i16(producer.1);
+        buf.put_i32(producer.2);
+        buf.put_i32(0); // record count
+        OpenBatch {
+            buf,
+            base_offset,
+            base_timestamp,
+            max_timestamp: base_timestamp,
+            count: 0,
+            log_append_time,
+            transaction,
+        }
+    }
+
+    /// Whether the record at `offset` belongs in this batch: the next offset, the same
+    /// timestamp type, and either both loose or the next record of this transactional
+    /// batch. A record whose transactional batch's start was not read is loose.
+    fn takes(
+        &self,
+        offset: u64,
+        r: &KafkaRecord,
+        log_append_time: bool,
+        in_batch: InBatch,
+    ) -> bool {
+        let next = offset == self.base_offset + self.count as u64
+            && log_append_time == self.log_append_time
+            && (!log_append_time || self.base_timestamp == r.timestamp);
+        match (self.transaction, in_batch) {
+            (Some(t), InBatch::Continues(n)) => {
+                next && self.count < t.record_count() && n as usize == self.count
+            }
+            (Some(_), _) => false,
+            (None, InBatch::First(s)) => next && !s.transactional,
+            (None, _) => next,
+        }
+    }
+
+    pub(super) fn push(&mut self, r: &KafkaRecord) {
+        let out = &mut self.buf;
+        let timestamp_delta = r.timestamp.wrapping_sub(self.base_timestamp);
+        let delta = self.count as i64;
+        let headers = r.headers.iter();
+        // The record's length comes first, so it is computed before anything is written.
+        let len = 1
+            + varlong_len(timestamp_delta)
+            + varlong_len(delta)
+            + nullable_len(r.key.as_deref())
+            + nullable_len(r.value.as_deref())
+            + varlong_len(r.headers.len() as i64)
+            + headers
+                .map(|(k, v)| nullable_len(Some(k)) + nullable_len(v.as_deref()))
+                .sum::<usize>();
+        out.reserve(len + 5);
+        put_varlong(out, len as i64);
+        out.put_u8(0); // attributes
+        put_varlong(out, timestamp_delta);
+        put_varlong(out, delta);
+        put_nullable(out, r.key.as_deref());
+        put_nullable(out, r.value.as_deref());
+        put_varlong(out, r.headers.len() as i64);
+        for (k, v) in &r.headers {
+            put_nullable(out, Some(k));
+            put_nullable(out, v.as_deref());
+        }
+        self.count += 1;
+        self.max_timestamp = self.max_timestamp.max(r.timestamp);
+    }
+
+    pub(super) fn finish(mut self) -> Bytes {
+        let out = &mut self.buf;
+        let batch_length = (out.len() - LOG_OVERHEAD) as i32;
+        out[8..12].copy_from_slice(&batch_length.to_be_bytes());
+        let last_delta = self.count as i32 - 1;
+        out[ATTRIBUTES_AT + 2..ATTRIBUTES_AT + 6].copy_from_slice(&last_delta.to_be_bytes());
+        out[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8]
+            .copy_from_slice(&self.max_timestamp.to_be_bytes());
+        out[RECORD_COUNT_AT..RECORD_COUNT_AT + 4]
+            .copy_from_slice(&(self.count as i32).to_be_bytes());
+        let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+        out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        self.buf.freeze()
+    }
+}
