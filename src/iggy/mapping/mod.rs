@@ -43,9 +43,13 @@ use super::kafka_batch::{
 /// timestamp (almost always): one header less per message, which Iggy ingests markedly
 /// faster at small record sizes. Version 3 keeps transactions: a flags byte on
 /// `kafka.producer`, `kafka.txn` and `kafka.control`; an older gateway refuses such
-/// messages instead of serving aborted records as plain ones. Versions 1 and 2 are
-/// still read.
+/// messages instead of serving aborted records as plain ones. Only messages of a
+/// transaction are written as version 3: the rest stay version 2, so gateways of the
+/// previous release on the same server keep reading them during a rolling upgrade.
+/// Versions 1 and 2 are still read.
 pub const MAPPING_VERSION: u8 = 3;
+/// The version of messages that hold nothing of a transaction.
+const PLAIN_VERSION: u8 = 2;
 /// Header names the gateway owns; a Kafka header named like this goes to the fallback.
 pub const RESERVED_PREFIX: &str = "kafka.";
 const MARKER: &[u8] = b"kafka.mapping";
@@ -88,7 +92,7 @@ const MARKER_ONLY: &[u8] = &[
     0,
     0,
     0,
-    MAPPING_VERSION,
+    PLAIN_VERSION,
 ];
 
 /// The `kafka.txn` entry without its value (a uint32): with the marker, all the headers
@@ -124,18 +128,16 @@ pub enum MappingError {
 const STAMP_TRANSACTIONAL: u8 = 0x01;
 
 /// `kafka.producer`: producer id i64, epoch i16, base sequence i32, record count i32,
-/// flags u8, big-endian.
-fn encode_stamp(s: &ProducerStamp) -> [u8; 19] {
-    let mut out = [0; 19];
-    out[..8].copy_from_slice(&s.producer_id.to_be_bytes());
-    out[8..10].copy_from_slice(&s.producer_epoch.to_be_bytes());
-    out[10..14].copy_from_slice(&s.base_sequence.to_be_bytes());
-    out[14..18].copy_from_slice(&s.record_count.to_be_bytes());
-    out[18] = if s.transactional {
-        STAMP_TRANSACTIONAL
-    } else {
-        0
-    };
+/// big-endian, then for a transactional producer (version 3) the flags u8.
+fn encode_stamp(s: &ProducerStamp) -> Vec<u8> {
+    let mut out = Vec::with_capacity(19);
+    out.extend_from_slice(&s.producer_id.to_be_bytes());
+    out.extend_from_slice(&s.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&s.base_sequence.to_be_bytes());
+    out.extend_from_slice(&s.record_count.to_be_bytes());
+    if s.transactional {
+        out.push(STAMP_TRANSACTIONAL);
+    }
     out
 }
 
@@ -227,9 +229,9 @@ fn key_is_native(key: &Option<Bytes>) -> bool {
 
 /// The headers every gateway message starts with: the marker, then the timestamp and
 /// its type where `origin_timestamp` does not say them.
-fn leading(timestamp: i64, log_append_time: bool, origin_micros: u64) -> Tlv {
+fn leading(timestamp: i64, log_append_time: bool, origin_micros: u64, version: u8) -> Tlv {
     let mut tlv = Tlv::default();
-    tlv.entry(MARKER, UINT8, &[MAPPING_VERSION]);
+    tlv.entry(MARKER, UINT8, &[version]);
     if timestamp_from_origin(origin_micros) != Some(timestamp) {
         tlv.entry(TIMESTAMP, INT64, &timestamp.to_le_bytes());
     }
@@ -256,7 +258,12 @@ pub fn to_iggy(
             headers: Bytes::from_static(MARKER_ONLY),
         };
     }
-    let mut tlv = leading(r.timestamp, log_append_time, origin_micros);
+    let version = match in_batch {
+        InBatch::Loose => PLAIN_VERSION,
+        InBatch::First(p) if !p.transactional => PLAIN_VERSION,
+        InBatch::First(_) | InBatch::Continues(_) => MAPPING_VERSION,
+    };
+    let mut tlv = leading(r.timestamp, log_append_time, origin_micros, version);
     if r.value.is_none() {
         tlv.entry(VALUE, STRING, NULL);
     }
@@ -322,7 +329,7 @@ pub fn marker_to_iggy(
     log_append_time: bool,
     origin_micros: u64,
 ) -> IggyParts {
-    let mut tlv = leading(timestamp, log_append_time, origin_micros);
+    let mut tlv = leading(timestamp, log_append_time, origin_micros, MAPPING_VERSION);
     tlv.entry(CONTROL, RAW, &encode_control(&marker));
     tlv.entry(PRODUCER, RAW, &encode_stamp(&producer));
     IggyParts {
