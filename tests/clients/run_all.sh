@@ -42,7 +42,7 @@ skip() {
 checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs java4-configs
         confluent-configs confluent-groups kafka-python-groups kafkajs-groups java-groups
         java4-groups kcat-groups go-sarama go-kafkago java-quotas java4-quotas java-describe
-        java4-describe java-transactions java4-transactions)
+        java4-describe java-transactions java4-transactions confluent-transactions)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
     checks+=(confluent-sasl java-scram java4-scram)
     # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
@@ -80,6 +80,7 @@ for check in "${checks[@]}"; do
         java-configs) cmd=(bash "$HERE/java_check.sh" ConfigsJava "$BOOTSTRAP") ;;
         confluent-configs) cmd=("$PY" "$HERE/configs_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         confluent-groups) cmd=("$PY" "$HERE/groups_confluent.py" --bootstrap "$BOOTSTRAP") ;;
+        confluent-transactions) cmd=("$PY" "$HERE/txn_confluent.py" --bootstrap "$BOOTSTRAP") ;;
         kafka-python-groups) cmd=("$PY" "$HERE/groups_kafka_python.py" --bootstrap "$BOOTSTRAP") ;;
         kafkajs-groups) cmd=(node "$HERE/groups_kafkajs.js" "$BOOTSTRAP") ;;
         java-groups) cmd=(bash "$HERE/java_check.sh" GroupsJava "$BOOTSTRAP") ;;
