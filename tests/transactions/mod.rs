@@ -1,8 +1,10 @@
 //! Transactions through real clients and raw requests, on both stores: librdkafka's
 //! transactional producer and read-committed consumer (`librdkafka.rs`), what a
-//! SIGKILLed gateway leaves behind (`restarts.rs`), and the refusals Kafka answers
-//! (`refusals.rs`).
+//! SIGKILLed gateway leaves behind (`restarts.rs`), the refusals Kafka answers
+//! (`refusals.rs`), and a coordinator killed among several gateways on one Iggy
+//! (`cluster.rs`).
 
+mod cluster;
 mod librdkafka;
 mod refusals;
 mod restarts;
