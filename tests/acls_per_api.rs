@@ -308,10 +308,13 @@ fn cluster_operations(store: Store) {
     grant(&mut admin, "bob", (TOPIC, "orders"), WRITE);
     let (code, id) = init_producer_id(&mut bob, None);
     assert!(code == 0 && id >= 0, "{code} {id}");
-    // Allowed its transactional id, bob is still refused: transactions are not served.
+    // WRITE on its transactional id lets bob start a transactional producer; alice,
+    // without it, is still refused.
     grant(&mut admin, "bob", (TRANSACTIONAL_ID, "tx"), WRITE);
+    let (code, id) = init_producer_id(&mut bob, Some("tx"));
+    assert!(code == 0 && id >= 0, "{code} {id}");
     assert_eq!(
-        init_producer_id(&mut bob, Some("tx")),
+        init_producer_id(&mut alice, Some("tx")),
         (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
     );
 }

@@ -318,29 +318,21 @@ fn producer_ids_are_never_reused(store: Store) {
     }
 }
 
-fn transactions_are_refused_and_nothing_is_stored(store: Store) {
+fn transactional_batches_outside_a_transaction_are_refused_and_nothing_is_stored(store: Store) {
     let Some((_gw, mut c)) = gateway_with_topic(Gateway::start_on, store, 1) else {
         return;
     };
     let pid = new_producer(&mut c);
     let mut txn = records(pid, 0, 0, 2, "txn");
     txn.iter_mut().for_each(|r| r.transactional = true);
-    let answer = produce(&mut c, batch(&txn, Compression::None), None);
-    assert_eq!(
-        answer,
-        (ResponseError::InvalidTxnState.code(), -1),
-        "txn batch"
-    );
-
-    let plain = idempotent_batch(pid, 0, 0, 2, "plain");
+    // Without the request's transactional id, as Kafka answers it.
     let refused = ResponseError::TransactionalIdAuthorizationFailed.code();
-    assert_eq!(
-        produce(&mut c, plain, Some("tx-1")),
-        (refused, -1),
-        "txn id"
-    );
-    let (code, id, _) = init_producer(&mut c, Some("tx-1"));
-    assert_eq!((code, id), (refused, -1), "InitProducerId with a txn id");
+    let answer = produce(&mut c, batch(&txn, Compression::None), None);
+    assert_eq!(answer, (refused, -1), "txn batch without a transactional id");
+    // With one, but an idempotent producer's id that no transaction holds.
+    let answer = produce(&mut c, batch(&txn, Compression::None), Some("tx-1"));
+    let invalid = ResponseError::InvalidTxnState.code();
+    assert_eq!(answer, (invalid, -1), "txn batch outside a transaction");
     assert_eq!(high_watermark(&mut c, TOPIC, 0), 0);
     assert!(stored_values(&mut c).is_empty());
 }
@@ -439,6 +431,6 @@ support::on_every_store!(
     producer_state_survives_a_crash,
     sequences_wrap_past_i32_max_across_a_crash,
     producer_ids_are_never_reused,
-    transactions_are_refused_and_nothing_is_stored,
+    transactional_batches_outside_a_transaction_are_refused_and_nothing_is_stored,
     rdkafka_idempotent_producer_writes_exactly_once_across_a_crash,
 );
