@@ -94,8 +94,9 @@ fi
 GO_CHECKS=$ROOT/.venv/go-checks
 (cd "$ROOT/tests/clients/go" && go mod download && go build -trimpath -buildvcs=false -o "$GO_CHECKS/" ./cmd/...)
 
-# The framework projects (tests/frameworks/*/pom.xml: Connect, Streams, Spring), built
-# with Maven from Maven Central; ~/.m2 caches the jars, so a second run is quick.
+# The framework projects (tests/frameworks/*/pom.xml: Connect, Kafka's tools, Streams,
+# Spring), built with Maven from Maven Central; ~/.m2 caches the jars, so a second run
+# is quick.
 command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends maven >/dev/null; }
 bash "$ROOT/tests/frameworks/deps.sh"
 

@@ -2,10 +2,13 @@
 //! answer Kafka 3.9 gives a principal without the binding (29, 30 or 31 where Kafka puts
 //! it, per resource or at the top, or a list left short), then, once the super user
 //! (the PLAINTEXT listener's anonymous principal) grants it, the request succeeds.
-//! Produce, Fetch, ListOffsets, Metadata, OffsetCommit, FindCoordinator and the ACL
-//! APIs are covered by `tests/acls.rs`.
+//! Produce, Fetch, ListOffsets, Metadata by name, OffsetCommit, FindCoordinator and the
+//! ACL APIs are covered by `tests/acls.rs`.
 
 use crate::support;
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::MetadataRequest;
 
 use support::acls::*;
 use support::configs::{self, describe, incremental, update_feature, update_features, SET};
@@ -13,7 +16,7 @@ use support::describe;
 use support::partitions::{count, elect, ends, grow, reassign, reassignments};
 use support::records::{delete, list_offset, produce_n};
 use support::sasl::plain_login;
-use support::{Gateway, RawClient, Store};
+use support::{call, Gateway, RawClient, Store};
 
 const ANY_HOST: &str = "*";
 /// How UpdateFeatures asks for a level above the current one.
@@ -115,6 +118,32 @@ fn delete_topics(store: Store) {
     grant(&mut admin, "alice", (CLUSTER, KAFKA_CLUSTER), DELETE);
     assert_eq!(by_name(&mut alice, "kept"), named("kept", 0));
     assert!(!configs::exists(&mut admin, "kept"));
+}
+
+/// Metadata by topic id, as the Java client asks it (the id with an empty name): 29
+/// with the id and no name without DESCRIBE on the topic (Kafka holds ids not to be
+/// secret, names to be), the topic once DESCRIBE on it is granted.
+fn metadata_by_topic_id(store: Store) {
+    let Some((gw, mut admin)) = start(store) else {
+        return;
+    };
+    assert_eq!(create_topic_code(&mut admin, "hidden"), 0);
+    let id = topic_id(&mut admin, "hidden");
+    let mut alice = login(&gw, "alice");
+    let by_id = |c: &mut RawClient| {
+        let wanted = MetadataRequestTopic::default()
+            .with_topic_id(id)
+            .with_name(Some(support::topic_name("")));
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![wanted]))
+            .with_allow_auto_topic_creation(false);
+        let mut r = call!(c, Metadata, 12, request);
+        let t = r.topics.remove(0);
+        (t.error_code, t.name.map(|n| n.to_string()), t.topic_id)
+    };
+    assert_eq!(by_id(&mut alice), (TOPIC_AUTHORIZATION_FAILED, None, id));
+    grant(&mut admin, "alice", (TOPIC, "hidden"), DESCRIBE);
+    assert_eq!(by_id(&mut alice), (0, Some("hidden".to_string()), id));
 }
 
 /// CreatePartitions: 29 for each topic without ALTER on it, existing or not (Kafka
@@ -562,6 +591,7 @@ fn groups(store: Store) {
 
 support::on_every_store!(
     delete_topics,
+    metadata_by_topic_id,
     create_partitions,
     delete_records,
     configurations,

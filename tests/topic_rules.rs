@@ -39,6 +39,7 @@ const DEFAULT_REPLICATION: i16 = 2;
 const DELETE_LIMIT: usize = 11;
 
 const LEADER_NOT_AVAILABLE: i16 = 5;
+const UNKNOWN_TOPIC_ID: i16 = 100;
 const POLICY_VIOLATION: i16 = 44;
 
 /// A gateway on `store` with [`RULES`] and `auto_create_topics_enable` as given,
@@ -132,6 +133,74 @@ async fn with_auto_creation_off_nothing_creates_topics(store: Store) {
     metadata_auto_creates_only_when_allowed(gw.addr, false);
     a_producer_creates_a_missing_topic_only_when_enabled(gw.addr, false).await;
     a_consumer_without_auto_create_never_creates_a_topic(gw.addr);
+}
+
+/// Metadata by topic id (from v10; the Java client sends it from v12): the topic the
+/// id names, whatever name comes with it (its `describeTopics` by id, kafka-topics
+/// `--describe --topic-id`, sends ""), and for an id no topic has UNKNOWN_TOPIC_ID
+/// (100) with no name, as Kafka answers; an id never auto-creates a topic.
+async fn metadata_by_topic_id_answers_the_topic_it_names(store: Store) {
+    let Some(gw) = start(store, true) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(
+        create_with(&mut c, 7, "named-by-id", 2, 1, &[], false).error_code,
+        0
+    );
+    let id = describe(&mut c, "named-by-id").topic_id;
+    assert_ne!(id, uuid::Uuid::nil());
+    let unknown = uuid::Uuid::from_u128(1); // no topic has it: theirs are random or derived
+    let by_id = |c: &mut RawClient, v: i16, id: uuid::Uuid, name: Option<&str>| {
+        let wanted = MetadataRequestTopic::default()
+            .with_topic_id(id)
+            .with_name(name.map(topic_name));
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![wanted]))
+            .with_allow_auto_topic_creation(true);
+        let mut r = call!(c, Metadata, v, request);
+        assert_eq!(r.topics.len(), 1, "v{v}: {r:?}");
+        r.topics.remove(0)
+    };
+    for v in 10..=13 {
+        for name in [Some(""), None] {
+            let t = by_id(&mut c, v, id, name);
+            let got = (
+                t.error_code,
+                t.name.as_ref().map(|n| n.as_str()),
+                t.topic_id,
+            );
+            assert_eq!(
+                got,
+                (0, Some("named-by-id"), id),
+                "v{v}, name {name:?}: {t:?}"
+            );
+            assert_eq!(t.partitions.len(), 2, "v{v}");
+            let t = by_id(&mut c, v, unknown, name);
+            let got = (
+                t.error_code,
+                t.name.as_ref().map(|n| n.as_str()),
+                t.topic_id,
+            );
+            assert_eq!(
+                got,
+                (UNKNOWN_TOPIC_ID, None, unknown),
+                "v{v}, name {name:?}: {t:?}"
+            );
+        }
+    }
+    // Nothing was made of the empty name or the unknown id.
+    let all = MetadataRequest::default().with_topics(None);
+    let names: Vec<_> = call!(c, Metadata, 12, all)
+        .topics
+        .into_iter()
+        .filter_map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| !n.starts_with("__")).count(),
+        1,
+        "{names:?}"
+    );
 }
 
 /// Metadata for a missing topic at every version: created with the broker defaults,
@@ -513,6 +582,7 @@ support::on_every_store!(async:
     create_topics_use_the_broker_defaults_for_minus_one,
     missing_topics_are_created_when_allowed_and_never_for_a_consumer_that_refuses,
     with_auto_creation_off_nothing_creates_topics,
+    metadata_by_topic_id_answers_the_topic_it_names,
     delete_topics_follows_every_rule,
     delete_topics_rules_hold_for_librdkafka,
     a_deleted_topic_leaves_no_configs_or_offsets,

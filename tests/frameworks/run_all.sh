@@ -13,7 +13,7 @@ LOGS=${FW_LOGS:-$(mktemp -d)}
 mkdir -p "$LOGS"
 
 # Longest first, so the slowest does not start last; then any other check found.
-order=(franz-go connect streams streams-eos spring)
+order=(franz-go connect kafka-tools streams streams-eos spring)
 for dir in "$HERE"/*/; do
     name=$(basename "$dir")
     [ -f "$dir/check.sh" ] && [[ " ${order[*]} " != *" $name "* ]] && order+=("$name")

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -61,7 +61,7 @@ pub async fn handle(
         Some(wanted) => {
             // A topic this gateway has not seen may have just been made through another
             // gateway or a native client: look again before calling it unknown.
-            let unseen = wanted.iter().any(|t| match &t.name {
+            let unseen = wanted.iter().any(|t| match by_name(t) {
                 Some(name) => table.get(name).is_none(),
                 None => table.by_id(&t.topic_id).is_none(),
             });
@@ -75,20 +75,21 @@ pub async fn handle(
                 && (version < since::METADATA_AUTO_CREATE_FLAG || req.allow_auto_topic_creation);
             let mut out = Vec::with_capacity(wanted.len());
             for t in wanted {
-                let found = match &t.name {
+                let asked_name = by_name(&t).cloned();
+                let found = match &asked_name {
                     Some(name) => table.get(name).cloned(),
                     None => table.by_id(&t.topic_id).cloned(),
                 };
-                let named = t.name.as_ref().map(|n| n.to_string());
+                let named = asked_name.as_ref().map(|n| n.to_string());
                 let name = named.or_else(|| found.as_ref().map(|f| f.name.to_string()));
                 if let Some(name) = name.filter(|n| !access.topic(Operation::Describe, n)) {
                     // Without DESCRIBE the caller learns nothing, not even whether it exists.
-                    let name = t.name.map(|_| TopicName(StrBytes::from_string(name)));
+                    let name = asked_name.map(|_| TopicName(StrBytes::from_string(name)));
                     let denied = ResponseError::TopicAuthorizationFailed;
                     out.push(missing(name, t.topic_id, denied));
                     continue;
                 }
-                out.push(match (found, t.name) {
+                out.push(match (found, asked_name) {
                     (Some(topic), _) => describe(&topic, version, &cluster, topic_ops(&topic.name)),
                     (None, None) => missing(None, t.topic_id, ResponseError::UnknownTopicId),
                     (None, Some(name)) => {
@@ -143,6 +144,18 @@ pub async fn handle(
         } else {
             OPERATIONS_NOT_REQUESTED
         })
+}
+
+/// The name a requested topic is looked up by: none when it carries a topic id (v10+).
+/// Kafka looks a topic named by id up by the id whatever the name says (`KafkaApis`
+/// takes the ids when any is set), and the Java client's `describeTopics` by id sends
+/// the id with an empty name, which must not read as the invalid topic name "".
+fn by_name(t: &MetadataRequestTopic) -> Option<&TopicName> {
+    if t.topic_id.is_nil() {
+        t.name.as_ref()
+    } else {
+        None
+    }
 }
 
 /// Creates a topic with the broker defaults; the answer for it this time.
