@@ -224,6 +224,8 @@ same topics-describe-by-id "$(described $T)" "$got"
 # Kafka 4's TopicCommand asks DescribeTopicPartitions (75) first, Metadata without it:
 # then it knows no eligible leader replicas and prints "Elr: N/A".
 if served 75; then
+    # By name (by id the admin client asks Metadata, and N/A is right there too).
+    kafka_topics --describe --topic $T
     ok topics-describe-elr "Elr is N/A though DescribeTopicPartitions is served" eval '! has "Elr: N/A"'
 else
     gap "kafka-topics --describe Elr/LastKnownElr (prints N/A)" "DescribeTopicPartitions (75)"
@@ -653,7 +655,7 @@ d = json.load(sys.stdin)
 for b in d["brokers"]:
     for ld in b["logDirs"]:
         for p in ld["partitions"]:
-            print(b["broker"], ld["error"], p["partition"], "some" if p["size"] > 0 else "empty")' | sort -k3,3V) || true
+            print(b["broker"], json.dumps(ld["error"]), p["partition"], "some" if p["size"] > 0 else "empty")' | sort -k3,3V) || true
     same log-dirs-describe "$got" "$(awk -v t=$T '{ print 0, "null", t "-" $1, ($2 > 0 ? "some" : "empty") }' <<<"$ENDS")"
 else
     kafka_log_dirs --describe --topic-list $T
