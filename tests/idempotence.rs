@@ -328,7 +328,11 @@ fn transactional_batches_outside_a_transaction_are_refused_and_nothing_is_stored
     // Without the request's transactional id, as Kafka answers it.
     let refused = ResponseError::TransactionalIdAuthorizationFailed.code();
     let answer = produce(&mut c, batch(&txn, Compression::None), None);
-    assert_eq!(answer, (refused, -1), "txn batch without a transactional id");
+    assert_eq!(
+        answer,
+        (refused, -1),
+        "txn batch without a transactional id"
+    );
     // With one, but an idempotent producer's id that no transaction holds.
     let answer = produce(&mut c, batch(&txn, Compression::None), Some("tx-1"));
     let invalid = ResponseError::InvalidTxnState.code();
