@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::protocol::markers::{self, Marker};
 use crate::protocol::records::{self, BatchHeader};
@@ -82,18 +82,39 @@ pub struct Stable {
 /// Every partition's index this gateway has built. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct TxnIndexes {
-    partitions: Arc<Mutex<HashMap<TopicPartition, PartitionTxns>>>,
+    /// Read-locked by every append (most find no index); each index has a lock of its
+    /// own, so partitions never wait on each other.
+    partitions: Arc<RwLock<HashMap<TopicPartition, Arc<Mutex<PartitionTxns>>>>>,
 }
 
 impl TxnIndexes {
     /// A batch this gateway appended at `base_offset`: applied when it is the next the
     /// index expects; otherwise the next reader catches up from the log.
     pub fn appended(&self, tp: &TopicPartition, base_offset: i64, h: &BatchHeader, bytes: &Bytes) {
-        let mut all = self.partitions.lock();
-        if let Some(p) = all.get_mut(tp).filter(|p| p.scanned == base_offset) {
+        let Some(p) = self.partitions.read().get(tp).cloned() else {
+            return;
+        };
+        let mut p = p.lock();
+        if p.scanned == base_offset {
             let marker = h.control.then(|| markers::read(bytes)).flatten();
             p.apply(base_offset, h, marker);
         }
+    }
+
+    /// The partition's index, made empty from `offset` if there is none.
+    fn index(&self, tp: &TopicPartition, offset: i64) -> Arc<Mutex<PartitionTxns>> {
+        if let Some(p) = self.partitions.read().get(tp) {
+            return p.clone();
+        }
+        let mut all = self.partitions.write();
+        let fresh = || {
+            Arc::new(Mutex::new(PartitionTxns {
+                from: offset,
+                scanned: offset,
+                ..PartitionTxns::default()
+            }))
+        };
+        all.entry(tp.clone()).or_insert_with(fresh).clone()
     }
 
     /// The partition's stable offset and the aborted transactions from `offset` on,
@@ -106,13 +127,9 @@ impl TxnIndexes {
         high: i64,
     ) -> StoreResult<Stable> {
         loop {
+            let index = self.index(tp, offset);
             let scanned = {
-                let mut all = self.partitions.lock();
-                let p = all.entry(tp.clone()).or_insert_with(|| PartitionTxns {
-                    from: offset,
-                    scanned: offset,
-                    ..PartitionTxns::default()
-                });
+                let mut p = index.lock();
                 if offset < p.from {
                     // A reader further back than any before: build again from it.
                     *p = PartitionTxns {
@@ -135,7 +152,7 @@ impl TxnIndexes {
                 }
                 p.scanned
             };
-            self.catch_up(logs, tp, scanned, high).await?;
+            self.catch_up(logs, (tp, &index), scanned, high).await?;
         }
     }
 
@@ -147,11 +164,7 @@ impl TxnIndexes {
         tp: &TopicPartition,
         w: Watermarks,
     ) -> StoreResult<i64> {
-        let from = self
-            .partitions
-            .lock()
-            .get(tp)
-            .map_or(w.log_start, |p| p.from);
+        let from = (self.partitions.read().get(tp)).map_or(w.log_start, |p| p.lock().from);
         Ok(self.stable(logs, tp, from, w.high).await?.offset)
     }
 
@@ -160,15 +173,15 @@ impl TxnIndexes {
     async fn catch_up(
         &self,
         logs: &Logs,
-        tp: &TopicPartition,
+        (tp, index): (&TopicPartition, &Mutex<PartitionTxns>),
         scanned: i64,
         high: i64,
     ) -> StoreResult<()> {
         let read = logs.read(tp.clone(), scanned, SCAN_BYTES).await?;
-        let mut all = self.partitions.lock();
-        let Some(p) = all.get_mut(tp).filter(|p| p.scanned == scanned) else {
+        let mut p = index.lock();
+        if p.scanned != scanned {
             return Ok(());
-        };
+        }
         for b in &read.batches {
             let h = BatchHeader::parse(b);
             let base = records::base_offset(b);
@@ -190,7 +203,7 @@ impl TxnIndexes {
 
     /// A deleted topic's indexes go.
     pub fn forget_topic(&self, topic: &str) {
-        self.partitions.lock().retain(|tp, _| &*tp.topic != topic);
+        self.partitions.write().retain(|tp, _| &*tp.topic != topic);
     }
 }
 

@@ -89,28 +89,15 @@ async fn transactional_misuse_is_refused_with_kafkas_codes(store: Store) {
     let r = init(&mut c, "refusals", 60_000);
     assert_eq!(r.error_code, 0, "{r:?}");
     let (pid, epoch) = (r.producer_id, r.producer_epoch);
+    // A transactional batch of this producer at its first epoch.
+    let txn = |c: &mut RawClient, id, partition, sequence| {
+        let records = transactional(pid.0, epoch, sequence);
+        produce(c, id, "txn-refusals", partition, records)
+    };
     // Data before the partition is in the transaction.
-    assert_eq!(
-        produce(
-            &mut c,
-            Some("refusals"),
-            "txn-refusals",
-            0,
-            transactional(pid.0, epoch, 0)
-        ),
-        48
-    );
+    assert_eq!(txn(&mut c, Some("refusals"), 0, 0), 48);
     // A transactional batch without the request's transactional id.
-    assert_eq!(
-        produce(
-            &mut c,
-            None,
-            "txn-refusals",
-            0,
-            transactional(pid.0, epoch, 0)
-        ),
-        53
-    );
+    assert_eq!(txn(&mut c, None, 0, 0), 53);
     // A marker from a client.
     let marker = markers::batch(Marker::Commit, pid.0, epoch, 0, 0);
     assert_eq!(
@@ -118,27 +105,9 @@ async fn transactional_misuse_is_refused_with_kafkas_codes(store: Store) {
         87
     );
     assert_eq!(add(&mut c, "refusals", (pid, epoch), "txn-refusals"), 0);
-    assert_eq!(
-        produce(
-            &mut c,
-            Some("refusals"),
-            "txn-refusals",
-            0,
-            transactional(pid.0, epoch, 0)
-        ),
-        0
-    );
+    assert_eq!(txn(&mut c, Some("refusals"), 0, 0), 0);
     // Partition 1 was not added.
-    assert_eq!(
-        produce(
-            &mut c,
-            Some("refusals"),
-            "txn-refusals",
-            1,
-            transactional(pid.0, epoch, 0)
-        ),
-        48
-    );
+    assert_eq!(txn(&mut c, Some("refusals"), 1, 0), 48);
 
     // Offsets held by the open transaction are unstable for require_stable readers.
     let group = GroupId(s("refusals-group"));
@@ -184,16 +153,7 @@ async fn transactional_misuse_is_refused_with_kafkas_codes(store: Store) {
     assert_eq!((next.error_code, next.producer_id), (0, pid));
     assert!(next.producer_epoch > epoch);
     assert_eq!(add(&mut c, "refusals", (pid, epoch), "txn-refusals"), 90);
-    assert_eq!(
-        produce(
-            &mut c,
-            Some("refusals"),
-            "txn-refusals",
-            0,
-            transactional(pid.0, epoch, 1)
-        ),
-        48
-    );
+    assert_eq!(txn(&mut c, Some("refusals"), 0, 1), 48);
     // Its previous transaction was aborted: nothing unstable is left.
     assert_eq!(fetch(&mut c, true), (0, -1));
 }

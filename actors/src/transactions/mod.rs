@@ -24,9 +24,9 @@ use crate::membership::Cluster;
 use crate::offsets::Offsets;
 use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
-use crate::store::{Meta, TopicPartition};
+use crate::store::{Meta, StoreError, TopicPartition};
 use slot::{Deps, TxnSlot};
-use state::{Phase, TxnState};
+use state::{Phase, TxnError, TxnState};
 
 /// The slot of a transactional id among `n`: a stable hash, so a rescan finds its own.
 pub fn slot_of(id: &str, n: usize) -> usize {
@@ -146,16 +146,15 @@ impl Transactions {
             let allowed = match known {
                 Some(allowed) => allowed,
                 None => {
-                    let scan = meta.scan(slot::TABLE, &id).await?;
-                    let state = scan.entries.iter().find(|(key, _)| *key == id);
-                    state
-                        .and_then(|(_, v)| TxnState::decode(v).ok())
-                        .is_some_and(|s| {
-                            s.producer_id == producer_id
-                                && s.epoch == epoch
-                                && s.phase == Phase::Ongoing
-                                && s.partitions.contains(&(tp.topic.to_string(), tp.partition))
-                        })
+                    // Unread, the batch may still be allowed: a retriable answer.
+                    let unread = |e: TxnError| StoreError::Unavailable(e.to_string());
+                    let state = slot::load(&meta, &id).await.map_err(unread)?;
+                    state.is_some_and(|s| {
+                        s.producer_id == producer_id
+                            && s.epoch == epoch
+                            && s.phase == Phase::Ongoing
+                            && s.partitions.contains(&(tp.topic.to_string(), tp.partition))
+                    })
                 }
             };
             match allowed {

@@ -43,35 +43,34 @@ pub async fn stage(
     meta.write(TABLE, changes).await.map(|_| ())
 }
 
-/// The offsets a producer's transaction holds for `group`.
-pub async fn held(
-    meta: &Meta,
-    group: &str,
-    producer_id: i64,
-) -> StoreResult<Vec<(TopicPartition, CommittedOffset)>> {
-    let scan = meta
-        .scan(TABLE, &producer_prefix(group, producer_id))
-        .await?;
-    Ok(scan
-        .entries
-        .iter()
-        .filter_map(|(key, value)| Some((parse(group, key)?.1, table::decode(value)?)))
-        .collect())
+/// What a producer's transaction holds for a group: the offsets, and their keys to
+/// delete once they are committed (or the transaction aborted).
+pub struct Held {
+    pub offsets: Vec<(TopicPartition, CommittedOffset)>,
+    keys: Vec<String>,
 }
 
-/// Forgets the offsets a producer's transaction held for `group`, once they are
-/// committed (or the transaction aborted).
-pub async fn release(meta: &Meta, group: &str, producer_id: i64) -> StoreResult<()> {
+/// The offsets a producer's transaction holds for `group`.
+pub async fn held(meta: &Meta, group: &str, producer_id: i64) -> StoreResult<Held> {
     let scan = meta
         .scan(TABLE, &producer_prefix(group, producer_id))
         .await?;
-    if scan.entries.is_empty() {
+    let offsets = (scan.entries.iter())
+        .filter_map(|(key, value)| Some((parse(group, key)?.1, table::decode(value)?)))
+        .collect();
+    let keys = scan.entries.into_iter().map(|(key, _)| key).collect();
+    Ok(Held { offsets, keys })
+}
+
+/// Forgets what `held` found.
+pub async fn release(meta: &Meta, held: Held) -> StoreResult<()> {
+    if held.keys.is_empty() {
         return Ok(());
     }
-    let gone = scan
-        .entries
+    let gone = held
+        .keys
         .into_iter()
-        .map(|(key, _)| Change::Delete { key })
+        .map(|key| Change::Delete { key })
         .collect();
     meta.write(TABLE, gone).await.map(|_| ())
 }
@@ -119,14 +118,13 @@ mod tests {
             .unwrap();
         let pending_g = pending(&meta, "g").await.unwrap();
         assert_eq!(pending_g, [tp("a:b", 0), tp("c", 2)].into_iter().collect());
-        let mut held = held(&meta, "g", 7).await.unwrap();
-        held.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(held, vec![(tp("a:b", 0), at(5)), (tp("c", 2), at(9))]);
-        assert!(
-            super::held(&meta, "g", 8).await.unwrap().is_empty(),
-            "another producer's"
-        );
-        release(&meta, "g", 7).await.unwrap();
+        let mut found = held(&meta, "g", 7).await.unwrap();
+        found.offsets.sort_by(|a, b| a.0.cmp(&b.0));
+        let offsets = vec![(tp("a:b", 0), at(5)), (tp("c", 2), at(9))];
+        assert_eq!(found.offsets, offsets);
+        let other = held(&meta, "g", 8).await.unwrap();
+        assert!(other.offsets.is_empty(), "another producer's");
+        release(&meta, found).await.unwrap();
         assert!(pending(&meta, "g").await.unwrap().is_empty());
         assert_eq!(
             pending(&meta, "g2").await.unwrap().len(),

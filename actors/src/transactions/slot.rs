@@ -11,6 +11,7 @@
 //! gateway coordinates the id next completes it (`Tick`).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,17 +87,46 @@ impl TxnSlot {
         }
     }
 
-    /// Refuses ids this gateway does not coordinate, and forgets every state when the
-    /// live gateways changed.
-    fn coordinating(&mut self, id: &str) -> Result<(), TxnError> {
+    /// The live gateways now; every state is forgotten when they changed since the
+    /// states were loaded (another gateway may have coordinated their ids meanwhile).
+    fn rebase(&mut self) -> Arc<Cluster> {
         let cluster = self.deps.cluster.borrow().clone();
         if !Arc::ptr_eq(&cluster, &self.seen) {
             self.states.clear();
             self.seen = cluster.clone();
         }
-        match cluster.coordinates(id) {
-            true => Ok(()),
-            false => Err(TxnError::NotCoordinator),
+        cluster
+    }
+
+    /// The state of `id`: the slot's copy, else the stored one; NOT_COORDINATOR for an
+    /// id this gateway does not coordinate.
+    fn current(&mut self, id: &str) -> impl Future<Output = Result<Option<TxnState>, TxnError>> {
+        let coordinating = self.rebase().coordinates(id);
+        let cached = self.states.get(id).cloned();
+        let meta = self.deps.meta.clone();
+        let id = id.to_string();
+        async move {
+            match (coordinating, cached) {
+                (false, _) => Err(TxnError::NotCoordinator),
+                (true, Some(s)) => Ok(Some(s)),
+                (true, None) => load(&meta, &id).await,
+            }
+        }
+    }
+
+    /// `current`, which must exist and be the request's producer at its epoch.
+    fn of_producer(
+        &mut self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+    ) -> impl Future<Output = Result<TxnState, TxnError>> {
+        let current = self.current(id);
+        let id = id.to_string();
+        async move {
+            let state = current.await?.ok_or(TxnError::UnknownId(id))?;
+            state.check_producer(producer_id, epoch)?;
+            Ok(state)
         }
     }
 }
@@ -111,7 +141,7 @@ impl Actor for TxnSlot {
 }
 
 /// The stored state of `id`, if any.
-async fn load(meta: &Meta, id: &str) -> Result<Option<TxnState>, TxnError> {
+pub(super) async fn load(meta: &Meta, id: &str) -> Result<Option<TxnState>, TxnError> {
     let scan = meta.scan(TABLE, id).await.map_err(store)?;
     scan.entries
         .iter()
@@ -133,22 +163,6 @@ async fn save(meta: &Meta, id: &str, state: &TxnState) -> Result<(), TxnError> {
 
 fn store(e: StoreError) -> TxnError {
     TxnError::Store(e.to_string())
-}
-
-/// The state of `id`: the slot's copy, else the stored one.
-fn state_of(
-    act: &TxnSlot,
-    id: &str,
-) -> impl std::future::Future<Output = Result<Option<TxnState>, TxnError>> + 'static {
-    let cached = act.states.get(id).cloned();
-    let meta = act.deps.meta.clone();
-    let id = id.to_string();
-    async move {
-        match cached {
-            Some(s) => Ok(Some(s)),
-            None => load(&meta, &id).await,
-        }
-    }
 }
 
 /// Writes the decided transaction's markers and moves its offsets, then stores its
@@ -188,15 +202,20 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
         let held = pending_offsets::held(&deps.meta, group, decided.producer_id)
             .await
             .map_err(store)?;
-        if decided.phase == Phase::PrepareCommit && !held.is_empty() {
+        if decided.phase == Phase::PrepareCommit && !held.offsets.is_empty() {
             let group: Arc<str> = group.as_str().into();
-            let entries = held.into_iter().map(|(tp, c)| (tp, Some(c))).collect();
+            let entries = held
+                .offsets
+                .iter()
+                .cloned()
+                .map(|(tp, c)| (tp, Some(c)))
+                .collect();
             let deadline = Instant::now() + OFFSETS_DEADLINE;
             for result in deps.offsets.commit(&group, entries, deadline).await {
                 result.map_err(|e| TxnError::Store(format!("offsets of {group}: {e}")))?;
             }
         }
-        pending_offsets::release(&deps.meta, group, decided.producer_id)
+        pending_offsets::release(&deps.meta, held)
             .await
             .map_err(store)?;
     }
@@ -237,12 +256,10 @@ impl Handler<Init> for TxnSlot {
     type Result = AtomicResponse<Self, Result<(i64, i16), TxnError>>;
 
     fn handle(&mut self, msg: Init, _: &mut Self::Context) -> Self::Result {
-        let checked = self.coordinating(&msg.id);
-        let current = state_of(self, &msg.id);
+        let current = self.current(&msg.id);
         let deps = self.deps.clone();
         let id = msg.id.clone();
         let work = async move {
-            checked?;
             let state = match current.await? {
                 Some(state) => {
                     if let Some((pid, epoch)) = msg.known {
@@ -299,16 +316,11 @@ impl Handler<Add> for TxnSlot {
     type Result = AtomicResponse<Self, Result<(), TxnError>>;
 
     fn handle(&mut self, msg: Add, _: &mut Self::Context) -> Self::Result {
-        let checked = self.coordinating(&msg.id);
-        let current = state_of(self, &msg.id);
+        let current = self.of_producer(&msg.id, msg.producer_id, msg.epoch);
         let meta = self.deps.meta.clone();
         let id = msg.id.clone();
         let work = async move {
-            checked?;
-            let state = current
-                .await?
-                .ok_or_else(|| TxnError::UnknownId(id.clone()))?;
-            state.check_producer(msg.producer_id, msg.epoch)?;
+            let state = current.await?;
             let next = state.add(msg.partitions, msg.group, now_ms())?;
             if next != state {
                 save(&meta, &id, &next).await?;
@@ -338,16 +350,11 @@ impl Handler<End> for TxnSlot {
     type Result = AtomicResponse<Self, Result<(), TxnError>>;
 
     fn handle(&mut self, msg: End, _: &mut Self::Context) -> Self::Result {
-        let checked = self.coordinating(&msg.id);
-        let current = state_of(self, &msg.id);
+        let current = self.of_producer(&msg.id, msg.producer_id, msg.epoch);
         let deps = self.deps.clone();
         let id = msg.id.clone();
         let work = async move {
-            checked?;
-            let state = current
-                .await?
-                .ok_or_else(|| TxnError::UnknownId(id.clone()))?;
-            state.check_producer(msg.producer_id, msg.epoch)?;
+            let state = current.await?;
             let Some(decided) = state.end(msg.commit, now_ms())? else {
                 return Ok(state);
             };
@@ -380,15 +387,7 @@ impl Handler<Describe> for TxnSlot {
     type Result = AtomicResponse<Self, Result<Option<TxnState>, TxnError>>;
 
     fn handle(&mut self, msg: Describe, _: &mut Self::Context) -> Self::Result {
-        let checked = self.coordinating(&msg.0);
-        let current = state_of(self, &msg.0);
-        AtomicResponse::new(Box::pin(
-            async move {
-                checked?;
-                current.await
-            }
-            .into_actor(self),
-        ))
+        AtomicResponse::new(Box::pin(self.current(&msg.0).into_actor(self)))
     }
 }
 
@@ -404,13 +403,10 @@ impl Handler<Tick> for TxnSlot {
     type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, _: Tick, _: &mut Self::Context) -> Self::Result {
-        let cluster = self.deps.cluster.borrow().clone();
-        let rescan = self.ticks.is_multiple_of(RESCAN_TICKS) || !Arc::ptr_eq(&cluster, &self.seen);
+        let moved = !Arc::ptr_eq(&self.deps.cluster.borrow(), &self.seen);
+        let rescan = moved || self.ticks.is_multiple_of(RESCAN_TICKS);
         self.ticks = self.ticks.wrapping_add(1);
-        if !Arc::ptr_eq(&cluster, &self.seen) {
-            self.states.clear();
-            self.seen = cluster.clone();
-        }
+        let cluster = self.rebase();
         let known = self.states.clone();
         let deps = self.deps.clone();
         let expiration_ms = expiration_ms(&self.deps.config.borrow());
