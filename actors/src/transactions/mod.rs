@@ -26,7 +26,7 @@ use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
 use crate::store::{Meta, TopicPartition};
 use slot::{Deps, TxnSlot};
-use state::{Phase, TxnState};
+use state::{Phase, TxnError, TxnState};
 
 /// The slot of a transactional id among `n`: a stable hash, so a rescan finds its own.
 pub fn slot_of(id: &str, n: usize) -> usize {
@@ -129,6 +129,21 @@ impl Transactions {
         <TxnSlot as Actor>::Context: ToEnvelope<TxnSlot, M>,
     {
         self.slots[slot_of(id, self.slots.len())].send(msg)
+    }
+
+    /// Every stored transactional id with its state, whichever gateway coordinates it
+    /// (ListTransactions): the table is what every slot stores before it answers, so
+    /// it is never behind one.
+    pub async fn stored(&self) -> Result<Vec<(String, TxnState)>, TxnError> {
+        let scan =
+            (self.meta.scan(slot::TABLE, "").await).map_err(|e| TxnError::Store(e.to_string()))?;
+        let states = scan.entries.into_iter().filter_map(|(id, value)| {
+            TxnState::decode(&value)
+                .inspect_err(|e| tracing::warn!(transactional_id = %id, error = %e, "unreadable transaction state"))
+                .ok()
+                .map(|state| (id, state))
+        });
+        Ok(states.collect())
     }
 
     /// The check a transactional batch of `producer_id` at `epoch` passes before it is
