@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles and runs one Java check (GroupsJava: group consumer and admin; ConfigsJava:
 # AdminClient replaying framework configuration calls; QuotasJava, ScramJava, AclsJava,
-# TransactionsJava)
+# TransactionsJava, TxnAdminJava)
 # against the kafka-clients jars in KAFKA_JAVA_LIBS: by default the 3.9 ones
 # .ci/client-deps.sh unpacks into .venv/kafka-java; run_all.sh also points it at the
 # 4.x ones in .venv/kafka-java-4 (java4-* checks).

@@ -42,7 +42,7 @@ skip() {
 checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs java4-configs
         confluent-configs confluent-groups kafka-python-groups kafkajs-groups java-groups
         java4-groups kcat-groups go-sarama go-kafkago java-quotas java4-quotas
-        java-transactions java4-transactions)
+        java-transactions java4-transactions java-txn-admin java4-txn-admin)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
     checks+=(confluent-sasl java-scram java4-scram)
     # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
@@ -85,6 +85,7 @@ for check in "${checks[@]}"; do
         java-groups) cmd=(bash "$HERE/java_check.sh" GroupsJava "$BOOTSTRAP") ;;
         java-quotas) cmd=(bash "$HERE/java_check.sh" QuotasJava "$BOOTSTRAP") ;;
         java-transactions) cmd=(bash "$HERE/java_check.sh" TransactionsJava "$BOOTSTRAP") ;;
+        java-txn-admin) cmd=(bash "$HERE/java_check.sh" TxnAdminJava "$BOOTSTRAP") ;;
         kcat-groups) cmd=(bash "$HERE/kcat_groups.sh" "$BOOTSTRAP") ;;
         go-sarama) cmd=("$GO_CHECKS/sarama_check" "$BOOTSTRAP") ;;
         go-kafkago) cmd=("$GO_CHECKS/kafkago_check" "$BOOTSTRAP") ;;

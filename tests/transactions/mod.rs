@@ -1,8 +1,9 @@
 //! Transactions through real clients and raw requests, on both stores: librdkafka's
 //! transactional producer and read-committed consumer (`librdkafka.rs`), what a
-//! SIGKILLed gateway leaves behind (`restarts.rs`), and the refusals Kafka answers
-//! (`refusals.rs`).
+//! SIGKILLed gateway leaves behind (`restarts.rs`), the refusals Kafka answers
+//! (`refusals.rs`), and the admin APIs' ACLs and per-gateway scope (`admin.rs`).
 
+mod admin;
 mod librdkafka;
 mod refusals;
 mod restarts;
