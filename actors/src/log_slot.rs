@@ -3,9 +3,10 @@
 //! Every partition belongs to exactly one slot ([`crate::Gateway::append`]), and a
 //! slot handles one append at a time, so batches reach a partition in the order the
 //! connections sent them and idempotent-producer checks see a settled state. The
-//! slot is idempotence's one owner: it checks each idempotent batch against the
-//! partition's producer state, which it loads from the store's producer history on
-//! first use and after an append whose outcome is unknown. Slots
+//! slot is idempotence's one owner: it checks each idempotent batch (and each
+//! transaction marker's epoch) against the partition's producer state, which it loads
+//! from the store's producer history on first use and after an append whose outcome is
+//! unknown, and which DescribeProducers reads (`ReadProducers`). Slots
 //! share nothing, so a slow append on one never holds up another.
 
 use std::collections::HashMap;
@@ -16,7 +17,7 @@ use kafka_protocol::error::ResponseError;
 
 use crate::append_signals::AppendSignals;
 use crate::metrics::Queued;
-use crate::producer_state::{ProducerStates, SequenceError};
+use crate::producer_state::{ActiveProducer, ProducerStates, SequenceError};
 use crate::store::Logs;
 use crate::store::{AppendBatch, Appended, ProducerBatch, StoreError, TopicPartition};
 use crate::txn_index::TxnIndexes;
@@ -105,10 +106,13 @@ impl Handler<Append> for LogSlot {
             queued,
         } = msg;
         let header = batch.header;
-        // Markers carry the producer's id but no sequence: no idempotence check.
+        // Markers carry the producer's id but no sequence: no idempotence check, only
+        // their epoch's.
         let idempotent = header.is_idempotent() && !header.control;
+        let marker = header.is_idempotent() && header.control;
         let retry_tp = tp.clone();
-        let history = (idempotent && !self.producers.contains_key(&tp)).then(|| {
+        let known = self.producers.contains_key(&tp);
+        let history = ((idempotent || marker) && !known).then(|| {
             let (logs, tp) = (self.logs.clone(), tp.clone());
             async move { logs.producer_history(tp).await }
         });
@@ -132,6 +136,10 @@ impl Handler<Append> for LogSlot {
                         }
                         match act.producers.get(&tp) {
                             Some(states) if idempotent => Ok(states.check(&header)?),
+                            Some(states) if marker => {
+                                states.check_marker(&header)?;
+                                Ok(None)
+                            }
                             _ => Ok(None),
                         }
                     });
@@ -175,23 +183,46 @@ impl Handler<Append> for LogSlot {
                     if written {
                         act.txns.appended(&tp, base_offset, &header, &bytes);
                         if idempotent {
-                            act.producers
-                                .entry(tp.clone())
-                                .or_default()
-                                .record(ProducerBatch {
+                            act.producers.entry(tp.clone()).or_default().record(
+                                ProducerBatch {
                                     producer_id: header.producer_id,
                                     producer_epoch: header.producer_epoch,
                                     first_sequence: header.base_sequence,
                                     last_sequence: header.last_sequence(),
                                     base_offset,
                                     last_offset: base_offset + header.last_offset_delta() as i64,
-                                });
+                                },
+                                Some(header.max_timestamp),
+                            );
                         }
                         act.signals.appended(&tp, appended.watermarks.high);
                     }
                     Ok(appended)
                 }),
         ))
+    }
+}
+
+/// The producers a partition knows (DescribeProducers): the slot's state, or read
+/// from the store's history when the slot has none, which is then not kept: the read
+/// does not wait for appends in flight, nor they for it.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<ActiveProducer>, StoreError>")]
+pub struct ReadProducers(pub TopicPartition);
+
+impl Handler<ReadProducers> for LogSlot {
+    type Result = ResponseFuture<Result<Vec<ActiveProducer>, StoreError>>;
+
+    fn handle(&mut self, msg: ReadProducers, _: &mut Self::Context) -> Self::Result {
+        if let Some(states) = self.producers.get(&msg.0) {
+            let active = states.active();
+            return Box::pin(async move { Ok(active) });
+        }
+        let logs = self.logs.clone();
+        Box::pin(async move {
+            let history = logs.producer_history(msg.0).await?;
+            Ok(ProducerStates::from_history(history).active())
+        })
     }
 }
 

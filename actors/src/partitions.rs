@@ -8,13 +8,20 @@ use std::sync::Arc;
 
 use actix::dev::Request;
 use actix::{Actor, Addr, ArbiterHandle};
+use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
-use crate::log_slot::{Append, ForgetProducers, ForgetTopic, LogSlot, Verify};
+use crate::log_slot::{Append, ForgetProducers, ForgetTopic, LogSlot, ReadProducers, Verify};
 use crate::metrics::Metrics;
-use crate::store::{AppendBatch, Logs, StoreResult, TopicPartition};
+use crate::producer_state::ActiveProducer;
+use crate::protocol::markers::{self, Marker};
+use crate::protocol::records::BatchHeader;
+use crate::store::{AppendBatch, Logs, StoreError, StoreResult, TopicPartition};
 use crate::txn_index::{Stable, TxnIndexes};
+
+/// A producer of a partition with the first offset of its open transaction there.
+pub type PartitionProducer = (ActiveProducer, Option<i64>);
 
 #[derive(Clone)]
 pub struct Partitions {
@@ -62,6 +69,43 @@ impl Partitions {
             verify,
             queued,
         })
+    }
+
+    /// Sends a transaction marker (commit or abort) of `(producer id, epoch)` to the
+    /// partition's log slot, as `append` does: how a transaction's end reaches its
+    /// partitions.
+    pub fn append_marker(
+        &self,
+        tp: TopicPartition,
+        marker: Marker,
+        (producer_id, epoch): (i64, i16),
+        coordinator_epoch: i32,
+        timestamp: i64,
+    ) -> Request<LogSlot, Append> {
+        let bytes = markers::batch(marker, producer_id, epoch, coordinator_epoch, timestamp);
+        let batch = AppendBatch {
+            header: BatchHeader::parse(&bytes),
+            bytes,
+            records: Bytes::new(),
+        };
+        self.append(tp, batch, None)
+    }
+
+    /// The partition's producers (DescribeProducers), from its log slot's producer
+    /// state, each with where its open transaction began (`txn_index.rs`).
+    pub async fn producers(&self, tp: &TopicPartition) -> StoreResult<Vec<PartitionProducer>> {
+        let slot = &self.slots[tp.slot(self.slots.len())];
+        let active = (slot.send(ReadProducers(tp.clone())).await)
+            .map_err(|e| StoreError::Unavailable(format!("log slot of {tp}: {e}")))??;
+        let w = self.logs.watermarks(tp.clone()).await?;
+        let open = self.txns.open_transactions(&self.logs, tp, w).await?;
+        Ok(active
+            .into_iter()
+            .map(|p| {
+                let start = open.get(&p.producer_id).copied();
+                (p, start)
+            })
+            .collect())
     }
 
     /// What a read-committed read from `offset` may serve of the partition, whose high

@@ -44,6 +44,18 @@ impl SequenceError {
 struct Producer {
     epoch: i16,
     batches: VecDeque<ProducerBatch>,
+    /// The newest record time of its last batch, when this gateway wrote it (the
+    /// stored history keeps none).
+    last_timestamp: Option<i64>,
+}
+
+/// A producer as DescribeProducers lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: Option<i64>,
 }
 
 /// Producer state of one partition.
@@ -57,9 +69,37 @@ impl ProducerStates {
     pub fn from_history(history: impl IntoIterator<Item = ProducerBatch>) -> Self {
         let mut states = ProducerStates::default();
         for batch in history {
-            states.record(batch);
+            states.record(batch, None);
         }
         states
+    }
+
+    /// Every producer known here, by producer id.
+    pub fn active(&self) -> Vec<ActiveProducer> {
+        let mut all: Vec<_> = (self.producers.iter())
+            .map(|(&producer_id, p)| ActiveProducer {
+                producer_id,
+                epoch: p.epoch,
+                last_sequence: p.batches.back().map_or(-1, |b| b.last_sequence),
+                last_timestamp: p.last_timestamp,
+            })
+            .collect();
+        all.sort_by_key(|p| p.producer_id);
+        all
+    }
+
+    /// A transaction marker: refused when older than its producer's epoch here, as
+    /// Kafka's `ProducerAppendInfo` refuses it (a stale abort must not end a newer
+    /// incarnation's transaction).
+    pub fn check_marker(&self, h: &BatchHeader) -> Result<(), SequenceError> {
+        match self.producers.get(&h.producer_id) {
+            Some(p) if h.producer_epoch < p.epoch => Err(SequenceError::FencedEpoch {
+                producer_id: h.producer_id,
+                epoch: h.producer_epoch,
+                current: p.epoch,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// `Ok(Some(offset))` for a duplicate of a kept batch, `Ok(None)` for a batch to write.
@@ -107,12 +147,14 @@ impl ProducerStates {
         }
     }
 
-    /// Notes a written batch.
-    pub fn record(&mut self, batch: ProducerBatch) {
+    /// Notes a written batch, with its newest record time when known.
+    pub fn record(&mut self, batch: ProducerBatch, timestamp: Option<i64>) {
         let p = self.producers.entry(batch.producer_id).or_insert(Producer {
             epoch: batch.producer_epoch,
             batches: VecDeque::with_capacity(KEPT_BATCHES),
+            last_timestamp: None,
         });
+        p.last_timestamp = timestamp;
         if batch.producer_epoch != p.epoch {
             p.epoch = batch.producer_epoch;
             p.batches.clear();
@@ -163,7 +205,7 @@ mod tests {
         let mut s = ProducerStates::default();
         let first = header(0, 0, 5);
         assert_eq!(s.check(&first), Ok(None));
-        s.record(written(&first, 100));
+        s.record(written(&first, 100), Some(7));
         assert_eq!(s.check(&first), Ok(Some(100)));
         assert_eq!(s.check(&header(0, 5, 1)), Ok(None));
         let gap = s.check(&header(0, 7, 1)).unwrap_err();
@@ -173,7 +215,7 @@ mod tests {
     #[test]
     fn older_epochs_are_fenced_and_new_epochs_restart_at_zero() {
         let mut s = ProducerStates::default();
-        s.record(written(&header(3, 0, 2), 0));
+        s.record(written(&header(3, 0, 2), 0), None);
         assert_eq!(
             s.check(&header(2, 2, 1)).unwrap_err().code(),
             ResponseError::InvalidProducerEpoch
@@ -193,5 +235,46 @@ mod tests {
         // Batch 1 fell out of the window: no longer recognised, and not next either.
         assert!(s.check(&header(0, 1, 1)).is_err());
         assert_eq!(s.check(&header(0, 7, 1)), Ok(None));
+    }
+
+    #[test]
+    fn active_producers_show_their_epoch_last_sequence_and_time() {
+        let mut s = ProducerStates::from_history([written(&header(1, 0, 3), 0)]);
+        let listed = ActiveProducer {
+            producer_id: 9,
+            epoch: 1,
+            last_sequence: 2,
+            last_timestamp: None,
+        };
+        assert_eq!(s.active(), std::slice::from_ref(&listed));
+        s.record(written(&header(1, 3, 2), 3), Some(1_700));
+        let now = ActiveProducer {
+            last_sequence: 4,
+            last_timestamp: Some(1_700),
+            ..listed
+        };
+        assert_eq!(s.active(), [now]);
+    }
+
+    #[test]
+    fn markers_older_than_the_producer_are_refused() {
+        let s = ProducerStates::from_history([written(&header(3, 0, 1), 0)]);
+        let marker = |epoch| BatchHeader {
+            control: true,
+            transactional: true,
+            base_sequence: -1,
+            ..header(epoch, 0, 1)
+        };
+        assert_eq!(
+            s.check_marker(&marker(2)).unwrap_err().code(),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(s.check_marker(&marker(3)), Ok(()));
+        assert_eq!(s.check_marker(&marker(4)), Ok(()));
+        let unknown = BatchHeader {
+            producer_id: 1,
+            ..marker(0)
+        };
+        assert_eq!(s.check_marker(&unknown), Ok(()));
     }
 }

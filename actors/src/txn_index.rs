@@ -126,6 +126,56 @@ impl TxnIndexes {
         offset: i64,
         high: i64,
     ) -> StoreResult<Stable> {
+        self.caught_up(logs, tp, offset, high, |p| Stable {
+            offset: p.stable(high),
+            aborted: (p.aborted.iter())
+                .filter(|a| a.last_offset >= offset)
+                .copied()
+                .collect(),
+        })
+        .await
+    }
+
+    /// The last stable offset of a partition with these watermarks, read from the
+    /// log start when no reader built its index yet (ListOffsets read committed).
+    pub async fn last_stable(
+        &self,
+        logs: &Logs,
+        tp: &TopicPartition,
+        w: Watermarks,
+    ) -> StoreResult<i64> {
+        let from = self.built_from(tp, w);
+        Ok(self.stable(logs, tp, from, w.high).await?.offset)
+    }
+
+    /// The first offset of each producer's open transaction in the partition, by
+    /// producer id (DescribeProducers), read like `last_stable`.
+    pub async fn open_transactions(
+        &self,
+        logs: &Logs,
+        tp: &TopicPartition,
+        w: Watermarks,
+    ) -> StoreResult<HashMap<i64, i64>> {
+        let from = self.built_from(tp, w);
+        self.caught_up(logs, tp, from, w.high, |p| p.open.clone())
+            .await
+    }
+
+    /// Where the partition's index starts: where it was built from, else the log start.
+    fn built_from(&self, tp: &TopicPartition, w: Watermarks) -> i64 {
+        (self.partitions.read().get(tp)).map_or(w.log_start, |p| p.lock().from)
+    }
+
+    /// `answer` of the partition's index once it has read the log from `offset` (or
+    /// before) up to `high`.
+    async fn caught_up<T>(
+        &self,
+        logs: &Logs,
+        tp: &TopicPartition,
+        offset: i64,
+        high: i64,
+        answer: impl Fn(&PartitionTxns) -> T,
+    ) -> StoreResult<T> {
         loop {
             let index = self.index(tp, offset);
             let scanned = {
@@ -139,33 +189,12 @@ impl TxnIndexes {
                     };
                 }
                 if p.scanned >= high {
-                    let aborted = p
-                        .aborted
-                        .iter()
-                        .filter(|a| a.last_offset >= offset)
-                        .copied()
-                        .collect();
-                    return Ok(Stable {
-                        offset: p.stable(high),
-                        aborted,
-                    });
+                    return Ok(answer(&p));
                 }
                 p.scanned
             };
             self.catch_up(logs, (tp, &index), scanned, high).await?;
         }
-    }
-
-    /// The last stable offset of a partition with these watermarks, read from the
-    /// log start when no reader built its index yet (ListOffsets read committed).
-    pub async fn last_stable(
-        &self,
-        logs: &Logs,
-        tp: &TopicPartition,
-        w: Watermarks,
-    ) -> StoreResult<i64> {
-        let from = (self.partitions.read().get(tp)).map_or(w.log_start, |p| p.lock().from);
-        Ok(self.stable(logs, tp, from, w.high).await?.offset)
     }
 
     /// Reads batch headers from `scanned` towards `high` and applies them, unless

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compiles and runs one Java check (GroupsJava: group consumer and admin; ConfigsJava:
 # AdminClient replaying framework configuration calls; QuotasJava, ScramJava, AclsJava,
-# TransactionsJava; DescribeJava: describeTopics, kafka-topics' health reports,
-# describeLogDirs)
+# TransactionsJava, TxnAdminJava; DescribeJava: describeTopics, kafka-topics' health
+# reports, describeLogDirs)
 # against the kafka-clients jars in KAFKA_JAVA_LIBS: by default the 3.9 ones
 # .ci/client-deps.sh unpacks into .venv/kafka-java; run_all.sh also points it at the
 # 4.x ones in .venv/kafka-java-4 (java4-* checks).

@@ -14,6 +14,7 @@ mod quotas;
 mod records;
 mod security;
 mod topics;
+mod transaction_admin;
 mod transactions;
 
 use crate::support;
@@ -141,6 +142,10 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::AddOffsetsToTxn => transactions::add_offsets_to_txn(&mut c, v),
                 ApiKey::EndTxn => transactions::end_txn(&mut c, v, &t),
                 ApiKey::TxnOffsetCommit => transactions::txn_offset_commit(&mut c, v, &t),
+                ApiKey::WriteTxnMarkers => transaction_admin::write_txn_markers(&mut c, v),
+                ApiKey::DescribeProducers => transaction_admin::describe_producers(&mut c, v),
+                ApiKey::DescribeTransactions => transaction_admin::describe_transactions(&mut c, v),
+                ApiKey::ListTransactions => transaction_admin::list_transactions(&mut c, v),
                 other => panic!("{other:?} is served but this test builds no request for it"),
             }));
             if let Err(panic) = outcome {

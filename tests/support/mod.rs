@@ -14,6 +14,7 @@ mod raw;
 pub mod records;
 pub mod sasl;
 pub mod tls;
+pub mod transactions;
 pub mod versions;
 
 pub use raw::*;

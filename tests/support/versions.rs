@@ -28,8 +28,8 @@ const fn api(key: i16, name: &'static str, min: i16, max: i16) -> Api {
 /// minimum, KIP-896, to 4.1's newest), which the gateway serves whole. Where it serves
 /// less than Kafka 4.1, the entry holds the range served and a comment gives Kafka
 /// 4.1's and the reason (`docs/COMPATIBILITY.md`); no range is narrower today.
-/// Not served at all (not advertised, so not listed): transactions and KIP-848's
-/// ConsumerGroupHeartbeat, as `docs/COMPATIBILITY.md` says.
+/// Not served at all (not advertised, so not listed): KIP-848's ConsumerGroupHeartbeat
+/// among others, as `docs/COMPATIBILITY.md` says.
 pub const SERVED: &[Api] = &[
     api(0, "Produce", 3, 13),
     api(1, "Fetch", 4, 18),
@@ -54,6 +54,7 @@ pub const SERVED: &[Api] = &[
     api(24, "AddPartitionsToTxn", 0, 5),
     api(25, "AddOffsetsToTxn", 0, 4),
     api(26, "EndTxn", 0, 5),
+    api(27, "WriteTxnMarkers", 1, 1),
     api(28, "TxnOffsetCommit", 0, 5),
     api(29, "DescribeAcls", 1, 3),
     api(30, "CreateAcls", 1, 3),
@@ -76,6 +77,9 @@ pub const SERVED: &[Api] = &[
     api(57, "UpdateFeatures", 0, 2),
     api(60, "DescribeCluster", 0, 2),
     api(75, "DescribeTopicPartitions", 0, 0),
+    api(61, "DescribeProducers", 0, 0),
+    api(65, "DescribeTransactions", 0, 0),
+    api(66, "ListTransactions", 0, 2),
 ];
 
 /// The pinned entry of API `key`.

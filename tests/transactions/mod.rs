@@ -1,9 +1,10 @@
 //! Transactions through real clients and raw requests, on both stores: librdkafka's
 //! transactional producer and read-committed consumer (`librdkafka.rs`), what a
 //! SIGKILLed gateway leaves behind (`restarts.rs`), the refusals Kafka answers
-//! (`refusals.rs`), and a coordinator killed among several gateways on one Iggy
-//! (`cluster.rs`).
+//! (`refusals.rs`), a coordinator killed among several gateways on one Iggy
+//! (`cluster.rs`), and the admin APIs' ACLs and per-gateway scope (`admin.rs`).
 
+mod admin;
 mod cluster;
 mod librdkafka;
 mod refusals;

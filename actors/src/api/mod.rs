@@ -19,6 +19,8 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_log_dirs;
 mod describe_topic_partitions;
+mod describe_producers;
+mod describe_transactions;
 mod elect_leaders;
 mod fetch;
 mod group_access;
@@ -27,6 +29,7 @@ mod incremental_alter_configs;
 mod init_producer_id;
 mod list_offsets;
 mod list_partition_reassignments;
+mod list_transactions;
 mod metadata;
 mod offset_for_leader_epoch;
 mod offsets;
@@ -34,6 +37,7 @@ mod produce;
 mod scram_credentials;
 mod transactions;
 mod update_features;
+mod write_txn_markers;
 
 use std::future::{ready, Future};
 
@@ -150,6 +154,22 @@ pub fn route(
         RequestKind::TxnOffsetCommit(r) => answer(
             transactions::commit_offsets(gw.clone(), r, access),
             ResponseKind::TxnOffsetCommit,
+        ),
+        RequestKind::ListTransactions(r) => answer(
+            list_transactions::handle(gw.clone(), r, access),
+            ResponseKind::ListTransactions,
+        ),
+        RequestKind::DescribeTransactions(r) => answer(
+            describe_transactions::handle(gw.clone(), r, access),
+            ResponseKind::DescribeTransactions,
+        ),
+        RequestKind::DescribeProducers(r) => answer(
+            describe_producers::handle(gw.clone(), r, access),
+            ResponseKind::DescribeProducers,
+        ),
+        RequestKind::WriteTxnMarkers(r) => answer(
+            write_txn_markers::handle(gw.clone(), r, access),
+            ResponseKind::WriteTxnMarkers,
         ),
         RequestKind::FindCoordinator(r) => answered(ResponseKind::FindCoordinator(
             groups::find_coordinator(gw, version, r, &caller, &access),

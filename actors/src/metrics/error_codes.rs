@@ -86,6 +86,21 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
                 .flat_map(|t| &t.partitions)
                 .map(|p| p.error_code),
         ),
+        ResponseKind::WriteTxnMarkers(r) => codes.extend(
+            (r.markers.iter())
+                .flat_map(|m| &m.topics)
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
+        ResponseKind::ListTransactions(r) => codes.push(r.error_code),
+        ResponseKind::DescribeTransactions(r) => {
+            codes.extend(r.transaction_states.iter().map(|t| t.error_code))
+        }
+        ResponseKind::DescribeProducers(r) => codes.extend(
+            (r.topics.iter())
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.error_code),
+        ),
         ResponseKind::DescribeCluster(r) => codes.push(r.error_code),
         ResponseKind::ListPartitionReassignments(r) => codes.push(r.error_code),
         ResponseKind::AlterPartitionReassignments(r) => {

@@ -131,6 +131,21 @@ impl Transactions {
         self.slots[slot_of(id, self.slots.len())].send(msg)
     }
 
+    /// Every stored transactional id with its state, whichever gateway coordinates it
+    /// (ListTransactions): the table is what every slot stores before it answers, so
+    /// it is never behind one.
+    pub async fn stored(&self) -> Result<Vec<(String, TxnState)>, TxnError> {
+        let scan =
+            (self.meta.scan(slot::TABLE, "").await).map_err(|e| TxnError::Store(e.to_string()))?;
+        let states = scan.entries.into_iter().filter_map(|(id, value)| {
+            TxnState::decode(&value)
+                .inspect_err(|e| tracing::warn!(transactional_id = %id, error = %e, "unreadable transaction state"))
+                .ok()
+                .map(|state| (id, state))
+        });
+        Ok(states.collect())
+    }
+
     /// The check a transactional batch of `producer_id` at `epoch` passes before it is
     /// appended to `tp`: its transaction is open here and holds the partition
     /// (INVALID_TXN_STATE otherwise), asked of the stored state when another gateway

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use bytes::Bytes;
 use tokio::sync::watch;
 
 use super::pending_offsets;
@@ -27,10 +26,8 @@ use crate::membership::Cluster;
 use crate::offsets::Offsets;
 use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
-use crate::protocol::markers;
-use crate::protocol::records::BatchHeader;
 use crate::store::meta::Change;
-use crate::store::{AppendBatch, Meta, StoreError, TopicPartition};
+use crate::store::{Meta, StoreError, TopicPartition};
 
 pub const TABLE: &str = "transactions";
 /// How often timeouts, expirations and unfinished ends are looked for.
@@ -170,8 +167,7 @@ fn store(e: StoreError) -> TxnError {
 /// decision stored, to be completed on a later tick.
 async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, TxnError> {
     let marker = decided.phase.marker().expect("a decided transaction");
-    let bytes = markers::batch(marker, decided.producer_id, decided.epoch, 0, now_ms());
-    let header = BatchHeader::parse(&bytes);
+    let (producer, now) = ((decided.producer_id, decided.epoch), now_ms());
     let appends: Vec<_> = decided
         .partitions
         .iter()
@@ -180,12 +176,10 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
                 topic: topic.as_str().into(),
                 partition: *partition,
             };
-            let batch = AppendBatch {
-                header,
-                bytes: bytes.clone(),
-                records: Bytes::new(),
-            };
-            (tp.clone(), deps.partitions.append(tp, batch, None))
+            let append = deps
+                .partitions
+                .append_marker(tp.clone(), marker, producer, 0, now);
+            (tp, append)
         })
         .collect();
     for (tp, append) in appends {

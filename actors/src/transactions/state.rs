@@ -23,6 +23,20 @@ pub enum Phase {
     CompleteAbort,
 }
 
+/// Every state name Kafka's `TransactionState.fromName` knows: ListTransactions
+/// answers any other filter as unknown. PrepareEpochFence and Dead are Kafka's
+/// passing states, never listed here.
+pub const KAFKA_STATE_NAMES: [&str; 8] = [
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+];
+
 impl Phase {
     /// Kafka's state names, as DescribeTransactions and ListTransactions give them.
     pub fn kafka_name(self) -> &'static str {
@@ -131,6 +145,15 @@ impl TxnState {
             self.phase,
             Phase::Ongoing | Phase::PrepareCommit | Phase::PrepareAbort
         )
+    }
+
+    /// When the open (or deciding) transaction began, Kafka's `txnStartTimestamp`;
+    /// -1 with none.
+    pub fn start_ms(&self) -> i64 {
+        match self.started_ms {
+            0 => -1,
+            started => started,
+        }
     }
 
     /// The request's producer is this id's current one.
@@ -249,10 +272,11 @@ mod tests {
             decided.add([("t".into(), 2)], None, 31),
             Err(TxnError::Concurrent(Phase::PrepareCommit))
         );
+        assert_eq!(decided.start_ms(), 10);
         let done = decided.complete(40);
         assert_eq!(
-            (done.phase, done.partitions.len()),
-            (Phase::CompleteCommit, 0)
+            (done.phase, done.partitions.len(), done.start_ms()),
+            (Phase::CompleteCommit, 0, -1)
         );
         // A retried commit is answered again; an abort after it is refused.
         assert_eq!(done.end(true, 41), Ok(None));

@@ -1,0 +1,204 @@
+//! Raw transactional requests for the transaction admin tests: a producer's
+//! InitProducerId, AddPartitionsToTxn, transactional Produce and EndTxn, the last
+//! stable offset, and the four admin APIs (WriteTxnMarkers, DescribeProducers,
+//! DescribeTransactions, ListTransactions) as admin tools send them.
+
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::describe_producers_request::TopicRequest;
+use kafka_protocol::messages::describe_producers_response::PartitionResponse;
+use kafka_protocol::messages::describe_transactions_response::TransactionState;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::records::{Compression, Record};
+
+use super::configs::s;
+use super::{batch, call, record, topic_name, RawClient};
+
+/// A transactional producer: its id, the producer id and epoch.
+#[derive(Clone, Debug)]
+pub struct Producer {
+    pub id: String,
+    pub pid: i64,
+    pub epoch: i16,
+}
+
+/// InitProducerId v4 for transactional id `id` (a 60 s transaction timeout).
+pub fn init(c: &mut RawClient, id: &str) -> Producer {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(id))))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r = call!(c, InitProducerId, 4, request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    Producer {
+        id: id.to_string(),
+        pid: r.producer_id.0,
+        epoch: r.producer_epoch,
+    }
+}
+
+/// AddPartitionsToTxn v3 of one partition: its error code.
+pub fn add(c: &mut RawClient, p: &Producer, topic: &str, partition: i32) -> i16 {
+    let request = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(TransactionalId(s(&p.id)))
+        .with_v3_and_below_producer_id(ProducerId(p.pid))
+        .with_v3_and_below_producer_epoch(p.epoch)
+        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![partition])]);
+    let r = call!(c, AddPartitionsToTxn, 3, request);
+    r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+/// Produce v9 of `n` transactional records from sequence `sequence`, stamped
+/// `timestamp`: the offset of the first, after checking it was written.
+pub fn produce(
+    c: &mut RawClient,
+    p: &Producer,
+    (topic, partition): (&str, i32),
+    sequence: i32,
+    n: usize,
+    timestamp: i64,
+) -> i64 {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: true,
+            producer_id: p.pid,
+            producer_epoch: p.epoch,
+            sequence: sequence + i as i32,
+            offset: i as i64,
+            ..record(
+                None,
+                format!("{}-{}", p.id, sequence + i as i32).as_bytes(),
+                timestamp,
+            )
+        })
+        .collect();
+    let data = PartitionProduceData::default()
+        .with_index(partition)
+        .with_records(Some(batch(&records, Compression::None)));
+    let request = ProduceRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(&p.id))))
+        .with_acks(-1)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(topic_name(topic))
+            .with_partition_data(vec![data])]);
+    let r = call!(c, Produce, 9, request);
+    let answer = &r.responses[0].partition_responses[0];
+    assert_eq!(answer.error_code, 0, "{answer:?}");
+    answer.base_offset
+}
+
+/// EndTxn v3: its error code.
+pub fn end(c: &mut RawClient, p: &Producer, commit: bool) -> i16 {
+    let request = EndTxnRequest::default()
+        .with_transactional_id(TransactionalId(s(&p.id)))
+        .with_producer_id(ProducerId(p.pid))
+        .with_producer_epoch(p.epoch)
+        .with_committed(commit);
+    call!(c, EndTxn, 3, request).error_code
+}
+
+/// The partition's latest offset by ListOffsets v7 at `isolation` (1: read committed,
+/// the last stable offset).
+pub fn latest(c: &mut RawClient, topic: &str, partition: i32, isolation: i8) -> i64 {
+    let wanted = ListOffsetsTopic::default()
+        .with_name(topic_name(topic))
+        .with_partitions(vec![ListOffsetsPartition::default()
+            .with_partition_index(partition)
+            .with_timestamp(-1)]);
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation)
+        .with_topics(vec![wanted]);
+    let r = call!(c, ListOffsets, 7, request);
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0, "{p:?}");
+    p.offset
+}
+
+/// One marker of WriteTxnMarkers: producer id, epoch, commit or abort, and its
+/// `(topic, partitions)`.
+pub type MarkerSpec<'a> = (i64, i16, bool, &'a [(&'a str, &'a [i32])]);
+
+/// WriteTxnMarkers v1 (coordinator epoch 0): each marker's (topic, partition, code).
+pub fn write_markers(c: &mut RawClient, markers: &[MarkerSpec]) -> Vec<Vec<(String, i32, i16)>> {
+    let markers = markers.iter().map(|&(pid, epoch, commit, topics)| {
+        let topics = topics.iter().map(|(topic, partitions)| {
+            WritableTxnMarkerTopic::default()
+                .with_name(topic_name(topic))
+                .with_partition_indexes(partitions.to_vec())
+        });
+        WritableTxnMarker::default()
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_transaction_result(commit)
+            .with_coordinator_epoch(0)
+            .with_topics(topics.collect())
+    });
+    let request = WriteTxnMarkersRequest::default().with_markers(markers.collect());
+    let r = call!(c, WriteTxnMarkers, 1, request);
+    let results = r.markers.iter().map(|m| {
+        let partitions = m.topics.iter().flat_map(|t| {
+            let name = t.name.to_string();
+            t.partitions
+                .iter()
+                .map(move |p| (name.clone(), p.partition_index, p.error_code))
+        });
+        partitions.collect()
+    });
+    results.collect()
+}
+
+/// DescribeProducers v0 of `(topic, partitions)`: every partition's answer, in order.
+pub fn describe_producers(c: &mut RawClient, topics: &[(&str, &[i32])]) -> Vec<PartitionResponse> {
+    let topics = topics.iter().map(|(topic, partitions)| {
+        TopicRequest::default()
+            .with_name(topic_name(topic))
+            .with_partition_indexes(partitions.to_vec())
+    });
+    let request = DescribeProducersRequest::default().with_topics(topics.collect());
+    let r = call!(c, DescribeProducers, 0, request);
+    r.topics.into_iter().flat_map(|t| t.partitions).collect()
+}
+
+/// DescribeTransactions v0 of `ids`: each one's answer, in order.
+pub fn describe_transactions(c: &mut RawClient, ids: &[&str]) -> Vec<TransactionState> {
+    let asked = ids.iter().map(|id| TransactionalId(s(id))).collect();
+    let request = DescribeTransactionsRequest::default().with_transactional_ids(asked);
+    let r = call!(c, DescribeTransactions, 0, request);
+    let answered: Vec<_> = (r.transaction_states.iter())
+        .map(|t| t.transactional_id.to_string())
+        .collect();
+    assert_eq!(answered, ids, "one answer per id, in order");
+    r.transaction_states
+}
+
+/// ListTransactions at `v`: (error code, unknown state filters, listed (id, producer
+/// id, state) sorted by id).
+pub fn list_transactions(
+    c: &mut RawClient,
+    v: i16,
+    request: ListTransactionsRequest,
+) -> (i16, Vec<String>, Vec<(String, i64, String)>) {
+    let r = call!(c, ListTransactions, v, request);
+    let unknown = r
+        .unknown_state_filters
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    let mut listed: Vec<_> = (r.transaction_states.iter())
+        .map(|t| {
+            let id = t.transactional_id.to_string();
+            (id, t.producer_id.0, t.transaction_state.to_string())
+        })
+        .collect();
+    listed.sort();
+    (r.error_code, unknown, listed)
+}
