@@ -665,18 +665,60 @@ else
 fi
 
 # ---------------------------------------------------------------- kafka-transactions
-# Not in the issue's list, but the script ships with the rest: its list needs
-# ListTransactions (66), describe-producers DescribeProducers (61).
-if served 66; then
+# Not in the issue's list, but the script ships with the rest: list needs
+# ListTransactions (66), describe DescribeTransactions (65), describe-producers and
+# find-hanging DescribeProducers (61), abort WriteTxnMarkers (27).
+txn_rows() { awk 'NR > 1 { $1 = $1; print }' <<<"$OUT"; } # the table without its header
+if served 66 && served 65 && served 61 && served 27; then
     kafka_transactions list
-    same transactions-list "$(awk 'NR > 1' <<<"$OUT")" "" # no transactional producer ran
+    same transactions-list-empty "$(txn_rows)" "" # no transactional producer ran yet
+    # A transactional producer that commits every 200 ms, then the tools' views of it.
+    kafka_topics --create --topic kt-txn --partitions 2
+    tool org.apache.kafka.tools.ProducerPerformance --topic kt-txn --num-records 2000 \
+        --record-size 100 --throughput -1 --transactional-id kt-txn-id \
+        --transaction-duration-ms 200 --command-property bootstrap.servers="$B"
+    ok transactions-producer "transactional perf test failed (exit $RC)" \
+        eval '[ $RC = 0 ] && has "^2000 records sent"'
+    kafka_transactions list # TransactionalId Coordinator ProducerId TransactionState
+    same transactions-list "$(txn_rows | awk '{ print $1, $4 }')" "kt-txn-id CompleteCommit"
+    pid=$(txn_rows | awk '{ print $3 }')
+    kafka_transactions list --producer-id-filter "$pid" --state-filter Ongoing
+    same transactions-list-filtered "$(txn_rows)" ""
+    kafka_transactions describe --transactional-id kt-txn-id
+    same transactions-describe "$(txn_rows | awk '{ print $2, $3, $5, $6 }')" \
+        "kt-txn-id $pid CompleteCommit 60000"
+    # ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp Start
+    kafka_transactions describe-producers --topic kt-txn --partition 0
+    same transactions-describe-producers "$(txn_rows | awk '{ print $1, $6 }')" "$pid None"
+    # A producer SIGKILLed inside a transaction: it holds partition 0 open, then
+    # `abort` ends it with a marker, as for a hanging transaction.
+    kafka_topics --create --topic kt-hang --partitions 1
+    bg_tool org.apache.kafka.tools.ProducerPerformance --topic kt-hang --num-records 100000 \
+        --record-size 10 --throughput 50 --transactional-id kt-hang-id \
+        --transaction-duration-ms 600000 --command-property bootstrap.servers="$B"
+    hang_pid=$BG_PID
+    open_start() {
+        kafka_transactions describe-producers --topic kt-hang --partition 0
+        txn_rows | awk '{ print $6 }'
+    }
+    for _ in $(seq 60); do [ "$(open_start)" = 0 ] && break; sleep 0.5; done
+    kill -9 $hang_pid 2>/dev/null || true
+    same transactions-open-start "$(open_start)" 0
+    # Open for less than the tool's 15 minutes and still Ongoing at its coordinator.
+    kafka_transactions find-hanging --topic kt-hang
+    same transactions-find-hanging "$(txn_rows)" ""
+    kafka_transactions abort --topic kt-hang --partition 0 --start-offset 0
+    ok transactions-abort "abort failed (exit $RC)" eval '[ $RC = 0 ]'
+    same transactions-aborted "$(open_start)" None
+    kafka_console_consumer --bootstrap-server "$B" --topic kt-hang --from-beginning \
+        --isolation-level read_committed --timeout-ms 5000
+    same transactions-aborted-unread "$OUT" ""
 else
     kafka_transactions list
     ok transactions-list-unsupported "not the UnsupportedVersionException for LIST_TRANSACTIONS" \
         said "does not support LIST_TRANSACTIONS"
-    gap "kafka-transactions list" "ListTransactions (66)"
+    gap "kafka-transactions" "ListTransactions (66), DescribeTransactions (65), DescribeProducers (61), WriteTxnMarkers (27)"
 fi
-served 61 || gap "kafka-transactions describe-producers" "DescribeProducers (61)"
 
 # ---------------------------------------------------------------- kafka-features
 features() { # "feature min max finalized epoch" of kafka-features describe
