@@ -191,9 +191,10 @@ async fn iggy_restarted_mid_stream_loses_no_acknowledged_record() {
                     }
                 }
             }
-            // Spread the workload over the restart.
-            if n % 1_000 == 0 {
-                std::thread::sleep(Duration::from_millis(50));
+            // Spread the workload over about 4 s, so the restart (after 3,000 acks)
+            // lands while records are still being sent.
+            if n % 100 == 0 {
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
         producer.flush(Duration::from_secs(90)).expect("flush");
