@@ -108,10 +108,15 @@ impl Partitions {
             .collect())
     }
 
-    /// What a read-committed read from `offset` may serve of the partition, whose high
-    /// watermark is `high` (`txn_index.rs`).
-    pub async fn stable(&self, tp: &TopicPartition, offset: i64, high: i64) -> StoreResult<Stable> {
-        self.txns.stable(&self.logs, tp, offset, high).await
+    /// What a read-committed read from `offset`, which `fetched` these batches, may serve
+    /// of the partition, whose high watermark is `high` (`txn_index.rs`).
+    pub async fn stable(
+        &self,
+        tp: &TopicPartition,
+        (offset, high): (i64, i64),
+        fetched: &[Bytes],
+    ) -> StoreResult<Stable> {
+        self.txns.stable(&self.logs, tp, (offset, high), fetched).await
     }
 
     /// The partition's last stable offset (ListOffsets read committed).

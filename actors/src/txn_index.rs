@@ -65,6 +65,17 @@ impl PartitionTxns {
         self.scanned = base_offset + h.record_count as i64;
     }
 
+    /// Applies the batches of a read, skipping those already seen.
+    fn apply_read(&mut self, batches: &[Bytes]) {
+        for b in batches {
+            let h = BatchHeader::parse(b);
+            let base = records::base_offset(b);
+            if base + h.record_count as i64 > self.scanned {
+                self.apply(base, &h, h.control.then(|| markers::read(b)).flatten());
+            }
+        }
+    }
+
     fn stable(&self, high: i64) -> i64 {
         self.open.values().copied().min().unwrap_or(high).min(high)
     }
@@ -117,23 +128,38 @@ impl TxnIndexes {
         all.entry(tp.clone()).or_insert_with(fresh).clone()
     }
 
-    /// The partition's stable offset and the aborted transactions from `offset` on,
-    /// after reading whatever the index has not seen up to `high`.
+    /// The partition's stable offset and the aborted transactions from `offset` on, for
+    /// a read from `offset` that `fetched` these batches. An index that has reached the
+    /// reader learns the batches from them and answers up to where it has seen, so the
+    /// first read-committed reader builds it as it goes instead of reading the log twice;
+    /// an index behind the reader, or one the batches move nowhere, reads what it has
+    /// not seen up to `high` first.
     pub async fn stable(
         &self,
         logs: &Logs,
         tp: &TopicPartition,
-        offset: i64,
-        high: i64,
+        (offset, high): (i64, i64),
+        fetched: &[Bytes],
     ) -> StoreResult<Stable> {
-        self.caught_up(logs, tp, offset, high, |p| Stable {
-            offset: p.stable(high),
+        let answer = |p: &PartitionTxns| Stable {
+            offset: p.stable(high.min(p.scanned)),
             aborted: (p.aborted.iter())
                 .filter(|a| a.last_offset >= offset)
                 .copied()
                 .collect(),
-        })
-        .await
+        };
+        let index = self.index(tp, offset);
+        {
+            let mut p = index.lock();
+            if offset >= p.from && p.scanned >= offset {
+                let before = p.scanned;
+                p.apply_read(fetched);
+                if p.scanned >= high || p.scanned > before || before > offset {
+                    return Ok(answer(&p));
+                }
+            }
+        }
+        self.caught_up(logs, tp, offset, high, answer).await
     }
 
     /// The last stable offset of a partition with these watermarks, read from the
@@ -145,7 +171,8 @@ impl TxnIndexes {
         w: Watermarks,
     ) -> StoreResult<i64> {
         let from = self.built_from(tp, w);
-        Ok(self.stable(logs, tp, from, w.high).await?.offset)
+        let stable = self.caught_up(logs, tp, from, w.high, |p| p.stable(w.high));
+        stable.await
     }
 
     /// The first offset of each producer's open transaction in the partition, by
@@ -211,15 +238,7 @@ impl TxnIndexes {
         if p.scanned != scanned {
             return Ok(());
         }
-        for b in &read.batches {
-            let h = BatchHeader::parse(b);
-            let base = records::base_offset(b);
-            let next = base + h.record_count as i64;
-            if next <= p.scanned {
-                continue;
-            }
-            p.apply(base, &h, h.control.then(|| markers::read(b)).flatten());
-        }
+        p.apply_read(&read.batches);
         let start = read.watermarks.log_start;
         if p.scanned == scanned {
             // Nothing to read here: below the log start, records were deleted (and with

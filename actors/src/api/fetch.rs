@@ -282,7 +282,7 @@ async fn read_partition(
     let (stable, aborted) = if read_committed {
         let stable = gw
             .partitions
-            .stable(tp, offset, w.high)
+            .stable(tp, (offset, w.high), &batches)
             .await
             .map_err(failed)?;
         batches.retain(|b| records::base_offset(b) < stable.offset);
