@@ -124,6 +124,9 @@ fn session_fields(version: i16, req: &FetchRequest) -> FetchMetadata {
     }
 }
 
+/// A topic as found in the table (if it is there), and whether READ on it is denied.
+type Resolved = (Option<Arc<TopicMeta>>, bool);
+
 /// Each partition against the topic table and the caller's READ, once per topic.
 fn resolve(
     gw: &Gateway,
@@ -132,7 +135,7 @@ fn resolve(
     access: &Access,
 ) -> Vec<Wanted> {
     let table = gw.topics.table();
-    let mut topics: HashMap<(&TopicName, Uuid), (Option<Arc<TopicMeta>>, bool)> = HashMap::new();
+    let mut topics: HashMap<(&TopicName, Uuid), Resolved> = HashMap::new();
     partitions
         .iter()
         .map(|(key, params)| {

@@ -176,3 +176,74 @@ pub fn next_epoch(epoch: i32) -> i32 {
         e => e + 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(partition: i32) -> PartitionKey {
+        PartitionKey {
+            topic: TopicName::default(),
+            topic_id: Uuid::nil(),
+            partition,
+        }
+    }
+
+    fn answered(record_bytes: usize, high_watermark: i64, error_code: i16) -> Answered {
+        Answered {
+            record_bytes,
+            high_watermark,
+            last_stable_offset: high_watermark,
+            log_start_offset: 0,
+            error_code,
+        }
+    }
+
+    const PARAMS: FetchParams = FetchParams {
+        fetch_offset: 0,
+        max_bytes: 1,
+    };
+
+    fn order(s: &Session) -> Vec<i32> {
+        s.wanted().iter().map(|(k, _)| k.partition).collect()
+    }
+
+    #[test]
+    fn partitions_that_returned_records_go_to_the_end() {
+        let first = (0..3).map(|p| (key(p), PARAMS, answered(0, 5, 0)));
+        let mut s = Session::new(false, 0, first);
+        let now = [(key(0), answered(10, 6, 0)), (key(1), answered(0, 5, 0))];
+        let now = [&now[..], &[(key(2), answered(7, 9, 0))]].concat();
+        assert_eq!(s.answer(&now), [true, false, true]);
+        assert_eq!(order(&s), [1, 0, 2]);
+    }
+
+    #[test]
+    fn an_error_is_answered_and_so_is_the_partition_once_it_is_gone() {
+        let mut s = Session::new(false, 0, [(key(0), PARAMS, answered(0, 5, 0))]);
+        assert_eq!(s.answer(&[(key(0), answered(0, -1, 6))]), [true]);
+        // The same watermark as before the error: still news to the client.
+        assert_eq!(s.answer(&[(key(0), answered(0, 5, 0))]), [true]);
+        assert_eq!(s.answer(&[(key(0), answered(0, 5, 0))]), [false]);
+    }
+
+    #[test]
+    fn listed_partitions_keep_their_place_and_new_ones_go_last() {
+        let first = (0..3).map(|p| (key(p), PARAMS, answered(0, 5, 0)));
+        let mut s = Session::new(false, 0, first);
+        let moved = FetchParams {
+            fetch_offset: 4,
+            max_bytes: 1,
+        };
+        s.update([(key(1), moved), (key(7), PARAMS)], &[key(0)]);
+        assert_eq!(order(&s), [1, 2, 7]);
+        assert_eq!(s.wanted()[0].1, moved);
+    }
+
+    #[test]
+    fn epochs_wrap_to_one_and_final_stays_final() {
+        assert_eq!(next_epoch(0), 1);
+        assert_eq!(next_epoch(i32::MAX), 1);
+        assert_eq!(next_epoch(-1), -1);
+    }
+}
