@@ -17,6 +17,7 @@ mod create_partitions;
 mod delete_records;
 mod durability;
 mod feature_levels;
+mod fetch_sessions;
 mod group_protocol;
 mod idempotence;
 mod iggy_backend;

@@ -9,6 +9,7 @@ use actix::{Actor, ArbiterHandle};
 use crate::authorizer::store::Acls;
 use crate::authorizer::{Access, Authorizer};
 use crate::config_catalog::{ConfigCatalog, StartError};
+use crate::fetch_sessions::FetchSessions;
 use crate::group_coordinator::GroupCoordinator;
 use crate::groups::Groups;
 use crate::limits::ByteBudget;
@@ -56,6 +57,8 @@ pub struct Gateway {
     pub quotas: Quotas,
     /// The transaction coordinator of the transactional ids this gateway coordinates.
     pub transactions: Transactions,
+    /// This gateway's incremental fetch sessions (KIP-227).
+    pub fetch_sessions: FetchSessions,
 }
 
 impl Gateway {
@@ -141,7 +144,10 @@ impl Gateway {
             (groups.watch_cluster(), topics.watch_config()),
             arbiters,
         );
+        let fetch_sessions =
+            FetchSessions::new(settings.fetch_sessions, metrics.fetch_sessions.clone());
         Ok(Gateway {
+            fetch_sessions,
             producer_ids,
             transactions,
             partitions,

@@ -15,6 +15,7 @@ pub mod append_signals;
 pub mod authorizer;
 pub mod config_catalog;
 pub mod connection;
+pub mod fetch_sessions;
 #[doc(hidden)] // for the fuzz targets in actors/fuzz/ and their replay in cargo test
 pub mod fuzzing;
 pub mod gateway;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::authorizer::AuthorizerSettings;
+use crate::fetch_sessions::SessionLimits;
 use crate::limits::ResourceLimits;
 use crate::sasl::SaslSettings;
 use crate::store::Endpoint;
@@ -49,6 +50,8 @@ pub struct BrokerSettings {
     pub sasl: SaslSettings,
     /// The ACL authorizer; `None` allows every request (Kafka without an authorizer).
     pub authorizer: Option<AuthorizerSettings>,
+    /// Bounds of the incremental fetch session cache.
+    pub fetch_sessions: SessionLimits,
 }
 
 /// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and

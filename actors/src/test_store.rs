@@ -187,5 +187,9 @@ pub fn settings() -> BrokerSettings {
         node_timeout: Duration::from_secs(5),
         sasl: Default::default(),
         authorizer: None,
+        fetch_sessions: crate::fetch_sessions::SessionLimits {
+            slots: 10,
+            eviction_ms: 120_000,
+        },
     }
 }

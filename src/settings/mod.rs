@@ -186,6 +186,11 @@ pub struct Settings {
     pub offset_slots: usize,
     /// How long the first rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay_ms: u64,
+    /// Kafka's `max.incremental.fetch.session.cache.slots`: fetch sessions kept at once.
+    pub max_incremental_fetch_session_cache_slots: usize,
+    /// How long a fetch session is safe from eviction after its creation and each use
+    /// (fixed at 120000 in Kafka).
+    pub min_incremental_fetch_session_eviction_ms: u64,
     /// How often topics are re-read from the backend (topics made by native Iggy clients).
     pub topic_refresh_ms: u64,
     /// How often this gateway tells the others sharing the backend it is alive.
@@ -278,6 +283,8 @@ impl Default for Settings {
             log_slots: 4,
             offset_slots: 4,
             group_initial_rebalance_delay_ms: 3_000,
+            max_incremental_fetch_session_cache_slots: 1_000,
+            min_incremental_fetch_session_eviction_ms: 120_000,
             topic_refresh_ms: 5_000,
             node_heartbeat_ms: 1_000,
             node_timeout_ms: 5_000,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use iggy_kafka_actors::authorizer::AuthorizerSettings;
+use iggy_kafka_actors::fetch_sessions::SessionLimits;
 use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
@@ -182,6 +183,10 @@ impl Settings {
                 self.group_initial_rebalance_delay_ms,
             ),
             topic_refresh_interval: Duration::from_millis(self.topic_refresh_ms),
+            fetch_sessions: SessionLimits {
+                slots: self.max_incremental_fetch_session_cache_slots,
+                eviction_ms: self.min_incremental_fetch_session_eviction_ms,
+            },
             node_heartbeat: Duration::from_millis(self.node_heartbeat_ms),
             node_timeout: Duration::from_millis(self.node_timeout_ms),
             sasl: SaslSettings {

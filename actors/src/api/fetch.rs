@@ -1,7 +1,10 @@
 //! Fetch: batches straight from the backend, as stored, with the partition's
 //! watermarks. A fetch that finds less than `min_bytes` sleeps until an append to one
-//! of its partitions or `max_wait_ms`, whichever comes first.
+//! of its partitions or `max_wait_ms`, whichever comes first. Fetch sessions
+//! (KIP-227, `fetch_sessions`) decide which partitions are read and which answered.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -16,10 +19,11 @@ use tokio::time::{timeout_at, Instant};
 use uuid::Uuid;
 
 use crate::authorizer::{Access, Operation};
+use crate::fetch_sessions::{Answered, FetchMetadata, FetchParams, Opened, PartitionKey};
 use crate::gateway::Gateway;
 use crate::protocol::records::{self, BatchHeader};
 use crate::protocol::versions::since;
-use crate::store::{ReadBatches, StoreError, TopicPartition};
+use crate::store::{ReadBatches, StoreError, TopicMeta, TopicPartition};
 use crate::topic_admin::internal::is_internal;
 use crate::txn_index::Aborted;
 
@@ -28,9 +32,10 @@ const READ_COMMITTED: i8 = 1;
 const FIRST_POLL: Duration = Duration::from_millis(20);
 const MAX_POLL: Duration = Duration::from_millis(500);
 
-/// One requested partition, resolved against the topic table.
+/// One partition to read, resolved against the topic table.
 struct Wanted {
-    partition: i32,
+    /// As the request named it; the answer names it the same way.
+    key: PartitionKey,
     offset: i64,
     max_bytes: usize,
     /// The partition, or why it cannot be read.
@@ -38,44 +43,17 @@ struct Wanted {
 }
 
 /// Each topic needs READ (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
+/// From v7 a fetch may belong to a session (`fetch_sessions`): then the partitions
+/// read are the session's, and the answer holds only those with something new.
 pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access) -> FetchResponse {
-    let table = gw.topics.table();
-    let topics: Vec<(TopicName, Uuid, Vec<Wanted>)> = req
-        .topics
-        .into_iter()
-        .map(|t| {
-            let meta = if version >= since::FETCH_TOPIC_IDS {
-                table.by_id(&t.topic_id).cloned()
-            } else {
-                table.get(&t.topic).cloned()
-            };
-            // Checked before existence, so a denied caller learns nothing of the topic.
-            let name = meta.as_ref().map_or(t.topic.as_str(), |m| &m.name);
-            let denied = (meta.is_some() || version < since::FETCH_TOPIC_IDS)
-                && !access.topic(Operation::Read, name);
-            let wanted = t
-                .partitions
-                .into_iter()
-                .map(|p| Wanted {
-                    partition: p.partition,
-                    offset: p.fetch_offset,
-                    max_bytes: p.partition_max_bytes.max(0) as usize,
-                    target: match &meta {
-                        _ if denied => Err(ResponseError::TopicAuthorizationFailed),
-                        Some(m) if (0..m.partitions).contains(&p.partition) => Ok(TopicPartition {
-                            topic: m.name.clone(),
-                            partition: p.partition,
-                        }),
-                        None if version >= since::FETCH_TOPIC_IDS => {
-                            Err(ResponseError::UnknownTopicId)
-                        }
-                        _ => Err(ResponseError::UnknownTopicOrPartition),
-                    },
-                })
-                .collect();
-            (t.topic, t.topic_id, wanted)
-        })
-        .collect();
+    let opened = match gw.fetch_sessions.open(session_fields(version, &req)) {
+        Ok(opened) => opened,
+        Err(e) => {
+            tracing::debug!(error = %e, "fetch session refused");
+            return FetchResponse::default().with_error_code(e.code().code());
+        }
+    };
+    let wanted = resolve(&gw, version, &opened.wanted, &access);
 
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let min_bytes = req.min_bytes.max(0) as usize;
@@ -88,17 +66,17 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
         .logs()
         .external_appends()
         .then_some(FIRST_POLL);
-    loop {
+    let answers = loop {
         // Subscribe before reading, so an append landing in between still wakes us.
-        let mut signals: Vec<_> = topics
+        let mut signals: Vec<_> = wanted
             .iter()
-            .flat_map(|(_, _, ps)| ps.iter().filter_map(|w| w.target.as_ref().ok()))
+            .filter_map(|w| w.target.as_ref().ok())
             .map(|tp| gw.partitions.subscribe(tp))
             .collect();
-        let (responses, bytes, failed) =
-            read_all(&gw, version, &topics, max_bytes, read_committed).await;
+        let (answers, bytes, failed) =
+            read_all(&gw, version, &wanted, max_bytes, read_committed).await;
         if bytes >= min_bytes || failed || signals.is_empty() || Instant::now() >= deadline {
-            return FetchResponse::default().with_responses(responses);
+            break answers;
         }
         let any_append = select_all(signals.iter_mut().map(|rx| Box::pin(rx.changed())));
         let wake_at = match poll {
@@ -108,92 +86,199 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
         poll = poll.map(|every| (every * 2).min(MAX_POLL));
         if timeout_at(wake_at, any_append).await.is_err() && wake_at == deadline {
             // One last read: the answer carries the latest watermarks.
-            let (responses, _, _) =
-                read_all(&gw, version, &topics, max_bytes, read_committed).await;
-            return FetchResponse::default().with_responses(responses);
+            break read_all(&gw, version, &wanted, max_bytes, read_committed)
+                .await
+                .0;
         }
+    };
+    answer(&gw, version, opened, answers)
+}
+
+/// The session fields of a fetch; before v7 every fetch is sessionless.
+fn session_fields(version: i16, req: &FetchRequest) -> FetchMetadata {
+    let key = |topic: &TopicName, topic_id: Uuid, partition: i32| PartitionKey {
+        topic: topic.clone(),
+        topic_id,
+        partition,
+    };
+    let listed = req.topics.iter().flat_map(|t| {
+        t.partitions.iter().map(|p| {
+            let params = FetchParams {
+                fetch_offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes,
+            };
+            (key(&t.topic, t.topic_id, p.partition), params)
+        })
+    });
+    let forgotten = req.forgotten_topics_data.iter().flat_map(|t| {
+        let ps = t.partitions.iter();
+        ps.map(|&p| key(&t.topic, t.topic_id, p))
+    });
+    let sessions = version >= since::FETCH_SESSIONS;
+    FetchMetadata {
+        version,
+        session_id: if sessions { req.session_id } else { 0 },
+        epoch: if sessions { req.session_epoch } else { -1 },
+        listed: listed.collect(),
+        forgotten: forgotten.collect(),
     }
 }
 
-/// Reads every wanted partition within the request's byte budget. Returns the
-/// answer, the bytes in it, and whether any partition had an error.
+/// A topic as found in the table (if it is there), and whether READ on it is denied.
+type Resolved = (Option<Arc<TopicMeta>>, bool);
+
+/// Each partition against the topic table and the caller's READ, once per topic.
+fn resolve(
+    gw: &Gateway,
+    version: i16,
+    partitions: &[(PartitionKey, FetchParams)],
+    access: &Access,
+) -> Vec<Wanted> {
+    let table = gw.topics.table();
+    let mut topics: HashMap<(&TopicName, Uuid), Resolved> = HashMap::new();
+    partitions
+        .iter()
+        .map(|(key, params)| {
+            let (meta, denied) = topics.entry((&key.topic, key.topic_id)).or_insert_with(|| {
+                let meta = if version >= since::FETCH_TOPIC_IDS {
+                    table.by_id(&key.topic_id).cloned()
+                } else {
+                    table.get(&key.topic).cloned()
+                };
+                // Checked before existence, so a denied caller learns nothing of the topic.
+                let name = meta.as_ref().map_or(key.topic.as_str(), |m| &m.name);
+                let denied = (meta.is_some() || version < since::FETCH_TOPIC_IDS)
+                    && !access.topic(Operation::Read, name);
+                (meta, denied)
+            });
+            let target = match meta {
+                _ if *denied => Err(ResponseError::TopicAuthorizationFailed),
+                Some(m) if (0..m.partitions).contains(&key.partition) => Ok(TopicPartition {
+                    topic: m.name.clone(),
+                    partition: key.partition,
+                }),
+                None if version >= since::FETCH_TOPIC_IDS => Err(ResponseError::UnknownTopicId),
+                _ => Err(ResponseError::UnknownTopicOrPartition),
+            };
+            Wanted {
+                key: key.clone(),
+                offset: params.fetch_offset,
+                max_bytes: params.max_bytes.max(0) as usize,
+                target,
+            }
+        })
+        .collect()
+}
+
+/// The answer: what the session lets through, its partitions grouped by topic as
+/// Kafka's `FetchResponse.of` groups them (a topic again after another's partitions,
+/// as a rotated session may read them, gets an entry again).
+fn answer(
+    gw: &Gateway,
+    version: i16,
+    opened: Opened,
+    answers: Vec<(PartitionKey, PartitionData)>,
+) -> FetchResponse {
+    let seen: Vec<(PartitionKey, Answered)> = answers
+        .iter()
+        .map(|(key, p)| {
+            let answered = Answered {
+                record_bytes: p.records.as_ref().map_or(0, Bytes::len),
+                high_watermark: p.high_watermark,
+                last_stable_offset: p.last_stable_offset,
+                log_start_offset: p.log_start_offset,
+                error_code: p.error_code,
+            };
+            (key.clone(), answered)
+        })
+        .collect();
+    let closed = gw
+        .fetch_sessions
+        .close(opened.context, version, &opened.wanted, &seen);
+    let mut out: Vec<FetchableTopicResponse> = Vec::new();
+    for ((key, p), keep) in answers.into_iter().zip(closed.keep) {
+        if !keep {
+            continue;
+        }
+        match out.last_mut() {
+            Some(t) if t.topic == key.topic && t.topic_id == key.topic_id => t.partitions.push(p),
+            _ => out.push(
+                FetchableTopicResponse::default()
+                    .with_topic(key.topic)
+                    .with_topic_id(key.topic_id)
+                    .with_partitions(vec![p]),
+            ),
+        }
+    }
+    FetchResponse::default()
+        .with_error_code(closed.error.map_or(0, |e| e.code()))
+        .with_session_id(closed.session_id)
+        .with_responses(out)
+}
+
+/// Reads every wanted partition within the request's byte budget. Returns each
+/// partition's answer (in order), the bytes in them, and whether any had an error.
 ///
-/// Partitions are read concurrently, then trimmed in request order to `max_bytes`;
-/// only the first batch of the answer may go over it (KIP-74), so a batch larger
-/// than every limit still reaches the consumer.
+/// Partitions are read concurrently, then trimmed in order to `max_bytes`; only the
+/// first batch of the answer may go over it (KIP-74), so a batch larger than every
+/// limit still reaches the consumer.
 async fn read_all(
     gw: &Gateway,
     version: i16,
-    topics: &[(TopicName, Uuid, Vec<Wanted>)],
+    wanted: &[Wanted],
     max_bytes: usize,
     read_committed: bool,
-) -> (Vec<FetchableTopicResponse>, usize, bool) {
-    let reads = topics
-        .iter()
-        .flat_map(|(_, _, wanted)| wanted)
-        .map(|w| async move {
-            match &w.target {
-                Err(code) => Err(*code),
-                Ok(tp) => {
-                    let max = w.max_bytes.min(max_bytes);
-                    read_partition(gw, tp, w.offset, max, read_committed).await
-                }
+) -> (Vec<(PartitionKey, PartitionData)>, usize, bool) {
+    let reads = wanted.iter().map(|w| async move {
+        match &w.target {
+            Err(code) => Err(*code),
+            Ok(tp) => {
+                let max = w.max_bytes.min(max_bytes);
+                read_partition(gw, tp, w.offset, max, read_committed).await
             }
-        });
-    let mut reads = join_all(reads).await.into_iter();
+        }
+    });
+    let reads = join_all(reads).await;
     let mut total = 0;
     let mut failed = false;
-    let mut out = Vec::with_capacity(topics.len());
-    for (name, id, wanted) in topics {
-        let mut partitions = Vec::with_capacity(wanted.len());
-        for w in wanted {
-            let answer = PartitionData::default()
-                .with_partition_index(w.partition)
-                .with_preferred_read_replica(BrokerId(-1));
-            partitions.push(
-                match reads
-                    .next()
-                    .unwrap_or(Err(ResponseError::UnknownServerError))
-                {
-                    Ok(read) => {
-                        let records = within_budget(read.batches, &mut total, max_bytes);
-                        let aborted = read_committed.then(|| {
-                            let aborted = read.aborted.iter().map(|a| {
-                                AbortedTransaction::default()
-                                    .with_producer_id(ProducerId(a.producer_id))
-                                    .with_first_offset(a.first_offset)
-                            });
-                            aborted.collect()
-                        });
-                        answer
-                            .with_high_watermark(read.high)
-                            .with_last_stable_offset(read.stable)
-                            .with_log_start_offset(if version >= since::FETCH_LOG_START {
-                                read.log_start
-                            } else {
-                                -1
-                            })
-                            .with_aborted_transactions(aborted)
-                            .with_records(Some(records))
-                    }
-                    Err(code) => {
-                        failed = true;
-                        answer
-                            .with_error_code(code.code())
-                            .with_high_watermark(-1)
-                            .with_last_stable_offset(-1)
-                            .with_log_start_offset(-1)
-                            .with_records(Some(Bytes::new()))
-                    }
-                },
-            );
-        }
-        out.push(
-            FetchableTopicResponse::default()
-                .with_topic(name.clone())
-                .with_topic_id(*id)
-                .with_partitions(partitions),
-        );
+    let mut out = Vec::with_capacity(wanted.len());
+    for (w, read) in wanted.iter().zip(reads) {
+        let answer = PartitionData::default()
+            .with_partition_index(w.key.partition)
+            .with_preferred_read_replica(BrokerId(-1));
+        let answer = match read {
+            Ok(read) => {
+                let records = within_budget(read.batches, &mut total, max_bytes);
+                let aborted = read_committed.then(|| {
+                    let aborted = read.aborted.iter().map(|a| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(a.producer_id))
+                            .with_first_offset(a.first_offset)
+                    });
+                    aborted.collect()
+                });
+                answer
+                    .with_high_watermark(read.high)
+                    .with_last_stable_offset(read.stable)
+                    .with_log_start_offset(if version >= since::FETCH_LOG_START {
+                        read.log_start
+                    } else {
+                        -1
+                    })
+                    .with_aborted_transactions(aborted)
+                    .with_records(Some(records))
+            }
+            Err(code) => {
+                failed = true;
+                answer
+                    .with_error_code(code.code())
+                    .with_high_watermark(-1)
+                    .with_last_stable_offset(-1)
+                    .with_log_start_offset(-1)
+                    .with_records(Some(Bytes::new()))
+            }
+        };
+        out.push((w.key.clone(), answer));
     }
     (out, total, failed)
 }

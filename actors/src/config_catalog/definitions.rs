@@ -187,6 +187,8 @@ const BROKER_ONLY: &[Definition] = &[
         "How long the first rebalance of an empty consumer group waits for more members."),
     broker("max.connections", Int, "2147483647", Rule::AtLeast(0), false,
         "The most connections the broker accepts at any time."),
+    broker("max.incremental.fetch.session.cache.slots", Int, "1000", Rule::AtLeast(0), false,
+        "The most incremental fetch sessions kept at once (KIP-227)."),
     broker("node.id", Int, "-1", Rule::Any, false,
         "The node id of this server (the gateway's node_id)."),
     broker("num.partitions", Int, "1", Rule::Between(1, MAX_PARTITIONS as i64), true,

@@ -338,6 +338,11 @@ pub fn static_configs(s: &BrokerSettings) -> Vec<StaticConfig> {
             s.max_connections.to_string(),
         ),
         (
+            "max_incremental_fetch_session_cache_slots",
+            "max.incremental.fetch.session.cache.slots",
+            s.fetch_sessions.slots.to_string(),
+        ),
+        (
             "message_max_bytes",
             "message.max.bytes",
             s.message_max_bytes.to_string(),

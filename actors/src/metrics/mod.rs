@@ -12,7 +12,8 @@
 //! - storage calls: [`MeteredLog`], [`MeteredMeta`] and [`MeteredUsers`], the decorators `Gateway::start`
 //!   puts around the stores;
 //! - slot queues: the [`Queued`] ticket every log- and offset-slot message carries;
-//! - groups and rebalances: the group coordinator ([`GroupMetrics`]).
+//! - groups and rebalances: the group coordinator ([`GroupMetrics`]);
+//! - fetch sessions: the session cache ([`FetchSessionMetrics`]).
 
 mod error_codes;
 mod metered_stores;
@@ -130,6 +131,7 @@ pub struct Metrics {
     pub log_slots: SlotQueues,
     pub offset_slots: SlotQueues,
     pub groups: GroupMetrics,
+    pub fetch_sessions: Arc<FetchSessionMetrics>,
 }
 
 impl Metrics {
@@ -201,6 +203,7 @@ impl Metrics {
             "Offset commits and reads sent to an offset slot and not finished",
         );
         let groups = GroupMetrics::register(&mut registry);
+        let fetch_sessions = Arc::new(FetchSessionMetrics::register(&mut registry));
         Arc::new(Metrics {
             registry,
             requests,
@@ -215,6 +218,7 @@ impl Metrics {
             log_slots,
             offset_slots,
             groups,
+            fetch_sessions,
         })
     }
 
@@ -382,6 +386,64 @@ impl GroupMetrics {
     /// A handle that counts one rebalance per call, kept by each group.
     pub fn rebalance_counter(&self) -> Counter {
         self.rebalances.clone()
+    }
+}
+
+/// The fetch session cache, as Kafka's `FetchSessionCache` metrics show it.
+pub struct FetchSessionMetrics {
+    sessions: Gauge,
+    partitions: Gauge,
+    evictions: Counter,
+    incremental: Counter,
+}
+
+impl FetchSessionMetrics {
+    fn register(registry: &mut Registry) -> FetchSessionMetrics {
+        let sessions = Gauge::default();
+        registry.register(
+            "fetch_sessions",
+            "Incremental fetch sessions cached (Kafka's NumIncrementalFetchSessions)",
+            sessions.clone(),
+        );
+        let partitions = Gauge::default();
+        registry.register(
+            "fetch_session_partitions",
+            "Partitions cached over every fetch session (NumIncrementalFetchPartitionsCached)",
+            partitions.clone(),
+        );
+        let evictions = Counter::default();
+        registry.register(
+            "fetch_session_evictions",
+            "Fetch sessions evicted to make room for new ones \
+             (IncrementalFetchSessionEvictionsPerSec, as a count)",
+            evictions.clone(),
+        );
+        let incremental = Counter::default();
+        registry.register(
+            "incremental_fetches",
+            "Incremental fetches answered within their session",
+            incremental.clone(),
+        );
+        FetchSessionMetrics {
+            sessions,
+            partitions,
+            evictions,
+            incremental,
+        }
+    }
+
+    /// The cache's counts now.
+    pub fn show(&self, sessions: usize, partitions: usize) {
+        self.sessions.set(sessions as i64);
+        self.partitions.set(partitions as i64);
+    }
+
+    pub fn evicted(&self) {
+        self.evictions.inc();
+    }
+
+    pub fn incremental_served(&self) {
+        self.incremental.inc();
     }
 }
 

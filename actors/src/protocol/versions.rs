@@ -92,6 +92,8 @@ pub mod since {
     pub const DESCRIBE_GROUPS_NOT_FOUND: i16 = 6;
     /// Fetch: the log start offset answered.
     pub const FETCH_LOG_START: i16 = 5;
+    /// Fetch: incremental fetch sessions (KIP-227).
+    pub const FETCH_SESSIONS: i16 = 7;
     /// Fetch: topics named by id (KIP-516).
     pub const FETCH_TOPIC_IDS: i16 = 13;
     /// FindCoordinator: keys come batched.
