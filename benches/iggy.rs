@@ -517,7 +517,7 @@ fn main() {
         create_topic(&gateway.addr, &topic);
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         let (secs, lat) = bounded("produce", hard, move || {
-            produce(&addr, &t, size, n, None, limit)
+            produce(&addr, &t, (size, "none"), n, None, limit)
         });
         let acked = lat.len() as u64;
         let mut gw = Row::produced(acked, size, secs, &lat);
@@ -561,7 +561,7 @@ fn main() {
         let paced_n = (rate * rate_secs) as u64;
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         let (_, gw_lat) = bounded("paced produce", hard, move || {
-            produce(&addr, &t, size, paced_n, Some(rate), limit)
+            produce(&addr, &t, (size, "none"), paced_n, Some(rate), limit)
         });
         let sdk_lat = rt.block_on(async {
             tokio::time::timeout(limit, sdk_paced(&clients, &topic, size, rate, rate_secs))

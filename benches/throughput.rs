@@ -75,7 +75,7 @@ fn start_broker(name: &str, bin: &Path) -> Broker {
 
 /// A full-speed librdkafka produce phase (`common::produce`) as a row.
 fn produce_row(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> Row {
-    let (secs, lat) = produce(addr, topic, size, n, None, limit);
+    let (secs, lat) = produce(addr, topic, (size, "none"), n, None, limit);
     Row::produced(lat.len() as u64, size, secs, &lat)
 }
 
