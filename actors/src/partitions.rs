@@ -116,7 +116,9 @@ impl Partitions {
         (offset, high): (i64, i64),
         fetched: &[Bytes],
     ) -> StoreResult<Stable> {
-        self.txns.stable(&self.logs, tp, (offset, high), fetched).await
+        self.txns
+            .stable(&self.logs, tp, (offset, high), fetched)
+            .await
     }
 
     /// The partition's last stable offset (ListOffsets read committed).

@@ -131,9 +131,10 @@ impl TxnIndexes {
     /// The partition's stable offset and the aborted transactions from `offset` on, for
     /// a read from `offset` that `fetched` these batches. An index that has reached the
     /// reader learns the batches from them and answers up to where it has seen, so the
-    /// first read-committed reader builds it as it goes instead of reading the log twice;
-    /// an index behind the reader, or one the batches move nowhere, reads what it has
-    /// not seen up to `high` first.
+    /// first read-committed reader builds it as it goes instead of reading the log twice.
+    /// An index behind the reader, or one whose answer would give the reader nothing (a
+    /// transaction open as far as the index has seen, which may end just past it), reads
+    /// what it has not seen up to `high` first.
     pub async fn stable(
         &self,
         logs: &Logs,
@@ -152,10 +153,10 @@ impl TxnIndexes {
         {
             let mut p = index.lock();
             if offset >= p.from && p.scanned >= offset {
-                let before = p.scanned;
                 p.apply_read(fetched);
-                if p.scanned >= high || p.scanned > before || before > offset {
-                    return Ok(answer(&p));
+                let stable = answer(&p);
+                if p.scanned >= high || stable.offset > offset {
+                    return Ok(stable);
                 }
             }
         }

@@ -2,20 +2,24 @@
 //! read-committed consumer exactly once and in order, aborted ones never (a
 //! read-uncommitted consumer sees both, as from Kafka); offsets sent with a
 //! transaction become the group's at its commit; a transaction left open past its
-//! timeout is aborted by the coordinator and its producer fenced.
+//! timeout is aborted by the coordinator and its producer fenced; a transaction of
+//! many batches is read one batch a fetch.
 
 use std::time::Duration;
 
 use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::{group_metadata, read, send, spread, txn_producer, values};
+use rdkafka::config::ClientConfig;
+
+use super::{group_metadata, read, read_with, send, spread, txn_producer, values};
 use crate::support::kafka::{committed, committed_at, create_topic};
 use crate::support::{on_every_store, Gateway, Store};
 
 on_every_store!(
     async: committed_transactions_are_read_once_and_aborted_ones_never,
     a_transaction_past_its_timeout_is_aborted,
+    a_transaction_of_many_batches_is_read_a_batch_a_fetch,
 );
 
 const PARTITIONS: i32 = 3;
@@ -105,4 +109,38 @@ async fn a_transaction_past_its_timeout_is_aborted(store: Store) {
     next.commit_transaction(Duration::from_secs(30)).unwrap();
     let got = read(&bootstrap, "txn-timeout", 1, "read_committed", 3);
     assert_eq!(got.get(&0), Some(&values("after-", 3)));
+}
+
+/// A read-committed consumer fetching one batch at a time through transactions of
+/// several batches each: every fetch must move it on, though the transaction it is in
+/// ends only batches later (a gateway answering up to where its index had read, from
+/// the batches fetched, once left such a reader at the transaction's first batch).
+async fn a_transaction_of_many_batches_is_read_a_batch_a_fetch(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, "txn-batches", 1, &[]).await;
+    let producer = txn_producer(&bootstrap, "txn-batches-producer", 60_000);
+    let mut want = Vec::new();
+    for txn in 0..3 {
+        producer.begin_transaction().unwrap();
+        // Each `send` flushes: four batches a transaction.
+        for batch in 0..4 {
+            let vs = values(&format!("t{txn}-b{batch}-"), 5);
+            send(&producer, "txn-batches", 1, &vs);
+            want.extend(vs);
+        }
+        producer
+            .commit_transaction(Duration::from_secs(30))
+            .unwrap();
+    }
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &bootstrap)
+        .set("isolation.level", "read_committed")
+        // At least one batch comes whatever the limit (KIP-74): one a fetch.
+        .set("max.partition.fetch.bytes", "1");
+    let got = read_with(config, "txn-batches", 1, want.len());
+    assert_eq!(got.get(&0), Some(&want), "every committed record, in order");
 }

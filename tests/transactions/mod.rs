@@ -59,11 +59,22 @@ pub fn read(
     isolation: &str,
     want: usize,
 ) -> BTreeMap<i32, Vec<String>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", bootstrap);
+    config.set("isolation.level", isolation);
+    read_with(config, topic, partitions, want)
+}
+
+/// `read` by a consumer of `config` (its bootstrap servers and isolation level set).
+pub fn read_with(
+    mut config: ClientConfig,
+    topic: &str,
+    partitions: i32,
+    want: usize,
+) -> BTreeMap<i32, Vec<String>> {
+    let consumer: BaseConsumer = config
         .set("group.id", format!("{topic}-reader"))
         .set("enable.auto.commit", "false")
-        .set("isolation.level", isolation)
         .create()
         .expect("consumer");
     assign_from_start(&consumer, topic, 0..partitions);

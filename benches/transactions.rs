@@ -1,0 +1,326 @@
+//! What transactions cost (issue 16): a transactional producer against an idempotent one,
+//! and read_committed consumption against read_uncommitted, measured in one run on each
+//! store, with Apache Kafka's own ratios beside them when its jars are given.
+//!
+//!   [IGGY_SERVER_BIN=…] [KAFKA_CLASSPATH=…] cargo bench --bench transactions
+//!
+//! Per system (the gateway on its embedded store; on an iggy-server with IGGY_SERVER_BIN;
+//! Kafka with KAFKA_CLASSPATH, as `benches/kafka-compare.sh` resolves it) and record size
+//! (100 B, 1 KiB), 8 partitions, librdkafka with linger.ms=5, batch.num.messages=10000,
+//! acks=all, no compression:
+//! 1. idempotent: `enable.idempotence`, every record sent, then flushed;
+//! 2. transactional: a `transactional.id`, committed every 100 ms or every 10,000
+//!    records, whichever comes first (the issue's setting), the last commit included;
+//! 3. the transactional topic read from the start by assignment, read_uncommitted, then
+//!    again by a new consumer read_committed.
+//!
+//! Each producer sends one record (in a transaction of its own) before its clock starts.
+//! Both producer phases run twice, alternating, and each ratio is taken within a round,
+//! so a slower stretch of the shared machine touches both sides of it. Env:
+//! BENCH_RECORDS (scale on the record counts), BENCH_TIMEOUT_SECS (bound on a phase,
+//! default 120), GATEWAY_BIN.
+
+// Only the topic and client helpers of the shared bench module are used here.
+#[allow(dead_code)]
+mod common;
+// The systems are started as `benches/kafka-compare.sh` starts them.
+#[allow(dead_code)]
+#[path = "kafka_compare/procs.rs"]
+mod procs;
+
+use common::{await_partitions, bounded, config, create_topic, PARTITIONS};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use std::{env, panic};
+
+/// (record size in bytes, record count before BENCH_RECORDS scaling)
+const SIZES: [(usize, f64); 2] = [(100, 1_000_000.0), (1024, 300_000.0)];
+const ROUNDS: usize = 2;
+/// The issue's commit cadence: whichever comes first.
+const COMMIT_EVERY: Duration = Duration::from_millis(100);
+const COMMIT_RECORDS: u64 = 10_000;
+
+#[derive(Default)]
+struct Figures {
+    /// Per round: (idempotent rec/s, transactional rec/s).
+    produce: Vec<(f64, f64)>,
+    /// The last transactional phase's.
+    txn: Produced,
+    read_uncommitted: f64,
+    read_committed: f64,
+}
+
+/// A produce phase's figures; the commit ones are 0 for an idempotent producer.
+#[derive(Clone, Copy, Default)]
+struct Produced {
+    rps: f64,
+    commits: u64,
+    /// Mean ms from a transaction's last send to its records' acknowledgements.
+    drain_ms: f64,
+    /// Mean ms `commit_transaction` took after that (EndTxn).
+    end_ms: f64,
+}
+
+/// Sends one record, then `n` records round robin over the partitions; with `txn` (a
+/// transactional id), in transactions ended as `COMMIT_EVERY` / `COMMIT_RECORDS` say.
+fn produce(
+    addr: &str,
+    topic: &str,
+    size: usize,
+    n: u64,
+    txn: Option<&str>,
+    limit: Duration,
+) -> Produced {
+    let mut cfg = config(addr);
+    cfg.set("linger.ms", "5")
+        .set("batch.num.messages", "10000")
+        .set("acks", "all")
+        .set("compression.type", "none")
+        .set("enable.idempotence", "true")
+        .set("message.timeout.ms", limit.as_millis().to_string());
+    if let Some(id) = txn {
+        // librdkafka wants its delivery timeout within the transaction's.
+        cfg.set("transactional.id", id).set(
+            "transaction.timeout.ms",
+            (limit.as_millis() + 1000).to_string(),
+        );
+    }
+    // Polled here (`drain`), not by a ThreadedProducer's thread.
+    let producer: BaseProducer = cfg.create().expect("producer");
+    await_partitions(producer.client(), topic);
+    if txn.is_some() {
+        producer
+            .init_transactions(limit)
+            .expect("init_transactions");
+    }
+    let payload = vec![b'x'; size];
+    // One record first, committed when transactional, so the clock starts with the
+    // producer id known and the connections up (an idempotent producer asks for its id
+    // at its first send).
+    let deadline = Instant::now() + limit;
+    if txn.is_some() {
+        producer.begin_transaction().expect("begin_transaction");
+    }
+    let first = BaseRecord::<(), [u8]>::to(topic)
+        .payload(&payload)
+        .partition(0);
+    producer
+        .send(first)
+        .map_err(|(e, _)| e)
+        .expect("first record");
+    drain(&producer, deadline);
+    if txn.is_some() {
+        producer
+            .commit_transaction(limit)
+            .expect("commit_transaction");
+    }
+    let start = Instant::now();
+    let (mut commits, mut draining, mut ending) = (0u64, Duration::ZERO, Duration::ZERO);
+    let (mut opened, mut in_txn) = (Instant::now(), 0u64);
+    for i in 0..n {
+        if txn.is_some() && in_txn == 0 {
+            producer.begin_transaction().expect("begin_transaction");
+            opened = Instant::now();
+        }
+        let mut rec = BaseRecord::<(), [u8]>::to(topic)
+            .payload(&payload)
+            .partition((i % PARTITIONS as u64) as i32);
+        loop {
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "produce: queue full for {limit:?}"
+                    );
+                    rec = r;
+                    producer.poll(Duration::from_millis(1));
+                }
+                Err((e, _)) => panic!("produce: send failed: {e}"),
+            }
+        }
+        in_txn += 1;
+        if i % 1000 == 0 {
+            producer.poll(Duration::ZERO);
+        }
+        let last = i + 1 == n;
+        if txn.is_some() && (last || in_txn == COMMIT_RECORDS || opened.elapsed() >= COMMIT_EVERY) {
+            let at = Instant::now();
+            drain(&producer, deadline);
+            let drained = Instant::now();
+            producer
+                .commit_transaction(limit)
+                .expect("commit_transaction");
+            (draining, ending) = (draining + (drained - at), ending + drained.elapsed());
+            (commits, in_txn) = (commits + 1, 0);
+        }
+    }
+    if txn.is_none() {
+        drain(&producer, deadline);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mean_ms = |d: Duration| d.as_secs_f64() * 1e3 / commits.max(1) as f64;
+    Produced {
+        rps: n as f64 / secs,
+        commits,
+        drain_ms: mean_ms(draining),
+        end_ms: mean_ms(ending),
+    }
+}
+
+/// Waits for every record sent to be acknowledged. rdkafka's own `flush` polls in steps
+/// that may each wait 100 ms for an event, which would be in every commit's figure.
+fn drain(producer: &BaseProducer, deadline: Instant) {
+    while producer.in_flight_count() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "produce: records still in flight"
+        );
+        producer.poll(Duration::from_millis(1));
+    }
+}
+
+/// Reads `n` records from the start of every partition at `isolation`: records/s.
+fn consume(addr: &str, topic: &str, n: u64, isolation: &str, limit: Duration) -> f64 {
+    let consumer: BaseConsumer = config(addr)
+        .set("group.id", "bench")
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", isolation)
+        .set("queued.min.messages", "1000000")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    await_partitions(consumer.client(), topic);
+    let start = Instant::now();
+    consumer.assign(&tpl).expect("assign");
+    let mut got = 0u64;
+    while got < n {
+        assert!(
+            start.elapsed() < limit,
+            "consume {isolation}: {got} of {n} records"
+        );
+        if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
+            got += 1;
+        }
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+fn run(system: &procs::Proc, name: &str, scale: f64, limit: Duration) -> Vec<Figures> {
+    let addr = system.addr.clone();
+    let hard = limit * 3;
+    let mut all = Vec::new();
+    for (size, base_n) in SIZES {
+        let n = ((base_n * scale) as u64).max(1);
+        let mut f = Figures::default();
+        for round in 0..ROUNDS {
+            let (idem, txn) = (
+                format!("idem-{size}-{round}"),
+                format!("txn-{size}-{round}"),
+            );
+            create_topic(&addr, &idem);
+            create_topic(&addr, &txn);
+            let a = addr.clone();
+            let idem = bounded("idempotent", hard, move || {
+                produce(&a, &idem, size, n, None, limit)
+            });
+            let (a, t) = (addr.clone(), txn.clone());
+            let id = format!("bench-{size}-{round}");
+            let txn_figures = bounded("transactional", hard, move || {
+                produce(&a, &t, size, n, Some(&id), limit)
+            });
+            let t = txn_figures;
+            eprintln!(
+                "{name} {size} B round {round}: idempotent {:.0} rec/s, transactional {:.0} rec/s ({} commits, {:.1} + {:.1} ms each)",
+                idem.rps, t.rps, t.commits, t.drain_ms, t.end_ms
+            );
+            f.produce.push((idem.rps, t.rps));
+            f.txn = t;
+            if round + 1 == ROUNDS {
+                let (a, t) = (addr.clone(), txn.clone());
+                f.read_uncommitted = bounded("read_uncommitted", hard, move || {
+                    consume(&a, &t, n + 1, "read_uncommitted", limit)
+                });
+                let a = addr.clone();
+                f.read_committed = bounded("read_committed", hard, move || {
+                    consume(&a, &txn, n + 1, "read_committed", limit)
+                });
+                eprintln!(
+                    "{name} {size} B: read_uncommitted {:.0} rec/s, read_committed {:.0} rec/s",
+                    f.read_uncommitted, f.read_committed
+                );
+            }
+        }
+        all.push(f);
+    }
+    all
+}
+
+fn main() {
+    let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
+    let scale = env_f64("BENCH_RECORDS").unwrap_or(1.0);
+    let limit = Duration::from_secs_f64(env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
+    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
+    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
+    let gateway = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+    let iggy_bin = env::var_os("IGGY_SERVER_BIN").map(PathBuf::from);
+    let kafka_cp = env::var("KAFKA_CLASSPATH").ok();
+
+    let mut results: Vec<(&str, Vec<Figures>)> = Vec::new();
+    let mut measure = |name: &'static str, start: &dyn Fn() -> Vec<procs::Proc>| {
+        // A failing system is reported and the others still measured.
+        match panic::catch_unwind(panic::AssertUnwindSafe(|| {
+            let procs = start();
+            run(procs.last().expect("a process"), name, scale, limit)
+        })) {
+            Ok(figures) => results.push((name, figures)),
+            Err(_) => println!("FAILED {name}: see the panic message above"),
+        }
+    };
+    measure("embedded", &|| vec![procs::gateway(&gateway, None)]);
+    match &iggy_bin {
+        Some(bin) => measure("iggy", &|| {
+            let server = procs::iggy(bin);
+            let gw = procs::gateway(&gateway, Some(&server.addr));
+            vec![server, gw]
+        }),
+        None => println!("SKIPPED iggy: set IGGY_SERVER_BIN to an iggy-server binary"),
+    }
+    match &kafka_cp {
+        Some(cp) => measure("kafka", &|| vec![procs::kafka(cp)]),
+        None => {
+            println!("SKIPPED kafka: set KAFKA_CLASSPATH (benches/kafka-compare.sh resolves it)")
+        }
+    }
+
+    println!("\n{PARTITIONS} partitions, librdkafka linger.ms=5, batch.num.messages=10000, acks=all; commits every 100 ms or 10,000 records");
+    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  drain ms  EndTxn ms | read_uncommitted  read_committed  ratio");
+    for (name, figures) in &results {
+        for ((size, _), f) in SIZES.iter().zip(figures) {
+            let (idem, txn) = f.produce.last().copied().unwrap_or_default();
+            let ratios: Vec<String> = f
+                .produce
+                .iter()
+                .map(|(i, t)| format!("{:.2}", t / i))
+                .collect();
+            println!(
+                "{name:<8} {size:>5}B | {idem:>16.0} {txn:>20.0}  {:<18} {:>8} {:>9.1} {:>10.1} | {:>16.0} {:>15.0} {:>6.2}",
+                ratios.join(" / "),
+                f.txn.commits,
+                f.txn.drain_ms,
+                f.txn.end_ms,
+                f.read_uncommitted,
+                f.read_committed,
+                f.read_committed / f.read_uncommitted
+            );
+        }
+    }
+}
