@@ -28,14 +28,18 @@ use iggy::prelude::{
     UserClient,
 };
 mod common;
+// The processes are started as `kafka_compare` starts them.
+#[allow(dead_code)]
+#[path = "kafka_compare/procs.rs"]
+mod procs;
 mod raw;
 
 use common::{bounded, consume, create_topic, pct, produce, Row, PARTITIONS};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use procs::Proc;
+use std::env;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use std::{env, fs, net, thread};
 
 /// (record size in bytes, record count before BENCH_RECORDS scaling)
 const SIZES: [(usize, f64); 2] = [(100, 300_000.0), (1024, 100_000.0)];
@@ -47,100 +51,6 @@ const STREAM: &str = "direct";
 /// The pacing tick of the rate-limited SDK producer, the same as the gateway's linger.ms.
 const TICK: Duration = Duration::from_millis(5);
 
-/// A child process killed on drop (also when a panic unwinds); its temp dir goes with it.
-struct Proc {
-    name: &'static str,
-    child: Child,
-    dir: tempfile::TempDir,
-    addr: String,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_addr() -> String {
-    let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().to_string()
-}
-
-fn spawn(name: &'static str, mut cmd: Command, dir: tempfile::TempDir, addr: String) -> Proc {
-    let log = fs::File::create(dir.path().join("log")).unwrap();
-    cmd.current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log);
-    let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-    let mut p = Proc {
-        name,
-        child,
-        dir,
-        addr,
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while net::TcpStream::connect(&p.addr).is_err() {
-        if let Ok(Some(status)) = p.child.try_wait() {
-            let log = fs::read_to_string(p.dir.path().join("log")).unwrap_or_default();
-            panic!("{} exited ({status}) before listening:\n{log}", p.name);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: not listening after 60 s"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
-    p
-}
-
-/// An iggy-server on a free loopback port with a temp dir (as `tests/support/iggy.rs`).
-fn start_iggy(bin: &Path) -> Proc {
-    let dir = tempfile::tempdir().unwrap();
-    let addr = free_addr();
-    let mut cmd = Command::new(bin);
-    cmd.env("IGGY_TCP_ADDRESS", &addr)
-        .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
-        .env("IGGY_HTTP_ENABLED", "false")
-        .env("IGGY_QUIC_ENABLED", "false")
-        .env("IGGY_WEBSOCKET_ENABLED", "false")
-        .env("IGGY_ROOT_USERNAME", "iggy")
-        .env("IGGY_ROOT_PASSWORD", "iggy")
-        .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "1")
-        .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false");
-    spawn("iggy-server", cmd, dir, addr)
-}
-
-fn start_gateway(bin: &Path, iggy: &str) -> Proc {
-    let dir = tempfile::tempdir().unwrap();
-    let addr = free_addr();
-    let mut cmd = Command::new(bin);
-    cmd.env("IGGY_KAFKA_BIND_ADDRESS", &addr)
-        .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
-        .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
-        .env("IGGY_KAFKA_BACKEND", "iggy")
-        .env("IGGY_KAFKA_IGGY_ADDRESS", iggy)
-        .env("IGGY_KAFKA_IGGY_CONNECT_TIMEOUT_MS", "10000")
-        .env("RUST_LOG", "warn");
-    spawn("gateway", cmd, dir, addr)
-}
-
-/// CPU seconds used so far by process `pid` (all its threads, user and system), from
-/// /proc: clock ticks of 10 ms, so phases should last seconds (BENCH_RECORDS).
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    ticks(11)
-        .zip(ticks(12))
-        .map_or(0.0, |(u, s)| (u + s) / 100.0)
-}
-
 /// CPU seconds of (iggy-server, gateway, this process: the clients) over one phase.
 struct CpuMeter {
     pids: [u32; 3],
@@ -149,10 +59,10 @@ struct CpuMeter {
 
 impl CpuMeter {
     fn start(iggy: &Proc, gateway: &Proc) -> CpuMeter {
-        let pids = [iggy.child.id(), gateway.child.id(), std::process::id()];
+        let pids = [iggy.pid(), gateway.pid(), std::process::id()];
         CpuMeter {
             pids,
-            start: pids.map(cpu_secs),
+            start: pids.map(procs::cpu_secs),
         }
     }
 
@@ -160,7 +70,7 @@ impl CpuMeter {
     fn per_record(&self, records: u64) -> [f64; 3] {
         let mut out = [0.0; 3];
         for (i, pid) in self.pids.iter().enumerate() {
-            out[i] = (cpu_secs(*pid) - self.start[i]) * 1e6 / records as f64;
+            out[i] = (procs::cpu_secs(*pid) - self.start[i]) * 1e6 / records as f64;
         }
         out
     }
@@ -446,16 +356,13 @@ fn main() {
         "IGGY_SERVER_BIN={} names no file: set it to an iggy-server binary, or unset it to skip",
         iggy_bin.display()
     );
-    let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
-    let scale = env_f64("BENCH_RECORDS").unwrap_or(1.0);
-    let rate_secs = env_f64("BENCH_RATE_SECS").unwrap_or(4.0);
-    let limit = Duration::from_secs_f64(env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
+    let scale = common::env_f64("BENCH_RECORDS").unwrap_or(1.0);
+    let rate_secs = common::env_f64("BENCH_RATE_SECS").unwrap_or(4.0);
+    let limit = Duration::from_secs_f64(common::env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
     let hard = limit + Duration::from_secs(30);
-    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
-    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
-    let gateway_bin = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+    let gateway_bin = common::gateway_bin();
 
-    let iggy = start_iggy(&iggy_bin);
+    let iggy = procs::iggy(&iggy_bin);
     eprintln!("iggy-server: listening on {}", iggy.addr);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -473,7 +380,7 @@ fn main() {
         sdk_produce(&v, "warm-up", 100, 200_000, None).await;
         v
     });
-    let gateway = start_gateway(&gateway_bin, &iggy.addr);
+    let gateway = procs::gateway(&gateway_bin, Some(&iggy.addr));
     eprintln!("gateway: listening on {}", gateway.addr);
 
     let mut results = Vec::new();
@@ -527,7 +434,7 @@ fn main() {
         );
         let (addr, t) = (gateway.addr.clone(), topic.clone());
         (gw.consume_rps, gw.consume_mbps) = bounded("consume", hard, move || {
-            consume(&addr, &t, size, acked, limit)
+            consume(&addr, &t, (size, acked), "read_committed", limit)
         });
         eprintln!("gateway {size} B: consumed, {:.0} rec/s", gw.consume_rps);
         let (addr, t) = (gateway.addr.clone(), topic.clone());

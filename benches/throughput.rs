@@ -10,68 +10,18 @@
 //! mostly time spent in librdkafka's queue (up to 100k records), the same for both brokers.
 
 mod common;
+// The brokers are started as `kafka_compare` starts them.
+#[allow(dead_code)]
+#[path = "kafka_compare/procs.rs"]
+mod procs;
 
 use common::{bounded, consume, create_topic, produce, Row, PARTITIONS};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use std::{env, fs, net, panic, thread};
+use std::time::Duration;
+use std::{env, panic};
 
 /// (record size in bytes, record count before BENCH_RECORDS scaling)
 const SIZES: [(usize, f64); 2] = [(100, 1_000_000.0), (1024, 300_000.0)];
-
-/// The broker process: killed on drop, so also when a panic unwinds; the data dir goes with it.
-struct Broker {
-    child: Child,
-    dir: tempfile::TempDir,
-    addr: String,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_broker(name: &str, bin: &Path) -> Broker {
-    // Let the OS pick a free port, then hand it to the broker (a tiny race, fine on loopback).
-    let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    drop(listener);
-    let dir = tempfile::tempdir().unwrap();
-    let log = fs::File::create(dir.path().join("broker.log")).unwrap();
-    let mut cmd = Command::new(bin);
-    if name == "tansu" {
-        let url = format!("tcp://{addr}");
-        let listeners = ["--listener-url", &url, "--advertised-listener-url", &url];
-        cmd.arg("broker")
-            .args(listeners)
-            .args(["--storage-engine", "memory://tansu/"]);
-    } else {
-        cmd.env("IGGY_KAFKA_BIND_ADDRESS", &addr);
-        cmd.env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0");
-        cmd.env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"));
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log);
-    let child = cmd.spawn().expect("spawn broker");
-    let mut broker = Broker { child, dir, addr };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while net::TcpStream::connect(&broker.addr).is_err() {
-        if let Ok(Some(status)) = broker.child.try_wait() {
-            let log = fs::read_to_string(broker.dir.path().join("broker.log")).unwrap_or_default();
-            panic!("{name} exited ({status}) before listening:\n{log}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: not listening after 15 s"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
-    broker
-}
 
 /// A full-speed librdkafka produce phase (`common::produce`) as a row.
 fn produce_row(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> Row {
@@ -80,7 +30,10 @@ fn produce_row(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) ->
 }
 
 fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
-    let broker = start_broker(name, bin);
+    let broker = match name {
+        "tansu" => procs::tansu(bin),
+        _ => procs::gateway(bin, None),
+    };
     eprintln!("{name}: listening on {}", broker.addr);
     let hard = limit + Duration::from_secs(30);
     let mut rows = Vec::new();
@@ -99,7 +52,7 @@ fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
         );
         let (addr, acked) = (broker.addr.clone(), row.records);
         let consumed = bounded("consume", hard, move || {
-            consume(&addr, &topic, size, acked, limit)
+            consume(&addr, &topic, (size, acked), "read_committed", limit)
         });
         (row.consume_rps, row.consume_mbps) = consumed;
         eprintln!(
@@ -112,13 +65,9 @@ fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
 }
 
 fn main() {
-    let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
-    let scale = env_f64("BENCH_RECORDS").unwrap_or(1.0);
-    let limit = Duration::from_secs_f64(env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
-    // Cargo builds the package's binaries for its benches and passes their paths at compile time.
-    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
-    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
-    let gateway = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+    let scale = common::env_f64("BENCH_RECORDS").unwrap_or(1.0);
+    let limit = Duration::from_secs_f64(common::env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
+    let gateway = common::gateway_bin();
     let tansu = env::var_os("TANSU_BIN").map(PathBuf::from);
     let mut results: Vec<(&str, Vec<Row>)> = Vec::new();
     for (name, bin) in [("gateway", Some(gateway)), ("tansu", tansu)] {
@@ -133,7 +82,7 @@ fn main() {
             bin.display()
         );
         // A failing broker is reported and the other one still measured; its process was
-        // already killed by the Broker guard during unwinding.
+        // already killed by its guard (`procs::Proc`) during unwinding.
         match panic::catch_unwind(|| run_broker(name, &bin, scale, limit)) {
             Ok(rows) => results.push((name, rows)),
             Err(_) => println!("FAILED {name}: see the panic message above"),

@@ -20,7 +20,7 @@
 //! BENCH_RECORDS (scale on the record counts), BENCH_TIMEOUT_SECS (bound on a phase,
 //! default 120), GATEWAY_BIN.
 
-// Only the topic and client helpers of the shared bench module are used here.
+// Only the topic, client and consume helpers of the shared bench module are used here.
 #[allow(dead_code)]
 mod common;
 // The systems are started as `benches/kafka-compare.sh` starts them.
@@ -28,11 +28,9 @@ mod common;
 #[path = "kafka_compare/procs.rs"]
 mod procs;
 
-use common::{await_partitions, bounded, config, create_topic, PARTITIONS};
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use common::{await_partitions, bounded, config, consume, create_topic, PARTITIONS};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{Offset, TopicPartitionList};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use std::{env, panic};
@@ -184,36 +182,6 @@ fn drain(producer: &BaseProducer, deadline: Instant) {
     }
 }
 
-/// Reads `n` records from the start of every partition at `isolation`: records/s.
-fn consume(addr: &str, topic: &str, n: u64, isolation: &str, limit: Duration) -> f64 {
-    let consumer: BaseConsumer = config(addr)
-        .set("group.id", "bench")
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", isolation)
-        .set("queued.min.messages", "1000000")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    await_partitions(consumer.client(), topic);
-    let start = Instant::now();
-    consumer.assign(&tpl).expect("assign");
-    let mut got = 0u64;
-    while got < n {
-        assert!(
-            start.elapsed() < limit,
-            "consume {isolation}: {got} of {n} records"
-        );
-        if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
-            got += 1;
-        }
-    }
-    n as f64 / start.elapsed().as_secs_f64()
-}
-
 fn run(system: &procs::Proc, name: &str, scale: f64, limit: Duration) -> Vec<Figures> {
     let addr = system.addr.clone();
     let hard = limit * 3;
@@ -247,11 +215,11 @@ fn run(system: &procs::Proc, name: &str, scale: f64, limit: Duration) -> Vec<Fig
             if round + 1 == ROUNDS {
                 let (a, t) = (addr.clone(), txn.clone());
                 f.read_uncommitted = bounded("read_uncommitted", hard, move || {
-                    consume(&a, &t, n + 1, "read_uncommitted", limit)
+                    consume(&a, &t, (size, n + 1), "read_uncommitted", limit).0
                 });
                 let a = addr.clone();
                 f.read_committed = bounded("read_committed", hard, move || {
-                    consume(&a, &txn, n + 1, "read_committed", limit)
+                    consume(&a, &txn, (size, n + 1), "read_committed", limit).0
                 });
                 eprintln!(
                     "{name} {size} B: read_uncommitted {:.0} rec/s, read_committed {:.0} rec/s",
@@ -265,12 +233,9 @@ fn run(system: &procs::Proc, name: &str, scale: f64, limit: Duration) -> Vec<Fig
 }
 
 fn main() {
-    let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
-    let scale = env_f64("BENCH_RECORDS").unwrap_or(1.0);
-    let limit = Duration::from_secs_f64(env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
-    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
-    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
-    let gateway = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+    let scale = common::env_f64("BENCH_RECORDS").unwrap_or(1.0);
+    let limit = Duration::from_secs_f64(common::env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
+    let gateway = common::gateway_bin();
     let iggy_bin = env::var_os("IGGY_SERVER_BIN").map(PathBuf::from);
     let kafka_cp = env::var("KAFKA_CLASSPATH").ok();
 

@@ -15,6 +15,19 @@ use std::time::{Duration, Instant};
 
 pub const PARTITIONS: i32 = 8;
 
+/// A number from the environment variable `name`, if set and one.
+pub fn env_f64(name: &str) -> Option<f64> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
+/// The gateway binary to run: GATEWAY_BIN, else this package's, which cargo builds for
+/// its benches and names at compile time.
+pub fn gateway_bin() -> std::path::PathBuf {
+    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
+    let built = built.unwrap_or("target/release/iggy-kafka-gateway");
+    std::env::var_os("GATEWAY_BIN").map_or(built.into(), Into::into)
+}
+
 /// Runs `f` on its own thread and gives up after `limit`, so a wedged client call (e.g. a
 /// consumer close waiting on a broker) cannot hang the bench; a stuck thread is abandoned.
 pub fn bounded<T: Send + 'static>(
@@ -109,8 +122,15 @@ impl ProducerContext for Stats {
     }
 }
 
-/// Reads `n` records of `size` bytes back from the start of every partition: (records/s, MB/s).
-pub fn consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) -> (f64, f64) {
+/// Reads `n` records of `size` bytes back from the start of every partition at `isolation`
+/// (librdkafka's `isolation.level`): (records/s, MB/s).
+pub fn consume(
+    addr: &str,
+    topic: &str,
+    (size, n): (usize, u64),
+    isolation: &str,
+    limit: Duration,
+) -> (f64, f64) {
     // librdkafka's assign() needs a group.id ("Requires a consumer with group.id configured").
     // With assign (no subscribe) and no commits, the group never joins: at most a coordinator
     // lookup, outside the measured reads.
@@ -118,6 +138,7 @@ pub fn consume(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) ->
         .set("group.id", "bench")
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
+        .set("isolation.level", isolation)
         .set("queued.min.messages", "1000000")
         .create()
         .expect("consumer");

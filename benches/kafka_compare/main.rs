@@ -174,7 +174,7 @@ fn run_case(
     out.push(phase(sys, "librdkafka consume", n, || {
         let (a, t) = (addr.clone(), topics[2].clone());
         Ok(bounded("consume", hard, move || {
-            consume(&a, &t, size, n, limit).0
+            consume(&a, &t, (size, n), "read_committed", limit).0
         }))
     }));
     delete_topics(&addr, &topics);
@@ -199,19 +199,16 @@ fn cell(v: Option<f64>, base: Option<f64>, fmt: impl Fn(f64) -> String) -> Strin
 }
 
 fn main() {
-    let env_f64 = |name| env::var(name).ok().and_then(|s| s.parse::<f64>().ok());
     let Ok(cp) = env::var("KAFKA_CLASSPATH") else {
         println!("SKIPPED kafka_compare: set KAFKA_CLASSPATH (benches/kafka-compare.sh does)");
         return;
     };
-    let scale = env_f64("BENCH_SCALE").unwrap_or(1.0);
-    let latency_secs = env_f64("BENCH_LATENCY_SECS").unwrap_or(6.0);
-    let limit = Duration::from_secs_f64(env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
+    let scale = common::env_f64("BENCH_SCALE").unwrap_or(1.0);
+    let latency_secs = common::env_f64("BENCH_LATENCY_SECS").unwrap_or(6.0);
+    let limit = Duration::from_secs_f64(common::env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
     let out_dir =
         env::var_os("BENCH_OUT").map_or(PathBuf::from("target/kafka-compare"), PathBuf::from);
-    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
-    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
-    let gateway = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+    let gateway = common::gateway_bin();
     let bin = |var: &str| {
         let path = env::var_os(var).map(PathBuf::from);
         // Unset skips a system; a path naming no file is a mistake, not an absence.
@@ -274,7 +271,7 @@ fn main() {
             let a = sys.addr.clone();
             Ok(bounded("warm-up", limit, move || {
                 let rps = rdk::produce_many(&a, "warm-up", (100, "none"), (200_000, 1), limit);
-                consume(&a, "warm-up", 100, 200_000, limit);
+                consume(&a, "warm-up", (100, 200_000), "read_committed", limit);
                 rps
             }))
         });

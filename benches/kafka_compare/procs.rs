@@ -25,32 +25,39 @@ impl Drop for Proc {
 }
 
 impl Proc {
-    /// CPU seconds used so far (all threads, user and system): utime and stime from
-    /// /proc/<pid>/stat, in clock ticks of 10 ms, so phases should last seconds.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU seconds used so far (`cpu_secs`).
     pub fn cpu_secs(&self) -> f64 {
-        let stat =
-            fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name, which is in parentheses and may hold spaces.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-        ticks(11)
-            .zip(ticks(12))
-            .map_or(0.0, |(u, s)| (u + s) / 100.0)
+        cpu_secs(self.pid())
     }
 
     /// Peak resident memory so far in MiB (VmHWM of /proc/<pid>/status).
     pub fn peak_rss_mib(&self) -> f64 {
-        let status =
-            fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map_or(f64::NAN, |kb| kb / 1024.0)
     }
+}
+
+/// CPU seconds process `pid` used so far (all threads, user and system): utime and stime
+/// from /proc/<pid>/stat, in clock ticks of 10 ms, so phases should last seconds.
+pub fn cpu_secs(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    ticks(11)
+        .zip(ticks(12))
+        .map_or(0.0, |(u, s)| (u + s) / 100.0)
 }
 
 /// One system under test: where clients connect and the processes that serve them.

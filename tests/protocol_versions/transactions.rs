@@ -18,14 +18,8 @@ use super::{committed, Topic};
 
 /// A transactional producer's id and epoch for `id`.
 pub(super) fn init(c: &mut RawClient, id: &str) -> (ProducerId, i16) {
-    let request = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(s(id))))
-        .with_transaction_timeout_ms(60_000)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    let r = call!(c, InitProducerId, 4, request);
-    assert_eq!(r.error_code, 0, "{r:?}");
-    (r.producer_id, r.producer_epoch)
+    let p = support::transactions::init(c, id);
+    (ProducerId(p.pid), p.epoch)
 }
 
 fn topics(t: &Topic) -> Vec<AddPartitionsToTxnTopic> {
