@@ -250,3 +250,34 @@ support::on_every_store!(
     a_session_sends_only_what_changed,
     a_full_cache_answers_session_id_zero_and_evicts_stale_sessions
 );
+
+/// Two gateways on one Iggy: a session lives on the gateway that opened it. The other
+/// does not know its id (70, as a Kafka broker that never held it), and the session
+/// carries on where it was opened.
+#[test]
+fn a_session_lives_on_the_gateway_that_holds_it() {
+    let Some(server) = support::iggy::IggyServer::start() else {
+        return;
+    };
+    let (a, b) = (server.gateway(), server.gateway());
+    let v = fetch_versions()
+        .last()
+        .expect("a Fetch version with sessions");
+    let mut f = Fetcher::new(&a, v, "session-home");
+    produce_n(&mut f.c, &f.topic, 0, 2);
+    let (code, id, opened) = f.fetch((0, 0), &[(0, 0)], &[]);
+    assert_eq!((code, opened), (0, vec![(0, 2, vec![0, 1])]));
+    assert_ne!(id, 0, "a session is opened");
+    let home = std::mem::replace(&mut f.c, RawClient::connect(b.addr));
+    assert_eq!(
+        f.fetch((id, 1), &[], &[]),
+        (FETCH_SESSION_ID_NOT_FOUND, 0, vec![])
+    );
+    f.c = home;
+    // The client's position moved past both records: nothing new to answer.
+    assert_eq!(
+        f.fetch((id, 1), &[(0, 2)], &[]),
+        (0, id, vec![]),
+        "unchanged at home"
+    );
+}
