@@ -333,9 +333,10 @@ fn transactional_batches_outside_a_transaction_are_refused_and_nothing_is_stored
         (refused, -1),
         "txn batch without a transactional id"
     );
-    // With one, but an idempotent producer's id that no transaction holds.
+    // With one no producer initialized: from Produce v12 the batch asks to join the
+    // transaction, which has no producer (INVALID_PRODUCER_ID_MAPPING, as Kafka).
     let answer = produce(&mut c, batch(&txn, Compression::None), Some("tx-1"));
-    let invalid = ResponseError::InvalidTxnState.code();
+    let invalid = ResponseError::InvalidProducerIdMapping.code();
     assert_eq!(answer, (invalid, -1), "txn batch outside a transaction");
     assert_eq!(high_watermark(&mut c, TOPIC, 0), 0);
     assert!(stored_values(&mut c).is_empty());

@@ -194,6 +194,10 @@ impl Handler<Append> for LogSlot {
                                 },
                                 Some(header.max_timestamp),
                             );
+                        } else if marker {
+                            if let Some(states) = act.producers.get_mut(&tp) {
+                                states.record_marker(&header);
+                            }
                         }
                         act.signals.appended(&tp, appended.watermarks.high);
                     }

@@ -147,6 +147,18 @@ impl ProducerStates {
         }
     }
 
+    /// Notes a written marker: one with a newer epoch (a transactions v2 end) moves
+    /// the producer to it, so a straggler of the old epoch is fenced, as Kafka's
+    /// `appendEndTxnMarker` does.
+    pub fn record_marker(&mut self, h: &BatchHeader) {
+        if let Some(p) = self.producers.get_mut(&h.producer_id) {
+            if h.producer_epoch > p.epoch {
+                p.epoch = h.producer_epoch;
+                p.batches.clear();
+            }
+        }
+    }
+
     /// Notes a written batch, with its newest record time when known.
     pub fn record(&mut self, batch: ProducerBatch, timestamp: Option<i64>) {
         let p = self.producers.entry(batch.producer_id).or_insert(Producer {
@@ -257,8 +269,8 @@ mod tests {
     }
 
     #[test]
-    fn markers_older_than_the_producer_are_refused() {
-        let s = ProducerStates::from_history([written(&header(3, 0, 1), 0)]);
+    fn markers_older_than_the_producer_are_refused_and_newer_ones_fence() {
+        let mut s = ProducerStates::from_history([written(&header(3, 0, 1), 0)]);
         let marker = |epoch| BatchHeader {
             control: true,
             transactional: true,
@@ -276,5 +288,12 @@ mod tests {
             ..marker(0)
         };
         assert_eq!(s.check_marker(&unknown), Ok(()));
+        // A marker of a newer epoch fences the old one and starts the new at zero.
+        s.record_marker(&marker(4));
+        assert_eq!(
+            s.check(&header(3, 9, 1)).unwrap_err().code(),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(s.check(&header(4, 0, 1)), Ok(None));
     }
 }

@@ -8,6 +8,9 @@
 //   read_committed consumer: exactly the 40 committed records, in order on each
 //     partition, none aborted; read_uncommitted sees all 60 (as Kafka serves them).
 //   G's committed offsets are those the transaction sent, and only after its commit.
+//   Where the gateway finalizes transaction.version 2 and the client speaks it
+//     (kafka-clients 4.x, KIP-890), each of those three ends bumped P's epoch
+//     (DescribeTransactions); otherwise (3.9, or level 0) the epoch stayed.
 //   P opens a transaction and flushes 5 records without committing: a read_committed
 //     consumer's end offsets stay below the read_uncommitted ones and it sees none of
 //     them; a second producer with X then fences P (P's commit fails with
@@ -62,6 +65,22 @@ public class TransactionsJava {
         return new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
     }
 
+    /** The kafka-clients major version (AppInfoParser moved to an internals package in 4.x). */
+    static int clientMajor() throws Exception {
+        Class<?> info;
+        try {
+            info = Class.forName("org.apache.kafka.common.utils.internals.AppInfoParser");
+        } catch (ClassNotFoundException e) {
+            info = Class.forName("org.apache.kafka.common.utils.AppInfoParser");
+        }
+        String version = (String) info.getMethod("getVersion").invoke(null);
+        return Integer.parseInt(version.split("\\.")[0]);
+    }
+
+    static short epoch(Admin admin) throws Exception {
+        return (short) admin.describeTransactions(List.of(txnId)).description(txnId).get().producerEpoch();
+    }
+
     static List<TopicPartition> partitions() {
         List<TopicPartition> all = new ArrayList<>();
         for (int p = 0; p < PARTITIONS; p++) all.add(new TopicPartition(topic, p));
@@ -107,6 +126,7 @@ public class TransactionsJava {
 
             KafkaProducer<String, String> p = producer();
             p.initTransactions();
+            short startEpoch = epoch(admin);
             p.beginTransaction();
             send(p, "c-", 30);
             p.commitTransaction();
@@ -123,6 +143,14 @@ public class TransactionsJava {
             p.commitTransaction();
             var after = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
             check(after.equals(offsets), "committed offsets " + after + ", expected " + offsets);
+            var level = admin.describeFeatures().featureMetadata().get().finalizedFeatures()
+                .get("transaction.version");
+            boolean v2 = level != null && level.maxVersionLevel() >= 2
+                && clientMajor() >= 4;
+            int bumps = epoch(admin) - startEpoch;
+            check(bumps == (v2 ? 3 : 0), "epoch moved by " + bumps + " over three transactions, "
+                  + (v2 ? "transactions v2 bump it at every end" : "transactions v1 keep it"));
+            System.out.println("java-transactions: transactions " + (v2 ? "v2" : "v1"));
 
             Map<Integer, List<String>> committed = readAll("read_committed", 40);
             for (int part = 0; part < PARTITIONS; part++) {

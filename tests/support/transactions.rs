@@ -26,14 +26,22 @@ pub struct Producer {
     pub epoch: i16,
 }
 
-/// InitProducerId v4 for transactional id `id` (a 60 s transaction timeout).
+/// InitProducerId v4 for transactional id `id` (a 60 s transaction timeout), asked
+/// again while a previous transaction's end completes (CONCURRENT_TRANSACTIONS, 51),
+/// as clients do.
 pub fn init(c: &mut RawClient, id: &str) -> Producer {
     let request = InitProducerIdRequest::default()
         .with_transactional_id(Some(TransactionalId(s(id))))
         .with_transaction_timeout_ms(60_000)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let r = call!(c, InitProducerId, 4, request);
+    let r = loop {
+        let r = call!(c, InitProducerId, 4, request.clone());
+        if r.error_code != 51 {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     assert_eq!(r.error_code, 0, "{r:?}");
     Producer {
         id: id.to_string(),
@@ -60,11 +68,26 @@ pub fn add(c: &mut RawClient, p: &Producer, topic: &str, partition: i32) -> i16 
 pub fn produce(
     c: &mut RawClient,
     p: &Producer,
-    (topic, partition): (&str, i32),
+    at: (&str, i32),
     sequence: i32,
     n: usize,
     timestamp: i64,
 ) -> i64 {
+    let answer = produce_as(c, 9, p, at, (sequence, n), timestamp);
+    assert_eq!(answer.error_code, 0, "{answer:?}");
+    answer.base_offset
+}
+
+/// Produce at `version` of `n` transactional records from sequence `sequence`, each
+/// valued `<transactional id>-<sequence>`: the partition's answer.
+pub fn produce_as(
+    c: &mut RawClient,
+    version: i16,
+    p: &Producer,
+    (topic, partition): (&str, i32),
+    (sequence, n): (i32, usize),
+    timestamp: i64,
+) -> produce_response::PartitionProduceResponse {
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
             transactional: true,
@@ -89,20 +112,23 @@ pub fn produce(
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(topic_name(topic))
             .with_partition_data(vec![data])]);
-    let r = call!(c, Produce, 9, request);
-    let answer = &r.responses[0].partition_responses[0];
-    assert_eq!(answer.error_code, 0, "{answer:?}");
-    answer.base_offset
+    let mut r = call!(c, Produce, version, request);
+    r.responses.remove(0).partition_responses.remove(0)
 }
 
 /// EndTxn v3: its error code.
 pub fn end(c: &mut RawClient, p: &Producer, commit: bool) -> i16 {
+    end_as(c, 3, p, commit).error_code
+}
+
+/// EndTxn at `version`.
+pub fn end_as(c: &mut RawClient, version: i16, p: &Producer, commit: bool) -> EndTxnResponse {
     let request = EndTxnRequest::default()
         .with_transactional_id(TransactionalId(s(&p.id)))
         .with_producer_id(ProducerId(p.pid))
         .with_producer_epoch(p.epoch)
         .with_committed(commit);
-    call!(c, EndTxn, 3, request).error_code
+    call!(c, EndTxn, version, request)
 }
 
 /// The partition's latest offset by ListOffsets v7 at `isolation` (1: read committed,

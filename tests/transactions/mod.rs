@@ -2,13 +2,15 @@
 //! transactional producer and read-committed consumer (`librdkafka.rs`), what a
 //! SIGKILLed gateway leaves behind (`restarts.rs`), the refusals Kafka answers
 //! (`refusals.rs`), a coordinator killed among several gateways on one Iggy
-//! (`cluster.rs`), and the admin APIs' ACLs and per-gateway scope (`admin.rs`).
+//! (`cluster.rs`), the admin APIs' ACLs and per-gateway scope (`admin.rs`), and
+//! transactions v2 as Kafka 4 clients speak them (`v2.rs`).
 
 mod admin;
 mod cluster;
 mod librdkafka;
 mod refusals;
 mod restarts;
+mod v2;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

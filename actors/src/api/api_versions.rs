@@ -1,5 +1,6 @@
-//! ApiVersions: the list of served APIs and, from v3, the `gateway.version` feature:
-//! the levels supported and the level finalized, with its epoch. A client asking with a
+//! ApiVersions: the list of served APIs and, from v3, the features: `gateway.version`
+//! and `transaction.version` (KIP-890), the levels supported and the levels
+//! finalized, with their epoch (a feature at level 0 is not listed as finalized). A client asking with a
 //! newer version than served gets a v0 answer with UNSUPPORTED_VERSION and the list
 //! (KIP-511); that case is built by the connection from [`unsupported`].
 
@@ -13,8 +14,13 @@ use kafka_protocol::protocol::StrBytes;
 use crate::config_catalog::{Finalized, FEATURE, MAX_LEVEL, MIN_LEVEL};
 use crate::protocol::versions::since;
 use crate::protocol::versions::SERVED;
+use crate::transactions::{MAX_TRANSACTION_VERSION, TRANSACTION_VERSION};
 
-pub fn handle(version: i16, req: &ApiVersionsRequest, finalized: Finalized) -> ApiVersionsResponse {
+pub fn handle(
+    version: i16,
+    req: &ApiVersionsRequest,
+    (finalized, transaction_version): (Finalized, i16),
+) -> ApiVersionsResponse {
     let names = [&req.client_software_name, &req.client_software_version];
     if version >= since::API_VERSIONS_CLIENT_INFO && !names.iter().all(|n| valid_client_info(n)) {
         tracing::info!(name = %req.client_software_name.as_str(), version = %req.client_software_version.as_str(),
@@ -22,17 +28,33 @@ pub fn handle(version: i16, req: &ApiVersionsRequest, finalized: Finalized) -> A
         return ApiVersionsResponse::default()
             .with_error_code(ResponseError::InvalidRequest.code());
     }
-    let feature = StrBytes::from_static_str(FEATURE);
+    let features = [
+        (FEATURE, (MIN_LEVEL, MAX_LEVEL), finalized.level),
+        (
+            TRANSACTION_VERSION,
+            (0, MAX_TRANSACTION_VERSION),
+            transaction_version,
+        ),
+    ];
+    let supported_features = features.iter().map(|&(name, (min, max), _)| {
+        SupportedFeatureKey::default()
+            .with_name(StrBytes::from_static_str(name))
+            .with_min_version(min)
+            .with_max_version(max)
+    });
+    let finalized_features = features
+        .iter()
+        .filter(|f| f.2 > 0)
+        .map(|&(name, _, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(name))
+                .with_min_version_level(level)
+                .with_max_version_level(level)
+        });
     supported()
-        .with_supported_features(vec![SupportedFeatureKey::default()
-            .with_name(feature.clone())
-            .with_min_version(MIN_LEVEL)
-            .with_max_version(MAX_LEVEL)])
+        .with_supported_features(supported_features.collect())
         .with_finalized_features_epoch(finalized.epoch)
-        .with_finalized_features(vec![FinalizedFeatureKey::default()
-            .with_name(feature)
-            .with_min_version_level(finalized.level)
-            .with_max_version_level(finalized.level)])
+        .with_finalized_features(finalized_features.collect())
 }
 
 /// Kafka's rule for client software names and versions:

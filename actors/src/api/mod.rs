@@ -60,7 +60,7 @@ pub fn route(
 ) -> Result<Reply, WireError> {
     Ok(match body {
         RequestKind::ApiVersions(r) => {
-            let finalized = gw.topics.config().finalized();
+            let finalized = (gw.topics.config().finalized(), gw.transactions.version());
             answered(ResponseKind::ApiVersions(api_versions::handle(
                 version, &r, finalized,
             )))
@@ -148,11 +148,11 @@ pub fn route(
             ResponseKind::AddOffsetsToTxn,
         ),
         RequestKind::EndTxn(r) => answer(
-            transactions::end(gw.clone(), r, access),
+            transactions::end(gw.clone(), version, r, access),
             ResponseKind::EndTxn,
         ),
         RequestKind::TxnOffsetCommit(r) => answer(
-            transactions::commit_offsets(gw.clone(), r, access),
+            transactions::commit_offsets(gw.clone(), version, r, access),
             ResponseKind::TxnOffsetCommit,
         ),
         RequestKind::ListTransactions(r) => answer(

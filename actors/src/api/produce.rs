@@ -113,7 +113,8 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                         let verify = match (h.transactional, req.transactional_id.as_deref()) {
                             (false, _) => None,
                             (true, Some(id)) => {
-                                Some(gw.transactions.verify(id, h.producer_id, h.producer_epoch, &tp))
+                                let add = version >= since::PRODUCE_IMPLICIT_TXN_ADD;
+                                Some(gw.transactions.verify(id, (h.producer_id, h.producer_epoch), &tp, add))
                             }
                             (true, None) => {
                                 let message = "a transactional batch needs the request's transactional id";

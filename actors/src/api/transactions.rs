@@ -31,8 +31,8 @@ use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::topic_admin::internal::is_internal;
 use crate::transactions::pending_offsets;
-use crate::transactions::slot::{Add, Describe, End};
-use crate::transactions::state::TxnError;
+use crate::transactions::slot::{Add, Describe, End, EndAnswer};
+use crate::transactions::state::{EndAsk, TxnError};
 
 /// Offsets metadata longer than this is refused, as OffsetCommit refuses it.
 const MAX_METADATA: usize = 4096;
@@ -41,16 +41,25 @@ fn txn_denied(access: &Access, id: &str) -> bool {
     !access.allows(Operation::Write, ResourceType::TransactionalId, id)
 }
 
-/// The slot's answer to a request, or why none came.
-fn settled(id: &str, what: &str, answer: Result<Result<(), TxnError>, actix::MailboxError>) -> i16 {
+/// Why the slot refused a request, or why no answer came; `None` when done.
+fn refusal(
+    id: &str,
+    what: &str,
+    answer: Result<Result<(), TxnError>, actix::MailboxError>,
+) -> Option<ResponseError> {
     match answer {
-        Ok(Ok(())) => 0,
+        Ok(Ok(())) => None,
         Ok(Err(e)) => {
             tracing::info!(transactional_id = id, error = %e, "{what} refused");
-            e.code().code()
+            Some(e.code())
         }
-        Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+        Err(_) => Some(ResponseError::CoordinatorNotAvailable),
     }
+}
+
+/// [`refusal`] as an error code.
+fn settled(id: &str, what: &str, answer: Result<Result<(), TxnError>, actix::MailboxError>) -> i16 {
+    refusal(id, what, answer).map_or(0, |e| e.code())
 }
 
 /// Every partition of `topics` answered with `code`.
@@ -213,7 +222,9 @@ pub async fn add_offsets(
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }
 
-pub async fn end(gw: Gateway, req: EndTxnRequest, access: Access) -> EndTxnResponse {
+/// From v5 (transactions v2) every end bumps the epoch, and the answer carries the
+/// producer id and epoch the producer goes on with.
+pub async fn end(gw: Gateway, version: i16, req: EndTxnRequest, access: Access) -> EndTxnResponse {
     let id = req.transactional_id.to_string();
     let answer = EndTxnResponse::default()
         .with_producer_id(ProducerId(-1))
@@ -221,36 +232,74 @@ pub async fn end(gw: Gateway, req: EndTxnRequest, access: Access) -> EndTxnRespo
     if txn_denied(&access, &id) {
         return answer.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
     }
+    let ask = EndAsk {
+        commit: req.committed,
+        producer_id: req.producer_id.0,
+        epoch: req.producer_epoch,
+        bump: version >= since::END_TXN_EPOCH_BUMP,
+    };
     let end = End {
+        id: id.clone(),
+        ask,
+    };
+    match gw.transactions.ask(&id, end).await {
+        Ok(Ok(EndAnswer {
+            producer: (producer_id, epoch),
+            completed,
+        })) => {
+            if let Some(completed) = completed {
+                // The markers are out (or left to a later tick) before the answer.
+                let _ = completed.await;
+            }
+            answer
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(epoch)
+        }
+        other => {
+            let code = settled(&id, "EndTxn", other.map(|r| r.map(|_| ())));
+            answer.with_error_code(code)
+        }
+    }
+}
+
+/// The group joins the transaction, as AddOffsetsToTxn would have done it
+/// (TxnOffsetCommit v5, transactions v2). Kafka's group coordinator asks the
+/// transaction's coordinator; here that must be this gateway.
+async fn join_group(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<ResponseError> {
+    let (id, group) = (req.transactional_id.to_string(), req.group_id.to_string());
+    if !gw.transactions.coordinates(&id) {
+        tracing::info!(transactional_id = %id, group = %group,
+            "TxnOffsetCommit v5 for a transaction another gateway coordinates: refused");
+        return Some(ResponseError::UnsupportedVersion);
+    }
+    let add = Add {
         id: id.clone(),
         producer_id: req.producer_id.0,
         epoch: req.producer_epoch,
-        commit: req.committed,
+        partitions: Vec::new(),
+        group: Some(group),
     };
-    let code = settled(&id, "EndTxn", gw.transactions.ask(&id, end).await);
-    let answer = answer.with_error_code(code);
-    match code {
-        0 => answer
-            .with_producer_id(req.producer_id)
-            .with_producer_epoch(req.producer_epoch),
-        _ => answer,
-    }
+    refusal(&id, "TxnOffsetCommit", gw.transactions.ask(&id, add).await)
 }
 
 /// Served by the group's coordinator: READ on the group and on each topic. The
 /// offsets are held until the transaction ends (`pending_offsets`).
 pub async fn commit_offsets(
     gw: Gateway,
+    version: i16,
     req: TxnOffsetCommitRequest,
     access: Access,
 ) -> TxnOffsetCommitResponse {
     let id = req.transactional_id.to_string();
     let group = req.group_id.to_string();
-    let whole = if txn_denied(&access, &id) {
+    let mut whole = if txn_denied(&access, &id) {
         Some(ResponseError::TransactionalIdAuthorizationFailed)
     } else {
         group_denied(&access, Operation::Read, &group).or_else(|| not_coordinator(&gw, &group))
     };
+    if whole.is_none() && version >= since::TXN_OFFSET_COMMIT_IMPLICIT_ADD {
+        whole = join_group(&gw, &req).await;
+    }
     let table = gw.topics.table();
     let mut staged = Vec::new();
     let mut answers: Vec<(usize, i32, Option<ResponseError>)> = Vec::new();

@@ -143,7 +143,7 @@ pub enum StartError {
 /// the backend failed.
 #[derive(Debug, thiserror::Error)]
 pub enum FeatureError {
-    #[error("unknown feature '{0}': this gateway has only {FEATURE}")]
+    #[error("feature '{0}' cannot be changed: only {FEATURE} can (transaction.version follows the store, docs/COMPATIBILITY.md)")]
     Unknown(String),
     #[error("{FEATURE} {0} is not supported: levels {MIN_LEVEL} to {MAX_LEVEL}")]
     Unsupported(i16),

@@ -90,6 +90,8 @@ pub mod since {
     pub const DESCRIBE_GROUPS_INSTANCE_ID: i16 = 4;
     /// DescribeGroups: an unknown group is GROUP_ID_NOT_FOUND, not Dead (KIP-1043).
     pub const DESCRIBE_GROUPS_NOT_FOUND: i16 = 6;
+    /// EndTxn: transactions v2 (KIP-890), every end bumps the epoch and answers it.
+    pub const END_TXN_EPOCH_BUMP: i16 = 5;
     /// Fetch: the log start offset answered.
     pub const FETCH_LOG_START: i16 = 5;
     /// Fetch: incremental fetch sessions (KIP-227).
@@ -141,10 +143,16 @@ pub mod since {
     /// Produce: record errors and an error message answered.
     pub const PRODUCE_ERROR_MESSAGE: i16 = 8;
     /// Produce: the log start offset answered.
+    /// Produce: a transactional batch adds its partition to the transaction
+    /// (transactions v2, KIP-890).
+    pub const PRODUCE_IMPLICIT_TXN_ADD: i16 = 12;
     pub const PRODUCE_LOG_START: i16 = 5;
     /// Produce: topics named by id (KIP-516).
     pub const PRODUCE_TOPIC_IDS: i16 = 13;
     /// SaslAuthenticate: the session lifetime answered (KIP-368).
+    /// TxnOffsetCommit: the group joins the transaction without AddOffsetsToTxn
+    /// (transactions v2, KIP-890).
+    pub const TXN_OFFSET_COMMIT_IMPLICIT_ADD: i16 = 5;
     pub const SASL_AUTHENTICATE_SESSION_LIFETIME: i16 = 1;
     /// SaslHandshake: tokens follow in SaslAuthenticate requests, not bare frames (KIP-152).
     pub const SASL_HANDSHAKE_AUTHENTICATE_REQUESTS: i16 = 1;

@@ -1,8 +1,9 @@
 //! Transactions (KIP-98): the coordinator of each transactional id (`slot.rs`, its
 //! states by the rules of `state.rs`), the offsets transactions hold until they end
 //! (`pending_offsets.rs`), and what Produce asks before a transactional batch is
-//! appended (`Transactions::verify`). What read-committed readers may see is learnt
-//! from the log (`txn_index.rs`), so it does not come here.
+//! appended (`Transactions::verify`), which under transactions v2 (KIP-890) adds the
+//! partition to the transaction itself. What read-committed readers may see is
+//! learnt from the log (`txn_index.rs`), so it does not come here.
 
 pub mod pending_offsets;
 pub mod slot;
@@ -81,7 +82,12 @@ pub struct Transactions {
     slots: Arc<[Addr<TxnSlot>]>,
     open: OpenTxns,
     meta: Meta,
+    cluster: watch::Receiver<Arc<Cluster>>,
 }
+
+/// The `transaction.version` levels (KIP-890): 2 is transactions v2.
+pub const TRANSACTION_VERSION: &str = "transaction.version";
+pub const MAX_TRANSACTION_VERSION: i16 = 2;
 
 impl Transactions {
     /// One slot per offset slot (`offset_slots`), spread over `arbiters`, each on a
@@ -117,7 +123,24 @@ impl Transactions {
             slots,
             open,
             meta: meta.clone(),
+            cluster,
         }
+    }
+
+    /// The `transaction.version` in force. Transactions v2 add a partition where its
+    /// batch arrives, which must reach the id's coordinator: on a store no other
+    /// gateway shares that is always this gateway; gateways sharing Iggy do not yet
+    /// forward those adds to each other, so there clients keep the v1 protocol.
+    pub fn version(&self) -> i16 {
+        match self.meta.shared() {
+            false => MAX_TRANSACTION_VERSION,
+            true => 0,
+        }
+    }
+
+    /// Whether this gateway coordinates `id` now.
+    pub fn coordinates(&self, id: &str) -> bool {
+        self.cluster.borrow().coordinates(id)
     }
 
     /// A request to the slot of `id`, sent now.
@@ -149,13 +172,44 @@ impl Transactions {
     /// The check a transactional batch of `producer_id` at `epoch` passes before it is
     /// appended to `tp`: its transaction is open here and holds the partition
     /// (INVALID_TXN_STATE otherwise), asked of the stored state when another gateway
-    /// coordinates it.
-    pub fn verify(&self, id: &str, producer_id: i64, epoch: i16, tp: &TopicPartition) -> Verify {
-        let refused = |message: String| AppendError::Transaction {
-            code: ResponseError::InvalidTxnState,
-            message,
-        };
+    /// coordinates it. With `add` (Produce v12+, transactions v2) a partition not yet
+    /// in the transaction is added, asked now so adds keep the batches' order.
+    pub fn verify(
+        &self,
+        id: &str,
+        (producer_id, epoch): (i64, i16),
+        tp: &TopicPartition,
+        add: bool,
+    ) -> Verify {
+        let refused =
+            |code: ResponseError, message: String| AppendError::Transaction { code, message };
         let known = self.open.allows(producer_id, epoch, tp);
+        if add && known != Some(true) && self.coordinates(id) {
+            let adding = self.ask(
+                id,
+                slot::Add {
+                    id: id.to_string(),
+                    producer_id,
+                    epoch,
+                    partitions: vec![(tp.topic.to_string(), tp.partition)],
+                    group: None,
+                },
+            );
+            return Box::pin(async move {
+                match adding.await {
+                    Ok(Ok(())) => Ok(()),
+                    // Produce answers an old epoch as INVALID_PRODUCER_EPOCH, as Kafka does.
+                    Ok(Err(e @ TxnError::Fenced { .. })) => {
+                        Err(refused(ResponseError::InvalidProducerEpoch, e.to_string()))
+                    }
+                    Ok(Err(e)) => Err(refused(e.code(), e.to_string())),
+                    Err(e) => Err(refused(
+                        ResponseError::CoordinatorNotAvailable,
+                        e.to_string(),
+                    )),
+                }
+            });
+        }
         let (meta, id, tp) = (self.meta.clone(), id.to_string(), tp.clone());
         Box::pin(async move {
             let allowed = match known {
@@ -174,10 +228,13 @@ impl Transactions {
             };
             match allowed {
                 true => Ok(()),
-                false => Err(refused(format!(
-                    "producer {producer_id} (epoch {epoch}) has no open transaction \
-                     holding {tp}: add the partition to the transaction first"
-                ))),
+                false => Err(refused(
+                    ResponseError::InvalidTxnState,
+                    format!(
+                        "producer {producer_id} (epoch {epoch}) has no open transaction \
+                         holding {tp}: add the partition to the transaction first"
+                    ),
+                )),
             }
         })
     }

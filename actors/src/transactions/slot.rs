@@ -9,17 +9,23 @@
 //! its partitions through their log slots, moves its held offsets, then stores the
 //! end: a gateway that dies in between leaves the decision stored, and whichever
 //! gateway coordinates the id next completes it (`Tick`).
+//!
+//! Handlers only ever wait on the metadata store. Completing an end waits on log
+//! slots, whose appends may be waiting on this slot (a transactional batch adding its
+//! partition, transactions v2), so it runs beside the handlers (`finish`); the id's
+//! own requests answer CONCURRENT_TRANSACTIONS meanwhile, as Kafka answers them while
+//! a transition is pending.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use super::pending_offsets;
-use super::state::{Phase, TxnError, TxnState};
+use super::state::{EndAsk, Ended, Phase, TxnError, TxnState};
 use super::OpenTxns;
 use crate::config_catalog::ClusterConfig;
 use crate::membership::Cluster;
@@ -70,6 +76,8 @@ pub struct TxnSlot {
     states: HashMap<String, TxnState>,
     /// The live gateways the states were loaded under.
     seen: Arc<Cluster>,
+    /// Ids whose decided end is being completed (`finish`).
+    completing: HashSet<String>,
     ticks: u32,
 }
 
@@ -80,8 +88,53 @@ impl TxnSlot {
             deps,
             states: HashMap::new(),
             seen,
+            completing: HashSet::new(),
             ticks: 0,
         }
+    }
+
+    /// CONCURRENT_TRANSACTIONS while `id`'s end is being completed.
+    fn check_idle(&self, id: &str) -> Result<(), TxnError> {
+        match self.completing.contains(id) {
+            false => Ok(()),
+            true => {
+                let phase = self.states.get(id).map_or(Phase::PrepareAbort, |s| s.phase);
+                Err(TxnError::Concurrent(phase))
+            }
+        }
+    }
+
+    /// Completes `id`'s stored decision beside the handlers; the receiver hears
+    /// when it is done (or failed, to be completed on a later tick).
+    fn finish(
+        &mut self,
+        ctx: &mut Context<Self>,
+        id: String,
+        decided: TxnState,
+    ) -> oneshot::Receiver<()> {
+        let (done_tx, done_rx) = oneshot::channel();
+        self.completing.insert(id.clone());
+        self.states.insert(id.clone(), decided.clone());
+        let (deps, seen) = (self.deps.clone(), self.seen.clone());
+        let work = {
+            let id = id.clone();
+            async move { complete(&deps, &id, decided).await }
+        };
+        ctx.spawn(work.into_actor(self).map(move |result, act, _| {
+            act.completing.remove(&id);
+            match result {
+                // A state of another view of the cluster is not kept.
+                Ok(done) if Arc::ptr_eq(&act.seen, &seen) => {
+                    act.states.insert(id, done);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(transactional_id = %id, error = %e, "transaction end to be completed later")
+                }
+            }
+            let _ = done_tx.send(());
+        }));
+        done_rx
     }
 
     /// The live gateways now; every state is forgotten when they changed since the
@@ -121,7 +174,7 @@ impl TxnSlot {
         let current = self.current(id);
         let id = id.to_string();
         async move {
-            let state = current.await?.ok_or(TxnError::UnknownId(id))?;
+            let state = current.await?.ok_or(TxnError::NoProducer(id))?;
             state.check_producer(producer_id, epoch)?;
             Ok(state)
         }
@@ -219,21 +272,24 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
     Ok(done)
 }
 
-/// Ends whatever `state` has open before its producer starts again: a decision stored
-/// is completed, an open transaction aborted with the epoch bumped (fencing its
-/// producer, Kafka's `prepareAbortOrRecover`).
-async fn close_open(deps: &Deps, id: &str, mut state: TxnState) -> Result<TxnState, TxnError> {
-    if state.phase == Phase::Ongoing {
-        state.last_epoch = state.epoch;
-        state.epoch = state.epoch.saturating_add(1);
-        state = state.end(false, now_ms())?.expect("an open transaction");
-        save(&deps.meta, id, &state).await?;
-        deps.open.close(state.producer_id);
-    }
-    if state.phase.marker().is_some() {
-        state = complete(deps, id, state).await?;
-    }
-    Ok(state)
+/// Decides the abort of what `state` has open, with the epoch bumped (fencing its
+/// producer, Kafka's `prepareAbortOrRecover`): the decision to complete.
+async fn fence(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnError> {
+    let mut state = state;
+    state.last_epoch = state.epoch;
+    state.epoch = state.epoch.saturating_add(1);
+    let ask = EndAsk {
+        commit: false,
+        producer_id: state.producer_id,
+        epoch: state.epoch,
+        bump: false,
+    };
+    let Ended::Decided(decided) = state.end(ask, -1, now_ms())? else {
+        unreachable!("an open transaction is decided")
+    };
+    save(&deps.meta, id, &decided).await?;
+    deps.open.close(decided.producer_id);
+    Ok(decided)
 }
 
 /// InitProducerId with a transactional id: the producer id and epoch to use.
@@ -246,10 +302,20 @@ pub struct Init {
     pub known: Option<(i64, i16)>,
 }
 
+/// What an InitProducerId finds: its producer's next epoch, or a previous end that
+/// must be completed first (the client asks again, as Kafka has it).
+enum Initiated {
+    Ready(TxnState),
+    Ending(TxnState),
+}
+
 impl Handler<Init> for TxnSlot {
     type Result = AtomicResponse<Self, Result<(i64, i16), TxnError>>;
 
     fn handle(&mut self, msg: Init, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.check_idle(&msg.id) {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(e))));
+        }
         let current = self.current(&msg.id);
         let deps = self.deps.clone();
         let id = msg.id.clone();
@@ -265,7 +331,13 @@ impl Handler<Init> for TxnSlot {
                             });
                         }
                     }
-                    close_open(&deps, &id, state).await?
+                    match state.phase {
+                        Phase::Ongoing => {
+                            return Ok(Initiated::Ending(fence(&deps, &id, state).await?))
+                        }
+                        phase if phase.marker().is_some() => return Ok(Initiated::Ending(state)),
+                        _ => state,
+                    }
                 }
                 None => {
                     let pid = deps.producer_ids.allocate().await.map_err(store)?;
@@ -273,7 +345,7 @@ impl Handler<Init> for TxnSlot {
                 }
             };
             let mut next = state;
-            if next.epoch >= i16::MAX - 1 {
+            if next.epoch_exhausted() {
                 // Epochs exhausted: a new producer id starts again from 0.
                 next.producer_id = deps.producer_ids.allocate().await.map_err(store)?;
                 next.epoch = -1;
@@ -284,14 +356,22 @@ impl Handler<Init> for TxnSlot {
             next.timeout_ms = msg.timeout_ms;
             next.updated_ms = now_ms();
             save(&deps.meta, &id, &next).await?;
-            Ok(next)
+            Ok(Initiated::Ready(next))
         };
-        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
-            let state = r?;
-            let answer = (state.producer_id, state.epoch);
-            act.states.insert(msg.id, state);
-            Ok(answer)
-        })))
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(
+            move |r, act, ctx| match r? {
+                Initiated::Ready(state) => {
+                    let answer = (state.producer_id, state.epoch);
+                    act.states.insert(msg.id, state);
+                    Ok(answer)
+                }
+                Initiated::Ending(decided) => {
+                    let phase = decided.phase;
+                    act.finish(ctx, msg.id, decided);
+                    Err(TxnError::Concurrent(phase))
+                }
+            },
+        )))
     }
 }
 
@@ -310,6 +390,9 @@ impl Handler<Add> for TxnSlot {
     type Result = AtomicResponse<Self, Result<(), TxnError>>;
 
     fn handle(&mut self, msg: Add, _: &mut Self::Context) -> Self::Result {
+        if let Err(e) = self.check_idle(&msg.id) {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(e))));
+        }
         let current = self.of_producer(&msg.id, msg.producer_id, msg.epoch);
         let meta = self.deps.meta.clone();
         let id = msg.id.clone();
@@ -330,43 +413,66 @@ impl Handler<Add> for TxnSlot {
     }
 }
 
-/// EndTxn: commit or abort, answered once the end is stored.
+/// EndTxn: commit or abort. Answered with the producer id and epoch to carry on
+/// with, and, for a new decision, when its completion is over (the caller answers
+/// the client then: what it reads next sees the end).
 #[derive(Message)]
-#[rtype(result = "Result<(), TxnError>")]
+#[rtype(result = "Result<EndAnswer, TxnError>")]
 pub struct End {
     pub id: String,
-    pub producer_id: i64,
-    pub epoch: i16,
-    pub commit: bool,
+    pub ask: EndAsk,
+}
+
+pub struct EndAnswer {
+    pub producer: (i64, i16),
+    pub completed: Option<oneshot::Receiver<()>>,
 }
 
 impl Handler<End> for TxnSlot {
-    type Result = AtomicResponse<Self, Result<(), TxnError>>;
+    type Result = AtomicResponse<Self, Result<EndAnswer, TxnError>>;
 
     fn handle(&mut self, msg: End, _: &mut Self::Context) -> Self::Result {
-        let current = self.of_producer(&msg.id, msg.producer_id, msg.epoch);
+        if let Err(e) = self.check_idle(&msg.id) {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(e))));
+        }
+        let current = self.current(&msg.id);
         let deps = self.deps.clone();
         let id = msg.id.clone();
+        let ask = msg.ask;
         let work = async move {
-            let state = current.await?;
-            let Some(decided) = state.end(msg.commit, now_ms())? else {
-                return Ok(state);
+            let state = current
+                .await?
+                .ok_or_else(|| TxnError::NoProducer(id.clone()))?;
+            let next_producer_id = match ask.bump && state.epoch_exhausted() {
+                true => deps.producer_ids.allocate().await.map_err(store)?,
+                false => -1,
             };
-            save(&deps.meta, &id, &decided).await?;
-            deps.open.close(decided.producer_id);
-            match complete(&deps, &id, decided.clone()).await {
-                Ok(done) => Ok(done),
-                Err(e) => {
-                    // Decided and stored: the end stands, completed on a later tick.
-                    tracing::warn!(transactional_id = %id, error = %e, "transaction end to be completed later");
-                    Ok(decided)
-                }
+            let ended = state.end(ask, next_producer_id, now_ms())?;
+            if let Ended::Decided(decided) = &ended {
+                save(&deps.meta, &id, decided).await?;
+                deps.open.close(decided.producer_id);
             }
+            Ok((state, ended))
         };
-        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
-            let state = r?;
-            act.states.insert(msg.id, state);
-            Ok(())
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, ctx| {
+            let (state, ended) = r?;
+            Ok(match ended {
+                Ended::Again => EndAnswer {
+                    producer: (state.producer_id, state.epoch),
+                    completed: None,
+                },
+                Ended::Decided(decided) => {
+                    let producer = match decided.next_producer_id {
+                        next if next >= 0 => (next, 0),
+                        _ => (decided.producer_id, decided.epoch),
+                    };
+                    let completed = Some(act.finish(ctx, msg.id, decided));
+                    EndAnswer {
+                        producer,
+                        completed,
+                    }
+                }
+            })
         })))
     }
 }
@@ -402,10 +508,12 @@ impl Handler<Tick> for TxnSlot {
         self.ticks = self.ticks.wrapping_add(1);
         let cluster = self.rebase();
         let known = self.states.clone();
+        let busy = self.completing.clone();
         let deps = self.deps.clone();
         let expiration_ms = expiration_ms(&self.deps.config.borrow());
         let work = async move {
             let mut states = known;
+            let mut found = Vec::new();
             if rescan {
                 match deps.meta.scan(TABLE, "").await {
                     Ok(scan) => {
@@ -413,8 +521,9 @@ impl Handler<Tick> for TxnSlot {
                             let mine = super::slot_of(&id, deps.slots) == deps.index
                                 && cluster.coordinates(&id);
                             match TxnState::decode(&value) {
-                                Ok(state) if mine => {
-                                    states.entry(id).or_insert(state);
+                                Ok(state) if mine && !states.contains_key(&id) => {
+                                    states.insert(id.clone(), state.clone());
+                                    found.push((id, state));
                                 }
                                 Ok(_) => {}
                                 Err(e) => {
@@ -427,45 +536,45 @@ impl Handler<Tick> for TxnSlot {
                 }
             }
             let now = now_ms();
-            let mut changed = Vec::new();
-            for (id, state) in &states {
-                let result = if state.timed_out(now) {
+            let (mut decided, mut expired) = (Vec::new(), Vec::new());
+            for (id, state) in states.iter().filter(|(id, _)| !busy.contains(*id)) {
+                if state.timed_out(now) {
                     tracing::info!(transactional_id = %id, timeout_ms = state.timeout_ms, "transaction timed out: aborting");
-                    close_open(&deps, id, state.clone()).await.map(Some)
+                    match fence(&deps, id, state.clone()).await {
+                        Ok(fenced) => decided.push((id.clone(), fenced)),
+                        Err(e) => {
+                            tracing::warn!(transactional_id = %id, error = %e, "timed-out transaction not aborted yet")
+                        }
+                    }
                 } else if state.phase.marker().is_some() {
-                    complete(&deps, id, state.clone()).await.map(Some)
+                    decided.push((id.clone(), state.clone()));
                 } else if rescan && state.expired(now, expiration_ms) {
                     let gone = Change::Delete { key: id.clone() };
                     match deps.meta.write(TABLE, vec![gone]).await {
                         Ok(_) => {
                             tracing::info!(transactional_id = %id, "transactional id expired");
-                            Ok(None)
+                            expired.push(id.clone());
                         }
-                        Err(e) => Err(store(e)),
-                    }
-                } else {
-                    continue;
-                };
-                match result {
-                    Ok(next) => changed.push((id.clone(), next)),
-                    Err(e) => {
-                        tracing::warn!(transactional_id = %id, error = %e, "transaction not completed yet")
+                        Err(e) => {
+                            tracing::warn!(transactional_id = %id, error = %e, "transactional id not expired yet")
+                        }
                     }
                 }
             }
-            (states, changed)
+            (found, decided, expired)
         };
+        // Merged into what the slot holds now: an end completed meanwhile stays so.
         AtomicResponse::new(Box::pin(work.into_actor(self).map(
-            |(states, changed), act, _| {
-                act.states = states;
-                for (id, next) in changed {
-                    match next {
-                        Some(state) => {
-                            act.states.insert(id, state);
-                        }
-                        None => {
-                            act.states.remove(&id);
-                        }
+            |(found, decided, expired), act, ctx| {
+                for (id, state) in found {
+                    act.states.entry(id).or_insert(state);
+                }
+                for id in expired {
+                    act.states.remove(&id);
+                }
+                for (id, state) in decided {
+                    if !act.completing.contains(&id) {
+                        act.finish(ctx, id, state);
                     }
                 }
             },

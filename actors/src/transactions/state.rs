@@ -70,6 +70,13 @@ pub struct TxnState {
     pub last_epoch: i16,
     pub phase: Phase,
     pub timeout_ms: i32,
+    /// The producer id before the last one the coordinator gave out when epochs ran
+    /// out at an end (transactions v2): its EndTxn retried is answered again.
+    #[serde(default = "no_producer")]
+    pub previous_producer_id: i64,
+    /// The producer id an end that exhausted the epochs moves to once complete.
+    #[serde(default = "no_producer")]
+    pub next_producer_id: i64,
     /// The partitions written in the open (or deciding) transaction.
     pub partitions: BTreeSet<(String, i32)>,
     /// The groups whose offsets the transaction commits (AddOffsetsToTxn).
@@ -78,6 +85,29 @@ pub struct TxnState {
     pub started_ms: i64,
     /// When the state last changed.
     pub updated_ms: i64,
+}
+
+fn no_producer() -> i64 {
+    -1
+}
+
+/// What an EndTxn asks: the decision, the producer, and whether the producer speaks
+/// transactions v2 (EndTxn v5, KIP-890), whose every end bumps the epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct EndAsk {
+    pub commit: bool,
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub bump: bool,
+}
+
+/// What an EndTxn leads to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Already decided and completed: a retry, answered as the first time was.
+    Again,
+    /// The decision to store, then complete.
+    Decided(TxnState),
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -96,6 +126,8 @@ pub enum TxnError {
     NotCoordinator,
     #[error("no transactional id {0} is known")]
     UnknownId(String),
+    #[error("no producer has initialized transactional id {0}: InitProducerId first")]
+    NoProducer(String),
     #[error("transaction state: {0}")]
     Store(String),
 }
@@ -110,6 +142,7 @@ impl TxnError {
             TxnError::InvalidTimeout { .. } => ResponseError::InvalidTransactionTimeout,
             TxnError::NotCoordinator => ResponseError::NotCoordinator,
             TxnError::UnknownId(_) => ResponseError::TransactionalIdNotFound,
+            TxnError::NoProducer(_) => ResponseError::InvalidProducerIdMapping,
             TxnError::Store(_) => ResponseError::CoordinatorNotAvailable,
         }
     }
@@ -123,11 +156,19 @@ impl TxnState {
             last_epoch: -1,
             phase: Phase::Empty,
             timeout_ms,
+            previous_producer_id: -1,
+            next_producer_id: -1,
             partitions: BTreeSet::new(),
             groups: BTreeSet::new(),
             started_ms: 0,
             updated_ms: now,
         }
+    }
+
+    /// An end that bumps the epoch from here needs a new producer id (Kafka's
+    /// `isProducerEpochExhausted`).
+    pub fn epoch_exhausted(&self) -> bool {
+        self.epoch >= i16::MAX - 1
     }
 
     pub fn encode(&self) -> bytes::Bytes {
@@ -199,27 +240,84 @@ impl TxnState {
         Ok(next)
     }
 
-    /// EndTxn: the decision, or `None` when it was already taken and completed (a
-    /// retried EndTxn, answered as it was the first time).
-    pub fn end(&self, commit: bool, now: i64) -> Result<Option<TxnState>, TxnError> {
-        let decided = if commit {
-            Phase::PrepareCommit
-        } else {
-            Phase::PrepareAbort
-        };
+    /// EndTxn: the decision, or [`Ended::Again`] for a retry of an end already
+    /// completed. Transactions v2 bump the epoch at every end, so a retry is told
+    /// by the request's epoch being one behind, and an abort with nothing open is a
+    /// decision too (Kafka's `endTransaction`); `next_producer_id` is where an end
+    /// that exhausts the epochs moves the producer.
+    pub fn end(&self, ask: EndAsk, next_producer_id: i64, now: i64) -> Result<Ended, TxnError> {
+        let EndAsk {
+            commit,
+            producer_id,
+            epoch,
+            bump,
+        } = ask;
         let action = if commit { "commit" } else { "abort" };
-        match (self.phase, commit) {
-            (Phase::Ongoing, _) => {}
-            (Phase::CompleteCommit, true) | (Phase::CompleteAbort, false) => return Ok(None),
+        let invalid = |phase| Err(TxnError::InvalidState { action, phase });
+        let retry = if bump {
+            let on_bump = self.producer_id == producer_id && self.epoch as i32 == epoch as i32 + 1;
+            let on_overflow = self.previous_producer_id == producer_id
+                && epoch == i16::MAX - 1
+                && self.epoch == 0;
+            if self.producer_id != producer_id && !on_overflow {
+                return Err(TxnError::ProducerIdMismatch {
+                    got: producer_id,
+                    current: self.producer_id,
+                });
+            }
+            let valid = match self.phase {
+                Phase::Ongoing | Phase::Empty => epoch == self.epoch,
+                Phase::PrepareCommit | Phase::PrepareAbort => on_bump,
+                Phase::CompleteCommit | Phase::CompleteAbort => {
+                    on_bump || on_overflow || epoch == self.epoch
+                }
+            };
+            if !valid {
+                return Err(TxnError::Fenced {
+                    got: epoch,
+                    current: self.epoch,
+                });
+            }
+            on_bump || on_overflow
+        } else {
+            self.check_producer(producer_id, epoch)?;
+            true
+        };
+        let decided = match (self.phase, commit) {
+            (Phase::Ongoing, true) => Phase::PrepareCommit,
+            (Phase::Ongoing, false) => Phase::PrepareAbort,
+            (Phase::CompleteCommit, true) | (Phase::CompleteAbort, false) if retry => {
+                return Ok(Ended::Again)
+            }
+            // v2: an abort with nothing open still ends a transaction, bumping the epoch.
+            (Phase::Empty | Phase::CompleteCommit | Phase::CompleteAbort, false)
+                if bump && !retry =>
+            {
+                Phase::PrepareAbort
+            }
             (Phase::PrepareCommit, true) | (Phase::PrepareAbort, false) => {
                 return Err(TxnError::Concurrent(self.phase))
             }
-            (phase, _) => return Err(TxnError::InvalidState { action, phase }),
-        }
+            (phase, _) => return invalid(phase),
+        };
         let mut next = self.clone();
+        if next.phase != Phase::Ongoing {
+            next.started_ms = now;
+            next.partitions.clear();
+            next.groups.clear();
+        }
         next.phase = decided;
+        if bump {
+            next.last_epoch = self.epoch;
+            next.epoch = self.epoch + 1;
+            next.next_producer_id = if self.epoch_exhausted() {
+                next_producer_id
+            } else {
+                -1
+            };
+        }
         next.updated_ms = now;
-        Ok(Some(next))
+        Ok(Ended::Decided(next))
     }
 
     /// After the markers are written: the transaction is over.
@@ -229,6 +327,14 @@ impl TxnState {
             Phase::PrepareCommit => Phase::CompleteCommit,
             _ => Phase::CompleteAbort,
         };
+        if self.next_producer_id >= 0 {
+            // The epochs ran out: the producer carries on as a new id from epoch 0.
+            next.previous_producer_id = self.producer_id;
+            next.producer_id = self.next_producer_id;
+            next.next_producer_id = -1;
+            next.epoch = 0;
+            next.last_epoch = -1;
+        }
         next.partitions.clear();
         next.groups.clear();
         next.started_ms = 0;
@@ -251,6 +357,23 @@ impl TxnState {
 mod tests {
     use super::*;
 
+    fn ask(s: &TxnState, commit: bool, bump: bool) -> EndAsk {
+        EndAsk {
+            commit,
+            producer_id: s.producer_id,
+            epoch: s.epoch,
+            bump,
+        }
+    }
+
+    /// The decision of an end, which must be one.
+    fn decided(ended: Result<Ended, TxnError>) -> TxnState {
+        match ended {
+            Ok(Ended::Decided(s)) => s,
+            other => panic!("not a decision: {other:?}"),
+        }
+    }
+
     fn ongoing() -> TxnState {
         let mut s = TxnState::new(7, 60_000, 0);
         s.epoch = 2;
@@ -266,8 +389,9 @@ mod tests {
             (s.partitions.len(), s.groups.len(), s.started_ms),
             (2, 1, 10)
         );
-        let decided = s.end(true, 30).unwrap().unwrap();
+        let decided = decided(s.end(ask(&s, true, false), -1, 30));
         assert_eq!(decided.phase.marker(), Some(Marker::Commit));
+        assert_eq!(decided.epoch, s.epoch, "v1 ends keep the epoch");
         assert_eq!(
             decided.add([("t".into(), 2)], None, 31),
             Err(TxnError::Concurrent(Phase::PrepareCommit))
@@ -279,9 +403,11 @@ mod tests {
             (Phase::CompleteCommit, 0, -1)
         );
         // A retried commit is answered again; an abort after it is refused.
-        assert_eq!(done.end(true, 41), Ok(None));
+        assert_eq!(done.end(ask(&done, true, false), -1, 41), Ok(Ended::Again));
         assert_eq!(
-            done.end(false, 41).unwrap_err().code(),
+            done.end(ask(&done, false, false), -1, 41)
+                .unwrap_err()
+                .code(),
             ResponseError::InvalidTxnState
         );
         // The next transaction starts afresh.
@@ -308,14 +434,87 @@ mod tests {
         let mut empty = TxnState::new(7, 100, 0);
         empty.epoch = 0;
         assert_eq!(
-            empty.end(true, 1).unwrap_err().code(),
+            empty
+                .end(ask(&empty, true, false), -1, 1)
+                .unwrap_err()
+                .code(),
             ResponseError::InvalidTxnState
         );
         let s = ongoing();
         assert!(!s.timed_out(60_010));
         assert!(s.timed_out(60_011));
         assert!(!s.expired(i64::MAX, 1), "an open transaction never expires");
-        assert!(s.end(false, 1).unwrap().unwrap().complete(5).expired(11, 5));
+        assert!(decided(s.end(ask(&s, false, false), -1, 1))
+            .complete(5)
+            .expired(11, 5));
+        assert_eq!(
+            empty
+                .end(ask(&empty, false, false), -1, 1)
+                .unwrap_err()
+                .code(),
+            ResponseError::InvalidTxnState,
+            "v1 refuses an abort of nothing"
+        );
+    }
+
+    #[test]
+    fn v2_ends_bump_the_epoch_and_know_their_retries() {
+        let s = ongoing();
+        let prepared = decided(s.end(ask(&s, true, true), -1, 30));
+        assert_eq!((prepared.epoch, prepared.last_epoch), (3, 2));
+        // The retry carries the old epoch: while deciding it waits, once done it is
+        // answered again; the new epoch is the next transaction's.
+        assert_eq!(
+            prepared.end(ask(&s, true, true), -1, 31),
+            Err(TxnError::Concurrent(Phase::PrepareCommit))
+        );
+        let done = prepared.complete(40);
+        assert_eq!(done.end(ask(&s, true, true), -1, 41), Ok(Ended::Again));
+        assert_eq!(
+            done.end(ask(&done, true, true), -1, 41).unwrap_err().code(),
+            ResponseError::InvalidTxnState,
+            "a commit of nothing at the new epoch"
+        );
+        // An abort of nothing is a decision of its own, with its own bump.
+        let aborted = decided(done.end(ask(&done, false, true), -1, 42));
+        assert_eq!((aborted.phase, aborted.epoch), (Phase::PrepareAbort, 4));
+        assert!(aborted.partitions.is_empty());
+        assert_eq!(
+            s.end(ask(&prepared, true, true), -1, 43)
+                .unwrap_err()
+                .code(),
+            ResponseError::ProducerFenced,
+            "an epoch ahead of the coordinator's"
+        );
+        let mut older = ask(&s, true, true);
+        older.epoch = 1;
+        assert_eq!(
+            done.end(older, -1, 44).unwrap_err().code(),
+            ResponseError::ProducerFenced
+        );
+    }
+
+    #[test]
+    fn v2_ends_past_the_last_epoch_move_to_a_new_producer_id() {
+        let mut s = ongoing();
+        s.epoch = i16::MAX - 1;
+        let prepared = decided(s.end(ask(&s, false, true), 99, 30));
+        assert_eq!(
+            (
+                prepared.producer_id,
+                prepared.epoch,
+                prepared.next_producer_id
+            ),
+            (7, i16::MAX, 99),
+            "the markers still go out as the old producer"
+        );
+        let done = prepared.complete(40);
+        assert_eq!(
+            (done.producer_id, done.epoch, done.previous_producer_id),
+            (99, 0, 7)
+        );
+        assert_eq!(done.end(ask(&s, false, true), -1, 41), Ok(Ended::Again));
+        assert!(decided(done.end(ask(&done, false, true), -1, 42)).next_producer_id < 0);
     }
 
     #[test]
