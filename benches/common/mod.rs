@@ -45,22 +45,36 @@ pub fn bounded<T: Send + 'static>(
 }
 
 pub fn create_topic(addr: &str, topic: &str) {
+    create_topics(addr, &[topic], PARTITIONS);
+}
+
+/// Creates `topics` of `partitions` partitions each in one CreateTopics request and waits
+/// until metadata shows all their partitions.
+pub fn create_topics(addr: &str, topics: &[&str], partitions: i32) {
     let admin: AdminClient<DefaultClientContext> = config(addr).create().unwrap();
-    // Both timeouts are enforced inside librdkafka, so the future always completes.
-    let timeout = Some(Duration::from_secs(10));
+    // Both timeouts are enforced inside librdkafka, so the future always completes. A
+    // thousand partitions take a broker seconds, not milliseconds.
+    let timeout = Some(Duration::from_secs(
+        10 + partitions as u64 * topics.len() as u64 / 100,
+    ));
     let opts = AdminOptions::new()
         .request_timeout(timeout)
         .operation_timeout(timeout);
-    let new = NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1));
+    let new: Vec<NewTopic> = topics
+        .iter()
+        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
+        .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let results = rt.block_on(admin.create_topics([&new], &opts));
-    results.expect("CreateTopics")[0]
-        .as_ref()
-        .expect("create topic");
+    let results = rt.block_on(admin.create_topics(&new, &opts));
+    for result in results.expect("CreateTopics") {
+        result.expect("create topic");
+    }
     // A broker may answer CreateTopics before its metadata shows the partitions.
-    await_partitions(admin.inner(), topic);
+    for topic in topics {
+        await_partition_count(admin.inner(), topic, partitions);
+    }
 }
 
 pub fn config(addr: &str) -> ClientConfig {
@@ -72,18 +86,23 @@ pub fn config(addr: &str) -> ClientConfig {
 /// Waits until metadata lists all partitions of `topic`. Producer and consumer call it too:
 /// it connects them and tells them the leaders before their clock starts.
 pub fn await_partitions<C: ClientContext>(client: &Client<C>, topic: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
+    await_partition_count(client, topic, PARTITIONS);
+}
+
+/// Waits until metadata lists `want` partitions of `topic`.
+pub fn await_partition_count<C: ClientContext>(client: &Client<C>, topic: &str, want: i32) {
+    let deadline = Instant::now() + Duration::from_secs(15 + want as u64 / 100);
     loop {
         let md = client.fetch_metadata(Some(topic), Duration::from_secs(5));
         let parts = md.map_or(0, |m| {
             m.topics().first().map_or(0, |t| t.partitions().len())
         });
-        if parts == PARTITIONS as usize {
+        if parts == want as usize {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{topic}: {parts} partitions, want {PARTITIONS}"
+            "{topic}: {parts} partitions, want {want}"
         );
         thread::sleep(Duration::from_millis(100));
     }

@@ -26,6 +26,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod java;
+// Also read by `benches/scale`, which uses what this bench does not.
+#[allow(dead_code)]
 mod procs;
 mod rdk;
 

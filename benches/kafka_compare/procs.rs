@@ -36,13 +36,45 @@ impl Proc {
 
     /// Peak resident memory so far in MiB (VmHWM of /proc/<pid>/status).
     pub fn peak_rss_mib(&self) -> f64 {
-        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
+        status_mib(self.pid(), "VmHWM")
     }
+
+    /// Resident memory now in MiB (VmRSS of /proc/<pid>/status).
+    pub fn rss_mib(&self) -> f64 {
+        status_mib(self.pid(), "VmRSS")
+    }
+}
+
+/// A memory field of /proc/<pid>/status ("VmRSS", "VmHWM", ...) in MiB; NaN if absent.
+pub fn status_mib(pid: u32, field: &str) -> f64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// TCP connections established to local port `port` (/proc/net/tcp and tcp6): how many
+/// connections a listener on it holds, whoever opened them.
+pub fn established_to(port: u16) -> usize {
+    let local = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|f| {
+            fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| {
+            // "sl local_address rem_address st ...": state 01 is ESTABLISHED.
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&local) && f[3] == "01"
+        })
+        .count()
 }
 
 /// CPU seconds process `pid` used so far (all threads, user and system): utime and stime

@@ -14,7 +14,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 /// Sends one request and returns the answer's body, past its header.
-fn call<R: Encodable>(
+pub(crate) fn call<R: Encodable>(
     conn: &mut TcpStream,
     key: ApiKey,
     version: i16,

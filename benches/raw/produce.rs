@@ -68,7 +68,7 @@ pub fn produce(
     (secs, latencies)
 }
 
-fn request(topic: &str, partition: i32, value: &Bytes, count: usize) -> ProduceRequest {
+pub(crate) fn request(topic: &str, partition: i32, value: &Bytes, count: usize) -> ProduceRequest {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
