@@ -8,6 +8,7 @@
 //! e.g. 0.1 or 5), BENCH_TIMEOUT_SECS (bound on each produce/consume phase, default 120).
 //! MB = 10^6 bytes of record payload. Latency is send() -> delivery callback: at full speed it is
 //! mostly time spent in librdkafka's queue (up to 100k records), the same for both brokers.
+//! CPU per record consumed is the broker process's (utime + stime from /proc).
 
 mod common;
 // The brokers are started as `kafka_compare` starts them.
@@ -29,7 +30,8 @@ fn produce_row(addr: &str, topic: &str, size: usize, n: u64, limit: Duration) ->
     Row::produced(lat.len() as u64, size, secs, &lat)
 }
 
-fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
+/// Each size's row, with the broker's CPU per record consumed (µs).
+fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<(Row, f64)> {
     let broker = match name {
         "tansu" => procs::tansu(bin),
         _ => procs::gateway(bin, None),
@@ -51,15 +53,17 @@ fn run_broker(name: &str, bin: &Path, scale: f64, limit: Duration) -> Vec<Row> {
             row.records, row.produce_rps
         );
         let (addr, acked) = (broker.addr.clone(), row.records);
+        let cpu = broker.cpu_secs();
         let consumed = bounded("consume", hard, move || {
             consume(&addr, &topic, (size, acked), "read_committed", limit)
         });
+        let cpu_us = (broker.cpu_secs() - cpu) * 1e6 / acked as f64;
         (row.consume_rps, row.consume_mbps) = consumed;
         eprintln!(
-            "{name} {size} B: {acked} consumed, {:.0} rec/s",
+            "{name} {size} B: {acked} consumed, {:.0} rec/s, {cpu_us:.2} µs CPU/record",
             row.consume_rps
         );
-        rows.push(row);
+        rows.push((row, cpu_us));
     }
     rows
 }
@@ -69,7 +73,7 @@ fn main() {
     let limit = Duration::from_secs_f64(common::env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
     let gateway = common::gateway_bin();
     let tansu = env::var_os("TANSU_BIN").map(PathBuf::from);
-    let mut results: Vec<(&str, Vec<Row>)> = Vec::new();
+    let mut results: Vec<(&str, Vec<(Row, f64)>)> = Vec::new();
     for (name, bin) in [("gateway", Some(gateway)), ("tansu", tansu)] {
         let Some(bin) = bin else {
             println!("SKIPPED tansu: set TANSU_BIN");
@@ -91,20 +95,23 @@ fn main() {
 
     println!("\n{PARTITIONS} partitions, linger.ms=5, batch.num.messages=10000, acks=all, no compression");
     print!("broker     size   records | produce rec/s     MB/s   p50 ms   p99 ms |");
-    println!(" consume rec/s     MB/s");
+    println!(" consume rec/s     MB/s  µs CPU/rec");
     for (name, rows) in &results {
-        for ((size, _), r) in SIZES.iter().zip(rows) {
+        for ((size, _), (r, cpu)) in SIZES.iter().zip(rows) {
             print!(
                 "{name:<8} {size:>5}B {:>9} | {:>13.0} {:>8.1}",
                 r.records, r.produce_rps, r.produce_mbps
             );
             print!(" {:>8.1} {:>8.1} |", r.p50_ms, r.p99_ms);
-            println!(" {:>13.0} {:>8.1}", r.consume_rps, r.consume_mbps);
+            println!(
+                " {:>13.0} {:>8.1} {cpu:>11.2}",
+                r.consume_rps, r.consume_mbps
+            );
         }
     }
     if let [("gateway", gw), ("tansu", tansu)] = &results[..] {
         println!("\ngateway / tansu (throughput: >1 favours the gateway; p99 latency: <1 does)");
-        for (((size, _), g), t) in SIZES.iter().zip(gw).zip(tansu) {
+        for (((size, _), (g, _)), (t, _)) in SIZES.iter().zip(gw).zip(tansu) {
             let (prod, cons) = (g.produce_rps / t.produce_rps, g.consume_rps / t.consume_rps);
             let p99 = g.p99_ms / t.p99_ms;
             println!("{size:>5}B  produce {prod:.2}x  consume {cons:.2}x  p99 latency {p99:.2}x");

@@ -11,6 +11,7 @@
 //! the answers strictly in request order, whatever order they finish in.
 
 use std::collections::BTreeMap;
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -28,7 +29,7 @@ use crate::layers::{self, Served};
 use crate::limits::{ByteBudget, ConnectionSlot};
 use crate::metrics::ConnectionMeter;
 use crate::protocol::envelope;
-use crate::protocol::framing::{self, FrameCodec, FramePart};
+use crate::protocol::framing::{self, AnswerFrame, FrameCodec, FramePart};
 use crate::protocol::{Answer, WireError};
 use crate::sasl;
 use crate::session::{Caller, Listener, Principal};
@@ -44,13 +45,13 @@ pub struct Connection {
     /// SASL state: what may be served before authentication, and the exchange.
     sasl: sasl::Session,
     /// Answers for the writer task, in request order, each with what its request holds.
-    answers: mpsc::UnboundedSender<(Bytes, Held)>,
+    answers: mpsc::UnboundedSender<(AnswerFrame, Held)>,
     /// Sequence number the next frame gets.
     next_request: u64,
     /// Sequence number of the next answer to write.
     next_answer: u64,
     /// Answers finished early, waiting for those before them; `None` for no answer.
-    finished: BTreeMap<u64, (Option<Bytes>, Held)>,
+    finished: BTreeMap<u64, (Option<AnswerFrame>, Held)>,
     /// Set when reading has ended: close once every earlier request is answered.
     last_request: Option<u64>,
     /// Until when the reader hands over no request: a client over its quota (KIP-219).
@@ -141,13 +142,19 @@ impl Connection {
     }
 
     /// Records a finished answer and writes every answer now in order.
-    fn finish(&mut self, seq: u64, answer: Option<Bytes>, held: Held, ctx: &mut Context<Self>) {
+    fn finish(
+        &mut self,
+        seq: u64,
+        answer: Option<AnswerFrame>,
+        held: Held,
+        ctx: &mut Context<Self>,
+    ) {
         self.finished.insert(seq, (answer, held));
         while let Some((answer, held)) = self.finished.remove(&self.next_answer) {
             self.next_answer += 1;
             // No answer (acks=0): what the request held is simply released.
-            if let Some(bytes) = answer {
-                if self.answers.send((bytes, held)).is_err() {
+            if let Some(frame) = answer {
+                if self.answers.send((frame, held)).is_err() {
                     // The writer gave up on this client (write failed or timed out).
                     ctx.stop();
                     return;
@@ -223,16 +230,23 @@ impl Connection {
                         let until = Instant::now() + throttle;
                         act.muted_until.send_modify(|u| *u = (*u).max(until));
                     }
-                    let encode = |r: &ResponseKind| {
-                        envelope::encode_response(key, version, correlation_id, r)
+                    let encoded = |frame: Result<AnswerFrame, WireError>| {
+                        frame
                             .inspect_err(
                                 |e| tracing::error!(%peer, error = %e, "dropping an answer"),
                             )
                             .ok()
                     };
-                    let bytes = match answer {
-                        Answer::Raw(token) => Some(framing::framed(&token)),
+                    let encode = |r: &ResponseKind| {
+                        encoded(
+                            envelope::encode_response(key, version, correlation_id, r)
+                                .map(AnswerFrame::from),
+                        )
+                    };
+                    let frame = match answer {
+                        Answer::Raw(token) => Some(framing::framed(&token).into()),
                         Answer::Send(r) => encode(&r),
+                        Answer::Fetch(f) => encoded(f.encode(version, correlation_id)),
                         Answer::SendAndClose(r, reason) => {
                             tracing::info!(%peer, %reason, "closing connection after this answer");
                             act.close_before(seq + 1, ctx);
@@ -245,7 +259,7 @@ impl Connection {
                             None
                         }
                     };
-                    act.finish(seq, bytes, held, ctx);
+                    act.finish(seq, frame, held, ctx);
                 }),
         );
     }
@@ -432,15 +446,15 @@ async fn next_part<R: AsyncRead + Unpin>(
 /// connection counts as open, in the limit and the metrics, until this ends.
 async fn write_answers<W: AsyncWrite + Unpin>(
     mut socket: W,
-    mut answers: mpsc::UnboundedReceiver<(Bytes, Held)>,
+    mut answers: mpsc::UnboundedReceiver<(AnswerFrame, Held)>,
     timeout: Duration,
     peer: SocketAddr,
     _slot: ConnectionSlot,
     meter: ConnectionMeter,
 ) {
-    while let Some((bytes, _held)) = answers.recv().await {
-        match tokio::time::timeout(timeout, socket.write_all(&bytes)).await {
-            Ok(Ok(())) => meter.sent(bytes.len()),
+    while let Some((frame, _held)) = answers.recv().await {
+        match tokio::time::timeout(timeout, write_frame(&mut socket, &frame)).await {
+            Ok(Ok(())) => meter.sent(frame.total_len()),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "write failed");
                 return;
@@ -452,4 +466,27 @@ async fn write_answers<W: AsyncWrite + Unpin>(
         }
     }
     let _ = socket.shutdown().await;
+}
+
+/// At most this many buffers a write (Linux refuses more than 1024 in one `writev`).
+const MAX_SLICES: usize = 1024;
+
+/// Writes a frame's buffers in order with vectored writes, so a Fetch answer's stored
+/// batches go to the socket (or TLS) as they are; until all is written.
+async fn write_frame<W: AsyncWrite + Unpin>(
+    socket: &mut W,
+    frame: &AnswerFrame,
+) -> std::io::Result<()> {
+    let pieces = frame.pieces().iter().filter(|p| !p.is_empty());
+    let mut slices: Vec<IoSlice> = pieces.map(|p| IoSlice::new(p)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let upto = rest.len().min(MAX_SLICES);
+        let written = socket.write_vectored(&rest[..upto]).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut rest, written);
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::future::{join_all, select_all};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchRequest;
@@ -21,6 +21,7 @@ use uuid::Uuid;
 use crate::authorizer::{Access, Operation};
 use crate::fetch_sessions::{Answered, FetchMetadata, FetchParams, Opened, PartitionKey};
 use crate::gateway::Gateway;
+use crate::protocol::fetch_answer::FetchAnswer;
 use crate::protocol::records::{self, BatchHeader};
 use crate::protocol::versions::since;
 use crate::store::{ReadBatches, StoreError, TopicMeta, TopicPartition};
@@ -45,12 +46,13 @@ struct Wanted {
 /// Each topic needs READ (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
 /// From v7 a fetch may belong to a session (`fetch_sessions`): then the partitions
 /// read are the session's, and the answer holds only those with something new.
-pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access) -> FetchResponse {
+pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access) -> FetchAnswer {
     let opened = match gw.fetch_sessions.open(session_fields(version, &req)) {
         Ok(opened) => opened,
         Err(e) => {
             tracing::debug!(error = %e, "fetch session refused");
-            return FetchResponse::default().with_error_code(e.code().code());
+            let refused = FetchResponse::default().with_error_code(e.code().code());
+            return FetchAnswer::new(refused, Vec::new());
         }
     };
     let wanted = resolve(&gw, version, &opened.wanted, &access);
@@ -177,29 +179,45 @@ fn answer(
     gw: &Gateway,
     version: i16,
     opened: Opened,
-    answers: Vec<(PartitionKey, PartitionData)>,
-) -> FetchResponse {
+    answers: Vec<PartitionAnswer>,
+) -> FetchAnswer {
     let seen: Vec<(PartitionKey, Answered)> = answers
         .iter()
-        .map(|(key, p)| {
-            let answered = Answered {
-                record_bytes: p.records.as_ref().map_or(0, Bytes::len),
-                high_watermark: p.high_watermark,
-                last_stable_offset: p.last_stable_offset,
-                log_start_offset: p.log_start_offset,
-                error_code: p.error_code,
-            };
-            (key.clone(), answered)
-        })
+        .map(
+            |PartitionAnswer {
+                 key,
+                 data: p,
+                 batches,
+             }| {
+                let answered = Answered {
+                    record_bytes: batches.iter().map(Bytes::len).sum(),
+                    high_watermark: p.high_watermark,
+                    last_stable_offset: p.last_stable_offset,
+                    log_start_offset: p.log_start_offset,
+                    error_code: p.error_code,
+                };
+                (key.clone(), answered)
+            },
+        )
         .collect();
     let closed = gw
         .fetch_sessions
         .close(opened.context, version, &opened.wanted, &seen);
     let mut out: Vec<FetchableTopicResponse> = Vec::new();
-    for ((key, p), keep) in answers.into_iter().zip(closed.keep) {
+    let mut record_sets = Vec::new();
+    for (
+        PartitionAnswer {
+            key,
+            data: p,
+            batches,
+        },
+        keep,
+    ) in answers.into_iter().zip(closed.keep)
+    {
         if !keep {
             continue;
         }
+        record_sets.push(batches);
         match out.last_mut() {
             Some(t) if t.topic == key.topic && t.topic_id == key.topic_id => t.partitions.push(p),
             _ => out.push(
@@ -210,14 +228,24 @@ fn answer(
             ),
         }
     }
-    FetchResponse::default()
+    let response = FetchResponse::default()
         .with_error_code(closed.error.map_or(0, |e| e.code()))
         .with_session_id(closed.session_id)
-        .with_responses(out)
+        .with_responses(out);
+    FetchAnswer::new(response, record_sets)
+}
+
+/// One partition's answer: its fields, and the stored batches of its record set.
+struct PartitionAnswer {
+    /// As the request named the partition.
+    key: PartitionKey,
+    data: PartitionData,
+    batches: Vec<Bytes>,
 }
 
 /// Reads every wanted partition within the request's byte budget. Returns each
-/// partition's answer (in order), the bytes in them, and whether any had an error.
+/// partition's answer (in order), the record bytes in them, and whether any had an
+/// error.
 ///
 /// Partitions are read concurrently, then trimmed in order to `max_bytes`; only the
 /// first batch of the answer may go over it (KIP-74), so a batch larger than every
@@ -228,7 +256,7 @@ async fn read_all(
     wanted: &[Wanted],
     max_bytes: usize,
     read_committed: bool,
-) -> (Vec<(PartitionKey, PartitionData)>, usize, bool) {
+) -> (Vec<PartitionAnswer>, usize, bool) {
     let reads = wanted.iter().map(|w| async move {
         match &w.target {
             Err(code) => Err(*code),
@@ -246,9 +274,9 @@ async fn read_all(
         let answer = PartitionData::default()
             .with_partition_index(w.key.partition)
             .with_preferred_read_replica(BrokerId(-1));
-        let answer = match read {
+        let (data, batches) = match read {
             Ok(read) => {
-                let records = within_budget(read.batches, &mut total, max_bytes);
+                let batches = within_budget(read.batches, &mut total, max_bytes);
                 let aborted = read_committed.then(|| {
                     let aborted = read.aborted.iter().map(|a| {
                         AbortedTransaction::default()
@@ -257,7 +285,7 @@ async fn read_all(
                     });
                     aborted.collect()
                 });
-                answer
+                let data = answer
                     .with_high_watermark(read.high)
                     .with_last_stable_offset(read.stable)
                     .with_log_start_offset(if version >= since::FETCH_LOG_START {
@@ -265,28 +293,31 @@ async fn read_all(
                     } else {
                         -1
                     })
-                    .with_aborted_transactions(aborted)
-                    .with_records(Some(records))
+                    .with_aborted_transactions(aborted);
+                (data, batches)
             }
             Err(code) => {
                 failed = true;
-                answer
+                let data = answer
                     .with_error_code(code.code())
                     .with_high_watermark(-1)
                     .with_last_stable_offset(-1)
-                    .with_log_start_offset(-1)
-                    .with_records(Some(Bytes::new()))
+                    .with_log_start_offset(-1);
+                (data, Vec::new())
             }
         };
-        out.push((w.key.clone(), answer));
+        out.push(PartitionAnswer {
+            key: w.key.clone(),
+            data,
+            batches,
+        });
     }
     (out, total, failed)
 }
 
 /// The leading batches that fit in what is left of `max_bytes` (the answer's first
-/// batch always does), as one record set. Clients read an absent record set as an
-/// error, so nothing is sent as empty.
-fn within_budget(batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> Bytes {
+/// batch always does): the partition's record set, as the store gave it.
+fn within_budget(mut batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> Vec<Bytes> {
     let mut keep = 0;
     for b in &batches {
         if *total > 0 && *total + b.len() > max_bytes {
@@ -295,15 +326,8 @@ fn within_budget(batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> By
         *total += b.len();
         keep += 1;
     }
-    match &batches[..keep] {
-        [] => Bytes::new(),
-        [one] => one.clone(),
-        many => {
-            let mut all = BytesMut::with_capacity(many.iter().map(Bytes::len).sum());
-            many.iter().for_each(|b| all.extend_from_slice(b));
-            all.freeze()
-        }
-    }
+    batches.truncate(keep);
+    batches
 }
 
 /// What one partition gives a fetch.

@@ -70,9 +70,8 @@ pub fn route(
             ResponseKind::Metadata,
         ),
         RequestKind::Produce(r) => produce::handle(gw, version, r, &access),
-        RequestKind::Fetch(r) => answer(
-            fetch::handle(gw.clone(), version, r, access),
-            ResponseKind::Fetch,
+        RequestKind::Fetch(r) => Box::pin(
+            fetch::handle(gw.clone(), version, r, access).map(|a| Answer::Fetch(Box::new(a))),
         ),
         RequestKind::ListOffsets(r) => answer(
             list_offsets::handle(gw.clone(), version, r, access),

@@ -244,10 +244,11 @@ impl Metrics {
         self.latency
             .get_or_create(&ApiLabels { api })
             .observe(started.elapsed().as_secs_f64());
-        let (Answer::Send(response) | Answer::SendAndClose(response, _)) = answer else {
-            return;
+        let mut codes = match answer {
+            Answer::Send(response) | Answer::SendAndClose(response, _) => error_codes::of(response),
+            Answer::Fetch(fetch) => error_codes::of_fetch(fetch.response()),
+            Answer::Nothing | Answer::Close(_) | Answer::Raw(_) => return,
         };
-        let mut codes = error_codes::of(response);
         codes.sort_unstable();
         for run in codes.chunk_by(|a, b| a == b) {
             let error = ErrorCode(run[0]);

@@ -59,38 +59,57 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, WireError> {
 }
 
 /// Frames a response: size, header (v0 for ApiVersions whatever the version, as
-/// KIP-511 requires), body.
+/// KIP-511 requires), body. A Fetch answer is framed apart (`fetch_answer.rs`), its
+/// records left out of this buffer.
 pub fn encode_response(
     key: ApiKey,
     version: i16,
     correlation_id: i32,
     body: &ResponseKind,
 ) -> Result<Bytes, WireError> {
-    let fail = |e: anyhow::Error| WireError::Encode {
-        key,
-        version,
-        reason: format!("{e:#}"),
-    };
+    let mut buf = BytesMut::with_capacity(64);
+    begin_response(&mut buf, key, version, correlation_id)?;
+    body.encode(&mut buf, version)
+        .map_err(encode_failed(key, version))?;
+    seal(&mut buf, 0)?;
+    Ok(buf.freeze())
+}
+
+/// Starts a response frame in `buf`: room for its size (`seal` writes it), then the header.
+pub(super) fn begin_response(
+    buf: &mut BytesMut,
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+) -> Result<(), WireError> {
     let header_version = if key == ApiKey::ApiVersions {
         0
     } else {
         key.response_header_version(version)
     };
-    // Fetch answers carry the records: size the buffer once instead of doubling it.
-    let records_hint = match body {
-        ResponseKind::Fetch(fetch) => fetch.compute_size(version).unwrap_or(0),
-        _ => 0,
-    };
-    let mut buf = BytesMut::with_capacity(64 + records_hint);
     buf.put_i32(0);
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
-        .encode(&mut buf, header_version)
-        .map_err(fail)?;
-    body.encode(&mut buf, version).map_err(fail)?;
-    let size = (buf.len() - 4) as i32;
+        .encode(buf, header_version)
+        .map_err(encode_failed(key, version))
+}
+
+/// Writes the size of the frame `buf` begins: the rest of `buf`, and `beyond` bytes
+/// written after it.
+pub(super) fn seal(buf: &mut BytesMut, beyond: usize) -> Result<(), WireError> {
+    let size = buf.len() - 4 + beyond;
+    let size = i32::try_from(size).map_err(|_| WireError::AnswerTooLarge(size))?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.freeze())
+    Ok(())
+}
+
+/// How a failure of `kafka-protocol`'s encoder is reported.
+pub(super) fn encode_failed(key: ApiKey, version: i16) -> impl Fn(anyhow::Error) -> WireError {
+    move |e| WireError::Encode {
+        key,
+        version,
+        reason: format!("{e:#}"),
+    }
 }
 
 #[cfg(test)]

@@ -72,6 +72,35 @@ pub fn framed(body: &[u8]) -> Bytes {
     buf.freeze()
 }
 
+/// An answer's frame, size included, as the buffers to write one after the other: one
+/// for most answers; for a Fetch, the stored batches between the pieces around them,
+/// so they reach the socket without being copied (`fetch_answer.rs`).
+#[derive(Debug, Default)]
+pub struct AnswerFrame {
+    pieces: Vec<Bytes>,
+}
+
+impl AnswerFrame {
+    pub fn new(pieces: Vec<Bytes>) -> AnswerFrame {
+        AnswerFrame { pieces }
+    }
+
+    pub fn pieces(&self) -> &[Bytes] {
+        &self.pieces
+    }
+
+    /// Bytes in the frame, its size field included.
+    pub fn total_len(&self) -> usize {
+        self.pieces.iter().map(Bytes::len).sum()
+    }
+}
+
+impl From<Bytes> for AnswerFrame {
+    fn from(frame: Bytes) -> AnswerFrame {
+        AnswerFrame::new(vec![frame])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

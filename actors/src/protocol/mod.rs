@@ -3,6 +3,7 @@
 //! a request gets back. It imports nothing of the gateway above it.
 
 pub mod envelope;
+pub mod fetch_answer;
 pub mod framing;
 pub mod markers;
 pub mod records;
@@ -11,6 +12,8 @@ pub mod versions;
 use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 use kafka_protocol::messages::{ApiKey, ResponseKind};
+
+use fetch_answer::FetchAnswer;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WireError {
@@ -43,6 +46,8 @@ pub enum WireError {
         version: i16,
         reason: String,
     },
+    #[error("answer of {0} bytes is over the 2^31-1 a frame can say")]
+    AnswerTooLarge(usize),
     #[error("request not received whole within {0:?}")]
     SlowRequest(std::time::Duration),
     #[error(transparent)]
@@ -52,6 +57,8 @@ pub enum WireError {
 /// What a request gets back.
 pub enum Answer {
     Send(Box<ResponseKind>),
+    /// A Fetch answer, its records kept apart from the rest to be written uncopied.
+    Fetch(Box<FetchAnswer>),
     /// No answer: Produce with acks=0.
     Nothing,
     /// No answer, and the connection closes after the answers before it: how Kafka

@@ -21,8 +21,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{FetchResponse, RequestKind, ResponseKind};
-use kafka_protocol::protocol::Encodable;
+use kafka_protocol::messages::{RequestKind, ResponseKind};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 
@@ -32,6 +31,7 @@ pub use entity::{
 use rate::Rate;
 
 use crate::metrics::Metrics;
+use crate::protocol::fetch_answer::FetchAnswer;
 use crate::protocol::Answer;
 use crate::session::Caller;
 
@@ -269,31 +269,30 @@ impl Quotas {
             Metered::Free => return Duration::ZERO,
             Metered::Produce(d) => d,
             Metered::Fetch { rate, quota } => {
-                let Answer::Send(response) = answer else {
+                let Answer::Fetch(f) = answer else {
                     return Duration::ZERO;
                 };
-                let ResponseKind::Fetch(f) = response.as_mut() else {
-                    return Duration::ZERO;
-                };
-                let size = f.compute_size(version).unwrap_or(0) as f64;
+                let size = f.size(version) as f64;
                 let now = self.now_ms();
                 let mut rate = rate.lock();
                 let ms = rate.record_and_throttle(size, quota, now);
                 if ms > 0 {
                     rate.record(-size, now);
-                    *f = FetchResponse::default().with_error_code(0);
+                    **f = FetchAnswer::default();
                     self.metrics.throttled(QuotaKey::ConsumerByteRate.name());
                 }
                 Duration::from_millis(ms)
             }
         };
         let ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
-        if let Answer::Send(response) = answer {
-            match response.as_mut() {
-                ResponseKind::Produce(p) => p.throttle_time_ms = ms,
-                ResponseKind::Fetch(f) => f.throttle_time_ms = ms,
-                _ => {}
+        match answer {
+            Answer::Send(response) => {
+                if let ResponseKind::Produce(p) = response.as_mut() {
+                    p.throttle_time_ms = ms;
+                }
             }
+            Answer::Fetch(f) => f.set_throttle_time_ms(ms),
+            _ => {}
         }
         throttle
     }
