@@ -6,23 +6,37 @@
 //!
 //! Per system (the gateway on its embedded store; on an iggy-server with IGGY_SERVER_BIN;
 //! Kafka with KAFKA_CLASSPATH, as `benches/kafka-compare.sh` resolves it) and record size
-//! (100 B, 1 KiB), 8 partitions, librdkafka with linger.ms=5, batch.num.messages=10000,
-//! acks=all, no compression:
-//! 1. idempotent: `enable.idempotence`, every record sent, then flushed;
-//! 2. transactional: a `transactional.id`, committed every 100 ms or every 10,000
-//!    records, whichever comes first (the setting), the last commit included;
-//! 3. the transactional topic read from the start by assignment, read_uncommitted, then
-//!    again by a new consumer read_committed.
+//! (100 B, 1 KiB), 8 partitions, acks=all, no compression:
+//! 1. librdkafka (transactions v1: AddPartitionsToTxn, the same epoch throughout) with
+//!    linger.ms=5, batch.num.messages=10000, idempotent: `enable.idempotence`, every
+//!    record sent, then flushed;
+//! 2. the same, transactional: a `transactional.id`, committed every 100 ms or every
+//!    10,000 records, whichever comes first (the setting), the last commit
+//!    included;
+//! 3. with KAFKA_CLASSPATH, Kafka's own `kafka-producer-perf-test` (`ProducerPerformance`
+//!    as `kafka_compare/java.rs` runs it; the Java client of those jars, which uses
+//!    transactions v2 (KIP-890) where the broker finalizes `transaction.version` 2),
+//!    idempotent (its defaults), then transactional: `--transactional-id`,
+//!    `--transaction-duration-ms 100` (a commit every 100 ms, whatever the count);
+//! 4. the librdkafka transactional topic read from the start by assignment,
+//!    read_uncommitted, then again by a new consumer read_committed.
 //!
-//! Each producer sends one record (in a transaction of its own) before its clock starts.
-//! Both producer phases run twice, alternating, and each ratio is taken within a round,
-//! so a slower stretch of the shared machine touches both sides of it. Env:
-//! BENCH_RECORDS (scale on the record counts), BENCH_TIMEOUT_SECS (bound on a phase,
+//! Each librdkafka producer sends one record (in a transaction of its own) before its
+//! clock starts; the Java tool times from its first send, InitProducerId before it.
+//! Every producer phase runs twice, alternating, and each ratio is taken within a round,
+//! so a slower stretch of the shared machine touches both sides of it. The CPU per record
+//! is the system's processes' (utime + stime) over the phase. With KAFKA_CLASSPATH each
+//! system's finalized `transaction.version` is printed (`kafka-features.sh describe`).
+//! Env: BENCH_RECORDS (scale on the record counts), BENCH_TIMEOUT_SECS (bound on a phase,
 //! default 120), GATEWAY_BIN.
 
 // Only the topic, client and consume helpers of the shared bench module are used here.
 #[allow(dead_code)]
 mod common;
+// Kafka's perf-test tool, run as `benches/kafka-compare.sh` runs it.
+#[allow(dead_code)]
+#[path = "kafka_compare/java.rs"]
+mod java;
 // The systems are started as `benches/kafka-compare.sh` starts them.
 #[allow(dead_code)]
 #[path = "kafka_compare/procs.rs"]
@@ -44,18 +58,36 @@ const COMMIT_RECORDS: u64 = 10_000;
 
 #[derive(Default)]
 struct Figures {
-    /// Per round: (idempotent rec/s, transactional rec/s).
-    produce: Vec<(f64, f64)>,
+    /// Per round, librdkafka.
+    produce: Vec<Round>,
+    /// Per round, `kafka-producer-perf-test` (none without KAFKA_CLASSPATH).
+    java: Vec<Round>,
     /// The last transactional phase's.
     txn: Produced,
     read_uncommitted: f64,
     read_committed: f64,
 }
 
+/// One round of a producer pair: records/s and the system's µs of CPU per record, of
+/// the idempotent producer, then of the transactional one.
+#[derive(Clone, Copy, Default)]
+struct Round {
+    idem: (f64, f64),
+    txn: (f64, f64),
+}
+
+impl Round {
+    fn ratio(&self) -> f64 {
+        self.txn.0 / self.idem.0
+    }
+}
+
 /// A produce phase's figures; the commit ones are 0 for an idempotent producer.
 #[derive(Clone, Copy, Default)]
 struct Produced {
     rps: f64,
+    /// The system's µs of CPU per record.
+    cpu_us: f64,
     commits: u64,
     /// Mean ms from a transaction's last send to its records' acknowledgements.
     drain_ms: f64,
@@ -66,7 +98,7 @@ struct Produced {
 /// Sends one record, then `n` records round robin over the partitions; with `txn` (a
 /// transactional id), in transactions ended as `COMMIT_EVERY` / `COMMIT_RECORDS` say.
 fn produce(
-    addr: &str,
+    (addr, pids): (&str, &[u32]),
     topic: &str,
     size: usize,
     n: u64,
@@ -116,7 +148,7 @@ fn produce(
             .commit_transaction(limit)
             .expect("commit_transaction");
     }
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_secs(pids));
     let (mut commits, mut draining, mut ending) = (0u64, Duration::ZERO, Duration::ZERO);
     let (mut opened, mut in_txn) = (Instant::now(), 0u64);
     for i in 0..n {
@@ -164,6 +196,7 @@ fn produce(
     let mean_ms = |d: Duration| d.as_secs_f64() * 1e3 / commits.max(1) as f64;
     Produced {
         rps: n as f64 / secs,
+        cpu_us: (cpu_secs(pids) - cpu) * 1e6 / n as f64,
         commits,
         drain_ms: mean_ms(draining),
         end_ms: mean_ms(ending),
@@ -182,8 +215,57 @@ fn drain(producer: &BaseProducer, deadline: Instant) {
     }
 }
 
-fn run(system: &procs::Proc, name: &str, scale: f64, limit: Duration) -> Vec<Figures> {
-    let addr = system.addr.clone();
+/// CPU seconds used so far by the processes `pids` together.
+fn cpu_secs(pids: &[u32]) -> f64 {
+    pids.iter().map(|&p| procs::cpu_secs(p)).sum()
+}
+
+/// One `kafka-producer-perf-test` run of `n` records: records/s and the system's µs of
+/// CPU per record; with `txn` (a transactional id), committing every `COMMIT_EVERY`.
+/// A failure is printed and gives NaN, so the other phases go on.
+fn java_produce(
+    (classpath, addr, pids): (&str, &str, &[u32]),
+    topic: &str,
+    size: usize,
+    n: u64,
+    txn: Option<&str>,
+    limit: Duration,
+) -> (f64, f64) {
+    let every = COMMIT_EVERY.as_millis().to_string();
+    let options = match txn {
+        Some(id) => vec![
+            "--transactional-id",
+            id,
+            "--transaction-duration-ms",
+            &every,
+        ],
+        None => vec![],
+    };
+    let cpu = cpu_secs(pids);
+    let shape = (size, "none");
+    match java::produce_with(classpath, addr, topic, shape, (n, 1), &options, limit) {
+        Ok((rps, _)) => (rps, (cpu_secs(pids) - cpu) * 1e6 / n as f64),
+        Err(e) => {
+            let what = if txn.is_some() {
+                "transactional"
+            } else {
+                "idempotent"
+            };
+            eprintln!("perf-test {what} on {topic}: {e}");
+            (f64::NAN, f64::NAN)
+        }
+    }
+}
+
+fn run(
+    system: &[procs::Proc],
+    name: &str,
+    scale: f64,
+    limit: Duration,
+    classpath: Option<&str>,
+) -> Vec<Figures> {
+    let addr = system.last().expect("a process").addr.clone();
+    let pids: Vec<u32> = system.iter().map(procs::Proc::pid).collect();
     let hard = limit * 3;
     let mut all = Vec::new();
     for (size, base_n) in SIZES {
@@ -196,22 +278,44 @@ fn run(system: &procs::Proc, name: &str, scale: f64, limit: Duration) -> Vec<Fig
             );
             create_topic(&addr, &idem);
             create_topic(&addr, &txn);
-            let a = addr.clone();
+            let (a, p) = (addr.clone(), pids.clone());
             let idem = bounded("idempotent", hard, move || {
-                produce(&a, &idem, size, n, None, limit)
+                produce((&a, &p), &idem, size, n, None, limit)
             });
-            let (a, t) = (addr.clone(), txn.clone());
+            let (a, p, t) = (addr.clone(), pids.clone(), txn.clone());
             let id = format!("bench-{size}-{round}");
             let txn_figures = bounded("transactional", hard, move || {
-                produce(&a, &t, size, n, Some(&id), limit)
+                produce((&a, &p), &t, size, n, Some(&id), limit)
             });
             let t = txn_figures;
             eprintln!(
-                "{name} {size} B round {round}: idempotent {:.0} rec/s, transactional {:.0} rec/s ({} commits, {:.1} + {:.1} ms each)",
-                idem.rps, t.rps, t.commits, t.drain_ms, t.end_ms
+                "{name} {size} B round {round}: librdkafka idempotent {:.0} rec/s ({:.2} µs CPU), transactional {:.0} rec/s ({:.2} µs CPU; {} commits, {:.1} + {:.1} ms each)",
+                idem.rps, idem.cpu_us, t.rps, t.cpu_us, t.commits, t.drain_ms, t.end_ms
             );
-            f.produce.push((idem.rps, t.rps));
+            f.produce.push(Round {
+                idem: (idem.rps, idem.cpu_us),
+                txn: (t.rps, t.cpu_us),
+            });
             f.txn = t;
+            if let Some(cp) = classpath {
+                let (idem, txn) = (
+                    format!("java-idem-{size}-{round}"),
+                    format!("java-txn-{size}-{round}"),
+                );
+                create_topic(&addr, &idem);
+                create_topic(&addr, &txn);
+                let on = (cp, addr.as_str(), pids.as_slice());
+                let id = format!("perf-{name}-{size}-{round}");
+                let r = Round {
+                    idem: java_produce(on, &idem, size, n, None, limit),
+                    txn: java_produce(on, &txn, size, n, Some(&id), limit),
+                };
+                eprintln!(
+                    "{name} {size} B round {round}: perf-test idempotent {:.0} rec/s ({:.2} µs CPU), transactional {:.0} rec/s ({:.2} µs CPU), ratio {:.2}",
+                    r.idem.0, r.idem.1, r.txn.0, r.txn.1, r.ratio()
+                );
+                f.java.push(r);
+            }
             if round + 1 == ROUNDS {
                 let (a, t) = (addr.clone(), txn.clone());
                 f.read_uncommitted = bounded("read_uncommitted", hard, move || {
@@ -238,15 +342,26 @@ fn main() {
     let gateway = common::gateway_bin();
     let iggy_bin = env::var_os("IGGY_SERVER_BIN").map(PathBuf::from);
     let kafka_cp = env::var("KAFKA_CLASSPATH").ok();
+    let cp = kafka_cp.as_deref();
 
-    let mut results: Vec<(&str, Vec<Figures>)> = Vec::new();
+    // Per system: its finalized transaction.version (with KAFKA_CLASSPATH) and figures.
+    let mut results: Vec<(&str, String, Vec<Figures>)> = Vec::new();
     let mut measure = |name: &'static str, start: &dyn Fn() -> Vec<procs::Proc>| {
         // A failing system is reported and the others still measured.
         match panic::catch_unwind(panic::AssertUnwindSafe(|| {
             let procs = start();
-            run(procs.last().expect("a process"), name, scale, limit)
+            let addr = &procs.last().expect("a process").addr;
+            let level = cp.map_or("-".into(), |cp| {
+                match java::finalized_level(cp, addr, "transaction.version", limit) {
+                    Ok(Some(level)) => level.to_string(),
+                    Ok(None) => "none".into(),
+                    Err(e) => format!("? ({e})"),
+                }
+            });
+            eprintln!("{name}: transaction.version finalized: {level}");
+            (level, run(&procs, name, scale, limit, cp))
         })) {
-            Ok(figures) => results.push((name, figures)),
+            Ok((level, figures)) => results.push((name, level, figures)),
             Err(_) => println!("FAILED {name}: see the panic message above"),
         }
     };
@@ -259,33 +374,58 @@ fn main() {
         }),
         None => println!("SKIPPED iggy: set IGGY_SERVER_BIN to an iggy-server binary"),
     }
-    match &kafka_cp {
+    match cp {
         Some(cp) => measure("kafka", &|| vec![procs::kafka(cp)]),
         None => {
-            println!("SKIPPED kafka: set KAFKA_CLASSPATH (benches/kafka-compare.sh resolves it)")
+            println!("SKIPPED kafka and perf-test: set KAFKA_CLASSPATH (benches/kafka-compare.sh resolves it)")
         }
     }
 
+    let ratios = |rounds: &[Round]| {
+        let r: Vec<String> = rounds.iter().map(|r| format!("{:.2}", r.ratio())).collect();
+        r.join(" / ")
+    };
+    let cpu = |rounds: &[Round]| {
+        let r: Vec<String> = rounds
+            .iter()
+            .map(|r| format!("{:.2}/{:.2}", r.idem.1, r.txn.1))
+            .collect();
+        r.join("  ")
+    };
     println!("\n{PARTITIONS} partitions, librdkafka linger.ms=5, batch.num.messages=10000, acks=all; commits every 100 ms or 10,000 records");
-    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  drain ms  EndTxn ms | read_uncommitted  read_committed  ratio");
-    for (name, figures) in &results {
+    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  drain ms  EndTxn ms | read_uncommitted  read_committed  ratio | µs CPU/record idem/txn (per round)");
+    for (name, _, figures) in &results {
         for ((size, _), f) in SIZES.iter().zip(figures) {
-            let (idem, txn) = f.produce.last().copied().unwrap_or_default();
-            let ratios: Vec<String> = f
-                .produce
-                .iter()
-                .map(|(i, t)| format!("{:.2}", t / i))
-                .collect();
+            let last = f.produce.last().copied().unwrap_or_default();
             println!(
-                "{name:<8} {size:>5}B | {idem:>16.0} {txn:>20.0}  {:<18} {:>8} {:>9.1} {:>10.1} | {:>16.0} {:>15.0} {:>6.2}",
-                ratios.join(" / "),
+                "{name:<8} {size:>5}B | {:>16.0} {:>20.0}  {:<18} {:>8} {:>9.1} {:>10.1} | {:>16.0} {:>15.0} {:>6.2} | {}",
+                last.idem.0,
+                last.txn.0,
+                ratios(&f.produce),
                 f.txn.commits,
                 f.txn.drain_ms,
                 f.txn.end_ms,
                 f.read_uncommitted,
                 f.read_committed,
-                f.read_committed / f.read_uncommitted
+                f.read_committed / f.read_uncommitted,
+                cpu(&f.produce),
             );
+        }
+    }
+    if cp.is_some() {
+        println!("\nkafka-producer-perf-test (its defaults, acks=all), transactional: --transaction-duration-ms {}", COMMIT_EVERY.as_millis());
+        println!("system    size | transaction.version | idempotent rec/s  transactional rec/s  ratio (per round) | µs CPU/record idem/txn (per round)");
+        for (name, level, figures) in &results {
+            for ((size, _), f) in SIZES.iter().zip(figures) {
+                let last = f.java.last().copied().unwrap_or_default();
+                println!(
+                    "{name:<8} {size:>5}B | {level:>19} | {:>16.0} {:>20.0}  {:<18} | {}",
+                    last.idem.0,
+                    last.txn.0,
+                    ratios(&f.java),
+                    cpu(&f.java),
+                );
+            }
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Kafka's own load tools, run as `kafka-producer-perf-test.sh` and
 //! `kafka-consumer-perf-test.sh` run them (`java -cp <jars> <class>`, the scripts' heap
 //! and G1 flags), with their defaults but for `acks=all` and the compression type; their
-//! own figures are read from what they print.
+//! own figures are read from what they print. Also `kafka-features.sh describe`, for the
+//! feature levels a broker has finalized. Shared by `kafka_compare`, `scale` and
+//! `transactions`.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -66,8 +68,22 @@ pub fn produce(
     classpath: &str,
     addr: &str,
     topic: &str,
+    shape: (usize, &str),
+    load: (u64, u64),
+    limit: Duration,
+) -> Result<(f64, [f64; 3]), String> {
+    produce_with(classpath, addr, topic, shape, load, &[], limit)
+}
+
+/// As `produce`, with more of the tool's own options (`--transactional-id …`) given
+/// to every run before its producer properties (so one run, with a transactional id).
+pub fn produce_with(
+    classpath: &str,
+    addr: &str,
+    topic: &str,
     (size, compression): (usize, &str),
     (n, producers): (u64, u64),
+    options: &[&str],
     limit: Duration,
 ) -> Result<(f64, [f64; 3]), String> {
     let children: Vec<Child> = (0..producers)
@@ -80,6 +96,8 @@ pub fn produce(
                     &(n / producers).to_string(),
                 ])
                 .args(["--record-size", &size.to_string(), "--throughput", "-1"])
+                .args(options)
+                // Takes every argument after it as a property.
                 .args(["--producer-props", "acks=all"])
                 .arg(format!("bootstrap.servers={addr}"))
                 .arg(format!("compression.type={compression}"))
@@ -137,4 +155,29 @@ pub fn consume(
         (Some(got), Some(rps)) if got as u64 >= n => Ok(rps),
         _ => Err(format!("unexpected output: {out}")),
     }
+}
+
+/// The level `addr` has finalized for `feature` (`transaction.version`, ...), as
+/// `kafka-features.sh describe` prints it (`FeatureCommand`, an Admin client's
+/// ApiVersions); None when the feature is not listed or has no finalized level.
+pub fn finalized_level(
+    classpath: &str,
+    addr: &str,
+    feature: &str,
+    limit: Duration,
+) -> Result<Option<i16>, String> {
+    let child = java(classpath, "org.apache.kafka.tools.FeatureCommand")
+        .args(["--bootstrap-server", addr, "describe"])
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let out = finish(child, limit)?;
+    // "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\t
+    //  FinalizedVersionLevel: 2\tEpoch: 0"
+    let level = out
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(feature))
+        .and_then(|l| l.split("FinalizedVersionLevel:").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok());
+    Ok(level)
 }

@@ -25,8 +25,10 @@
 #[allow(dead_code)]
 #[path = "../common/mod.rs"]
 mod common;
+// Also read by `benches/scale` and `benches/transactions`, which use what this bench
+// does not.
+#[allow(dead_code)]
 mod java;
-// Also read by `benches/scale`, which uses what this bench does not.
 #[allow(dead_code)]
 mod procs;
 mod rdk;
