@@ -235,36 +235,10 @@ fn main() {
         .unwrap_or("4.x")
         .to_string();
 
-    // Kafka first: every ratio is to it.
     let kafka_name: &'static str = Box::leak(format!("Kafka {version}").into_boxed_str());
-    let kafka = procs::kafka(&cp);
-    let mut systems = vec![System {
-        name: kafka_name,
-        addr: kafka.addr.clone(),
-        procs: vec![kafka],
-    }];
-    let embedded = procs::gateway(&gateway, None);
-    systems.push(System {
-        name: "gateway (embedded)",
-        addr: embedded.addr.clone(),
-        procs: vec![embedded],
-    });
-    if let Some(bin) = &iggy_bin {
-        let server = procs::iggy(bin);
-        let gw = procs::gateway(&gateway, Some(&server.addr));
-        systems.push(System {
-            name: "gateway (Iggy)",
-            addr: gw.addr.clone(),
-            procs: vec![gw, server],
-        });
-    }
+    let mut systems = procs::kafka_and_gateways((kafka_name, &cp), &gateway, iggy_bin.as_deref());
     if let Some(bin) = &tansu_bin {
-        let t = procs::tansu(bin);
-        systems.push(System {
-            name: "Tansu (memory)",
-            addr: t.addr.clone(),
-            procs: vec![t],
-        });
+        systems.push(System::of("Tansu (memory)", vec![procs::tansu(bin)]));
     }
     let started = Instant::now();
 

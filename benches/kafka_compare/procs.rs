@@ -100,10 +100,36 @@ pub struct System {
 }
 
 impl System {
+    /// A system served at its first process's address.
+    pub fn of(name: &'static str, procs: Vec<Proc>) -> System {
+        let addr = procs[0].addr.clone();
+        System { name, addr, procs }
+    }
+
     /// CPU seconds used so far by all of the system's processes.
     pub fn cpu_secs(&self) -> f64 {
         self.procs.iter().map(Proc::cpu_secs).sum()
     }
+}
+
+/// Kafka (named `kafka_name`), the gateway on its embedded store and, with an
+/// iggy-server binary, the gateway on it: what every comparison runs, Kafka first
+/// since every ratio is to it.
+pub fn kafka_and_gateways(
+    (kafka_name, classpath): (&'static str, &str),
+    gateway_bin: &Path,
+    iggy_bin: Option<&Path>,
+) -> Vec<System> {
+    let mut systems = vec![
+        System::of(kafka_name, vec![kafka(classpath)]),
+        System::of("gateway (embedded)", vec![gateway(gateway_bin, None)]),
+    ];
+    if let Some(bin) = iggy_bin {
+        let server = iggy(bin);
+        let gw = gateway(gateway_bin, Some(&server.addr));
+        systems.push(System::of("gateway (Iggy)", vec![gw, server]));
+    }
+    systems
 }
 
 fn free_addr() -> String {

@@ -42,7 +42,6 @@ mod gateways;
 mod many;
 mod requests;
 
-use procs::System;
 use std::fmt::Write as _;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -133,29 +132,9 @@ fn main() {
                 cost_secs: common::env_f64("BENCH_COST_SECS").unwrap_or(4.0),
                 limit,
             };
-            let kafka = procs::kafka(cp);
-            let mut systems = vec![System {
-                name: "Kafka",
-                addr: kafka.addr.clone(),
-                procs: vec![kafka],
-            }];
-            let embedded = procs::gateway(&gateway, None);
-            systems.push(System {
-                name: "gateway (embedded)",
-                addr: embedded.addr.clone(),
-                procs: vec![embedded],
-            });
-            match &iggy_bin {
-                Some(bin) => {
-                    let server = procs::iggy(bin);
-                    let gw = procs::gateway(&gateway, Some(&server.addr));
-                    systems.push(System {
-                        name: "gateway (Iggy)",
-                        addr: gw.addr.clone(),
-                        procs: vec![gw, server],
-                    });
-                }
-                None => println!("SKIPPED scale: the gateway on Iggy: set IGGY_SERVER_BIN"),
+            let systems = procs::kafka_and_gateways(("Kafka", cp), &gateway, iggy_bin.as_deref());
+            if iggy_bin.is_none() {
+                println!("SKIPPED scale: the gateway on Iggy: set IGGY_SERVER_BIN");
             }
             md.push_str(&many::run(&systems, cp, &plan));
         }
