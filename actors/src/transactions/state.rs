@@ -280,6 +280,7 @@ impl TxnState {
             }
             on_bump || on_overflow
         } else {
+            // v1 keeps the epoch: an end already completed can only be a retry.
             self.check_producer(producer_id, epoch)?;
             true
         };
