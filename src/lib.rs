@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 
 /// The embedded engine, public for the port conformance tests (`tests/ports/`), which
 /// open it from [`Settings`] as [`start`] does and call its two ports directly.
-pub use crate::embedded::EmbeddedStore;
+pub use crate::embedded::{EmbeddedStore, SyncPolicy};
 /// The Iggy engine, public for the same tests (built from [`Settings::iggy`]).
 pub use crate::iggy::IggyBackend;
 use crate::settings::BackendKind;

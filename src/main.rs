@@ -25,6 +25,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    raise_open_file_limit();
     let settings = match Settings::load(config_file.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -70,6 +71,26 @@ async fn run(settings: Settings) -> Result<(), StartError> {
     wait_for_signal().await;
     gateway.stop().await;
     Ok(())
+}
+
+/// Every client is a socket and every partition written on the embedded store an open
+/// file: the soft limit on open files (often 1024) goes up to the hard one, as a
+/// Kafka broker's operator is told to raise it.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: both calls only read or write the struct passed, which outlives them.
+    let raised = unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0
+        }
+    };
+    if !raised {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "could not raise the limit on open files");
+    }
 }
 
 async fn wait_for_signal() {

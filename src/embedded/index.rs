@@ -1,14 +1,15 @@
 //! The in-memory index of one partition: one small entry per stored batch, in
-//! offset order. It answers where a fetch starts, the watermarks, lookups by
-//! timestamp, and which idempotent producers wrote lately.
+//! offset order, with where the batch lies in the partition's file. It answers where
+//! a fetch starts, the watermarks, lookups by timestamp, and which idempotent
+//! producers wrote lately.
 
 use iggy_kafka_actors::protocol::records::BatchHeader;
 use iggy_kafka_actors::store::{ProducerBatch, Watermarks};
 
 /// Bytes of an encoded [`IndexEntry`].
-const ENTRY_LEN: usize = 8 + 4 + 8 + 8 + 2 + 4 + 4;
+const ENTRY_LEN: usize = 8 + 4 + 8 + 8 + 2 + 4 + 4 + 8;
 
-/// Key of a batch in both keyspaces: partition, then base offset, big-endian.
+/// Key of a batch's index entry: partition, then base offset, big-endian.
 pub fn encode_key(partition: i32, base_offset: i64) -> [u8; 12] {
     let mut key = [0; 12];
     key[..4].copy_from_slice(&partition.to_be_bytes());
@@ -20,7 +21,13 @@ pub fn encode_key(partition: i32, base_offset: i64) -> [u8; 12] {
 /// big-endian) once DeleteRecords moved it: no batch has it.
 pub const START_KEY: i64 = -1;
 
-pub fn decode_start(value: &[u8]) -> Option<i64> {
+/// The base offset in the index key holding how much of the partition's file is known
+/// to be on disk (8 bytes, big-endian): what a machine crash cannot have lost, so
+/// only batches beyond it are checked at start.
+pub const SYNCED_KEY: i64 = -2;
+
+/// The 8-byte big-endian value of a start or synced key.
+pub fn decode_i64(value: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(value.try_into().ok()?))
 }
 
@@ -39,12 +46,15 @@ pub struct IndexEntry {
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub size: u32,
+    /// Where the batch starts in the partition's file.
+    pub position: u64,
 }
 
 impl IndexEntry {
-    pub fn new(base_offset: i64, h: &BatchHeader, size: usize) -> Self {
+    pub fn new(base_offset: i64, position: u64, h: &BatchHeader, size: usize) -> Self {
         IndexEntry {
             base_offset,
+            position,
             record_count: h.record_count,
             max_timestamp: h.max_timestamp,
             producer_id: h.producer_id,
@@ -58,6 +68,11 @@ impl IndexEntry {
         self.base_offset + self.record_count as i64
     }
 
+    /// Where the batch ends in the partition's file.
+    pub fn end(&self) -> u64 {
+        self.position + u64::from(self.size)
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(ENTRY_LEN);
         out.extend_from_slice(&self.base_offset.to_be_bytes());
@@ -67,6 +82,7 @@ impl IndexEntry {
         out.extend_from_slice(&self.producer_epoch.to_be_bytes());
         out.extend_from_slice(&self.base_sequence.to_be_bytes());
         out.extend_from_slice(&self.size.to_be_bytes());
+        out.extend_from_slice(&self.position.to_be_bytes());
         out
     }
 
@@ -84,6 +100,7 @@ impl IndexEntry {
             producer_epoch: i16::from_be_bytes([b[28], b[29]]),
             base_sequence: i32_at(30),
             size: i32_at(34) as u32,
+            position: i64_at(38) as u64,
         })
     }
 
@@ -109,6 +126,8 @@ pub struct PartitionIndex {
     start: i64,
     /// Base offset and timestamp of the batch holding the largest timestamp.
     max_timestamp: Option<(i64, i64)>,
+    /// Where the next batch goes in the partition's file.
+    end: u64,
 }
 
 impl PartitionIndex {
@@ -119,7 +138,50 @@ impl PartitionIndex {
         {
             self.max_timestamp = Some((entry.base_offset, entry.max_timestamp));
         }
+        self.end = self.end.max(entry.end());
         self.batches.push(entry);
+    }
+
+    /// Where the next batch goes in the partition's file.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// The entries from the first one ending beyond `synced` on: those a machine crash
+    /// may have left without their bytes.
+    pub fn unsynced(&self, synced: u64) -> &[IndexEntry] {
+        let at = self.batches.partition_point(|b| b.end() <= synced);
+        &self.batches[at..]
+    }
+
+    /// Forgets the batches from `base_offset` on (they are not on disk), and puts the
+    /// file's end back to where the last kept batch ends.
+    pub fn truncate_from(&mut self, base_offset: i64) {
+        let at = self
+            .batches
+            .partition_point(|b| b.base_offset < base_offset);
+        self.batches.truncate(at);
+        self.end = self.batches.last().map_or(0, IndexEntry::end);
+        self.max_timestamp = None;
+        for b in std::mem::take(&mut self.batches) {
+            self.push(b);
+        }
+    }
+
+    /// Where the first batch kept starts: everything below it is free space.
+    pub fn kept_from(&self) -> u64 {
+        self.batches.first().map_or(self.end, |b| b.position)
+    }
+
+    /// The batch starting at `base_offset`.
+    pub fn entry(&self, base_offset: i64) -> Option<IndexEntry> {
+        let at = self
+            .batches
+            .partition_point(|b| b.base_offset < base_offset);
+        self.batches
+            .get(at)
+            .filter(|b| b.base_offset == base_offset)
+            .copied()
     }
 
     pub fn watermarks(&self) -> Watermarks {
@@ -170,24 +232,27 @@ impl PartitionIndex {
         }
     }
 
-    /// Base offsets of the first and last batch to serve a fetch from `offset`: the
-    /// batch holding it, then more while they fit in `max_bytes` (at least one).
-    pub fn batches_from(&self, offset: i64, max_bytes: usize) -> Option<(i64, i64)> {
+    /// The batches to serve a fetch from `offset`: the batch holding it, then more
+    /// while they fit in `max_bytes` (at least one); none below the log start (out of
+    /// range, answered by the caller) or at the high watermark.
+    pub fn batches_from(&self, offset: i64, max_bytes: usize) -> Vec<IndexEntry> {
         let start = self.batches.partition_point(|b| b.next_offset() <= offset);
-        let first = self.batches.get(start)?;
+        let Some(first) = self.batches.get(start) else {
+            return Vec::new();
+        };
         if offset < first.base_offset || offset < self.start {
-            return None; // below the log start: out of range, answered by the caller
+            return Vec::new();
         }
         let mut size = first.size as usize;
-        let mut last = first;
+        let mut n = 1;
         for b in &self.batches[start + 1..] {
             size += b.size as usize;
             if size > max_bytes {
                 break;
             }
-            last = b;
+            n += 1;
         }
-        Some((first.base_offset, last.base_offset))
+        self.batches[start..start + n].to_vec()
     }
 
     /// The first batch holding a record at or after `timestamp`. Timestamps need not
@@ -238,7 +303,12 @@ mod tests {
             producer_epoch: -1,
             base_sequence: -1,
             size,
+            position: base_offset as u64 * 100,
         }
+    }
+
+    fn bases(entries: Vec<IndexEntry>) -> Vec<i64> {
+        entries.iter().map(|e| e.base_offset).collect()
     }
 
     #[test]
@@ -266,14 +336,14 @@ mod tests {
                 high: 30
             }
         );
-        assert_eq!(p.batches_from(15, 150), Some((10, 10)));
-        assert_eq!(p.batches_from(0, 1_000), Some((0, 20)));
+        assert_eq!(bases(p.batches_from(15, 150)), vec![10]);
+        assert_eq!(bases(p.batches_from(0, 1_000)), vec![0, 10, 20]);
         assert_eq!(
-            p.batches_from(0, 1),
-            Some((0, 0)),
+            bases(p.batches_from(0, 1)),
+            vec![0],
             "one batch even over budget"
         );
-        assert_eq!(p.batches_from(30, 1_000), None);
+        assert_eq!(p.batches_from(30, 1_000), vec![]);
         assert_eq!(p.first_batch_reaching(60), Some(20));
         assert_eq!(p.first_batch_reaching(30), Some(0));
         assert_eq!(p.max_timestamp(), Some((20, 90)));
@@ -294,8 +364,9 @@ mod tests {
             200,
             "the batch straddling the start is kept whole"
         );
-        assert_eq!(p.batches_from(12, 1_000), None, "below the log start");
-        assert_eq!(p.batches_from(15, 150), Some((10, 10)));
+        assert_eq!(p.batches_from(12, 1_000), vec![], "below the log start");
+        assert_eq!(bases(p.batches_from(15, 150)), vec![10]);
+        assert_eq!(p.kept_from(), 1_000);
         p.delete_before(5);
         assert_eq!(p.watermarks().log_start, 15, "no move back");
         assert_eq!(p.wholly_below(20), vec![10]);
@@ -312,5 +383,26 @@ mod tests {
         );
         p.push(entry(30, 5, 100, 1));
         assert_eq!(p.watermarks().high, 35);
+    }
+
+    #[test]
+    fn batches_a_crash_left_unwritten_are_forgotten() {
+        let mut p = PartitionIndex::default();
+        for (i, ts) in [(0, 50), (10, 90), (20, 20)] {
+            p.push(entry(i, 10, 100, ts)); // at 0, 1000 and 2000
+        }
+        assert_eq!(p.end(), 2_100);
+        assert_eq!(bases(p.unsynced(1_100).to_vec()), vec![20]);
+        assert_eq!(bases(p.unsynced(0).to_vec()), vec![0, 10, 20]);
+        assert_eq!(p.entry(10).map(|e| e.position), Some(1_000));
+        assert_eq!(p.entry(11), None);
+        p.truncate_from(10);
+        assert_eq!(p.watermarks().high, 10);
+        assert_eq!(
+            p.end(),
+            100,
+            "the next batch goes where the last kept one ends"
+        );
+        assert_eq!(p.max_timestamp(), Some((0, 50)));
     }
 }

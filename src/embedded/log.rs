@@ -50,14 +50,17 @@ impl LogStore for EmbeddedStore {
                 s.read(&tp, offset, max_bytes).map(LogAnswer::Read)
             }),
             LogCall::Watermarks(tp) => {
-                let w = self
-                    .inner
-                    .log(&tp)
-                    .map(|log| log.partitions[tp.partition as usize].lock().watermarks());
+                let w = self.inner.log(&tp).map(|log| {
+                    log.partitions[tp.partition as usize]
+                        .index
+                        .lock()
+                        .watermarks()
+                });
                 Box::pin(async move { w.map(LogAnswer::Watermarks) })
             }
             LogCall::OffsetForTimestamp { tp, timestamp } => blocking(&self.inner, move |s| {
                 let batch = s.log(&tp)?.partitions[tp.partition as usize]
+                    .index
                     .lock()
                     .first_batch_reaching(timestamp);
                 s.find_record(&tp, batch, |ts| ts >= timestamp)
@@ -65,6 +68,7 @@ impl LogStore for EmbeddedStore {
             }),
             LogCall::MaxTimestamp(tp) => blocking(&self.inner, move |s| {
                 let max = s.log(&tp)?.partitions[tp.partition as usize]
+                    .index
                     .lock()
                     .max_timestamp();
                 let found = match max {
@@ -81,6 +85,7 @@ impl LogStore for EmbeddedStore {
             LogCall::ProducerHistory(tp) => {
                 let batches = self.inner.log(&tp).map(|log| {
                     log.partitions[tp.partition as usize]
+                        .index
                         .lock()
                         .producer_batches()
                 });
@@ -89,7 +94,11 @@ impl LogStore for EmbeddedStore {
             // The index holds every kept batch's size: no disk read.
             LogCall::Sizes(name) => {
                 let sizes = match self.inner.topics.read().get(&name) {
-                    Some(log) => Ok(log.partitions.iter().map(|p| p.lock().size()).collect()),
+                    Some(log) => Ok(log
+                        .partitions
+                        .iter()
+                        .map(|p| p.index.lock().size())
+                        .collect()),
                     None => Err(StoreError::UnknownTopic(name.to_string())),
                 };
                 Box::pin(async move { sizes.map(LogAnswer::Sizes) })

@@ -123,8 +123,7 @@ impl MetaStore for EmbeddedStore {
             }
             MetaCall::Ping => Box::pin(async { Ok(MetaAnswer::Done) }),
             MetaCall::Flush => blocking(&self.inner, |s| {
-                s.db.persist(PersistMode::SyncAll)
-                    .map_err(EmbeddedError::from)?;
+                s.checkpoint(PersistMode::SyncAll)?;
                 Ok(MetaAnswer::Done)
             }),
         }

@@ -3,11 +3,14 @@
 //!
 //! Layout. Keyspace `meta` holds the metadata port's tables (`meta.rs`: entries
 //! `<table>/<key>`, versions in keyspace `versions`). Keyspace `logs` names every
-//! topic's logs (name → id, partitions, incarnation); each topic has two keyspaces, named after its id: `r<id>` maps
-//! `partition ‖ base offset` (big-endian, so keys sort by offset) to the record batch
-//! exactly as served, and `i<id>` maps the same key to a 38-byte [`IndexEntry`]. Both are
-//! written in one atomic fjall batch. At start the small index entries are read into
-//! memory; Fetch finds its batches there and reads them with one range scan.
+//! topic's logs (name → id, partitions, incarnation). A partition's record batches lie
+//! back to back in one file, `logs/<id>/<partition>` (`partition_file.rs`), exactly as
+//! served; keyspace `i<id>` maps `partition ‖ base offset` (big-endian, so keys sort by
+//! offset) to a 46-byte [`IndexEntry`] saying where a batch lies. A batch goes to its
+//! file first, then its entry to the index: an entry never names bytes the file lacks,
+//! and a crash leaves at most an unindexed tail, cut at the next start. At start the
+//! entries are read into memory; Fetch finds its batches there and reads them with one
+//! `pread`.
 //!
 //! Blocking work (writes, reads, fsync) runs on tokio's blocking pool, never on an
 //! actor's thread.
@@ -15,13 +18,13 @@
 mod index;
 mod log;
 mod meta;
+mod partition_file;
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use iggy_kafka_actors::protocol::records;
 use iggy_kafka_actors::store::log::LogInfo;
@@ -34,6 +37,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use index::{IndexEntry, PartitionIndex};
+use partition_file::PartitionFile;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
@@ -47,12 +51,25 @@ pub enum EmbeddedError {
     #[error("metadata store: {0}")]
     BadMeta(String),
     #[error(
-        "{0} holds data of the gateway's first storage layout, which this version no \
+        "{0} holds data of an earlier storage layout of the gateway, which this version no \
          longer reads; start on an empty data directory (docs/STORAGE.md)"
     )]
     OldLayout(std::path::PathBuf),
     #[error("index of topic '{topic}' is damaged: {detail}")]
     BadIndex { topic: String, detail: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+/// Names the file or directory an I/O error came from.
+fn io(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> EmbeddedError {
+    move |source| EmbeddedError::Io {
+        what: what.to_string(),
+        source,
+    }
 }
 
 impl From<EmbeddedError> for StoreError {
@@ -72,11 +89,26 @@ struct StoredLog {
 
 struct TopicLog {
     info: LogInfo,
-    records: Keyspace,
     index: Keyspace,
+    /// Where the partitions' files are.
+    dir: PathBuf,
     /// Shared with the topic's next `TopicLog` when partitions are added, so an append
     /// under way on the old one lands in the index the new one serves.
-    partitions: Vec<Arc<Mutex<PartitionIndex>>>,
+    partitions: Vec<Arc<Partition>>,
+}
+
+struct Partition {
+    index: Mutex<PartitionIndex>,
+    file: PartitionFile,
+}
+
+impl Partition {
+    fn new(dir: &Path, partition: usize, index: PartitionIndex) -> Arc<Partition> {
+        Arc::new(Partition {
+            index: Mutex::new(index),
+            file: PartitionFile::new(dir.join(partition.to_string())),
+        })
+    }
 }
 
 /// When appended data is forced to disk. Every policy hands each batch to the OS
@@ -98,7 +130,9 @@ pub struct EmbeddedStore {
 
 struct Inner {
     /// The data directory, made absolute: the log directory DescribeLogDirs names.
-    dir: std::path::PathBuf,
+    dir: PathBuf,
+    /// Where each topic's directory of partition files is.
+    logs_dir: PathBuf,
     db: Database,
     /// Which topics have logs (`StoredLog`).
     logs: Keyspace,
@@ -106,6 +140,8 @@ struct Inner {
     tables: meta::MetaTables,
     topics: RwLock<HashMap<Arc<str>, Arc<TopicLog>>>,
     append_persist: PersistMode,
+    /// `durability=batch`: each append syncs its file before its index entry.
+    sync_each: bool,
 }
 
 impl EmbeddedStore {
@@ -126,6 +162,7 @@ impl EmbeddedStore {
         if first_layout {
             return Err(EmbeddedError::OldLayout(dir.to_path_buf()));
         }
+        let logs_dir = dir.join("logs");
         let mut topics = HashMap::new();
         for kv in logs.iter() {
             let (key, value) = kv.into_inner()?;
@@ -135,15 +172,21 @@ impl EmbeddedStore {
                     key: name.clone(),
                     source,
                 })?;
-            let log = open_log(&db, name.as_str().into(), &stored, true)?;
+            // The second layout kept batches in a keyspace `r<id>` beside the index.
+            if db.keyspace_exists(&format!("r{}", stored.id.simple())) {
+                return Err(EmbeddedError::OldLayout(dir.to_path_buf()));
+            }
+            let log = open_log(&db, &logs_dir, name.as_str().into(), &stored, true)?;
             topics.insert(Arc::from(name), Arc::new(log));
         }
+        remove_orphans(&logs_dir, &topics);
         let tables = meta::MetaTables::new(
             meta.clone(),
             db.keyspace("versions", KeyspaceCreateOptions::default)?,
         );
         let inner = Arc::new(Inner {
             dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            logs_dir,
             db,
             logs,
             tables,
@@ -152,6 +195,7 @@ impl EmbeddedStore {
                 SyncPolicy::EveryBatch => PersistMode::SyncData,
                 SyncPolicy::Every(_) | SyncPolicy::Never => PersistMode::Buffer,
             },
+            sync_each: sync == SyncPolicy::EveryBatch,
         });
         if let SyncPolicy::Every(interval) = sync {
             spawn_syncer(Arc::downgrade(&inner), interval);
@@ -160,14 +204,14 @@ impl EmbeddedStore {
     }
 }
 
-/// Syncs the journal on an interval until the store is dropped.
+/// Checkpoints on an interval until the store is dropped.
 fn spawn_syncer(store: std::sync::Weak<Inner>, every: Duration) {
     std::thread::Builder::new()
         .name("embedded-fsync".into())
         .spawn(move || loop {
             std::thread::sleep(every);
             let Some(store) = store.upgrade() else { return };
-            if let Err(e) = store.db.persist(PersistMode::SyncData) {
+            if let Err(e) = store.checkpoint(PersistMode::SyncData) {
                 tracing::error!(error = %e, "periodic fsync failed");
             }
         })
@@ -175,36 +219,39 @@ fn spawn_syncer(store: std::sync::Weak<Inner>, every: Duration) {
         .unwrap_or_else(|e| tracing::error!(error = %e, "could not start the fsync thread"));
 }
 
-fn keyspace_names(id: &uuid::Uuid) -> (String, String) {
-    let id = id.simple();
-    (format!("r{id}"), format!("i{id}"))
+/// Removes the directories of logs no longer in `logs`: a crash between deleting a
+/// topic's entry and its files, or an append racing the delete, leaves them.
+fn remove_orphans(logs_dir: &Path, topics: &HashMap<Arc<str>, Arc<TopicLog>>) {
+    let Ok(dirs) = std::fs::read_dir(logs_dir) else {
+        return;
+    };
+    let live: HashSet<&Path> = topics.values().map(|l| l.dir.as_path()).collect();
+    for dir in dirs.flatten().map(|d| d.path()) {
+        if !live.contains(dir.as_path()) {
+            tracing::info!(dir = %dir.display(), "removing the files of a deleted topic");
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not remove the files of a deleted topic");
+            }
+        }
+    }
 }
 
-/// Record batches are large, written once and read in order: key-value separation
-/// keeps them out of compaction (written to a blob file once, not rewritten level by
-/// level), and no compression, since producers usually compress batches already and
-/// the CPU is better spent serving them.
-fn record_options() -> KeyspaceCreateOptions {
-    KeyspaceCreateOptions::default()
-        .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
-        .with_kv_separation(Some(
-            fjall::KvSeparationOptions::default().compression(fjall::CompressionType::None),
-        ))
-}
-
-/// Opens a topic's keyspaces; `load` reads the index back into memory.
+/// Opens a topic's index keyspace; `load` reads it back into memory and checks what
+/// a crash may have left.
 fn open_log(
     db: &Database,
+    logs_dir: &Path,
     name: Arc<str>,
     stored: &StoredLog,
     load: bool,
 ) -> Result<TopicLog, EmbeddedError> {
-    let (r, i) = keyspace_names(&stored.id);
-    let records = db.keyspace(&r, record_options)?;
-    let index = db.keyspace(&i, KeyspaceCreateOptions::default)?;
+    let id = stored.id.simple();
+    let index = db.keyspace(&format!("i{id}"), KeyspaceCreateOptions::default)?;
+    let dir = logs_dir.join(id.to_string());
     let mut partitions: Vec<PartitionIndex> = (0..stored.partitions)
         .map(|_| PartitionIndex::default())
         .collect();
+    let mut synced = vec![0; partitions.len()];
     if load {
         for kv in index.iter() {
             let (key, value) = kv.into_inner()?;
@@ -212,33 +259,76 @@ fn open_log(
                 topic: name.to_string(),
                 detail,
             };
-            let (partition, offset) =
-                index::decode_key(&key).ok_or_else(|| bad("short key".into()))?;
+            let (p, offset) = index::decode_key(&key).ok_or_else(|| bad("short key".into()))?;
             let partition = partitions
-                .get_mut(partition as usize)
-                .ok_or_else(|| bad(format!("partition {partition} out of range")))?;
-            if offset == index::START_KEY {
-                let start = index::decode_start(&value).ok_or_else(|| bad("short start".into()))?;
-                partition.set_start(start);
-            } else {
-                let entry = IndexEntry::decode(&value).ok_or_else(|| bad("short entry".into()))?;
-                partition.push(entry);
+                .get_mut(p as usize)
+                .ok_or_else(|| bad(format!("partition {p} out of range")))?;
+            let value_i64 = || index::decode_i64(&value).ok_or_else(|| bad("short value".into()));
+            match offset {
+                index::START_KEY => partition.set_start(value_i64()?),
+                index::SYNCED_KEY => synced[p as usize] = value_i64()? as u64,
+                _ => partition
+                    .push(IndexEntry::decode(&value).ok_or_else(|| bad("short entry".into()))?),
             }
         }
     }
-    Ok(TopicLog {
+    let log = TopicLog {
         info: LogInfo {
             name,
             partitions: stored.partitions,
             incarnation: stored.incarnation,
         },
-        records,
         index,
         partitions: partitions
             .into_iter()
-            .map(|p| Arc::new(Mutex::new(p)))
+            .enumerate()
+            .map(|(p, index)| Partition::new(&dir, p, index))
             .collect(),
-    })
+        dir,
+    };
+    if load {
+        for (p, synced) in synced.into_iter().enumerate() {
+            recover(db, &log, p, synced)?;
+        }
+    }
+    Ok(log)
+}
+
+/// Drops the index entries past the synced part of a partition's file whose batches
+/// are not whole in it (a machine crash wrote back the index before the file), and
+/// cuts the file's unindexed tail (a crash between the two writes).
+fn recover(db: &Database, log: &TopicLog, p: usize, synced: u64) -> Result<(), EmbeddedError> {
+    let partition = &log.partitions[p];
+    let mut index = partition.index.lock();
+    let lost: Vec<i64> = index
+        .unsynced(synced)
+        .iter()
+        .skip_while(|e| partition.file.holds(e))
+        .map(|e| e.base_offset)
+        .collect();
+    if let Some(&from) = lost.first() {
+        tracing::warn!(
+            topic = %log.info.name, partition = p, from_offset = from, batches = lost.len(),
+            "batches past the synced part of the partition's file are not on disk (a machine crash?); dropped"
+        );
+        index.truncate_from(from);
+    }
+    let end = index.end();
+    if !lost.is_empty() || synced > end {
+        let mut write = db.batch().durability(Some(PersistMode::SyncAll));
+        for base_offset in lost {
+            write.remove(&log.index, index::encode_key(p as i32, base_offset));
+        }
+        // What is written from `end` on is not synced, whatever was there before.
+        let key = index::encode_key(p as i32, index::SYNCED_KEY);
+        write.insert(&log.index, key, (end as i64).to_be_bytes().to_vec());
+        write.commit()?;
+    }
+    let file = &partition.file;
+    if file.len().map_err(io(file.path().display()))? > end {
+        file.truncate(end).map_err(io(file.path().display()))?;
+    }
+    Ok(())
 }
 
 impl Inner {
@@ -258,43 +348,57 @@ impl Inner {
 
     fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> StoreResult<Appended> {
         let log = self.log(tp)?;
-        let slot = &log.partitions[tp.partition as usize];
+        let partition = &log.partitions[tp.partition as usize];
+        let file = &partition.file;
         // Appends to one partition never overlap (its log slot serializes them), so the
-        // offset read here is still the next one when the write lands.
-        let base_offset = slot.lock().watermarks().high;
+        // offset and position read here are still the next ones when the write lands.
+        let (base_offset, position) = {
+            let index = partition.index.lock();
+            (index.watermarks().high, index.end())
+        };
         let placed = records::place(batch.bytes, base_offset);
-        let entry = IndexEntry::new(base_offset, &batch.header, placed.len());
-        let key = index::encode_key(tp.partition, base_offset);
+        let failed = io(file.path().display());
+        file.write(&placed, position).map_err(failed)?;
+        let entry = IndexEntry::new(base_offset, position, &batch.header, placed.len());
         let mut write = self.db.batch().durability(Some(self.append_persist));
-        write.insert(&log.records, key, placed);
-        write.insert(&log.index, key, entry.encode());
+        write.insert(
+            &log.index,
+            index::encode_key(tp.partition, base_offset),
+            entry.encode(),
+        );
+        if self.sync_each {
+            file.sync().map_err(io(file.path().display()))?;
+            write.insert(
+                &log.index,
+                index::encode_key(tp.partition, index::SYNCED_KEY),
+                (entry.end() as i64).to_be_bytes().to_vec(),
+            );
+        }
         write.commit().map_err(EmbeddedError::from)?;
-        let mut index = slot.lock();
-        index.push(entry);
+        let watermarks = {
+            let mut index = partition.index.lock();
+            index.push(entry);
+            index.watermarks()
+        };
+        file.written();
         Ok(Appended {
             base_offset,
-            watermarks: index.watermarks(),
+            watermarks,
         })
     }
 
     fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> StoreResult<ReadBatches> {
         let log = self.log(tp)?;
-        let (range, watermarks) = {
-            let index = log.partitions[tp.partition as usize].lock();
-            (index.batches_from(offset, max_bytes), index.watermarks())
-        };
-        let Some((first, last)) = range else {
-            return Ok(ReadBatches {
-                batches: Vec::new(),
-                watermarks,
-            });
-        };
-        let from = index::encode_key(tp.partition, first);
-        let to = index::encode_key(tp.partition, last);
-        let mut batches = Vec::new();
-        for kv in log.records.range(from..=to) {
-            batches.push(Bytes::from(kv.value().map_err(EmbeddedError::from)?));
-        }
+        let partition = &log.partitions[tp.partition as usize];
+        let mut watermarks = Watermarks::default();
+        let batches = partition
+            .file
+            .read(|| {
+                let index = partition.index.lock();
+                watermarks = index.watermarks();
+                index.batches_from(offset, max_bytes)
+            })
+            .map_err(io(partition.file.path().display()))?;
         Ok(ReadBatches {
             batches,
             watermarks,
@@ -302,30 +406,39 @@ impl Inner {
     }
 
     /// Moves a partition's log start (`LogCall::DeleteRecords`): the new start and the
-    /// removal of the batches wholly below it in one atomic write, then the index.
-    /// The partition's lock is held throughout, so two calls never interleave; an
-    /// append meanwhile lands above the high watermark checked here.
+    /// removal of the index entries wholly below it in one atomic write, then the
+    /// index in memory, then the space in the file. The partition's lock is held until
+    /// the index is done, so two calls never interleave; an append meanwhile lands
+    /// above the high watermark checked here.
     fn delete_records(&self, tp: &TopicPartition, offset: i64) -> StoreResult<Watermarks> {
         let log = self.log(tp)?;
-        let mut index = log.partitions[tp.partition as usize].lock();
-        let w = index.watermarks();
-        let Some(start) = w.moved_start(tp, offset)? else {
-            return Ok(w);
+        let partition = &log.partitions[tp.partition as usize];
+        let (watermarks, free) = {
+            let mut index = partition.index.lock();
+            let w = index.watermarks();
+            let Some(start) = w.moved_start(tp, offset)? else {
+                return Ok(w);
+            };
+            let mut write = self.db.batch().durability(Some(self.append_persist));
+            write.insert(
+                &log.index,
+                index::encode_key(tp.partition, index::START_KEY),
+                start.to_be_bytes().to_vec(),
+            );
+            for base_offset in index.wholly_below(start) {
+                write.remove(&log.index, index::encode_key(tp.partition, base_offset));
+            }
+            write.commit().map_err(EmbeddedError::from)?;
+            index.delete_before(start);
+            (index.watermarks(), index.kept_from())
         };
-        let mut write = self.db.batch().durability(Some(self.append_persist));
-        write.insert(
-            &log.index,
-            index::encode_key(tp.partition, index::START_KEY),
-            start.to_be_bytes().to_vec(),
-        );
-        for base_offset in index.wholly_below(start) {
-            let key = index::encode_key(tp.partition, base_offset);
-            write.remove(&log.records, key);
-            write.remove(&log.index, key);
+        if free > 0 {
+            if let Err(e) = partition.file.free_below(free) {
+                let file = partition.file.path().display();
+                tracing::warn!(file = %file, error = %e, "could not free the space of deleted records");
+            }
         }
-        write.commit().map_err(EmbeddedError::from)?;
-        index.delete_before(start);
-        Ok(index.watermarks())
+        Ok(watermarks)
     }
 
     /// The stored batch starting at `base_offset`, decoded.
@@ -335,14 +448,22 @@ impl Inner {
         partition: i32,
         base_offset: i64,
     ) -> StoreResult<Vec<kafka_protocol::records::Record>> {
-        let value = log
-            .records
-            .get(index::encode_key(partition, base_offset))
-            .map_err(EmbeddedError::from)?
+        let partition = &log.partitions[partition as usize];
+        let mut bytes = partition
+            .file
+            .read(|| {
+                partition
+                    .index
+                    .lock()
+                    .entry(base_offset)
+                    .into_iter()
+                    .collect()
+            })
+            .map_err(io(partition.file.path().display()))?
+            .pop()
             .ok_or_else(|| {
                 StoreError::Fatal(format!("batch at offset {base_offset} is missing"))
             })?;
-        let mut bytes = Bytes::from(value);
         kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes)
             .map(|set| set.records)
             .map_err(|e| {
@@ -364,6 +485,7 @@ impl Inner {
         };
         let log = self.log(tp)?;
         let start = log.partitions[tp.partition as usize]
+            .index
             .lock()
             .watermarks()
             .log_start;
@@ -381,6 +503,35 @@ impl Inner {
         self.db
             .persist(PersistMode::SyncAll)
             .map_err(EmbeddedError::from)?;
+        Ok(())
+    }
+
+    /// Syncs every partition file written since the last checkpoint, records in the
+    /// index how far each is on disk, and syncs the journal (`mode`). Topics are held
+    /// still meanwhile, so none is deleted under the write.
+    fn checkpoint(&self, mode: PersistMode) -> StoreResult<()> {
+        let topics = self.topics.read();
+        let mut write = self.db.batch().durability(Some(mode));
+        for log in topics.values() {
+            for (p, partition) in log.partitions.iter().enumerate() {
+                if !partition.file.take_dirty() {
+                    continue;
+                }
+                let end = partition.index.lock().end();
+                if let Err(e) = partition.file.sync() {
+                    partition.file.written(); // still to sync
+                    return Err(io(partition.file.path().display())(e).into());
+                }
+                write.insert(
+                    &log.index,
+                    index::encode_key(p as i32, index::SYNCED_KEY),
+                    (end as i64).to_be_bytes().to_vec(),
+                );
+            }
+        }
+        write.commit().map_err(EmbeddedError::from)?;
+        drop(topics);
+        self.db.persist(mode).map_err(EmbeddedError::from)?;
         Ok(())
     }
 
@@ -414,16 +565,16 @@ impl Inner {
             .insert(&*name, json)
             .map_err(EmbeddedError::from)?;
         self.persist()?;
-        let log = open_log(&self.db, name.clone(), &stored, false)?;
+        let log = open_log(&self.db, &self.logs_dir, name.clone(), &stored, false)?;
         let info = log.info.clone();
         topics.insert(name, Arc::new(log));
         Ok(info)
     }
 
     /// Grows a topic's logs to `partitions`: the new count recorded in `logs`, durably,
-    /// then a `TopicLog` that shares the old partitions' indexes and adds empty ones.
-    /// Records of every partition live in the topic's two keyspaces already, keyed by
-    /// partition, so nothing else is made.
+    /// then a `TopicLog` that shares the old partitions and adds empty ones. The index
+    /// keyspace holds every partition's entries already, and a partition's file is made
+    /// at its first append, so nothing else is made.
     fn add_partitions(&self, name: &Arc<str>, partitions: i32) -> StoreResult<()> {
         let mut topics = self.topics.write();
         let log = topics
@@ -452,16 +603,18 @@ impl Inner {
             .insert(&**name, json)
             .map_err(EmbeddedError::from)?;
         self.persist()?;
-        let mut indexes = log.partitions.clone();
-        indexes.resize_with(partitions as usize, Default::default);
+        let mut all = log.partitions.clone();
+        for p in all.len()..partitions as usize {
+            all.push(Partition::new(&log.dir, p, PartitionIndex::default()));
+        }
         let grown = TopicLog {
             info: LogInfo {
                 partitions,
                 ..log.info.clone()
             },
-            records: log.records.clone(),
             index: log.index.clone(),
-            partitions: indexes,
+            dir: log.dir.clone(),
+            partitions: all,
         };
         topics.insert(name.clone(), Arc::new(grown));
         Ok(())
@@ -475,11 +628,14 @@ impl Inner {
         self.logs.remove(name).map_err(EmbeddedError::from)?;
         self.persist()?;
         self.db
-            .delete_keyspace(log.records.clone())
-            .map_err(EmbeddedError::from)?;
-        self.db
             .delete_keyspace(log.index.clone())
             .map_err(EmbeddedError::from)?;
+        // Left behind, they go at the next start (`remove_orphans`).
+        if let Err(e) = std::fs::remove_dir_all(&log.dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %log.dir.display(), error = %e, "could not remove a deleted topic's files");
+            }
+        }
         Ok(())
     }
 }

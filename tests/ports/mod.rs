@@ -6,9 +6,11 @@
 //!
 //! Where the engines differ by design, [`Promises`] says how, and each engine is held
 //! to its own. `iggy_meta` holds what only the Iggy engine has to show (tables shared
-//! by gateways on one server, snapshots, a lost answer), on the same server harness.
+//! by gateways on one server, snapshots, a lost answer), on the same server harness;
+//! `embedded_files` what only the embedded store's partition files have to show.
 
 mod delete_records;
+mod embedded_files;
 mod iggy_meta;
 mod iggy_transactions;
 mod log;
