@@ -17,7 +17,8 @@
 //!
 //! Env: KAFKA_CLASSPATH (kafka_2.13 + kafka-tools jars; required), IGGY_SERVER_BIN and
 //! TANSU_BIN (each system skipped without it), GATEWAY_BIN (default: this package's
-//! binary), BENCH_SCALE (factor on record counts, default 1), BENCH_LATENCY_SECS (each
+//! binary), BASELINE_GATEWAY_BIN (another build of the gateway, on its embedded store,
+//! as one more system: a change's before and after in one run), BENCH_SCALE (factor on record counts, default 1), BENCH_LATENCY_SECS (each
 //! latency phase, default 6), BENCH_TIMEOUT_SECS (bound on each phase, default 120),
 //! BENCH_OUT (directory for results.md and results.json, default target/kafka-compare).
 
@@ -224,6 +225,7 @@ fn main() {
         path
     };
     let (iggy_bin, tansu_bin) = (bin("IGGY_SERVER_BIN"), bin("TANSU_BIN"));
+    let baseline_bin = bin("BASELINE_GATEWAY_BIN");
     let version = cp
         .split(':')
         .find_map(|j| {
@@ -237,6 +239,10 @@ fn main() {
 
     let kafka_name: &'static str = Box::leak(format!("Kafka {version}").into_boxed_str());
     let mut systems = procs::kafka_and_gateways((kafka_name, &cp), &gateway, iggy_bin.as_deref());
+    if let Some(bin) = &baseline_bin {
+        let gw = procs::gateway(bin, None);
+        systems.push(System::of("baseline gateway (embedded)", vec![gw]));
+    }
     if let Some(bin) = &tansu_bin {
         systems.push(System::of("Tansu (memory)", vec![procs::tansu(bin)]));
     }
