@@ -37,7 +37,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use index::{IndexEntry, PartitionIndex};
-use partition_file::PartitionFile;
+use partition_file::{FileError, PartitionFile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
@@ -57,19 +57,8 @@ pub enum EmbeddedError {
     OldLayout(std::path::PathBuf),
     #[error("index of topic '{topic}' is damaged: {detail}")]
     BadIndex { topic: String, detail: String },
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-}
-
-/// Names the file or directory an I/O error came from.
-fn io(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> EmbeddedError {
-    move |source| EmbeddedError::Io {
-        what: what.to_string(),
-        source,
-    }
+    #[error(transparent)]
+    File(#[from] FileError),
 }
 
 impl From<EmbeddedError> for StoreError {
@@ -320,15 +309,20 @@ fn recover(db: &Database, log: &TopicLog, p: usize, synced: u64) -> Result<(), E
             write.remove(&log.index, index::encode_key(p as i32, base_offset));
         }
         // What is written from `end` on is not synced, whatever was there before.
-        let key = index::encode_key(p as i32, index::SYNCED_KEY);
-        write.insert(&log.index, key, (end as i64).to_be_bytes().to_vec());
+        record_synced(&mut write, &log.index, p as i32, end);
         write.commit()?;
     }
     let file = &partition.file;
-    if file.len().map_err(io(file.path().display()))? > end {
-        file.truncate(end).map_err(io(file.path().display()))?;
+    if file.len()? > end {
+        file.truncate(end)?;
     }
     Ok(())
+}
+
+/// Records in `write` that a partition's file is on disk up to `end`.
+fn record_synced(write: &mut fjall::OwnedWriteBatch, index: &Keyspace, partition: i32, end: u64) {
+    let key = index::encode_key(partition, index::SYNCED_KEY);
+    write.insert(index, key, (end as i64).to_be_bytes().to_vec());
 }
 
 impl Inner {
@@ -357,8 +351,7 @@ impl Inner {
             (index.watermarks().high, index.end())
         };
         let placed = records::place(batch.bytes, base_offset);
-        let failed = io(file.path().display());
-        file.write(&placed, position).map_err(failed)?;
+        file.write(&placed, position).map_err(EmbeddedError::from)?;
         let entry = IndexEntry::new(base_offset, position, &batch.header, placed.len());
         let mut write = self.db.batch().durability(Some(self.append_persist));
         write.insert(
@@ -367,12 +360,8 @@ impl Inner {
             entry.encode(),
         );
         if self.sync_each {
-            file.sync().map_err(io(file.path().display()))?;
-            write.insert(
-                &log.index,
-                index::encode_key(tp.partition, index::SYNCED_KEY),
-                (entry.end() as i64).to_be_bytes().to_vec(),
-            );
+            file.sync().map_err(EmbeddedError::from)?;
+            record_synced(&mut write, &log.index, tp.partition, entry.end());
         }
         write.commit().map_err(EmbeddedError::from)?;
         let watermarks = {
@@ -398,7 +387,7 @@ impl Inner {
                 watermarks = index.watermarks();
                 index.batches_from(offset, max_bytes)
             })
-            .map_err(io(partition.file.path().display()))?;
+            .map_err(EmbeddedError::from)?;
         Ok(ReadBatches {
             batches,
             watermarks,
@@ -434,8 +423,7 @@ impl Inner {
         };
         if free > 0 {
             if let Err(e) = partition.file.free_below(free) {
-                let file = partition.file.path().display();
-                tracing::warn!(file = %file, error = %e, "could not free the space of deleted records");
+                tracing::warn!(error = %e, "could not free the space of deleted records");
             }
         }
         Ok(watermarks)
@@ -459,7 +447,7 @@ impl Inner {
                     .into_iter()
                     .collect()
             })
-            .map_err(io(partition.file.path().display()))?
+            .map_err(EmbeddedError::from)?
             .pop()
             .ok_or_else(|| {
                 StoreError::Fatal(format!("batch at offset {base_offset} is missing"))
@@ -520,13 +508,9 @@ impl Inner {
                 let end = partition.index.lock().end();
                 if let Err(e) = partition.file.sync() {
                     partition.file.written(); // still to sync
-                    return Err(io(partition.file.path().display())(e).into());
+                    return Err(EmbeddedError::from(e).into());
                 }
-                write.insert(
-                    &log.index,
-                    index::encode_key(p as i32, index::SYNCED_KEY),
-                    (end as i64).to_be_bytes().to_vec(),
-                );
+                record_synced(&mut write, &log.index, p as i32, end);
             }
         }
         write.commit().map_err(EmbeddedError::from)?;

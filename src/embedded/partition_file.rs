@@ -6,14 +6,25 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use iggy_kafka_actors::protocol::records;
 use parking_lot::{Mutex, RwLock};
 
 use super::index::IndexEntry;
+
+/// An I/O error, naming the partition file it came from.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct FileError {
+    path: PathBuf,
+    source: io::Error,
+}
+
+type FileResult<T> = Result<T, FileError>;
 
 pub struct PartitionFile {
     path: PathBuf,
@@ -36,16 +47,19 @@ impl PartitionFile {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    fn named<T>(&self, done: io::Result<T>) -> FileResult<T> {
+        done.map_err(|source| FileError {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Bytes in the file, 0 when there is none yet.
-    pub fn len(&self) -> io::Result<u64> {
+    pub fn len(&self) -> FileResult<u64> {
         match std::fs::metadata(&self.path) {
             Ok(m) => Ok(m.len()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(e),
+            Err(e) => self.named(Err(e)),
         }
     }
 
@@ -69,8 +83,8 @@ impl PartitionFile {
         Ok(opened)
     }
 
-    pub fn write(&self, bytes: &[u8], at: u64) -> io::Result<()> {
-        self.handle()?.write_all_at(bytes, at)
+    pub fn write(&self, bytes: &[u8], at: u64) -> FileResult<()> {
+        self.named(self.handle().and_then(|f| f.write_all_at(bytes, at)))
     }
 
     /// Marks a batch indexed. Marked after the index has it, so a checkpoint that
@@ -80,8 +94,8 @@ impl PartitionFile {
     }
 
     /// fdatasync, whether or not anything was written.
-    pub fn sync(&self) -> io::Result<()> {
-        self.handle()?.sync_data()
+    pub fn sync(&self) -> FileResult<()> {
+        self.named(self.handle().and_then(|f| f.sync_data()))
     }
 
     /// Whether a batch was indexed since the last call; clears the mark.
@@ -91,7 +105,7 @@ impl PartitionFile {
 
     /// Reads the batches `spans` names (called once the read holds off hole punching),
     /// contiguous in the file, with one `pread`: each batch a slice of the same buffer.
-    pub fn read(&self, spans: impl FnOnce() -> Vec<IndexEntry>) -> io::Result<Vec<Bytes>> {
+    pub fn read(&self, spans: impl FnOnce() -> Vec<IndexEntry>) -> FileResult<Vec<Bytes>> {
         let _holes = self.holes.read();
         let spans = spans();
         let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
@@ -99,7 +113,7 @@ impl PartitionFile {
         };
         let from = first.position;
         let mut buf = vec![0; (last.end() - from) as usize];
-        self.handle()?.read_exact_at(&mut buf, from)?;
+        self.named(self.handle().and_then(|f| f.read_exact_at(&mut buf, from)))?;
         let buf = Bytes::from(buf);
         Ok(spans
             .iter()
@@ -110,37 +124,28 @@ impl PartitionFile {
             .collect())
     }
 
-    /// Whether the file holds the batch `entry` names, whole: its length and base offset
-    /// in place and, for a v2 batch, its CRC-32C right. Checked at start for batches a
-    /// machine crash may have left unwritten though their index entries survived.
+    /// Whether the file holds the batch `entry` names, whole: its length, CRC and base
+    /// offset in place (`records::check_frame`). Checked at start for batches a machine
+    /// crash may have left unwritten though their index entries survived.
     pub fn holds(&self, entry: &IndexEntry) -> bool {
         let mut buf = vec![0; entry.size as usize];
-        if self
-            .handle()
+        self.handle()
             .and_then(|f| f.read_exact_at(&mut buf, entry.position))
-            .is_err()
-            || buf.len() < 21
-        {
-            return false;
-        }
-        let word = |at: usize| u32::from_be_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
-        let base_offset = i64::from_be_bytes(buf[..8].try_into().unwrap_or_default());
-        let length_right = word(8) as usize + 12 == buf.len();
-        let crc_right = buf[16] != 2 || word(17) == crc32c::crc32c(&buf[21..]);
-        base_offset == entry.base_offset && length_right && crc_right
+            .is_ok()
+            && records::check_frame(&buf).is_ok()
+            && records::base_offset(&buf) == entry.base_offset
     }
 
     /// Cuts the file to `len`: what lies beyond no index entry names.
-    pub fn truncate(&self, len: u64) -> io::Result<()> {
-        self.handle()?.set_len(len)
+    pub fn truncate(&self, len: u64) -> FileResult<()> {
+        self.named(self.handle().and_then(|f| f.set_len(len)))
     }
 
     /// Gives the space below `end` back to the file system (DeleteRecords freed it).
     /// Where the file system cannot punch holes the bytes stay, unread.
-    pub fn free_below(&self, end: u64) -> io::Result<()> {
+    pub fn free_below(&self, end: u64) -> FileResult<()> {
         let _holes = self.holes.write();
-        let file = self.handle()?;
-        punch_hole(&file, end)
+        self.named(self.handle().and_then(|f| punch_hole(&f, end)))
     }
 }
 

@@ -23,6 +23,15 @@ fn open(dir: &Path) -> Logs {
     ))
 }
 
+/// The store opened on `dir` with a topic `name` of one partition made.
+async fn with_topic(dir: &Path, name: &str) -> Logs {
+    let logs = open(dir);
+    logs.create(name.into(), 1, TopicLimits::default())
+        .await
+        .unwrap();
+    logs
+}
+
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -49,10 +58,7 @@ fn offsets(read: &ReadBatches) -> Vec<i64> {
 fn a_start_drops_entries_whose_batches_the_file_lacks_and_cuts_an_unindexed_tail() {
     let dir = tempfile::tempdir().unwrap();
     block_on(async {
-        let logs = open(dir.path());
-        logs.create("crashed".into(), 1, TopicLimits::default())
-            .await
-            .unwrap();
+        let logs = with_topic(dir.path(), "crashed").await;
         let mut ends = Vec::new();
         for first in [0, 3, 6] {
             logs.append(tp("crashed", 0), batch(first, 3, |n| T + n as i64))
@@ -103,10 +109,7 @@ fn a_start_drops_entries_whose_batches_the_file_lacks_and_cuts_an_unindexed_tail
 fn delete_records_gives_the_space_below_the_start_back_and_deleted_topics_lose_their_files() {
     let dir = tempfile::tempdir().unwrap();
     block_on(async {
-        let logs = open(dir.path());
-        logs.create("trimmed".into(), 1, TopicLimits::default())
-            .await
-            .unwrap();
+        let logs = with_topic(dir.path(), "trimmed").await;
         // 100 KiB batches, so each spans many file-system blocks.
         for _ in 0..4 {
             let records = (0..100)
