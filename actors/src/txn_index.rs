@@ -3,6 +3,14 @@
 //! decided) and the aborted ones (whose records a consumer drops). The log is the one
 //! source of truth, so every gateway and every restart reads the same answer.
 //!
+//! A transactional batch of an epoch older than the producer's last marker in the
+//! partition is fenced: a marker of a newer epoch ended whatever the producer had
+//! open at that epoch (an abort at a timeout or at a new producer's InitProducerId,
+//! or a transactions v2 end), so no later marker can decide it. A Kafka broker
+//! refuses such a batch; here another gateway may append one after it checked the
+//! transaction and before the coordinator's marker landed (`COMPATIBILITY.md`), so
+//! readers skip it: it opens nothing and read-committed readers are not served it.
+//!
 //! A partition's index is built on first use by reading batch headers from where the
 //! first reader starts (a reader at an offset the last stable offset once reached finds
 //! every transaction open there beginning at or above it), then kept up to date by this
@@ -30,6 +38,13 @@ pub struct Aborted {
     pub last_offset: i64,
 }
 
+/// A fenced batch's offsets: `base..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fenced {
+    pub base: i64,
+    pub end: i64,
+}
+
 /// One partition's transactions, from `from` up to `scanned`.
 #[derive(Debug, Default)]
 struct PartitionTxns {
@@ -38,14 +53,20 @@ struct PartitionTxns {
     /// Producer id → the first offset of its open transaction.
     open: HashMap<i64, i64>,
     aborted: Vec<Aborted>,
+    /// Producer id → the epoch of its last marker here.
+    marked_epochs: HashMap<i64, i16>,
+    fenced: Vec<Fenced>,
 }
 
 impl PartitionTxns {
     /// Applies the batch at `base_offset`, which must be the next one.
     fn apply(&mut self, base_offset: i64, h: &BatchHeader, marker: Option<Marker>) {
+        let end = base_offset + h.record_count as i64;
         if h.transactional {
             match (h.control, marker) {
                 (true, Some(m)) => {
+                    let epoch = self.marked_epochs.entry(h.producer_id).or_insert(i16::MIN);
+                    *epoch = (*epoch).max(h.producer_epoch);
                     if let Some(first) = self.open.remove(&h.producer_id) {
                         if m == Marker::Abort {
                             self.aborted.push(Aborted {
@@ -58,11 +79,19 @@ impl PartitionTxns {
                 }
                 (true, None) => {}
                 (false, _) => {
-                    self.open.entry(h.producer_id).or_insert(base_offset);
+                    let marked = self.marked_epochs.get(&h.producer_id);
+                    if marked.is_some_and(|&epoch| h.producer_epoch < epoch) {
+                        self.fenced.push(Fenced {
+                            base: base_offset,
+                            end,
+                        });
+                    } else {
+                        self.open.entry(h.producer_id).or_insert(base_offset);
+                    }
                 }
             }
         }
-        self.scanned = base_offset + h.record_count as i64;
+        self.scanned = end;
     }
 
     /// Applies the batches of a read, skipping those already seen.
@@ -88,6 +117,8 @@ pub struct Stable {
     pub offset: i64,
     /// Aborted transactions overlapping the read, oldest first.
     pub aborted: Vec<Aborted>,
+    /// Fenced batches from the read's offset on, oldest first: not served.
+    pub fenced: Vec<Fenced>,
 }
 
 /// Every partition's index this gateway has built. Cheap to clone.
@@ -146,6 +177,10 @@ impl TxnIndexes {
             offset: p.stable(high.min(p.scanned)),
             aborted: (p.aborted.iter())
                 .filter(|a| a.last_offset >= offset)
+                .copied()
+                .collect(),
+            fenced: (p.fenced.iter())
+                .filter(|f| f.end > offset)
                 .copied()
                 .collect(),
         };
@@ -247,6 +282,7 @@ impl TxnIndexes {
             p.scanned = if scanned < start { start } else { high };
         }
         p.aborted.retain(|a| a.last_offset >= start);
+        p.fenced.retain(|f| f.end > start);
         Ok(())
     }
 
@@ -294,5 +330,25 @@ mod tests {
             }]
         );
         assert_eq!(p.scanned, 8);
+    }
+
+    #[test]
+    fn a_batch_of_an_epoch_a_marker_ended_is_fenced_and_opens_nothing() {
+        let at = |epoch, control| BatchHeader {
+            producer_epoch: epoch,
+            ..header(5, true, control, 1)
+        };
+        let mut p = PartitionTxns::default();
+        p.apply(0, &at(3, false), None);
+        p.apply(1, &at(4, true), Some(Marker::Abort));
+        // A straggler of epoch 3 after the epoch-4 abort: no marker will come for it.
+        p.apply(2, &at(3, false), None);
+        assert_eq!(p.stable(3), 3, "the straggler holds nothing back");
+        assert_eq!(p.fenced, [Fenced { base: 2, end: 3 }]);
+        // The producer's next transaction, at the marker's epoch or after, is its own.
+        p.apply(3, &at(4, false), None);
+        assert_eq!(p.stable(4), 3);
+        p.apply(4, &at(4, true), Some(Marker::Commit));
+        assert_eq!((p.stable(5), p.fenced.len(), p.aborted.len()), (5, 1, 1));
     }
 }

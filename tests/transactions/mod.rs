@@ -2,11 +2,13 @@
 //! transactional producer and read-committed consumer (`librdkafka.rs`), what a
 //! SIGKILLed gateway leaves behind (`restarts.rs`), the refusals Kafka answers
 //! (`refusals.rs`), a coordinator killed among several gateways on one Iggy
-//! (`cluster.rs`), the admin APIs' ACLs and per-gateway scope (`admin.rs`), and
-//! transactions v2 as Kafka 4 clients speak them (`v2.rs`).
+//! (`cluster.rs`), the admin APIs' ACLs and per-gateway scope (`admin.rs`),
+//! transactions v2 as Kafka 4 clients speak them (`v2.rs`), and a batch of an epoch a
+//! marker ended, which no reader waits for (`fenced.rs`).
 
 mod admin;
 mod cluster;
+mod fenced;
 mod librdkafka;
 mod refusals;
 mod restarts;

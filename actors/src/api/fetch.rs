@@ -342,8 +342,8 @@ struct PartitionRead {
 }
 
 /// One partition's batches from `offset`. Read committed, they stop at the last
-/// stable offset and come with the aborted transactions among them, whose records
-/// consumers drop (`txn_index.rs`).
+/// stable offset, leave out fenced batches, and come with the aborted transactions
+/// among them, whose records consumers drop (`txn_index.rs`).
 async fn read_partition(
     gw: &Gateway,
     tp: &TopicPartition,
@@ -394,7 +394,10 @@ async fn read_partition(
             .stable(tp, (offset, w.high), &batches)
             .await
             .map_err(failed)?;
-        batches.retain(|b| records::base_offset(b) < stable.offset);
+        batches.retain(|b| {
+            let base = records::base_offset(b);
+            base < stable.offset && !stable.fenced.iter().any(|f| f.base == base)
+        });
         let end = batches.last().map_or(offset, |b| {
             records::base_offset(b) + BatchHeader::parse(b).record_count as i64
         });
