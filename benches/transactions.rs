@@ -18,8 +18,11 @@
 //!    transactions v2 (KIP-890) where the broker finalizes `transaction.version` 2),
 //!    idempotent (its defaults), then transactional: `--transactional-id`,
 //!    `--transaction-duration-ms 100` (a commit every 100 ms, whatever the count);
-//! 4. the librdkafka transactional topic read from the start by assignment,
-//!    read_uncommitted, then again by a new consumer read_committed.
+//! 4. the librdkafka transactional topic read from the start by assignment by a new
+//!    consumer each time, read_uncommitted then read_committed, `READS` times each,
+//!    alternating: one read lasts under a second here, too short alone to tell a few
+//!    per cent, so the ratio is of the records/s over all of each side's reads, with the
+//!    system's CPU per record read beside it.
 //!
 //! Each librdkafka producer sends one record (in a transaction of its own) before its
 //! clock starts; the Java tool times from its first send, InitProducerId before it.
@@ -52,6 +55,8 @@ use std::{env, panic};
 /// (record size in bytes, record count before BENCH_RECORDS scaling)
 const SIZES: [(usize, f64); 2] = [(100, 1_000_000.0), (1024, 300_000.0)];
 const ROUNDS: usize = 2;
+/// Reads of the transactional topic each way (step 4).
+const READS: usize = 3;
 /// The commit cadence: whichever comes first.
 const COMMIT_EVERY: Duration = Duration::from_millis(100);
 const COMMIT_RECORDS: u64 = 10_000;
@@ -64,8 +69,16 @@ struct Figures {
     java: Vec<Round>,
     /// The last transactional phase's.
     txn: Produced,
-    read_uncommitted: f64,
-    read_committed: f64,
+    read_uncommitted: Read,
+    read_committed: Read,
+}
+
+/// What the reads one way came to: records/s over them all, and the system's µs of CPU
+/// per record read.
+#[derive(Clone, Copy, Default)]
+struct Read {
+    rps: f64,
+    cpu_us: f64,
 }
 
 /// One round of a producer pair: records/s and the system's µs of CPU per record, of
@@ -317,17 +330,32 @@ fn run(
                 f.java.push(r);
             }
             if round + 1 == ROUNDS {
-                let (a, t) = (addr.clone(), txn.clone());
-                f.read_uncommitted = bounded("read_uncommitted", hard, move || {
-                    consume(&a, &t, (size, n + 1), "read_uncommitted", limit).0
+                let records = (n + 1) as f64 * READS as f64;
+                // Per isolation level: seconds reading and CPU seconds, over all reads.
+                let mut spent = [(0.0, 0.0); 2];
+                for _ in 0..READS {
+                    for (i, level) in ["read_uncommitted", "read_committed"]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let (a, t, p) = (addr.clone(), txn.clone(), pids.clone());
+                        let (secs, cpu) = bounded(level, hard, move || {
+                            let cpu = cpu_secs(&p);
+                            let rps = consume(&a, &t, (size, n + 1), level, limit).0;
+                            ((n + 1) as f64 / rps, cpu_secs(&p) - cpu)
+                        });
+                        spent[i].0 += secs;
+                        spent[i].1 += cpu;
+                    }
+                }
+                let [uncommitted, committed] = spent.map(|(secs, cpu)| Read {
+                    rps: records / secs,
+                    cpu_us: cpu * 1e6 / records,
                 });
-                let a = addr.clone();
-                f.read_committed = bounded("read_committed", hard, move || {
-                    consume(&a, &txn, (size, n + 1), "read_committed", limit).0
-                });
+                (f.read_uncommitted, f.read_committed) = (uncommitted, committed);
                 eprintln!(
-                    "{name} {size} B: read_uncommitted {:.0} rec/s, read_committed {:.0} rec/s",
-                    f.read_uncommitted, f.read_committed
+                    "{name} {size} B, {READS} reads each: read_uncommitted {:.0} rec/s ({:.3} µs CPU), read_committed {:.0} rec/s ({:.3} µs CPU)",
+                    uncommitted.rps, uncommitted.cpu_us, committed.rps, committed.cpu_us
                 );
             }
         }
@@ -393,21 +421,23 @@ fn main() {
         r.join("  ")
     };
     println!("\n{PARTITIONS} partitions, librdkafka linger.ms=5, batch.num.messages=10000, acks=all; commits every 100 ms or 10,000 records");
-    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  drain ms  EndTxn ms | read_uncommitted  read_committed  ratio | µs CPU/record idem/txn (per round)");
+    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  drain ms  EndTxn ms | read_uncommitted  read_committed  ratio  µs CPU/record read | µs CPU/record idem/txn (per round)");
     for (name, _, figures) in &results {
         for ((size, _), f) in SIZES.iter().zip(figures) {
             let last = f.produce.last().copied().unwrap_or_default();
             println!(
-                "{name:<8} {size:>5}B | {:>16.0} {:>20.0}  {:<18} {:>8} {:>9.1} {:>10.1} | {:>16.0} {:>15.0} {:>6.2} | {}",
+                "{name:<8} {size:>5}B | {:>16.0} {:>20.0}  {:<18} {:>8} {:>9.1} {:>10.1} | {:>16.0} {:>15.0} {:>6.2}  {:.3}/{:.3} | {}",
                 last.idem.0,
                 last.txn.0,
                 ratios(&f.produce),
                 f.txn.commits,
                 f.txn.drain_ms,
                 f.txn.end_ms,
-                f.read_uncommitted,
-                f.read_committed,
-                f.read_committed / f.read_uncommitted,
+                f.read_uncommitted.rps,
+                f.read_committed.rps,
+                f.read_committed.rps / f.read_uncommitted.rps,
+                f.read_uncommitted.cpu_us,
+                f.read_committed.cpu_us,
                 cpu(&f.produce),
             );
         }

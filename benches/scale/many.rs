@@ -100,11 +100,14 @@ pub fn run(systems: &[System], classpath: &str, plan: &Plan) -> String {
             };
             f.metadata[stage] = measure("Metadata", Request::Metadata);
             f.fetch[stage] = measure("Fetch", Request::Fetch(upto));
-            for (what, c) in [("Metadata", f.metadata[stage]), ("Fetch", f.fetch[stage])] {
+            for (what, c) in [("Metadata", &f.metadata[stage]), ("Fetch", &f.fetch[stage])] {
                 if let Some(c) = c {
                     eprintln!(
-                        "  {:<20} {what} of {count}: {:.2} ms, {:.2} ms CPU",
-                        sys.name, c.ms, c.cpu_ms
+                        "  {:<20} {what} of {count}: {:.2} ms, {:.2} ms CPU {}",
+                        sys.name,
+                        c.ms,
+                        c.cpu_ms,
+                        c.split()
                     );
                 }
             }
@@ -238,14 +241,18 @@ fn report(systems: &[System], figs: &[Figures], plan: &Plan) -> String {
         systems[0].name
     );
     header(&mut md, "request");
-    let cost_row = |md: &mut String, name: String, pick: &dyn Fn(&Figures) -> Option<Cost>| {
+    let cost_row = |md: &mut String, name: String, pick: &dyn Fn(&Figures) -> &Option<Cost>| {
         let _ = write!(md, "| {name} |");
-        let base = pick(kafka).map(|c| c.cpu_ms);
+        let base = pick(kafka).as_ref().map(|c| c.cpu_ms);
         for f in figs {
             match pick(f) {
                 Some(c) => {
                     let ratio = base.map_or(String::new(), |b| format!(" ({:.2})", c.cpu_ms / b));
-                    let _ = write!(md, " {:.2} / {:.2}{ratio} |", c.ms, c.cpu_ms);
+                    let split = match c.split() {
+                        s if s.is_empty() => s,
+                        s => format!(": {s}"),
+                    };
+                    let _ = write!(md, " {:.2} / {:.2}{ratio}{split} |", c.ms, c.cpu_ms);
                 }
                 None => md.push_str(" failed |"),
             }
@@ -254,21 +261,21 @@ fn report(systems: &[System], figs: &[Figures], plan: &Plan) -> String {
     };
     for (stage, n) in [(0, few), (1, all)] {
         cost_row(&mut md, format!("Metadata, {n} partitions"), &|f| {
-            f.metadata[stage]
+            &f.metadata[stage]
         });
     }
     for (stage, n) in [(0, few), (1, all)] {
         cost_row(&mut md, format!("Fetch of {n} partitions"), &|f| {
-            f.fetch[stage]
+            &f.fetch[stage]
         });
     }
     // How much each request's CPU grew from one topic to all: 10 × more partitions.
     for (what, pick) in [
         (
             "Metadata",
-            (|f: &Figures| f.metadata) as fn(&Figures) -> [Option<Cost>; 2],
+            (|f: &Figures| &f.metadata) as fn(&Figures) -> &[Option<Cost>; 2],
         ),
-        ("Fetch", |f: &Figures| f.fetch),
+        ("Fetch", |f: &Figures| &f.fetch),
     ] {
         let _ = write!(md, "| {what} CPU growth, {few} → {all} |");
         for f in figs {

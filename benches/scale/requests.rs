@@ -24,10 +24,35 @@ const FETCH_VERSION: i16 = 12;
 const PRODUCE_VERSION: i16 = 12;
 
 /// A request's cost: wall time and CPU of the broker's processes, per request.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Cost {
     pub ms: f64,
     pub cpu_ms: f64,
+    /// Each process's share of `cpu_ms`, with the ms of CPU it spends per request's
+    /// time when no request runs (a server's own timers): what the request costs it is
+    /// the difference.
+    pub procs: Vec<ProcCost>,
+}
+
+#[derive(Clone)]
+pub struct ProcCost {
+    pub name: &'static str,
+    pub cpu_ms: f64,
+    pub idle_cpu_ms: f64,
+}
+
+impl Cost {
+    /// `gateway 1.2 + iggy-server 3.4 (idle 0.5)`: where a system of several processes
+    /// spends it, empty for one process.
+    pub fn split(&self) -> String {
+        if self.procs.len() < 2 {
+            return String::new();
+        }
+        let parts: Vec<String> = (self.procs.iter())
+            .map(|p| format!("{} {:.2} (idle {:.2})", p.name, p.cpu_ms, p.idle_cpu_ms))
+            .collect();
+        parts.join(" + ")
+    }
 }
 
 /// One of the two requests, over `topics` (name, partitions).
@@ -129,7 +154,8 @@ fn fetch_every_partition(topics: &[(String, i32)]) -> FetchRequest {
 
 /// Sends `request` about `topics` to `sys` back to back on one connection: once checked,
 /// for one second unmeasured (Kafka's JIT), then for `secs` measured. CPU comes in 10 ms
-/// ticks, so `secs` should be seconds.
+/// ticks, so `secs` should be seconds. Before that, each process's CPU over `secs / 2`
+/// with no request running.
 pub fn cost(
     sys: &System,
     request: Request,
@@ -150,11 +176,27 @@ pub fn cost(
         n
     };
     repeat(1.0);
-    let (cpu, start) = (sys.cpu_secs(), Instant::now());
+    let each = || sys.procs.iter().map(|p| p.cpu_secs()).collect::<Vec<_>>();
+    let (idle_before, idle_start) = (each(), Instant::now());
+    std::thread::sleep(Duration::from_secs_f64(secs / 2.0));
+    let idle_rate: Vec<f64> = (each().iter().zip(&idle_before))
+        .map(|(after, before)| (after - before) / idle_start.elapsed().as_secs_f64())
+        .collect();
+    let (cpu, start) = (each(), Instant::now());
     let n = repeat(secs) as f64;
+    let wall = start.elapsed().as_secs_f64();
+    let procs: Vec<ProcCost> = (sys.procs.iter().zip(each().iter().zip(&cpu)))
+        .zip(&idle_rate)
+        .map(|((p, (after, before)), rate)| ProcCost {
+            name: p.name,
+            cpu_ms: (after - before) * 1e3 / n,
+            idle_cpu_ms: rate * wall * 1e3 / n,
+        })
+        .collect();
     Ok(Cost {
-        ms: start.elapsed().as_secs_f64() * 1e3 / n,
-        cpu_ms: (sys.cpu_secs() - cpu) * 1e3 / n,
+        ms: wall * 1e3 / n,
+        cpu_ms: procs.iter().map(|p| p.cpu_ms).sum(),
+        procs,
     })
 }
 
