@@ -7,7 +7,8 @@
 //! attempt answered, so the two interleave whatever the machine's speed. Every abusive
 //! attempt gets its own expected answer (a close with nothing sent, or
 //! MESSAGE_TOO_LARGE); the idle connections stay open; the gateway's peak memory
-//! (VmHWM) stays within a bound relative to the second quiet run's. How long each run took is
+//! (VmHWM) stays within a bound relative to the second quiet run's, plus the budgets
+//! and the idle connections. How long each run took is
 //! printed for comparison, not asserted: speed is for benchmarks.
 
 use crate::support;
@@ -38,9 +39,12 @@ const CHUNKS: u64 = 4;
 /// Under abuse, the gateway's peak resident memory stays below this multiple of its
 /// peak in the quiet run, plus the byte budgets the abuse may fill by design
 /// (`queued_max_request_bytes` and one `max_decompressed_request_bytes`, which the
-/// embedded store never allocates: bombs decompress into nothing).
+/// embedded store never allocates: bombs decompress into nothing), plus what the idle
+/// connections, absent from the quiet run, hold by design: about 14 KiB each
+/// (`PERFORMANCE.md`, scale), allowed 16.
 const MAX_MEMORY_FACTOR: u64 = 2;
 const IDLE_CONNECTIONS: usize = 2_000;
+const IDLE_CONNECTION_KIB: u64 = 16;
 /// Pause between two rounds of each abuser: a steady stream, not a CPU race between
 /// the abusing threads and the measured clients on the same two cores.
 const ABUSE_PAUSE: Duration = Duration::from_millis(20);
@@ -125,9 +129,10 @@ fn well_behaved_clients_get_all_their_work_done_while_others_abuse_the_gateway()
 
     assert_eq!(open, IDLE_CONNECTIONS, "idle connections were dropped");
     let budgets_kib = (QUEUED_MAX + DECOMPRESSED_MAX) as u64 / 1024;
-    let bound = quiet_peak * MAX_MEMORY_FACTOR + budgets_kib;
+    let idle_kib = IDLE_CONNECTIONS as u64 * IDLE_CONNECTION_KIB;
+    let bound = quiet_peak * MAX_MEMORY_FACTOR + budgets_kib + idle_kib;
     println!(
-        "memory bound: {MAX_MEMORY_FACTOR} x {quiet_peak} KiB + {budgets_kib} KiB = {bound} KiB"
+        "memory bound: {MAX_MEMORY_FACTOR} x {quiet_peak} KiB + {budgets_kib} KiB + {idle_kib} KiB = {bound} KiB"
     );
     assert!(
         abused_peak <= bound,

@@ -6,9 +6,9 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use support::configs::s;
 use support::versions::assert_advertised;
-use support::{call, RawClient, Store};
+use support::{call, RawClient};
 
-pub(super) fn api_versions(c: &mut RawClient, v: i16, store: Store) {
+pub(super) fn api_versions(c: &mut RawClient, v: i16) {
     let mut request = ApiVersionsRequest::default();
     if v >= 3 {
         // Kafka checks these from v3 against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
@@ -24,8 +24,7 @@ pub(super) fn api_versions(c: &mut RawClient, v: i16, store: Store) {
         .map(|k| (k.api_key, k.min_version, k.max_version));
     assert_advertised(&listed.collect::<Vec<_>>());
     // From v3 the features: gateway.version levels 1 to 2 supported, 1 finalized;
-    // transaction.version 0 to 2, finalized at 2 where transactions v2 are served
-    // (the embedded store), left at 0 and so not listed on Iggy.
+    // transaction.version 0 to 2, finalized at 2 on every store.
     if v >= 3 {
         let supported = r
             .supported_features
@@ -39,11 +38,10 @@ pub(super) fn api_versions(c: &mut RawClient, v: i16, store: Store) {
             .finalized_features
             .iter()
             .map(|f| (f.name.as_str(), f.min_version_level, f.max_version_level));
-        let mut want = vec![("gateway.version", 1, 1)];
-        if store == Store::Embedded {
-            want.push(("transaction.version", 2, 2));
-        }
-        assert_eq!(finalized.collect::<Vec<_>>(), want);
+        assert_eq!(
+            finalized.collect::<Vec<_>>(),
+            [("gateway.version", 1, 1), ("transaction.version", 2, 2)]
+        );
         assert!(r.finalized_features_epoch >= 0, "{r:?}");
     }
 }

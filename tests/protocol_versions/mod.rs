@@ -101,7 +101,7 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::Fetch => fetch(&mut c, v, &t),
                 ApiKey::ListOffsets => list_offsets(&mut c, v, &t),
                 ApiKey::Metadata => metadata(&mut c, v, &t),
-                ApiKey::ApiVersions => api_versions(&mut c, v, store),
+                ApiKey::ApiVersions => api_versions(&mut c, v),
                 ApiKey::CreateTopics => create_topics(&mut c, v),
                 ApiKey::DeleteTopics => delete_topics(&mut c, v),
                 ApiKey::CreatePartitions => create_partitions(&mut c, v),

@@ -1,19 +1,29 @@
 //! Several gateways on one Iggy: a transactional id has one coordinator among them;
 //! when it is SIGKILLed mid-transaction, the producer carries on through another, whose
 //! coordinator takes the id over from the stored state and commits what was open, and
-//! a read-committed consumer on any gateway reads each record once.
+//! a read-committed consumer on any gateway reads each record once. Transactions v2
+//! across gateways: batches and offsets reaching a gateway that does not coordinate
+//! their id join the transaction there (`remote_adds.rs`), its coordinator ends or
+//! times it out with markers in every such partition, and a straggler of an ended
+//! epoch stays unread.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::*;
 use rdkafka::producer::Producer;
 
 use super::{read, send, txn_producer, values};
 use crate::support::configs::s;
 use crate::support::iggy::IggyServer;
-use crate::support::kafka::create_topic;
-use crate::support::{call, Gateway, RawClient};
+use crate::support::kafka::{committed, create_topic};
+use crate::support::transactions::{
+    describe_transactions, end_as, init, latest, produce_as, Producer as RawProducer,
+};
+use crate::support::{call, topic_name, Gateway, RawClient};
 
 fn gateways(server: &IggyServer, n: usize) -> Vec<Gateway> {
     let mut settings = server.gateway_settings();
@@ -47,12 +57,16 @@ fn await_brokers(gws: &[&Gateway], want: usize) {
     }
 }
 
-/// The port of the gateway coordinating `id`, as `gw` answers FindCoordinator.
-fn coordinator(gw: &Gateway, id: &str) -> i32 {
+const GROUP_KEY: i8 = 0;
+const TRANSACTION_KEY: i8 = 1;
+
+/// The port of the gateway coordinating `key` (a group or a transactional id), as
+/// `gw` answers FindCoordinator.
+fn coordinator(gw: &Gateway, key_type: i8, key: &str) -> i32 {
     let mut c = RawClient::connect(gw.addr);
     let request = FindCoordinatorRequest::default()
-        .with_key_type(1)
-        .with_key(s(id));
+        .with_key_type(key_type)
+        .with_key(s(key));
     let r = call!(c, FindCoordinator, 3, request);
     assert_eq!(r.error_code, 0, "{r:?}");
     r.port
@@ -69,14 +83,14 @@ async fn the_coordinator_killed_mid_transaction_another_commits_it() {
     let bootstrap = all.join(",");
     create_topic(&gws[0].bootstrap(), "txn-cluster", 3, &[]).await;
     let id = "txn-cluster-producer";
-    let port = coordinator(&gws[0], id);
+    let port = coordinator(&gws[0], TRANSACTION_KEY, id);
     let at = gws
         .iter()
         .position(|g| g.addr.port() as i32 == port)
         .expect("the coordinator is one of the gateways");
     for other in &gws {
         assert_eq!(
-            coordinator(other, id),
+            coordinator(other, TRANSACTION_KEY, id),
             port,
             "every gateway names one coordinator"
         );
@@ -92,7 +106,7 @@ async fn the_coordinator_killed_mid_transaction_another_commits_it() {
     producer
         .commit_transaction(Duration::from_secs(60))
         .expect("the commit, through the coordinator that took the id over");
-    let port_now = coordinator(&gws[0], id);
+    let port_now = coordinator(&gws[0], TRANSACTION_KEY, id);
     assert_ne!(port_now, port);
     producer.begin_transaction().unwrap();
     send(&producer, "txn-cluster", 3, &values("b-", 9));
@@ -114,4 +128,163 @@ async fn the_coordinator_killed_mid_transaction_another_commits_it() {
             gw.bootstrap()
         );
     }
+}
+
+const V2_TOPIC: &str = "txn-v2-cluster";
+const TS: i64 = 1_700_000_000_000;
+
+/// `id`-`n`: a key whose coordinator is `want` (a port), as `gw` answers.
+fn key_at(gw: &Gateway, key_type: i8, id: &str, want: i32) -> String {
+    (0..)
+        .map(|n| format!("{id}-{n}"))
+        .find(|k| coordinator(gw, key_type, k) == want)
+        .expect("some key maps to every gateway")
+}
+
+/// TxnOffsetCommit v5 of `offset` for partition 0: its error code.
+fn commit_offset(c: &mut RawClient, p: &RawProducer, group: &str, offset: i64) -> i16 {
+    let partition = TxnOffsetCommitRequestPartition::default()
+        .with_partition_index(0)
+        .with_committed_offset(offset);
+    let request = TxnOffsetCommitRequest::default()
+        .with_transactional_id(TransactionalId(s(&p.id)))
+        .with_group_id(GroupId(s(group)))
+        .with_producer_id(ProducerId(p.pid))
+        .with_producer_epoch(p.epoch)
+        .with_generation_id(-1)
+        .with_member_id(s(""))
+        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+            .with_name(topic_name(V2_TOPIC))
+            .with_partitions(vec![partition])]);
+    call!(c, TxnOffsetCommit, 5, request).topics[0].partitions[0].error_code
+}
+
+/// Produce v12 of `n` records at `sequence` to `partition`: its error code.
+fn send_v2(c: &mut RawClient, p: &RawProducer, partition: i32, (sequence, n): (i32, usize)) -> i16 {
+    produce_as(c, 12, p, (V2_TOPIC, partition), (sequence, n), TS).error_code
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn transactions_v2_add_on_any_gateway_and_end_at_the_coordinator() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gws = gateways(&server, 2);
+    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
+    create_topic(&gws[0].bootstrap(), V2_TOPIC, 3, &[]).await;
+    let (home, away) = (&gws[0], &gws[1]);
+    let here = home.addr.port() as i32;
+    let id = key_at(home, TRANSACTION_KEY, "txn-v2-cluster", here);
+    let group = key_at(
+        home,
+        GROUP_KEY,
+        "txn-v2-cluster-group",
+        away.addr.port() as i32,
+    );
+    let (mut at_home, mut at_away) = (RawClient::connect(home.addr), RawClient::connect(away.addr));
+
+    let versions = call!(
+        at_away,
+        ApiVersions,
+        3,
+        ApiVersionsRequest::default()
+            .with_client_software_name(s("v2-cluster"))
+            .with_client_software_version(s("1"))
+    );
+    let level = (versions.finalized_features.iter())
+        .find(|f| f.name.as_str() == "transaction.version")
+        .map(|f| f.max_version_level);
+    assert_eq!(level, Some(2), "{versions:?}");
+
+    until("the other gateway knows the topic", || {
+        let request =
+            MetadataRequest::default()
+                .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
+                )
+                .with_name(Some(topic_name(V2_TOPIC)))]));
+        let r = call!(at_away, Metadata, 12, request);
+        r.topics
+            .first()
+            .is_some_and(|t| t.error_code == 0 && t.partitions.len() == 3)
+    });
+
+    // Partitions 1 and 2 join on the gateway that does not coordinate the id, 0 on
+    // the coordinator; the offsets on the group's coordinator, the other gateway.
+    let p = init(&mut at_home, &id);
+    assert_eq!(send_v2(&mut at_home, &p, 0, (0, 2)), 0);
+    assert_eq!(send_v2(&mut at_away, &p, 1, (0, 3)), 0);
+    assert_eq!(send_v2(&mut at_away, &p, 2, (0, 1)), 0);
+    assert_eq!(
+        send_v2(&mut at_away, &p, 1, (3, 1)),
+        0,
+        "a second batch there"
+    );
+    assert_eq!(commit_offset(&mut at_away, &p, &group, 2), 0);
+    until("the coordinator lists every partition", || {
+        let t = &describe_transactions(&mut at_home, &[&id])[0];
+        let n: usize = t.topics.iter().map(|t| t.partitions.len()).sum();
+        t.transaction_state.as_str() == "Ongoing" && n == 3
+    });
+    let r = end_as(&mut at_home, 5, &p, true);
+    assert_eq!((r.error_code, r.producer_epoch), (0, p.epoch + 1), "{r:?}");
+    let next = RawProducer {
+        epoch: r.producer_epoch,
+        ..p.clone()
+    };
+    assert_eq!(committed(&home.bootstrap(), &group, V2_TOPIC, 1), [2]);
+
+    // A straggler of the ended epoch, and an aborted transaction, reach no reader.
+    let straggler = send_v2(&mut at_away, &p, 2, (1, 1));
+    assert!(
+        [0, 47].contains(&straggler),
+        "straggler answered {straggler}"
+    );
+    assert_eq!(send_v2(&mut at_away, &next, 2, (0, 2)), 0);
+    let r = end_as(&mut at_home, 5, &next, false);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let committed_values = |gw: &Gateway| {
+        let got = read(&gw.bootstrap(), V2_TOPIC, 3, "read_committed", 7);
+        let mut all: Vec<String> = got.into_values().flatten().collect();
+        all.sort();
+        all
+    };
+    let mut want: Vec<String> = [(0, 2), (1, 4), (2, 1)]
+        .iter()
+        .flat_map(|&(_, n)| (0..n).map(|i| format!("{id}-{i}")))
+        .collect();
+    want.sort();
+    for gw in [home, away] {
+        assert_eq!(committed_values(gw), want, "on {}", gw.bootstrap());
+    }
+
+    // A transaction only the other gateway saw, left open, times out at the
+    // coordinator, which aborts it in that partition too.
+    let short = key_at(home, TRANSACTION_KEY, "txn-v2-cluster-timeout", here);
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(&short))))
+        .with_transaction_timeout_ms(1_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r = call!(at_home, InitProducerId, 4, request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let idle = RawProducer {
+        id: short.clone(),
+        pid: r.producer_id.0,
+        epoch: r.producer_epoch,
+    };
+    assert_eq!(send_v2(&mut at_away, &idle, 0, (0, 1)), 0);
+    assert!(latest(&mut at_away, V2_TOPIC, 0, 1) < latest(&mut at_away, V2_TOPIC, 0, 0));
+    until("the timed-out transaction is aborted", || {
+        latest(&mut at_away, V2_TOPIC, 0, 1) == latest(&mut at_away, V2_TOPIC, 0, 0)
+    });
+    let t = &describe_transactions(&mut at_home, &[&short])[0];
+    assert_eq!(t.transaction_state.as_str(), "CompleteAbort", "{t:?}");
 }

@@ -1,11 +1,10 @@
 //! Transactions v2 (KIP-890) as Kafka 4 clients speak them, in raw requests on both
-//! stores: `transaction.version` 2 finalized in ApiVersions where the gateway serves
-//! it end to end (the embedded store; not on Iggy, where gateways share ids), a
-//! Produce v12 batch adding its partition with no AddPartitionsToTxn, TxnOffsetCommit
-//! v5 adding the group with no AddOffsetsToTxn, and EndTxn v5 bumping the epoch at
-//! every end: its retry answered again, the old epoch fenced for data, an abort with
-//! nothing open a decision of its own. A read-committed consumer then sees exactly
-//! the committed records.
+//! stores: `transaction.version` 2 finalized in ApiVersions, a Produce v12 batch
+//! adding its partition with no AddPartitionsToTxn, TxnOffsetCommit v5 adding the
+//! group with no AddOffsetsToTxn, and EndTxn v5 bumping the epoch at every end: its
+//! retry answered again, the old epoch fenced for data, an abort with nothing open a
+//! decision of its own. A read-committed consumer then sees exactly the committed
+//! records. Several gateways on one Iggy: `cluster.rs`.
 
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
@@ -76,10 +75,7 @@ async fn transactions_v2_add_where_batches_arrive_and_bump_every_end(store: Stor
     );
     let finalized = (versions.finalized_features.iter()).find(|f| named(f.name.as_str()));
     let level = finalized.map(|f| f.max_version_level);
-    match store {
-        Store::Embedded => assert_eq!(level, Some(2), "{versions:?}"),
-        Store::Iggy => assert_eq!(level, None, "{versions:?}"),
-    }
+    assert_eq!(level, Some(2), "{versions:?}");
     assert!(
         versions.finalized_features_epoch >= 0,
         "Kafka 4 clients read no epoch -1"

@@ -31,6 +31,7 @@ use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::topic_admin::internal::is_internal;
 use crate::transactions::pending_offsets;
+use crate::transactions::remote_adds::Added;
 use crate::transactions::slot::{Add, Describe, End, EndAnswer};
 use crate::transactions::state::{EndAsk, TxnError};
 
@@ -264,18 +265,20 @@ pub async fn end(gw: Gateway, version: i16, req: EndTxnRequest, access: Access) 
 
 /// The group joins the transaction, as AddOffsetsToTxn would have done it
 /// (TxnOffsetCommit v5, transactions v2). Kafka's group coordinator asks the
-/// transaction's coordinator; here that must be this gateway.
+/// transaction's coordinator: here its slot, or the table when another gateway
+/// coordinates the id (`remote_adds.rs`).
 async fn join_group(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<ResponseError> {
     let (id, group) = (req.transactional_id.to_string(), req.group_id.to_string());
+    let producer = (req.producer_id.0, req.producer_epoch);
     if !gw.transactions.coordinates(&id) {
-        tracing::info!(transactional_id = %id, group = %group,
-            "TxnOffsetCommit v5 for a transaction another gateway coordinates: refused");
-        return Some(ResponseError::UnsupportedVersion);
+        let added = Added::Group(group);
+        let answer = gw.transactions.add_remotely(&id, producer, added).await;
+        return refusal(&id, "TxnOffsetCommit", Ok(answer));
     }
     let add = Add {
         id: id.clone(),
-        producer_id: req.producer_id.0,
-        epoch: req.producer_epoch,
+        producer_id: producer.0,
+        epoch: producer.1,
         partitions: Vec::new(),
         group: Some(group),
     };

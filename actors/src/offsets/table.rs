@@ -25,7 +25,7 @@ pub fn key(group: &str, tp: &TopicPartition) -> String {
 }
 
 /// The length-prefixed name at the start of `s`, and what follows it.
-fn name(s: &str) -> Option<(&str, &str)> {
+pub fn name(s: &str) -> Option<(&str, &str)> {
     let (len, rest) = s.split_once(':')?;
     let len: usize = len.parse().ok()?;
     Some((rest.get(..len)?, rest.get(len..)?))

@@ -2,10 +2,12 @@
 //! states by the rules of `state.rs`), the offsets transactions hold until they end
 //! (`pending_offsets.rs`), and what Produce asks before a transactional batch is
 //! appended (`Transactions::verify`), which under transactions v2 (KIP-890) adds the
-//! partition to the transaction itself. What read-committed readers may see is
-//! learnt from the log (`txn_index.rs`), so it does not come here.
+//! partition to the transaction itself, through the coordinator's slot or, from
+//! another gateway, through table `txn-adds` (`remote_adds.rs`). What read-committed
+//! readers may see is learnt from the log (`txn_index.rs`), so it does not come here.
 
 pub mod pending_offsets;
+pub mod remote_adds;
 pub mod slot;
 pub mod state;
 
@@ -26,6 +28,7 @@ use crate::offsets::Offsets;
 use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
 use crate::store::{Meta, StoreError, TopicPartition};
+use remote_adds::Added;
 use slot::{Deps, TxnSlot};
 use state::{Phase, TxnError, TxnState};
 
@@ -76,11 +79,46 @@ impl OpenTxns {
     }
 }
 
+/// What this gateway added to transactions another gateway coordinates and found
+/// accepted (`Transactions::add_remotely`), by producer id: later batches of the same
+/// transaction skip the table. A stale entry only lets a straggler of an ended epoch
+/// in, which every v2 end fences (`txn_index.rs`).
+#[derive(Clone, Default)]
+struct RemoteAdds(Arc<RwLock<HashMap<i64, EpochAdds>>>);
+
+/// A producer's epoch and what it added at it.
+type EpochAdds = (i16, HashSet<Added>);
+
+/// Producers remembered at most; past it the memory starts again empty.
+const REMOTE_PRODUCERS: usize = 100_000;
+
+impl RemoteAdds {
+    fn holds(&self, (producer_id, epoch): (i64, i16), added: &Added) -> bool {
+        let known = self.0.read();
+        known
+            .get(&producer_id)
+            .is_some_and(|(e, adds)| *e == epoch && adds.contains(added))
+    }
+
+    fn accepted(&self, (producer_id, epoch): (i64, i16), added: Added) {
+        let mut known = self.0.write();
+        if known.len() >= REMOTE_PRODUCERS {
+            known.clear();
+        }
+        let entry = known.entry(producer_id).or_insert((epoch, HashSet::new()));
+        if entry.0 != epoch {
+            *entry = (epoch, HashSet::new());
+        }
+        entry.1.insert(added);
+    }
+}
+
 /// The transaction coordinator, as handlers reach it. Cheap to clone.
 #[derive(Clone)]
 pub struct Transactions {
     slots: Arc<[Addr<TxnSlot>]>,
     open: OpenTxns,
+    remote: RemoteAdds,
     meta: Meta,
     cluster: watch::Receiver<Arc<Cluster>>,
 }
@@ -122,19 +160,56 @@ impl Transactions {
         Transactions {
             slots,
             open,
+            remote: RemoteAdds::default(),
             meta: meta.clone(),
             cluster,
         }
     }
 
-    /// The `transaction.version` in force. Transactions v2 add a partition where its
-    /// batch arrives, which must reach the id's coordinator: on a store no other
-    /// gateway shares that is always this gateway; gateways sharing Iggy do not yet
-    /// forward those adds to each other, so there clients keep the v1 protocol.
+    /// The `transaction.version` in force: transactions v2 on every store, their adds
+    /// reaching the id's coordinator from any gateway.
     pub fn version(&self) -> i16 {
-        match self.meta.shared() {
-            false => MAX_TRANSACTION_VERSION,
-            true => 0,
+        MAX_TRANSACTION_VERSION
+    }
+
+    /// Adds `added` to `producer`'s transaction of `id`, which another gateway
+    /// coordinates (`remote_adds.rs`): the entry first, then the stored state, which
+    /// must show the producer at that epoch with no decision taken.
+    pub async fn add_remotely(
+        &self,
+        id: &str,
+        producer: (i64, i16),
+        added: Added,
+    ) -> Result<(), TxnError> {
+        if self.remote.holds(producer, &added) {
+            return Ok(());
+        }
+        let store = |e: StoreError| TxnError::Store(e.to_string());
+        remote_adds::write(&self.meta, id, producer, &added)
+            .await
+            .map_err(store)?;
+        let state = slot::load(&self.meta, id).await?;
+        let undecided = state
+            .ok_or_else(|| TxnError::NoProducer(id.to_string()))
+            .and_then(|s| {
+                s.check_producer(producer.0, producer.1)?;
+                match s.phase.marker() {
+                    Some(_) => Err(TxnError::Concurrent(s.phase)),
+                    None => Ok(()),
+                }
+            });
+        match undecided {
+            Ok(()) => {
+                self.remote.accepted(producer, added);
+                Ok(())
+            }
+            Err(e) => {
+                // Refused: the coordinator need not mark what never goes in.
+                if let Err(w) = remote_adds::withdraw(&self.meta, id, producer, &added).await {
+                    tracing::debug!(transactional_id = id, error = %w, "refused add left in the table");
+                }
+                Err(e)
+            }
         }
     }
 
@@ -173,7 +248,8 @@ impl Transactions {
     /// appended to `tp`: its transaction is open here and holds the partition
     /// (INVALID_TXN_STATE otherwise), asked of the stored state when another gateway
     /// coordinates it. With `add` (Produce v12+, transactions v2) a partition not yet
-    /// in the transaction is added, asked now so adds keep the batches' order.
+    /// in the transaction is added: by the slot here, or through the table when
+    /// another gateway coordinates the id (`add_remotely`).
     pub fn verify(
         &self,
         id: &str,
@@ -184,30 +260,38 @@ impl Transactions {
         let refused =
             |code: ResponseError, message: String| AppendError::Transaction { code, message };
         let known = self.open.allows(producer_id, epoch, tp);
-        if add && known != Some(true) && self.coordinates(id) {
-            let adding = self.ask(
-                id,
-                slot::Add {
-                    id: id.to_string(),
-                    producer_id,
-                    epoch,
-                    partitions: vec![(tp.topic.to_string(), tp.partition)],
-                    group: None,
-                },
-            );
+        if add && known != Some(true) {
+            let gone = |e: &dyn std::fmt::Display| TxnError::Store(e.to_string());
+            // Asked now, so adds keep the batches' order.
+            let adding: futures_util::future::BoxFuture<'static, Result<(), TxnError>> =
+                if self.coordinates(id) {
+                    let ask = self.ask(
+                        id,
+                        slot::Add {
+                            id: id.to_string(),
+                            producer_id,
+                            epoch,
+                            partitions: vec![(tp.topic.to_string(), tp.partition)],
+                            group: None,
+                        },
+                    );
+                    Box::pin(async move { ask.await.unwrap_or_else(|e| Err(gone(&e))) })
+                } else {
+                    let (me, id) = (self.clone(), id.to_string());
+                    let added = Added::Partition(tp.clone());
+                    let task = tokio::spawn(async move {
+                        me.add_remotely(&id, (producer_id, epoch), added).await
+                    });
+                    Box::pin(async move { task.await.unwrap_or_else(|e| Err(gone(&e))) })
+                };
             return Box::pin(async move {
-                match adding.await {
-                    Ok(Ok(())) => Ok(()),
+                adding.await.map_err(|e| match e {
                     // Produce answers an old epoch as INVALID_PRODUCER_EPOCH, as Kafka does.
-                    Ok(Err(e @ TxnError::Fenced { .. })) => {
-                        Err(refused(ResponseError::InvalidProducerEpoch, e.to_string()))
+                    TxnError::Fenced { .. } => {
+                        refused(ResponseError::InvalidProducerEpoch, e.to_string())
                     }
-                    Ok(Err(e)) => Err(refused(e.code(), e.to_string())),
-                    Err(e) => Err(refused(
-                        ResponseError::CoordinatorNotAvailable,
-                        e.to_string(),
-                    )),
-                }
+                    e => refused(e.code(), e.to_string()),
+                })
             });
         }
         let (meta, id, tp) = (self.meta.clone(), id.to_string(), tp.clone());

@@ -25,6 +25,7 @@ use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 
 use super::pending_offsets;
+use super::remote_adds;
 use super::state::{EndAsk, Ended, Phase, TxnError, TxnState};
 use super::OpenTxns;
 use crate::config_catalog::ClusterConfig;
@@ -215,15 +216,39 @@ fn store(e: StoreError) -> TxnError {
     TxnError::Store(e.to_string())
 }
 
+/// What other gateways added to `state`'s transaction at `epoch` (none on a store no
+/// other gateway shares).
+async fn adds_of(
+    deps: &Deps,
+    id: &str,
+    state: &TxnState,
+    epoch: i16,
+) -> Result<remote_adds::Adds, TxnError> {
+    match deps.meta.shared() {
+        false => Ok(remote_adds::Adds::default()),
+        true => (remote_adds::of(&deps.meta, id, (state.producer_id, epoch)).await).map_err(store),
+    }
+}
+
+/// `state` with what other gateways added to its transaction, read before a decision
+/// is taken on it.
+async fn merged(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnError> {
+    let adds = adds_of(deps, id, &state, state.epoch).await?;
+    Ok(state.with_adds(&adds, now_ms()))
+}
+
 /// Writes the decided transaction's markers and moves its offsets, then stores its
 /// end. A partition whose topic is gone needs no marker; any other failure leaves the
 /// decision stored, to be completed on a later tick.
 async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, TxnError> {
     let marker = decided.phase.marker().expect("a decided transaction");
     let (producer, now) = ((decided.producer_id, decided.epoch), now_ms());
-    let appends: Vec<_> = decided
-        .partitions
-        .iter()
+    // Adds another gateway made before the decision was stored, read after it: every
+    // batch they let in gets its marker.
+    let adds = adds_of(deps, id, &decided, decided.batch_epoch()).await?;
+    let partitions = decided.partitions.union(&adds.partitions);
+    let groups: std::collections::BTreeSet<&String> = decided.groups.union(&adds.groups).collect();
+    let appends: Vec<_> = partitions
         .map(|(topic, partition)| {
             let tp = TopicPartition {
                 topic: topic.as_str().into(),
@@ -245,7 +270,7 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
             Err(e) => return Err(TxnError::Store(format!("marker to {tp}: {e}"))),
         }
     }
-    for group in &decided.groups {
+    for group in groups {
         let held = pending_offsets::held(&deps.meta, group, decided.producer_id)
             .await
             .map_err(store)?;
@@ -268,6 +293,9 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
     }
     let done = decided.complete(now_ms());
     save(&deps.meta, id, &done).await?;
+    if let Err(e) = remote_adds::clear(&deps.meta, adds).await {
+        tracing::debug!(transactional_id = id, error = %e, "adds of an ended transaction left in the table");
+    }
     tracing::debug!(transactional_id = id, phase = ?done.phase, "transaction completed");
     Ok(done)
 }
@@ -322,6 +350,7 @@ impl Handler<Init> for TxnSlot {
         let work = async move {
             let state = match current.await? {
                 Some(state) => {
+                    let state = merged(&deps, &id, state).await?;
                     if let Some((pid, epoch)) = msg.known {
                         let recovering = epoch == state.epoch || epoch == state.last_epoch;
                         if pid != state.producer_id || !recovering {
@@ -443,6 +472,7 @@ impl Handler<End> for TxnSlot {
             let state = current
                 .await?
                 .ok_or_else(|| TxnError::NoProducer(id.clone()))?;
+            let state = merged(&deps, &id, state).await?;
             let next_producer_id = match ask.bump && state.epoch_exhausted() {
                 true => deps.producer_ids.allocate().await.map_err(store)?,
                 false => -1,
@@ -535,6 +565,40 @@ impl Handler<Tick> for TxnSlot {
                     Err(e) => tracing::warn!(error = %e, "transaction states not read"),
                 }
             }
+            // Transactions other gateways added to are open here too, so they time
+            // out and DescribeTransactions lists what they hold.
+            let mut absorbed = Vec::new();
+            if deps.meta.shared() {
+                match remote_adds::all(&deps.meta).await {
+                    Ok(all) => {
+                        for (id, (producer_id, epoch), adds) in all {
+                            let mine = super::slot_of(&id, deps.slots) == deps.index
+                                && cluster.coordinates(&id)
+                                && !busy.contains(&id);
+                            let Some(state) = states.get(&id).filter(|_| mine) else {
+                                continue;
+                            };
+                            if (state.producer_id, state.epoch) != (producer_id, epoch) {
+                                continue;
+                            }
+                            let next = state.with_adds(&adds, now_ms());
+                            if next == *state {
+                                continue;
+                            }
+                            match save(&deps.meta, &id, &next).await {
+                                Ok(()) => {
+                                    states.insert(id.clone(), next.clone());
+                                    absorbed.push((id, next));
+                                }
+                                Err(e) => {
+                                    tracing::warn!(transactional_id = %id, error = %e, "adds of another gateway not taken in yet")
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "transaction adds not read"),
+                }
+            }
             let now = now_ms();
             let (mut decided, mut expired) = (Vec::new(), Vec::new());
             for (id, state) in states.iter().filter(|(id, _)| !busy.contains(*id)) {
@@ -561,13 +625,17 @@ impl Handler<Tick> for TxnSlot {
                     }
                 }
             }
-            (found, decided, expired)
+            (found, absorbed, decided, expired)
         };
         // Merged into what the slot holds now: an end completed meanwhile stays so.
         AtomicResponse::new(Box::pin(work.into_actor(self).map(
-            |(found, decided, expired), act, ctx| {
+            |(found, absorbed, decided, expired), act, ctx| {
                 for (id, state) in found {
                     act.states.entry(id).or_insert(state);
+                }
+                for (id, state) in absorbed {
+                    act.deps.open.opened(&state);
+                    act.states.insert(id, state);
                 }
                 for id in expired {
                     act.states.remove(&id);

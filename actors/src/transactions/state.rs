@@ -344,6 +344,34 @@ impl TxnState {
     }
 
     /// The open transaction has outlived its timeout.
+    /// The epoch a decided transaction's batches carry: the one before its end's bump
+    /// (a transactions v2 end, or an abort that fences), else its own. Only v2 ends
+    /// and fencing leave `last_epoch` one below `epoch`; InitProducerId sets it to -1.
+    pub fn batch_epoch(&self) -> i16 {
+        match self.last_epoch >= 0 && self.epoch == self.last_epoch + 1 {
+            true => self.last_epoch,
+            false => self.epoch,
+        }
+    }
+
+    /// The transaction with what other gateways added to it (`remote_adds.rs`), or
+    /// unchanged when that adds nothing; an end being decided takes no more.
+    pub fn with_adds(&self, adds: &super::remote_adds::Adds, now: i64) -> TxnState {
+        let new_partitions = !adds.partitions.is_subset(&self.partitions);
+        let new_groups = !adds.groups.is_subset(&self.groups);
+        let opens =
+            self.phase != Phase::Ongoing && !(adds.partitions.is_empty() && adds.groups.is_empty());
+        if self.phase.marker().is_some() || !(new_partitions || new_groups || opens) {
+            return self.clone();
+        }
+        let mut next = match self.add(adds.partitions.iter().cloned(), None, now) {
+            Ok(next) => next,
+            Err(_) => return self.clone(),
+        };
+        next.groups.extend(adds.groups.iter().cloned());
+        next
+    }
+
     pub fn timed_out(&self, now: i64) -> bool {
         self.phase == Phase::Ongoing && now - self.started_ms > self.timeout_ms as i64
     }
@@ -428,6 +456,39 @@ mod tests {
             ResponseError::InvalidProducerIdMapping
         );
         assert!(s.check_producer(7, 2).is_ok());
+    }
+
+    #[test]
+    fn adds_of_other_gateways_open_or_grow_a_transaction_until_it_is_decided() {
+        let mut adds = crate::transactions::remote_adds::Adds::default();
+        adds.partitions.insert(("t".into(), 3));
+        adds.groups.insert("g".into());
+        let mut empty = TxnState::new(7, 60_000, 0);
+        empty.epoch = 2;
+        let opened = empty.with_adds(&adds, 5);
+        assert_eq!((opened.phase, opened.started_ms), (Phase::Ongoing, 5));
+        assert_eq!((opened.partitions.len(), opened.groups.len()), (1, 1));
+        let grown = ongoing().with_adds(&adds, 20);
+        assert_eq!((grown.partitions.len(), grown.started_ms), (2, 10));
+        assert_eq!(grown.with_adds(&adds, 30), grown, "nothing new: unchanged");
+        let decided = decided(grown.end(ask(&grown, true, true), -1, 40));
+        assert_eq!(decided.with_adds(&Default::default(), 41), decided);
+        let mut more = crate::transactions::remote_adds::Adds::default();
+        more.partitions.insert(("u".into(), 0));
+        assert_eq!(
+            decided.with_adds(&more, 41),
+            decided,
+            "a decision takes no more"
+        );
+        // The batches of a v2 end carry the epoch before its bump; a v1 end's, its own.
+        assert_eq!((decided.epoch, decided.batch_epoch()), (3, 2));
+        let v1 = decided_v1();
+        assert_eq!(v1.batch_epoch(), v1.epoch);
+    }
+
+    fn decided_v1() -> TxnState {
+        let s = ongoing();
+        decided(s.end(ask(&s, false, false), -1, 1))
     }
 
     #[test]

@@ -727,13 +727,8 @@ features() { # "feature min max finalized epoch" of kafka-features describe, a f
 }
 gateway_version() { features | awk '$1 == "gateway.version"'; }
 txn=$(features | awk '$1 == "transaction.version" { print $1, $2, $3, $4 }')
-# Transactions v2 (KIP-890) are finalized where the gateway serves them end to end: the
-# embedded store; on Iggy the level stays 0 (docs/COMPATIBILITY.md).
-if [ "$FW_BACKEND" = embedded ]; then
-    same features-transaction-version "$txn" "transaction.version 0 2 2"
-else
-    same features-transaction-version "$(awk '{ print $1, $2, $3 }' <<<"$txn")" "transaction.version 0 2"
-fi
+# Transactions v2 (KIP-890), finalized on both stores (docs/COMPATIBILITY.md).
+same features-transaction-version "$txn" "transaction.version 0 2 2"
 f=$(gateway_version)
 epoch=$(awk '{ print $5 }' <<<"$f")
 same features-describe "$(awk '{ print $1, $2, $3, $4 }' <<<"$f")" "gateway.version 1 2 1"
