@@ -9,6 +9,9 @@ use kafka_protocol::messages::describe_producers_response::PartitionResponse;
 use kafka_protocol::messages::describe_transactions_response::TransactionState;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
@@ -114,6 +117,30 @@ pub fn produce_as(
             .with_partition_data(vec![data])]);
     let mut r = call!(c, Produce, version, request);
     r.responses.remove(0).partition_responses.remove(0)
+}
+
+/// TxnOffsetCommit v5 (no AddOffsetsToTxn before it: transactions v2) of `offset`
+/// for partition 0 of `topic` in `group`: its error code.
+pub fn commit_offset(
+    c: &mut RawClient,
+    p: &Producer,
+    (group, topic): (&str, &str),
+    offset: i64,
+) -> i16 {
+    let partition = TxnOffsetCommitRequestPartition::default()
+        .with_partition_index(0)
+        .with_committed_offset(offset);
+    let request = TxnOffsetCommitRequest::default()
+        .with_transactional_id(TransactionalId(s(&p.id)))
+        .with_group_id(GroupId(s(group)))
+        .with_producer_id(ProducerId(p.pid))
+        .with_producer_epoch(p.epoch)
+        .with_generation_id(-1)
+        .with_member_id(s(""))
+        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![partition])]);
+    call!(c, TxnOffsetCommit, 5, request).topics[0].partitions[0].error_code
 }
 
 /// EndTxn v3: its error code.

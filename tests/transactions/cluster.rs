@@ -10,18 +10,16 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::*;
 use rdkafka::producer::Producer;
 
 use super::{read, send, txn_producer, values};
+use crate::support::admin::eventually;
 use crate::support::configs::s;
 use crate::support::iggy::IggyServer;
 use crate::support::kafka::{committed, create_topic};
 use crate::support::transactions::{
-    describe_transactions, end_as, init, latest, produce_as, Producer as RawProducer,
+    commit_offset, describe_transactions, end_as, init, latest, produce_as, Producer as RawProducer,
 };
 use crate::support::{call, topic_name, Gateway, RawClient};
 
@@ -141,35 +139,14 @@ fn key_at(gw: &Gateway, key_type: i8, id: &str, want: i32) -> String {
         .expect("some key maps to every gateway")
 }
 
-/// TxnOffsetCommit v5 of `offset` for partition 0: its error code.
-fn commit_offset(c: &mut RawClient, p: &RawProducer, group: &str, offset: i64) -> i16 {
-    let partition = TxnOffsetCommitRequestPartition::default()
-        .with_partition_index(0)
-        .with_committed_offset(offset);
-    let request = TxnOffsetCommitRequest::default()
-        .with_transactional_id(TransactionalId(s(&p.id)))
-        .with_group_id(GroupId(s(group)))
-        .with_producer_id(ProducerId(p.pid))
-        .with_producer_epoch(p.epoch)
-        .with_generation_id(-1)
-        .with_member_id(s(""))
-        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
-            .with_name(topic_name(V2_TOPIC))
-            .with_partitions(vec![partition])]);
-    call!(c, TxnOffsetCommit, 5, request).topics[0].partitions[0].error_code
-}
-
 /// Produce v12 of `n` records at `sequence` to `partition`: its error code.
 fn send_v2(c: &mut RawClient, p: &RawProducer, partition: i32, (sequence, n): (i32, usize)) -> i16 {
     produce_as(c, 12, p, (V2_TOPIC, partition), (sequence, n), TS).error_code
 }
 
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// `done` holds within 20 s, else the test fails naming `what`.
+fn until(what: &str, done: impl FnMut() -> bool) {
+    assert!(eventually(Duration::from_secs(20), done), "{what}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -227,7 +204,7 @@ async fn transactions_v2_add_on_any_gateway_and_end_at_the_coordinator() {
         0,
         "a second batch there"
     );
-    assert_eq!(commit_offset(&mut at_away, &p, &group, 2), 0);
+    assert_eq!(commit_offset(&mut at_away, &p, (&group, V2_TOPIC), 2), 0);
     until("the coordinator lists every partition", || {
         let t = &describe_transactions(&mut at_home, &[&id])[0];
         let n: usize = t.topics.iter().map(|t| t.partitions.len()).sum();

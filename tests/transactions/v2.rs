@@ -6,16 +6,13 @@
 //! decision of its own. A read-committed consumer then sees exactly the committed
 //! records. Several gateways on one Iggy: `cluster.rs`.
 
-use kafka_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::*;
 
 use super::read;
 use crate::support::configs::s;
 use crate::support::kafka::{committed, create_topic};
 use crate::support::transactions::*;
-use crate::support::{call, on_every_store, topic_name, Gateway, RawClient, Store};
+use crate::support::{call, on_every_store, Gateway, RawClient, Store};
 
 on_every_store!(async: transactions_v2_add_where_batches_arrive_and_bump_every_end);
 
@@ -24,24 +21,6 @@ const GROUP: &str = "txn-v2-group";
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
 const TS: i64 = 1_700_000_000_000;
-
-/// TxnOffsetCommit v5 of `offset` for partition 0 of [`TOPIC`]: its error code.
-fn commit_offset(c: &mut RawClient, p: &Producer, offset: i64) -> i16 {
-    let partition = TxnOffsetCommitRequestPartition::default()
-        .with_partition_index(0)
-        .with_committed_offset(offset);
-    let request = TxnOffsetCommitRequest::default()
-        .with_transactional_id(TransactionalId(s(&p.id)))
-        .with_group_id(GroupId(s(GROUP)))
-        .with_producer_id(ProducerId(p.pid))
-        .with_producer_epoch(p.epoch)
-        .with_generation_id(-1)
-        .with_member_id(s(""))
-        .with_topics(vec![TxnOffsetCommitRequestTopic::default()
-            .with_name(topic_name(TOPIC))
-            .with_partitions(vec![partition])]);
-    call!(c, TxnOffsetCommit, 5, request).topics[0].partitions[0].error_code
-}
 
 /// EndTxn v5 succeeded and moved the producer to its next epoch, which it returns.
 fn end_bumped(c: &mut RawClient, p: &Producer, commit: bool) -> Producer {
@@ -88,7 +67,7 @@ async fn transactions_v2_add_where_batches_arrive_and_bump_every_end(store: Stor
         let answer = produce_as(&mut c, 12, &p, (TOPIC, partition), (0, n), TS);
         assert_eq!(answer.error_code, 0, "{answer:?}");
     }
-    assert_eq!(commit_offset(&mut c, &p, 3), 0);
+    assert_eq!(commit_offset(&mut c, &p, (GROUP, TOPIC), 3), 0);
     let described = &describe_transactions(&mut c, &[&p.id])[0];
     assert_eq!(described.transaction_state.as_str(), "Ongoing");
     assert_eq!(described.topics[0].partitions.len(), 2, "{described:?}");

@@ -14,7 +14,6 @@ use std::time::Instant;
 use actix::{Actor, Addr, ArbiterHandle};
 
 use crate::metrics::Metrics;
-use crate::store::meta::Change;
 use crate::store::Meta;
 use crate::store::{CommittedOffset, StoreResult, TopicPartition};
 use clients::{CommitClient, ReadClient};
@@ -168,16 +167,13 @@ impl Offsets {
     /// Removes every group's offsets on a deleted topic.
     pub async fn forget_topic(&self, topic: &str) -> StoreResult<()> {
         let scan = self.admin.scan(table::TABLE, "").await?;
-        let doomed: Vec<Change> = scan
+        let doomed = scan
             .entries
             .into_iter()
             .filter(|(k, _)| table::parse_key(k).is_some_and(|(_, tp)| &*tp.topic == topic))
-            .map(|(key, _)| Change::Delete { key })
+            .map(|(key, _)| key)
             .collect();
-        if !doomed.is_empty() {
-            self.admin.write(table::TABLE, doomed).await?;
-        }
-        Ok(())
+        self.admin.delete(table::TABLE, doomed).await
     }
 }
 

@@ -135,6 +135,15 @@ impl Meta {
         }
     }
 
+    /// Deletes `keys` from `table` in one write (none: nothing written).
+    pub async fn delete(&self, table: &'static str, keys: Vec<String>) -> StoreResult<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let gone = keys.into_iter().map(|key| Change::Delete { key }).collect();
+        self.write(table, gone).await.map(|_| ())
+    }
+
     pub async fn scan(&self, table: &'static str, prefix: &str) -> StoreResult<Scan> {
         let prefix = prefix.to_string();
         match self.0.call(MetaCall::Scan { table, prefix }).await? {

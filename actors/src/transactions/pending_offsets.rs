@@ -64,15 +64,7 @@ pub async fn held(meta: &Meta, group: &str, producer_id: i64) -> StoreResult<Hel
 
 /// Forgets what `held` found.
 pub async fn release(meta: &Meta, held: Held) -> StoreResult<()> {
-    if held.keys.is_empty() {
-        return Ok(());
-    }
-    let gone = held
-        .keys
-        .into_iter()
-        .map(|key| Change::Delete { key })
-        .collect();
-    meta.write(TABLE, gone).await.map(|_| ())
+    meta.delete(TABLE, held.keys).await
 }
 
 /// The partitions of `group` some open transaction holds an offset for.

@@ -72,10 +72,7 @@ pub async fn withdraw(
     producer: (i64, i16),
     added: &Added,
 ) -> StoreResult<()> {
-    let gone = Change::Delete {
-        key: key(id, producer, added),
-    };
-    meta.write(TABLE, vec![gone]).await.map(|_| ())
+    meta.delete(TABLE, vec![key(id, producer, added)]).await
 }
 
 /// What other gateways added to one transaction, and the keys to drop once it ended.
@@ -134,15 +131,7 @@ pub async fn all(meta: &Meta) -> StoreResult<Vec<(String, (i64, i16), Adds)>> {
 
 /// Drops a finished transaction's entries.
 pub async fn clear(meta: &Meta, adds: Adds) -> StoreResult<()> {
-    if adds.keys.is_empty() {
-        return Ok(());
-    }
-    let gone = adds
-        .keys
-        .into_iter()
-        .map(|key| Change::Delete { key })
-        .collect();
-    meta.write(TABLE, gone).await.map(|_| ())
+    meta.delete(TABLE, adds.keys).await
 }
 
 #[cfg(test)]
