@@ -261,6 +261,11 @@ impl Transactions {
             |code: ResponseError, message: String| AppendError::Transaction { code, message };
         let known = self.open.allows(producer_id, epoch, tp);
         if add && known != Some(true) {
+            let added = Added::Partition(tp.clone());
+            if self.remote.holds((producer_id, epoch), &added) {
+                // Added from here already: nothing to ask, nor a task to start.
+                return Box::pin(async { Ok(()) });
+            }
             let gone = |e: &dyn std::fmt::Display| TxnError::Store(e.to_string());
             // Asked now, so adds keep the batches' order.
             let adding: futures_util::future::BoxFuture<'static, Result<(), TxnError>> =
@@ -278,7 +283,6 @@ impl Transactions {
                     Box::pin(async move { ask.await.unwrap_or_else(|e| Err(gone(&e))) })
                 } else {
                     let (me, id) = (self.clone(), id.to_string());
-                    let added = Added::Partition(tp.clone());
                     let task = tokio::spawn(async move {
                         me.add_remotely(&id, (producer_id, epoch), added).await
                     });

@@ -343,7 +343,6 @@ impl TxnState {
         next
     }
 
-    /// The open transaction has outlived its timeout.
     /// The epoch a decided transaction's batches carry: the one before its end's bump
     /// (a transactions v2 end, or an abort that fences), else its own. Only v2 ends
     /// and fencing leave `last_epoch` one below `epoch`; InitProducerId sets it to -1.
@@ -355,23 +354,26 @@ impl TxnState {
     }
 
     /// The transaction with what other gateways added to it (`remote_adds.rs`), or
-    /// unchanged when that adds nothing; an end being decided takes no more.
+    /// unchanged when that adds nothing new; a decided end takes no more (`add`
+    /// refuses it).
     pub fn with_adds(&self, adds: &super::remote_adds::Adds, now: i64) -> TxnState {
-        let new_partitions = !adds.partitions.is_subset(&self.partitions);
-        let new_groups = !adds.groups.is_subset(&self.groups);
-        let opens =
-            self.phase != Phase::Ongoing && !(adds.partitions.is_empty() && adds.groups.is_empty());
-        if self.phase.marker().is_some() || !(new_partitions || new_groups || opens) {
+        let nothing = adds.partitions.is_empty() && adds.groups.is_empty();
+        let known = self.phase == Phase::Ongoing
+            && adds.partitions.is_subset(&self.partitions)
+            && adds.groups.is_subset(&self.groups);
+        if nothing || known {
             return self.clone();
         }
-        let mut next = match self.add(adds.partitions.iter().cloned(), None, now) {
-            Ok(next) => next,
-            Err(_) => return self.clone(),
-        };
-        next.groups.extend(adds.groups.iter().cloned());
-        next
+        match self.add(adds.partitions.iter().cloned(), None, now) {
+            Ok(mut next) => {
+                next.groups.extend(adds.groups.iter().cloned());
+                next
+            }
+            Err(_) => self.clone(),
+        }
     }
 
+    /// The open transaction has outlived its timeout.
     pub fn timed_out(&self, now: i64) -> bool {
         self.phase == Phase::Ongoing && now - self.started_ms > self.timeout_ms as i64
     }
