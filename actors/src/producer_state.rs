@@ -9,11 +9,9 @@ use std::collections::{HashMap, VecDeque};
 use kafka_protocol::error::ResponseError;
 
 use crate::protocol::records::BatchHeader;
-use crate::store::ProducerBatch;
-
-/// Kafka keeps this many batches per producer for duplicate detection, and clients
-/// keep at most this many in flight per partition when idempotent.
-const KEPT_BATCHES: usize = 5;
+// Kafka keeps this many batches per producer for duplicate detection, and clients
+// keep at most this many in flight per partition when idempotent.
+use crate::store::{ProducerBatch, PRODUCER_HISTORY_BATCHES as KEPT_BATCHES};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SequenceError {
@@ -65,11 +63,19 @@ pub struct ProducerStates {
 }
 
 impl ProducerStates {
-    /// Rebuilds the state from the batches a backend kept (oldest first).
+    /// Rebuilds the state from the batches and markers a backend kept (oldest first),
+    /// as Kafka replays its log: a marker of a newer epoch moves its producer there,
+    /// and a batch of an epoch a marker already ended (a straggler another gateway
+    /// appended) moves nothing back.
     pub fn from_history(history: impl IntoIterator<Item = ProducerBatch>) -> Self {
         let mut states = ProducerStates::default();
         for batch in history {
-            states.record(batch, None);
+            let known = states.producers.get(&batch.producer_id).map(|p| p.epoch);
+            match batch.is_marker() {
+                true => states.advance(batch.producer_id, batch.producer_epoch),
+                false if known.is_some_and(|epoch| batch.producer_epoch < epoch) => {}
+                false => states.record(batch, None),
+            }
         }
         states
     }
@@ -151,9 +157,14 @@ impl ProducerStates {
     /// the producer to it, so a straggler of the old epoch is fenced, as Kafka's
     /// `appendEndTxnMarker` does.
     pub fn record_marker(&mut self, h: &BatchHeader) {
-        if let Some(p) = self.producers.get_mut(&h.producer_id) {
-            if h.producer_epoch > p.epoch {
-                p.epoch = h.producer_epoch;
+        self.advance(h.producer_id, h.producer_epoch);
+    }
+
+    /// Moves a known producer to a newer `epoch`, where its sequence starts again.
+    fn advance(&mut self, producer_id: i64, epoch: i16) {
+        if let Some(p) = self.producers.get_mut(&producer_id) {
+            if epoch > p.epoch {
+                p.epoch = epoch;
                 p.batches.clear();
             }
         }
@@ -247,6 +258,30 @@ mod tests {
         // Batch 1 fell out of the window: no longer recognised, and not next either.
         assert!(s.check(&header(0, 1, 1)).is_err());
         assert_eq!(s.check(&header(0, 7, 1)), Ok(None));
+    }
+
+    #[test]
+    fn history_replays_markers_and_skips_batches_they_ended() {
+        // Epoch 3 data, a fencing abort at 4, then a straggler of 3 appended elsewhere.
+        let s = ProducerStates::from_history([
+            written(&header(3, 0, 2), 0),
+            ProducerBatch::marker(9, 4, 2),
+            written(&header(3, 2, 1), 3),
+        ]);
+        assert_eq!(
+            s.check(&header(3, 3, 1)).unwrap_err().code(),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(s.check(&header(4, 0, 1)), Ok(None));
+        // A commit marker of the same epoch keeps the sequence going.
+        let s = ProducerStates::from_history([
+            written(&header(3, 0, 2), 0),
+            ProducerBatch::marker(9, 3, 2),
+        ]);
+        assert_eq!(s.check(&header(3, 2, 1)), Ok(None));
+        // A marker alone names no sequence to follow: its producer stays unknown.
+        let s = ProducerStates::from_history([ProducerBatch::marker(9, 4, 0)]);
+        assert_eq!(s.active(), []);
     }
 
     #[test]

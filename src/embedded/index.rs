@@ -105,6 +105,9 @@ impl IndexEntry {
     }
 
     fn producer_batch(&self) -> ProducerBatch {
+        if self.base_sequence < 0 {
+            return ProducerBatch::marker(self.producer_id, self.producer_epoch, self.base_offset);
+        }
         let last_sequence =
             (self.base_sequence as i64 + self.record_count as i64 - 1) % (i32::MAX as i64 + 1);
         ProducerBatch {
@@ -269,24 +272,11 @@ impl PartitionIndex {
         self.max_timestamp
     }
 
-    /// The last five batches of each idempotent producer, oldest first; markers, which
-    /// carry no sequence, are none of them.
+    /// Each producer's last batches and last marker (`ProducerBatch::history`); a
+    /// marker is an entry with a producer and no sequence.
     pub fn producer_batches(&self) -> Vec<ProducerBatch> {
-        let mut per_producer: std::collections::HashMap<i64, usize> = Default::default();
-        let mut out: Vec<ProducerBatch> = self
-            .batches
-            .iter()
-            .rev()
-            .filter(|b| b.producer_id >= 0 && b.base_sequence >= 0)
-            .filter(|b| {
-                let n = per_producer.entry(b.producer_id).or_default();
-                *n += 1;
-                *n <= 5
-            })
-            .map(IndexEntry::producer_batch)
-            .collect();
-        out.reverse();
-        out
+        let entries = self.batches.iter().rev().filter(|b| b.producer_id >= 0);
+        ProducerBatch::history(entries.map(IndexEntry::producer_batch))
     }
 }
 

@@ -4,7 +4,6 @@
 //! the mapping keeps. Transactional batches are read back whole and markers as their
 //! own control batches, from the same stamps.
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -111,8 +110,6 @@ const FETCH_MAX_MESSAGES: usize = 16_384;
 const FIRST_RECORD_SIZE_GUESS: usize = 128;
 /// How far back from the end producer history is rebuilt after a restart.
 const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
-/// Batches kept per idempotent producer, as Kafka does.
-const PRODUCER_HISTORY_BATCHES: usize = 5;
 
 impl Inner {
     pub(super) async fn append(
@@ -481,7 +478,8 @@ impl Inner {
         Ok(max)
     }
 
-    /// Idempotent batches near the end of the partition, from their stamps.
+    /// Idempotent batches and markers near the end of the partition, from their stamps
+    /// (`ProducerBatch::history`).
     pub(super) async fn producer_batches(
         &self,
         tp: &TopicPartition,
@@ -492,36 +490,30 @@ impl Inner {
             .max(w.log_start as u64);
         let mut batches = Vec::new();
         self.scan(tp, from, |offset, m| {
-            // A marker carries its producer but no sequence: no batch of the producer's.
-            if let (InBatch::First(s), None) = (m.in_batch, m.control) {
-                let last_delta = s.record_count.max(1) - 1;
-                let last_sequence = (s.base_sequence as i64 + last_delta as i64)
-                    .rem_euclid(i32::MAX as i64 + 1) as i32;
-                batches.push(ProducerBatch {
-                    producer_id: s.producer_id,
-                    producer_epoch: s.producer_epoch,
-                    first_sequence: s.base_sequence,
-                    last_sequence,
-                    base_offset: offset as i64,
-                    last_offset: offset as i64 + last_delta as i64,
-                });
-            }
+            let InBatch::First(s) = m.in_batch else {
+                return ControlFlow::Continue(());
+            };
+            batches.push(match m.control {
+                Some(_) => ProducerBatch::marker(s.producer_id, s.producer_epoch, offset as i64),
+                None => {
+                    let last_delta = s.record_count.max(1) - 1;
+                    let last_sequence = (s.base_sequence as i64 + last_delta as i64)
+                        .rem_euclid(i32::MAX as i64 + 1)
+                        as i32;
+                    ProducerBatch {
+                        producer_id: s.producer_id,
+                        producer_epoch: s.producer_epoch,
+                        first_sequence: s.base_sequence,
+                        last_sequence,
+                        base_offset: offset as i64,
+                        last_offset: offset as i64 + last_delta as i64,
+                    }
+                }
+            });
             ControlFlow::Continue(())
         })
         .await?;
-        // The last few of each producer, oldest first.
-        let mut per_producer: HashMap<i64, usize> = HashMap::new();
-        let mut kept: Vec<ProducerBatch> = batches
-            .into_iter()
-            .rev()
-            .filter(|b| {
-                let n = per_producer.entry(b.producer_id).or_default();
-                *n += 1;
-                *n <= PRODUCER_HISTORY_BATCHES
-            })
-            .collect();
-        kept.reverse();
-        Ok(kept)
+        Ok(ProducerBatch::history(batches.into_iter().rev()))
     }
 }
 

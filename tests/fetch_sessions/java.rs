@@ -7,39 +7,16 @@
 
 use crate::support;
 
-use std::path::Path;
-use std::process::Command;
-
 use support::admin::Scrape;
 use support::{Gateway, Store};
 
 fn java_consumers_fetch_through_incremental_sessions(store: Store) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for jars in ["kafka-java", "kafka-java-4"] {
-        let jars = root.join(".venv").join(jars);
-        if !jars.join("kafka-clients.jar").is_file() {
-            eprintln!("SKIPPED {}: run .ci/client-deps.sh", jars.display());
-            continue;
-        }
+    for jars in support::java::jars() {
         let Some(gw) = Gateway::start_on(store, &[]) else {
             return;
         };
-        let out = Command::new("bash")
-            .arg(root.join("tests/clients/java_check.sh"))
-            .args(["SessionsJava", &gw.bootstrap()])
-            .env("KAFKA_JAVA_LIBS", &jars)
-            .output()
-            .expect("run java_check.sh");
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success() && said.contains("PASS java-sessions"),
-            "{}: {said}",
-            jars.display()
-        );
+        let said = support::java::check(&jars, "SessionsJava", &gw.bootstrap());
+        assert!(said.contains("PASS java-sessions"), "{said}");
         let scrape = Scrape::take(gw.admin);
         let fetches = scrape.sum("iggy_kafka_gateway_requests_total", &[("api", "Fetch")]);
         let incremental = scrape.sum("iggy_kafka_gateway_incremental_fetches_total", &[]);

@@ -144,9 +144,11 @@ async fn check_read_back(e: Engine, expected: &[Shape]) -> Engine {
             batch(5, 1, 0, 1, 0),
             batch(6, 0, 0, 0, 4),
             batch(5, 1, 2, 4, 5),
+            ProducerBatch::marker(5, 1, 8),
             batch(8, 0, 0, 0, 9),
+            ProducerBatch::marker(8, 0, 10),
         ],
-        "markers are no producer's batches"
+        "markers are kept for their epochs, without a sequence"
     );
     e
 }

@@ -7,6 +7,7 @@ pub mod configs;
 pub mod describe;
 pub mod groups;
 pub mod iggy;
+pub mod java;
 pub mod kafka;
 pub mod partitions;
 pub mod proxy;

@@ -5,21 +5,29 @@
 //! across gateways: batches and offsets reaching a gateway that does not coordinate
 //! their id join the transaction there (`remote_adds.rs`), its coordinator ends or
 //! times it out with markers in every such partition, and a straggler of an ended
-//! epoch stays unread.
+//! epoch stays unread, and adds left behind are swept. Kafka's Java transactional producer, consumer and admin
+//! client (3.9 and 4.x) do the same through both gateways.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use iggy_kafka_actors::store::{Meta, TopicPartition};
+use iggy_kafka_actors::transactions::remote_adds::{self, Added};
 
 use kafka_protocol::messages::*;
 use rdkafka::producer::Producer;
 
 use super::{read, send, txn_producer, values};
-use crate::support::admin::eventually;
+use crate::ports::iggy_backend;
+use crate::support::admin::{eventually, Scrape};
 use crate::support::configs::s;
 use crate::support::iggy::IggyServer;
-use crate::support::kafka::{committed, create_topic};
+use crate::support::java;
+use crate::support::kafka::{committed, create_topic, produce, Expected};
 use crate::support::transactions::{
-    commit_offset, describe_transactions, end_as, init, latest, produce_as, Producer as RawProducer,
+    add, commit_offset, describe_transactions, end_as, init, latest, produce as produce_txn,
+    produce_as, write_markers, Producer as RawProducer,
 };
 use crate::support::{call, topic_name, Gateway, RawClient};
 
@@ -144,9 +152,70 @@ fn send_v2(c: &mut RawClient, p: &RawProducer, partition: i32, (sequence, n): (i
     produce_as(c, 12, p, (V2_TOPIC, partition), (sequence, n), TS).error_code
 }
 
+/// Waits until the gateway behind `c` knows `topic` with its `partitions`.
+fn await_topic(c: &mut RawClient, topic: &str, partitions: usize) {
+    until("the other gateway knows the topic", || {
+        let wanted =
+            metadata_request::MetadataRequestTopic::default().with_name(Some(topic_name(topic)));
+        let request = MetadataRequest::default().with_topics(Some(vec![wanted]));
+        let r = call!(c, Metadata, 12, request);
+        (r.topics.first()).is_some_and(|t| t.error_code == 0 && t.partitions.len() == partitions)
+    });
+}
+
 /// `done` holds within 20 s, else the test fails naming `what`.
 fn until(what: &str, done: impl FnMut() -> bool) {
     assert!(eventually(Duration::from_secs(20), done), "{what}");
+}
+
+/// A gateway whose producer state predates the fencing marker another gateway wrote
+/// appends a straggler of the ended epoch after it, as a batch checked just before
+/// its coordinator aborted can land. Read-committed readers on either gateway neither
+/// wait at it nor get it (`txn_index.rs`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_straggler_after_its_fencing_marker_holds_back_no_reader() {
+    const TOPIC: &str = "txn-fenced-cluster";
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gws = gateways(&server, 2);
+    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
+    create_topic(&gws[0].bootstrap(), TOPIC, 1, &[]).await;
+    let (home, away) = (&gws[0], &gws[1]);
+    let id = key_at(home, TRANSACTION_KEY, TOPIC, home.addr.port() as i32);
+    let (mut at_home, mut at_away) = (RawClient::connect(home.addr), RawClient::connect(away.addr));
+    await_topic(&mut at_away, TOPIC, 1);
+    let p = init(&mut at_home, &id);
+    assert_eq!(add(&mut at_home, &p, TOPIC, 0), 0);
+    assert_eq!(produce_txn(&mut at_away, &p, (TOPIC, 0), 0, 2, TS), 0);
+    let abort = [(p.pid, p.epoch + 1, false, &[(TOPIC, &[0][..])][..])];
+    assert_eq!(
+        write_markers(&mut at_home, &abort),
+        [[(TOPIC.to_string(), 0, 0)]]
+    );
+    let straggler = produce_as(&mut at_away, 9, &p, (TOPIC, 0), (2, 1), TS);
+    assert_eq!(
+        straggler.error_code, 0,
+        "appended where the marker is unknown"
+    );
+    let plain = Expected {
+        key: None,
+        value: Some(b"after".to_vec()),
+        headers: Vec::new(),
+        timestamp: TS,
+    };
+    produce(&home.bootstrap(), TOPIC, "none", &[(0, plain)]);
+    for (gw, c) in [(home, &mut at_home), (away, &mut at_away)] {
+        let high = latest(c, TOPIC, 0, 0);
+        assert_eq!(latest(c, TOPIC, 0, 1), high, "the last stable offset");
+        let got = read(&gw.bootstrap(), TOPIC, 1, "read_committed", 1);
+        assert_eq!(
+            got.get(&0).map(Vec::as_slice),
+            Some(&["after".to_string()][..])
+        );
+        let all = read(&gw.bootstrap(), TOPIC, 1, "read_uncommitted", 4);
+        assert_eq!(all.get(&0).map_or(0, Vec::len), 4, "{all:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -181,17 +250,7 @@ async fn transactions_v2_add_on_any_gateway_and_end_at_the_coordinator() {
         .map(|f| f.max_version_level);
     assert_eq!(level, Some(2), "{versions:?}");
 
-    until("the other gateway knows the topic", || {
-        let request =
-            MetadataRequest::default()
-                .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
-                )
-                .with_name(Some(topic_name(V2_TOPIC)))]));
-        let r = call!(at_away, Metadata, 12, request);
-        r.topics
-            .first()
-            .is_some_and(|t| t.error_code == 0 && t.partitions.len() == 3)
-    });
+    await_topic(&mut at_away, V2_TOPIC, 3);
 
     // Partitions 1 and 2 join on the gateway that does not coordinate the id, 0 on
     // the coordinator; the offsets on the group's coordinator, the other gateway.
@@ -264,4 +323,62 @@ async fn transactions_v2_add_on_any_gateway_and_end_at_the_coordinator() {
     });
     let t = &describe_transactions(&mut at_home, &[&short])[0];
     assert_eq!(t.transaction_state.as_str(), "CompleteAbort", "{t:?}");
+
+    // Adds a gateway died before withdrawing: to the epoch that timed out, and to an
+    // id with no state (expired). The coordinator sweeps them on a rescan.
+    let meta = Meta::new(Arc::new(iggy_backend(&server, |_| {}).await));
+    let gone = key_at(home, TRANSACTION_KEY, "txn-v2-cluster-gone", here);
+    let stale = [(short.as_str(), (idle.pid, idle.epoch)), (&gone, (99, 0))];
+    let added = Added::Partition(TopicPartition {
+        topic: V2_TOPIC.into(),
+        partition: 1,
+    });
+    for (id, producer) in stale {
+        remote_adds::write(&meta, id, producer, &added)
+            .await
+            .unwrap();
+    }
+    let left = || async {
+        let all = remote_adds::all(&meta).await.unwrap();
+        let ids = all.iter().map(|(id, at, _)| (id.as_str(), *at));
+        ids.filter(|at| stale.contains(at)).count()
+    };
+    assert_eq!(left().await, 2);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while left().await > 0 {
+        assert!(Instant::now() < deadline, "stale adds never swept");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Kafka's Java clients across two gateways: `TransactionsJava` and `TxnAdminJava`
+/// (`tests/clients`) with both gateways as bootstrap, kafka-clients 3.9 speaking
+/// transactions v1 and 4.x v2. Their topics' partitions are led by both gateways, so
+/// batches reach a gateway that does not coordinate their transactional id.
+#[test]
+fn java_transactions_across_two_gateways() {
+    let jars = java::jars();
+    if jars.is_empty() {
+        return;
+    }
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gws = gateways(&server, 2);
+    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
+    let bootstrap = (gws.iter().map(Gateway::bootstrap)).collect::<Vec<_>>();
+    for jars in &jars {
+        for class in ["TransactionsJava", "TxnAdminJava"] {
+            java::check(jars, class, &bootstrap.join(","));
+        }
+    }
+    for gw in &gws {
+        let produced =
+            Scrape::take(gw.admin).sum("iggy_kafka_gateway_requests_total", &[("api", "Produce")]);
+        assert!(
+            produced > 0.0,
+            "{} led no partition written",
+            gw.bootstrap()
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! and a gateway are, and the errors a store answers with. Calls are async so a
 //! network store fits, and boxed so the ports stay object-safe.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -172,7 +172,9 @@ pub struct TimestampedOffset {
     pub timestamp: i64,
 }
 
-/// An idempotent producer's batch, as kept for duplicate and sequence checks.
+/// An idempotent producer's batch, as kept for duplicate and sequence checks, or its
+/// transaction marker, kept for its epoch: a marker carries no sequence (-1 for both,
+/// as on the wire).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProducerBatch {
     pub producer_id: i64,
@@ -181,6 +183,48 @@ pub struct ProducerBatch {
     pub last_sequence: i32,
     pub base_offset: i64,
     pub last_offset: i64,
+}
+
+/// Data batches a producer history keeps per producer, as Kafka does.
+pub const PRODUCER_HISTORY_BATCHES: usize = 5;
+
+impl ProducerBatch {
+    /// A marker of `producer_id` at `offset`.
+    pub fn marker(producer_id: i64, producer_epoch: i16, offset: i64) -> ProducerBatch {
+        ProducerBatch {
+            producer_id,
+            producer_epoch,
+            first_sequence: -1,
+            last_sequence: -1,
+            base_offset: offset,
+            last_offset: offset,
+        }
+    }
+
+    pub fn is_marker(&self) -> bool {
+        self.first_sequence < 0
+    }
+
+    /// A partition's producer history from its producers' batches and markers, newest
+    /// first: of each producer its last [`PRODUCER_HISTORY_BATCHES`] data batches and
+    /// its last marker, oldest first.
+    pub fn history(newest_first: impl IntoIterator<Item = ProducerBatch>) -> Vec<ProducerBatch> {
+        let mut seen: HashMap<i64, (usize, bool)> = HashMap::new();
+        let mut kept: Vec<ProducerBatch> = (newest_first.into_iter())
+            .filter(|b| {
+                let (batches, marker) = seen.entry(b.producer_id).or_default();
+                match b.is_marker() {
+                    true => !std::mem::replace(marker, true),
+                    false => {
+                        *batches += 1;
+                        *batches <= PRODUCER_HISTORY_BATCHES
+                    }
+                }
+            })
+            .collect();
+        kept.reverse();
+        kept
+    }
 }
 
 /// A consumer group's committed position in one partition, kept as OffsetCommit sent it.

@@ -300,6 +300,25 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
     Ok(done)
 }
 
+/// Whether adds made for `producer`'s transaction of `id` can no longer be used: the
+/// id is gone (expired) or has another producer id, or its stored state is past that
+/// epoch (a decision still to complete uses its batches' epoch). Such adds are left by
+/// a gateway that died between an add refused and its withdrawal. The state is read
+/// from the store, so an id initialized after the tick began counts.
+async fn stale(deps: &Deps, id: &str, (producer_id, epoch): (i64, i16)) -> bool {
+    match load(&deps.meta, id).await {
+        Ok(None) => true,
+        Ok(Some(s)) => {
+            let used = match s.phase.marker() {
+                Some(_) => s.batch_epoch(),
+                None => s.epoch,
+            };
+            s.producer_id != producer_id || epoch < used
+        }
+        Err(_) => false,
+    }
+}
+
 /// Decides the abort of what `state` has open, with the epoch bumped (fencing its
 /// producer, Kafka's `prepareAbortOrRecover`): the decision to complete.
 async fn fence(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnError> {
@@ -575,12 +594,21 @@ impl Handler<Tick> for TxnSlot {
                             let mine = super::slot_of(&id, deps.slots) == deps.index
                                 && cluster.coordinates(&id)
                                 && !busy.contains(&id);
-                            let Some(state) = states.get(&id).filter(|_| mine) else {
-                                continue;
-                            };
-                            if (state.producer_id, state.epoch) != (producer_id, epoch) {
+                            if !mine {
                                 continue;
                             }
+                            let current = states
+                                .get(&id)
+                                .filter(|s| (s.producer_id, s.epoch) == (producer_id, epoch));
+                            let Some(state) = current else {
+                                if rescan && stale(&deps, &id, (producer_id, epoch)).await {
+                                    tracing::info!(transactional_id = %id, producer_id, epoch, "adds to an ended transaction swept");
+                                    if let Err(e) = remote_adds::clear(&deps.meta, adds).await {
+                                        tracing::warn!(transactional_id = %id, error = %e, "stale adds not swept yet");
+                                    }
+                                }
+                                continue;
+                            };
                             let next = state.with_adds(&adds, now_ms());
                             if next == *state {
                                 continue;
