@@ -11,11 +11,11 @@ use support::admin::Scrape;
 use support::{Gateway, Store};
 
 fn java_consumers_fetch_through_incremental_sessions(store: Store) {
-    for jars in support::java::jars() {
+    for jars in support::client_checks::java_jars() {
         let Some(gw) = Gateway::start_on(store, &[]) else {
             return;
         };
-        let said = support::java::check(&jars, "SessionsJava", &gw.bootstrap());
+        let said = support::client_checks::java(&jars, "SessionsJava", &gw.bootstrap());
         assert!(said.contains("PASS java-sessions"), "{said}");
         let scrape = Scrape::take(gw.admin);
         let fetches = scrape.sum("iggy_kafka_gateway_requests_total", &[("api", "Fetch")]);

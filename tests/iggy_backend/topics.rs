@@ -18,6 +18,7 @@ use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
+use support::client_checks;
 use support::configs;
 use support::iggy::IggyServer;
 use support::kafka::{admin, create_topic, produce, Expected};
@@ -335,40 +336,13 @@ fn framework_config_calls_through_real_admin_clients_work_on_iggy() {
         return;
     };
     let gw = server.gateway();
-    let clients = root.join("tests/clients");
-    let checks: [(&str, Vec<std::ffi::OsString>); 2] = [
-        (
-            "bash",
-            vec![
-                clients.join("java_check.sh").into(),
-                "ConfigsJava".into(),
-                gw.bootstrap().into(),
-            ],
-        ),
-        (
-            python.to_str().expect("path"),
-            vec![
-                clients.join("configs_confluent.py").into(),
-                "--bootstrap".into(),
-                gw.bootstrap().into(),
-            ],
-        ),
-    ];
-    for (program, args) in checks {
-        let out = Command::new(program)
-            .args(&args)
-            .output()
-            .expect("run the check");
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success() && said.contains("PASS"),
-            "{args:?}: {said}"
-        );
-    }
+    client_checks::java(&jars, "ConfigsJava", &gw.bootstrap());
+    let script = root.join("tests/clients/configs_confluent.py");
+    client_checks::run(
+        Command::new(python)
+            .arg(script)
+            .args(["--bootstrap", &gw.bootstrap()]),
+    );
 }
 
 /// Waits (up to 10 s) until the gateway serves `topic`; its topic id.

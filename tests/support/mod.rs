@@ -3,11 +3,11 @@
 
 pub mod acls;
 pub mod admin;
+pub mod client_checks;
 pub mod configs;
 pub mod describe;
 pub mod groups;
 pub mod iggy;
-pub mod java;
 pub mod kafka;
 pub mod partitions;
 pub mod proxy;

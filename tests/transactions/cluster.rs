@@ -21,9 +21,9 @@ use rdkafka::producer::Producer;
 use super::{read, send, txn_producer, values};
 use crate::ports::iggy_backend;
 use crate::support::admin::{eventually, Scrape};
+use crate::support::client_checks;
 use crate::support::configs::s;
 use crate::support::iggy::IggyServer;
-use crate::support::java;
 use crate::support::kafka::{committed, create_topic, produce, Expected};
 use crate::support::transactions::{
     add, commit_offset, describe_transactions, end_as, init, latest, produce as produce_txn,
@@ -357,7 +357,7 @@ async fn transactions_v2_add_on_any_gateway_and_end_at_the_coordinator() {
 /// batches reach a gateway that does not coordinate their transactional id.
 #[test]
 fn java_transactions_across_two_gateways() {
-    let jars = java::jars();
+    let jars = client_checks::java_jars();
     if jars.is_empty() {
         return;
     }
@@ -369,7 +369,7 @@ fn java_transactions_across_two_gateways() {
     let bootstrap = (gws.iter().map(Gateway::bootstrap)).collect::<Vec<_>>();
     for jars in &jars {
         for class in ["TransactionsJava", "TxnAdminJava"] {
-            java::check(jars, class, &bootstrap.join(","));
+            client_checks::java(jars, class, &bootstrap.join(","));
         }
     }
     for gw in &gws {
