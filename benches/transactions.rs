@@ -216,16 +216,30 @@ fn produce(
     }
 }
 
-/// Waits for every record sent to be acknowledged. rdkafka's own `flush` polls in steps
-/// that may each wait 100 ms for an event, which would be in every commit's figure.
+/// Waits for every record sent to be acknowledged, as librdkafka's own
+/// `rd_kafka_commit_transaction` does before its EndTxn (and so every C, Python or Go
+/// application's commit): `rd_kafka_flush` holds the producer's flushing flag, so what
+/// the queues hold goes out at once instead of after `linger.ms`. A wait that only polls
+/// sets no flag and added a linger to every commit; rdkafka's own `flush` only raises it
+/// for an instant between polls. This thread serves the delivery events meanwhile.
 fn drain(producer: &BaseProducer, deadline: Instant) {
-    while producer.in_flight_count() > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "produce: records still in flight"
-        );
-        producer.poll(Duration::from_millis(1));
-    }
+    // A raw pointer is not Send; librdkafka's handle is thread-safe.
+    let rk = producer.client().native_ptr() as usize;
+    let ms = deadline.saturating_duration_since(Instant::now()).as_millis();
+    let flushed = std::thread::scope(|s| {
+        let flush = s.spawn(move || unsafe {
+            rdkafka::bindings::rd_kafka_flush(rk as *mut _, ms.min(i32::MAX as u128) as i32)
+        });
+        while !flush.is_finished() {
+            producer.poll(Duration::from_millis(1));
+        }
+        flush.join().expect("the flush thread")
+    });
+    assert_eq!(
+        flushed,
+        rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR,
+        "produce: records still in flight"
+    );
 }
 
 /// CPU seconds used so far by the processes `pids` together.
