@@ -225,7 +225,9 @@ fn produce(
 fn drain(producer: &BaseProducer, deadline: Instant) {
     // A raw pointer is not Send; librdkafka's handle is thread-safe.
     let rk = producer.client().native_ptr() as usize;
-    let ms = deadline.saturating_duration_since(Instant::now()).as_millis();
+    let ms = deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis();
     let flushed = std::thread::scope(|s| {
         let flush = s.spawn(move || unsafe {
             rdkafka::bindings::rd_kafka_flush(rk as *mut _, ms.min(i32::MAX as u128) as i32)

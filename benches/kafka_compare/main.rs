@@ -17,8 +17,9 @@
 //!
 //! Env: KAFKA_CLASSPATH (kafka_2.13 + kafka-tools jars; required), IGGY_SERVER_BIN and
 //! TANSU_BIN (each system skipped without it), GATEWAY_BIN (default: this package's
-//! binary), BASELINE_GATEWAY_BIN (another build of the gateway, on its embedded store,
-//! as one more system: a change's before and after in one run), BENCH_SCALE (factor on record counts, default 1), BENCH_LATENCY_SECS (each
+//! binary), BASELINE_GATEWAY_BIN (another build of the gateway, on its embedded store
+//! and, with IGGY_SERVER_BIN, on an iggy-server of its own, as more systems: a change's
+//! before and after in one run), BENCH_SCALE (factor on record counts, default 1), BENCH_LATENCY_SECS (each
 //! latency phase, default 6), BENCH_TIMEOUT_SECS (bound on each phase, default 120),
 //! BENCH_OUT (directory for results.md and results.json, default target/kafka-compare).
 
@@ -242,6 +243,12 @@ fn main() {
     if let Some(bin) = &baseline_bin {
         let gw = procs::gateway(bin, None);
         systems.push(System::of("baseline gateway (embedded)", vec![gw]));
+        // On a server of its own, so neither gateway's data weighs on the other's.
+        if let Some(iggy) = &iggy_bin {
+            let server = procs::iggy(iggy);
+            let gw = procs::gateway(bin, Some(&server.addr));
+            systems.push(System::of("baseline gateway (Iggy)", vec![gw, server]));
+        }
     }
     if let Some(bin) = &tansu_bin {
         systems.push(System::of("Tansu (memory)", vec![procs::tansu(bin)]));

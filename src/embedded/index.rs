@@ -64,7 +64,8 @@ impl IndexEntry {
         }
     }
 
-    fn next_offset(&self) -> i64 {
+    /// The offset after the batch's last record.
+    pub fn next_offset(&self) -> i64 {
         self.base_offset + self.record_count as i64
     }
 

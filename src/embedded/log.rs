@@ -39,8 +39,8 @@ impl LogStore for EmbeddedStore {
                     }
                 })
             }
-            LogCall::Append { tp, batch } => blocking(&self.inner, move |s| {
-                s.append(&tp, batch).map(LogAnswer::Appended)
+            LogCall::Append { tp, batches } => blocking(&self.inner, move |s| {
+                s.append(&tp, batches).map(LogAnswer::Appended)
             }),
             LogCall::Read {
                 tp,

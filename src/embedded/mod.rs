@@ -340,40 +340,51 @@ impl Inner {
         Ok(log.clone())
     }
 
-    fn append(&self, tp: &TopicPartition, batch: AppendBatch) -> StoreResult<Appended> {
+    /// Writes `batches` one after the other into the partition's file, then their index
+    /// entries in one journal write (one sync with `durability=batch`).
+    fn append(&self, tp: &TopicPartition, batches: Vec<AppendBatch>) -> StoreResult<Vec<Appended>> {
         let log = self.log(tp)?;
         let partition = &log.partitions[tp.partition as usize];
         let file = &partition.file;
         // Appends to one partition never overlap (its log slot serializes them), so the
-        // offset and position read here are still the next ones when the write lands.
-        let (base_offset, position) = {
+        // offset and position read here are still the next ones when the writes land.
+        let (mut next_offset, mut position) = {
             let index = partition.index.lock();
             (index.watermarks().high, index.end())
         };
-        let placed = records::place(batch.bytes, base_offset);
-        file.write(&placed, position).map_err(EmbeddedError::from)?;
-        let entry = IndexEntry::new(base_offset, position, &batch.header, placed.len());
         let mut write = self.db.batch().durability(Some(self.append_persist));
-        write.insert(
-            &log.index,
-            index::encode_key(tp.partition, base_offset),
-            entry.encode(),
-        );
+        let mut entries = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let placed = records::place(batch.bytes, next_offset);
+            file.write(&placed, position).map_err(EmbeddedError::from)?;
+            let entry = IndexEntry::new(next_offset, position, &batch.header, placed.len());
+            write.insert(
+                &log.index,
+                index::encode_key(tp.partition, next_offset),
+                entry.encode(),
+            );
+            (next_offset, position) = (entry.next_offset(), entry.end());
+            entries.push(entry);
+        }
         if self.sync_each {
             file.sync().map_err(EmbeddedError::from)?;
-            record_synced(&mut write, &log.index, tp.partition, entry.end());
+            record_synced(&mut write, &log.index, tp.partition, position);
         }
         write.commit().map_err(EmbeddedError::from)?;
-        let watermarks = {
+        let appended = {
             let mut index = partition.index.lock();
-            index.push(entry);
-            index.watermarks()
+            let appended = entries.into_iter().map(|entry| {
+                let base_offset = entry.base_offset;
+                index.push(entry);
+                Appended {
+                    base_offset,
+                    watermarks: index.watermarks(),
+                }
+            });
+            appended.collect()
         };
         file.written();
-        Ok(Appended {
-            base_offset,
-            watermarks,
-        })
+        Ok(appended)
     }
 
     fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> StoreResult<ReadBatches> {

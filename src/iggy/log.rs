@@ -112,15 +112,23 @@ const FIRST_RECORD_SIZE_GUESS: usize = 128;
 const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
 
 impl Inner {
+    /// Appends `batches` as one `send_messages` call: their messages land in order, one
+    /// after the other, so each batch's offsets follow from the first one's.
     pub(super) async fn append(
         &self,
         tp: TopicPartition,
-        batch: AppendBatch,
-    ) -> StoreResult<Appended> {
+        batches: Vec<AppendBatch>,
+    ) -> StoreResult<Vec<Appended>> {
         let partition = partition_id(&tp)?;
-        let mut messages = to_messages(&batch)
-            .map_err(|e| StoreError::Fatal(format!("unreadable record batch: {e}")))?;
-        let count = messages.len() as u64;
+        let mut messages = Vec::new();
+        let mut counts = Vec::with_capacity(batches.len());
+        for batch in &batches {
+            let batch_messages = to_messages(batch)
+                .map_err(|e| StoreError::Fatal(format!("unreadable record batch: {e}")))?;
+            counts.push(batch_messages.len() as i64);
+            messages.extend(batch_messages);
+        }
+        let count: i64 = counts.iter().sum();
         let conn = self.pools.producer(&tp);
         let (stream, topic) = self.ids(&tp.topic)?;
         let sent = async {
@@ -132,28 +140,33 @@ impl Inner {
             )
         }
         .await;
-        // Unanswered (Unavailable), the batch may have landed: the log slot reads the
+        // Unanswered (Unavailable), the batches may have landed: the log slot reads the
         // producer history again before the retry (`log_slot.rs`).
         let sent = sent.map_err(|e| backend_error(e, Some(&tp), &tp.topic))?;
         self.written.lock().insert(tp.clone());
-        let base_offset = match sent.confirmations.first() {
+        let mut base_offset = match sent.confirmations.first() {
             Some(c) => c.base_offset as i64,
             None => {
                 // Only servers that confirm no offsets: exact while the gateway is
                 // the partition's only writer (its log slot serializes appends).
                 let w = self.watermarks(&tp).await?;
                 tracing::warn!(partition = %tp, "Iggy confirmed no offset; derived it from the partition state");
-                w.high - count as i64
+                w.high - count
             }
         };
         let log_start = self.log_starts.lock().get(&tp).copied().unwrap_or(0);
-        Ok(Appended {
-            base_offset,
-            watermarks: Watermarks {
-                log_start,
-                high: base_offset + count as i64,
-            },
-        })
+        let appended = counts.into_iter().map(|count| {
+            let appended = Appended {
+                base_offset,
+                watermarks: Watermarks {
+                    log_start,
+                    high: base_offset + count,
+                },
+            };
+            base_offset += count;
+            appended
+        });
+        Ok(appended.collect())
     }
 
     pub(super) async fn poll(

@@ -315,10 +315,12 @@ impl LogStore for IggyBackend {
                     LogAnswer::Done
                 }
                 // Each answer carrying watermarks carries the start DeleteRecords moved.
-                LogCall::Append { tp, batch } => {
+                LogCall::Append { tp, batches } => {
                     let below = s.deleted_below(&tp).await?;
-                    let mut appended = s.append(tp, batch).await?;
-                    appended.watermarks.log_start = appended.watermarks.log_start.max(below);
+                    let mut appended = s.append(tp, batches).await?;
+                    for a in &mut appended {
+                        a.watermarks.log_start = a.watermarks.log_start.max(below);
+                    }
                     LogAnswer::Appended(appended)
                 }
                 LogCall::Read {

@@ -16,6 +16,7 @@ use crate::support::on_every_store;
 
 on_every_store!(run: crate::ports::run;
     appends_are_read_back_at_their_offsets,
+    batches_appended_together_land_one_after_the_other,
     reads_start_at_the_batch_holding_the_offset_and_stop_near_max_bytes,
     reads_outside_the_log_find_nothing_and_say_where_it_is,
     compressed_batches_read_back_as_their_records,
@@ -97,6 +98,32 @@ async fn appends_are_read_back_at_their_offsets(e: Engine) {
     if e.promises.keeps_batches {
         assert_eq!(read.batches, placed, "served exactly as appended");
     }
+}
+
+/// One call with several batches (a log slot's group commit): each answer is its
+/// batch's place, in order, the watermarks after it; a read gives them back in order,
+/// and a later single append follows them.
+async fn batches_appended_together_land_one_after_the_other(e: Engine) {
+    create(&e, "grouped", 1).await;
+    let t = tp("grouped", 0);
+    e.logs.append(t.clone(), batch(0, 2, |_| T)).await.unwrap();
+    let group = vec![
+        batch(2, 3, |n| T + n as i64),
+        batch_of(vec![record(5, T + 5)], Compression::Lz4),
+        batch(6, 4, |n| T + n as i64),
+    ];
+    let appended = e.logs.append_all(t.clone(), group.clone()).await.unwrap();
+    let bases: Vec<i64> = appended.iter().map(|a| a.base_offset).collect();
+    let highs: Vec<i64> = appended.iter().map(|a| a.watermarks.high).collect();
+    assert_eq!((bases, highs), (vec![2, 5, 6], vec![5, 6, 10]));
+    let next = e.logs.append(t.clone(), batch(10, 1, |_| T)).await.unwrap();
+    assert_eq!(next.base_offset, 10);
+    let mut expected = Vec::new();
+    for (b, a) in group.iter().zip(&appended) {
+        expected.extend(seen_of(b, a.base_offset));
+    }
+    let got = read_all(&e, "grouped", 2).await;
+    assert_eq!(got[..expected.len()], expected[..]);
 }
 
 /// Ten batches of two records of 1 KiB each: offsets 0..20.

@@ -45,12 +45,14 @@ pub enum LogCall {
         name: Arc<str>,
         limits: TopicLimits,
     },
-    /// Appends one batch and says where it landed. Calls for one partition are never
-    /// concurrent (the log slots serialize them); when the answer comes the batch
-    /// survives a crash of the gateway process.
+    /// Appends batches in order, one after the other, and says where each landed (one
+    /// answer per batch, in order). Calls for one partition are never concurrent (the
+    /// log slots serialize them); when the answer comes the batches survive a crash of
+    /// the gateway process. Several batches in one call are one write where the engine
+    /// can make it one (group commit: `log_slot.rs`).
     Append {
         tp: TopicPartition,
-        batch: AppendBatch,
+        batches: Vec<AppendBatch>,
     },
     /// Batches holding `offset` and after, up to about `max_bytes` (always at least one
     /// batch when any exists, as Kafka does).
@@ -110,7 +112,7 @@ pub enum LogAnswer {
     Listed(Vec<LogInfo>),
     Created(LogInfo),
     Done,
-    Appended(Appended),
+    Appended(Vec<Appended>),
     Read(ReadBatches),
     Watermarks(Watermarks),
     Record(Option<TimestampedOffset>),
@@ -162,8 +164,8 @@ typed_calls! {
     list() -> Vec<LogInfo> = LogCall::List => Listed;
     create(name: Arc<str>, partitions: i32, limits: TopicLimits) -> LogInfo =
         LogCall::Create { name, partitions, limits } => Created;
-    append(tp: TopicPartition, batch: AppendBatch) -> Appended =
-        LogCall::Append { tp, batch } => Appended;
+    append_all(tp: TopicPartition, batches: Vec<AppendBatch>) -> Vec<Appended> =
+        LogCall::Append { tp, batches } => Appended;
     read(tp: TopicPartition, offset: i64, max_bytes: usize) -> ReadBatches =
         LogCall::Read { tp, offset, max_bytes } => Read;
     watermarks(tp: TopicPartition) -> Watermarks = LogCall::Watermarks(tp) => Watermarks;
@@ -181,6 +183,18 @@ typed_calls! {
 impl Logs {
     pub fn new(store: Arc<dyn LogStore>) -> Logs {
         Logs(store)
+    }
+
+    /// Appends one batch (`append_all` of one).
+    pub async fn append(&self, tp: TopicPartition, batch: AppendBatch) -> StoreResult<Appended> {
+        let mut appended = self.append_all(tp, vec![batch]).await?;
+        match (appended.pop(), appended.is_empty()) {
+            (Some(one), true) => Ok(one),
+            _ => Err(StoreError::Fatal(
+                "the log store answered an append of one batch with another number of answers"
+                    .into(),
+            )),
+        }
     }
 
     pub async fn delete(&self, name: Arc<str>) -> StoreResult<()> {

@@ -18,7 +18,7 @@ use crate::protocol::records::BatchHeader;
 pub type StoreResult<T> = Result<T, StoreError>;
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = StoreResult<T>> + Send + 'a>>;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("topic '{0}' already exists")]
     TopicExists(String),
