@@ -4,7 +4,9 @@
 //! Hand-built batches (RawClient) pin down the exact answers; an rdkafka producer shows
 //! a real client gets exactly-once writes across a SIGKILL that leaves written
 //! batches unacknowledged (a proxy holds the answers back), so its retries must be
-//! recognised by the restarted gateway.
+//! recognised by the restarted gateway, and that several rdkafka producers writing one
+//! partition at once (their batches written together) each get every record stored
+//! once, in order, where they were told.
 
 use crate::support;
 
@@ -430,6 +432,78 @@ fn rdkafka_idempotent_producer_writes_exactly_once_across_a_crash(store: Store) 
     assert!(missing.is_empty(), "acknowledged but missing: {missing:?}");
 }
 
+/// What a producer was told of each record: its value and offset.
+#[derive(Clone, Default)]
+struct Acknowledged(std::sync::Arc<std::sync::Mutex<Vec<(String, i64)>>>);
+
+impl rdkafka::ClientContext for Acknowledged {}
+
+impl rdkafka::producer::ProducerContext for Acknowledged {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &rdkafka::message::DeliveryResult<'_>, _: ()) {
+        use rdkafka::Message;
+        if let Ok(m) = result {
+            let value = String::from_utf8(m.payload().unwrap_or_default().to_vec()).unwrap();
+            self.0.lock().unwrap().push((value, m.offset()));
+        }
+    }
+}
+
+/// Several idempotent librdkafka producers writing small batches into one partition
+/// at once, so batches queue behind each other in its log slot and are written
+/// together (group commit): every record is stored once, each producer's in its order,
+/// at the offset its producer was told.
+fn producers_writing_one_partition_at_once_are_stored_once_at_their_offsets(store: Store) {
+    const PRODUCERS: usize = 4;
+    const EACH: usize = 500;
+    let Some((gw, mut c)) = gateway_with_topic(Gateway::start_on, store, 1) else {
+        return;
+    };
+    let acknowledged = Acknowledged::default();
+    std::thread::scope(|s| {
+        for p in 0..PRODUCERS {
+            let (addr, acknowledged) = (gw.addr.to_string(), acknowledged.clone());
+            s.spawn(move || {
+                let producer: ThreadedProducer<Acknowledged> = ClientConfig::new()
+                    .set("bootstrap.servers", addr)
+                    .set("enable.idempotence", "true")
+                    .set("acks", "all")
+                    .set("linger.ms", "0")
+                    .set("batch.num.messages", "10")
+                    .create_with_context(acknowledged)
+                    .expect("producer");
+                for n in 0..EACH {
+                    let value = format!("p{p}-{n}");
+                    let record = BaseRecord::<(), _>::to(TOPIC).partition(0).payload(&value);
+                    producer.send(record).expect("enqueued");
+                }
+                producer.flush(Duration::from_secs(60)).expect("flushed");
+            });
+        }
+    });
+    let told: HashMap<String, i64> = acknowledged.0.lock().unwrap().iter().cloned().collect();
+    assert_eq!(
+        told.len(),
+        PRODUCERS * EACH,
+        "every record acknowledged once"
+    );
+    let stored = fetch_all(&mut c, TOPIC, 0);
+    assert_eq!(stored.len(), PRODUCERS * EACH, "every record stored once");
+    let mut next = [0usize; PRODUCERS];
+    for (offset, value) in &stored {
+        assert_eq!(
+            told.get(value),
+            Some(offset),
+            "{value} stored where it was acknowledged"
+        );
+        let (p, n) = value[1..].split_once('-').unwrap();
+        let (p, n): (usize, usize) = (p.parse().unwrap(), n.parse().unwrap());
+        assert_eq!(n, next[p], "producer {p}'s records in its order");
+        next[p] += 1;
+    }
+}
+
 support::on_every_store!(
     a_retried_batch_gets_its_first_offset_and_is_stored_once,
     an_older_epoch_is_fenced,
@@ -438,4 +512,5 @@ support::on_every_store!(
     producer_ids_are_never_reused,
     transactional_batches_outside_a_transaction_are_refused_and_nothing_is_stored,
     rdkafka_idempotent_producer_writes_exactly_once_across_a_crash,
+    producers_writing_one_partition_at_once_are_stored_once_at_their_offsets,
 );
