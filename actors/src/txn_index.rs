@@ -26,7 +26,8 @@ use crate::protocol::markers::{self, Marker};
 use crate::protocol::records::{self, BatchHeader};
 use crate::store::{Logs, StoreResult, TopicPartition, Watermarks};
 
-/// Bytes read a time while catching up.
+/// Bytes of log walked a time while catching up (of which only the batch headers and
+/// the markers are read where the store can: `Logs::read_headers`).
 const SCAN_BYTES: usize = 1 << 20;
 
 /// An aborted transaction's span in one partition.
@@ -260,8 +261,8 @@ impl TxnIndexes {
         }
     }
 
-    /// Reads batch headers from `scanned` towards `high` and applies them, unless
-    /// someone else moved the index meanwhile.
+    /// Reads batch headers (and markers) from `scanned` towards `high` and applies
+    /// them, unless someone else moved the index meanwhile.
     async fn catch_up(
         &self,
         logs: &Logs,
@@ -269,7 +270,7 @@ impl TxnIndexes {
         scanned: i64,
         high: i64,
     ) -> StoreResult<()> {
-        let read = logs.read(tp.clone(), scanned, SCAN_BYTES).await?;
+        let read = logs.read_headers(tp.clone(), scanned, SCAN_BYTES).await?;
         let mut p = index.lock();
         if p.scanned != scanned {
             return Ok(());

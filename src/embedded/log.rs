@@ -47,7 +47,14 @@ impl LogStore for EmbeddedStore {
                 offset,
                 max_bytes,
             } => blocking(&self.inner, move |s| {
-                s.read(&tp, offset, max_bytes).map(LogAnswer::Read)
+                s.read(&tp, offset, max_bytes, false).map(LogAnswer::Read)
+            }),
+            LogCall::ReadHeaders {
+                tp,
+                offset,
+                max_bytes,
+            } => blocking(&self.inner, move |s| {
+                s.read(&tp, offset, max_bytes, true).map(LogAnswer::Read)
             }),
             LogCall::Watermarks(tp) => {
                 let w = self.inner.log(&tp).map(|log| {

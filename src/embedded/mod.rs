@@ -387,18 +387,29 @@ impl Inner {
         Ok(appended)
     }
 
-    fn read(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> StoreResult<ReadBatches> {
+    /// The batches from `offset`, up to about `max_bytes` of them; with `headers_only`,
+    /// each as its header alone but control batches (`LogCall::ReadHeaders`).
+    fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        headers_only: bool,
+    ) -> StoreResult<ReadBatches> {
         let log = self.log(tp)?;
         let partition = &log.partitions[tp.partition as usize];
         let mut watermarks = Watermarks::default();
-        let batches = partition
-            .file
-            .read(|| {
-                let index = partition.index.lock();
-                watermarks = index.watermarks();
-                index.batches_from(offset, max_bytes)
-            })
-            .map_err(EmbeddedError::from)?;
+        let spans = || {
+            let index = partition.index.lock();
+            watermarks = index.watermarks();
+            index.batches_from(offset, max_bytes)
+        };
+        let file = &partition.file;
+        let batches = match headers_only {
+            true => file.read_headers(spans),
+            false => file.read(spans),
+        };
+        let batches = batches.map_err(EmbeddedError::from)?;
         Ok(ReadBatches {
             batches,
             watermarks,

@@ -124,6 +124,35 @@ impl PartitionFile {
             .collect())
     }
 
+    /// The batches `spans` names as their headers alone (the first
+    /// [`records::HEADER_LEN`] bytes), control batches whole: what a transaction index
+    /// reads of them (`LogCall::ReadHeaders`), one small `pread` a batch instead of every
+    /// byte of the log.
+    pub fn read_headers(&self, spans: impl FnOnce() -> Vec<IndexEntry>) -> FileResult<Vec<Bytes>> {
+        let _holes = self.holes.read();
+        let spans = spans();
+        if spans.is_empty() {
+            return Ok(Vec::new());
+        }
+        let f = self.named(self.handle())?;
+        let read = |len: usize, at: u64| {
+            let mut buf = vec![0; len];
+            self.named(f.read_exact_at(&mut buf, at)).map(|()| buf)
+        };
+        (spans.iter())
+            .map(|e| {
+                let size = e.size as usize;
+                let head = read(records::HEADER_LEN.min(size), e.position)?;
+                let whole = head.len() < size && records::BatchHeader::parse(&head).control;
+                Ok(Bytes::from(if whole {
+                    read(size, e.position)?
+                } else {
+                    head
+                }))
+            })
+            .collect()
+    }
+
     /// Whether the file holds the batch `entry` names, whole: its length, CRC and base
     /// offset in place (`records::check_frame`). Checked at start for batches a machine
     /// crash may have left unwritten though their index entries survived.

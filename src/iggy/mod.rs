@@ -323,7 +323,13 @@ impl LogStore for IggyBackend {
                     }
                     LogAnswer::Appended(appended)
                 }
+                // An Iggy poll brings whole messages: a read of headers is a read.
                 LogCall::Read {
+                    tp,
+                    offset,
+                    max_bytes,
+                }
+                | LogCall::ReadHeaders {
                     tp,
                     offset,
                     max_bytes,

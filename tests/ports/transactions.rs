@@ -2,8 +2,8 @@
 //! batch of its own with the header it was appended with (producer id and epoch, base
 //! sequence, record count, the transactional and control flags), and a marker its
 //! commit or abort, before and after a restart, so read-committed Fetch can tell whose
-//! records a transaction holds and where it ends. Markers carry no sequence: producer
-//! history leaves them out.
+//! records a transaction holds and where it ends; a read of headers (the transaction
+//! index's) names the same. Markers carry no sequence: producer history leaves them out.
 
 use bytes::Bytes;
 use iggy_kafka_actors::protocol::markers::{self, Marker};
@@ -119,6 +119,29 @@ async fn check_read_back(e: Engine, expected: &[Shape]) -> Engine {
         got, expected,
         "transactional batches and markers as appended"
     );
+    // A read of headers (what the transaction index reads) names the same batches with
+    // the same headers and markers; where the engine keeps batches, a data batch comes
+    // as its header alone.
+    let heads = e.logs.read_headers(t.clone(), 0, 1 << 20).await.unwrap();
+    let shapes = |batches: &[Bytes]| -> Vec<Shape> {
+        (batches.iter())
+            .map(|b| shape(records::base_offset(b), b))
+            .collect()
+    };
+    assert_eq!(shapes(&heads.batches), shapes(&read.batches));
+    assert_eq!(heads.watermarks, read.watermarks);
+    if e.promises.keeps_batches {
+        let data = heads
+            .batches
+            .iter()
+            .filter(|b| !BatchHeader::parse(b).control);
+        let lengths: Vec<usize> = data.map(Bytes::len).collect();
+        assert_eq!(
+            lengths,
+            vec![records::HEADER_LEN; 5],
+            "data batches as headers"
+        );
+    }
     // Every data record is still there, the markers' records too, in offset order.
     let offsets: Vec<i64> = records_read(&read).iter().map(|r| r.offset).collect();
     assert_eq!(offsets, (0..11).collect::<Vec<_>>());

@@ -61,6 +61,15 @@ pub enum LogCall {
         offset: i64,
         max_bytes: usize,
     },
+    /// As `Read`, but a batch may come as its header alone (its first
+    /// `records::HEADER_LEN` bytes); control batches come whole. What a transaction
+    /// index needs to learn a partition's transactions without reading every record;
+    /// an engine that cannot read less answers as `Read` does.
+    ReadHeaders {
+        tp: TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    },
     Watermarks(TopicPartition),
     /// The first record whose timestamp is at or after `timestamp`.
     OffsetForTimestamp {
@@ -96,6 +105,7 @@ impl LogCall {
             LogCall::SetLimits { .. } => "set_limits",
             LogCall::Append { .. } => "append",
             LogCall::Read { .. } => "read",
+            LogCall::ReadHeaders { .. } => "read_headers",
             LogCall::Watermarks(_) => "watermarks",
             LogCall::OffsetForTimestamp { .. } => "offset_for_timestamp",
             LogCall::MaxTimestamp(_) => "max_timestamp",
@@ -168,6 +178,8 @@ typed_calls! {
         LogCall::Append { tp, batches } => Appended;
     read(tp: TopicPartition, offset: i64, max_bytes: usize) -> ReadBatches =
         LogCall::Read { tp, offset, max_bytes } => Read;
+    read_headers(tp: TopicPartition, offset: i64, max_bytes: usize) -> ReadBatches =
+        LogCall::ReadHeaders { tp, offset, max_bytes } => Read;
     watermarks(tp: TopicPartition) -> Watermarks = LogCall::Watermarks(tp) => Watermarks;
     offset_for_timestamp(tp: TopicPartition, timestamp: i64) -> Option<TimestampedOffset> =
         LogCall::OffsetForTimestamp { tp, timestamp } => Record;
