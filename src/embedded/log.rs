@@ -2,7 +2,7 @@
 //! what is in memory (the list of logs, watermarks, producer history, sizes).
 
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
-use iggy_kafka_actors::store::{StoreError, StoreFuture};
+use iggy_kafka_actors::store::{StoreError, StoreFuture, TopicPartition};
 
 use super::{blocking, EmbeddedStore};
 
@@ -46,16 +46,12 @@ impl LogStore for EmbeddedStore {
                 tp,
                 offset,
                 max_bytes,
-            } => blocking(&self.inner, move |s| {
-                s.read(&tp, offset, max_bytes, false).map(LogAnswer::Read)
-            }),
+            } => read(self, tp, (offset, max_bytes), false),
             LogCall::ReadHeaders {
                 tp,
                 offset,
                 max_bytes,
-            } => blocking(&self.inner, move |s| {
-                s.read(&tp, offset, max_bytes, true).map(LogAnswer::Read)
-            }),
+            } => read(self, tp, (offset, max_bytes), true),
             LogCall::Watermarks(tp) => {
                 let w = self.inner.log(&tp).map(|log| {
                     log.partitions[tp.partition as usize]
@@ -116,4 +112,17 @@ impl LogStore for EmbeddedStore {
     fn log_dir(&self) -> String {
         self.inner.dir.display().to_string()
     }
+}
+
+/// A read of batches (or of their headers) from `offset`, on the blocking pool.
+fn read(
+    store: &EmbeddedStore,
+    tp: TopicPartition,
+    (offset, max_bytes): (i64, usize),
+    headers_only: bool,
+) -> StoreFuture<'_, LogAnswer> {
+    blocking(&store.inner, move |s| {
+        s.read(&tp, offset, max_bytes, headers_only)
+            .map(LogAnswer::Read)
+    })
 }
