@@ -250,21 +250,20 @@ impl LogSlot {
                         (batches.iter()).map(|b| check(states, &b.header)).collect()
                     }
                 };
+                let mut to_write = Vec::new();
+                let outcomes: Vec<Outcome> = (batches.into_iter().zip(checked))
+                    .map(|(batch, checked)| match checked {
+                        Ok(None) => {
+                            to_write.push(batch);
+                            Outcome::Written
+                        }
+                        Ok(Some(base_offset)) => Outcome::Duplicate(base_offset),
+                        Err(e) => Outcome::Refused(e),
+                    })
+                    .collect();
+                let duplicates = outcomes.iter().any(|o| matches!(o, Outcome::Duplicate(..)));
                 let logs = act.logs.clone();
                 async move {
-                    let mut to_write = Vec::new();
-                    let mut outcomes = Vec::with_capacity(checked.len());
-                    for (batch, checked) in batches.into_iter().zip(checked) {
-                        outcomes.push(match checked {
-                            Ok(None) => {
-                                to_write.push(batch);
-                                Outcome::Written
-                            }
-                            Ok(Some(base_offset)) => Outcome::Duplicate(base_offset),
-                            Err(e) => Outcome::Refused(e),
-                        });
-                    }
-                    let duplicates = outcomes.iter().any(|o| matches!(o, Outcome::Duplicate(..)));
                     // A retry of a batch already written: its offset, nothing written.
                     let watermarks = match duplicates {
                         true => Some(logs.watermarks(tp.clone()).await),
