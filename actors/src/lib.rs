@@ -32,6 +32,7 @@ pub mod producer_ids;
 pub mod producer_state;
 pub mod protocol;
 pub mod quotas;
+pub mod read_ahead;
 pub mod sasl;
 pub mod server;
 pub mod session;

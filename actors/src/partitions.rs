@@ -2,7 +2,8 @@
 //! log slot that owns the partition (always the same one, so appends to a partition
 //! keep the order they arrived in, and the slot checks idempotent producers); reads
 //! and lookups go straight to the log store; a Fetch waiting at the end of a log
-//! subscribes to the partition's appends.
+//! subscribes to the partition's appends. A read-committed reader is served first what
+//! was read for it before and not served (`read_ahead.rs`).
 
 use std::sync::Arc;
 
@@ -16,8 +17,9 @@ use crate::log_slot::{Append, ForgetProducers, ForgetTopic, LogSlot, ReadProduce
 use crate::metrics::Metrics;
 use crate::producer_state::ActiveProducer;
 use crate::protocol::markers::{self, Marker};
-use crate::protocol::records::BatchHeader;
-use crate::store::{AppendBatch, Logs, StoreError, StoreResult, TopicPartition};
+use crate::protocol::records::{self, BatchHeader};
+use crate::read_ahead::ReadAhead;
+use crate::store::{AppendBatch, Logs, ReadBatches, StoreError, StoreResult, TopicPartition};
 use crate::txn_index::{Stable, TxnIndexes};
 
 /// A producer of a partition with the first offset of its open transaction there.
@@ -29,6 +31,7 @@ pub struct Partitions {
     slots: Arc<[Addr<LogSlot>]>,
     signals: Arc<AppendSignals>,
     txns: TxnIndexes,
+    ahead: Arc<ReadAhead>,
     metrics: Arc<Metrics>,
 }
 
@@ -49,6 +52,7 @@ impl Partitions {
             slots,
             signals,
             txns,
+            ahead: Arc::default(),
             metrics,
         }
     }
@@ -121,6 +125,49 @@ impl Partitions {
             .await
     }
 
+    /// A read-committed reader's read of `offset`: the batches kept for it
+    /// (`keep_unserved`) from the one holding `offset`, up to `max_bytes`, then, when they
+    /// were the last kept, the log's after them, up to about `max_bytes` in all; with the
+    /// log's watermarks now (so a reader whose batches were deleted meanwhile is out of
+    /// range). The log's alone when none was kept.
+    pub async fn read_committed(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> StoreResult<ReadBatches> {
+        let Some((mut batches, more)) = self.ahead.take(tp, offset, max_bytes) else {
+            return self.logs.read(tp.clone(), offset, max_bytes).await;
+        };
+        let bytes: usize = batches.iter().map(|b| b.len()).sum();
+        let end = batches.last().map_or(offset, |b| records::end_offset(b));
+        let watermarks = if more || bytes >= max_bytes {
+            self.logs.watermarks(tp.clone()).await?
+        } else {
+            let rest = self.logs.read(tp.clone(), end, max_bytes - bytes).await?;
+            // Served only where they follow on: a store may rebuild a batch around `end`.
+            let mut next = end;
+            for b in rest.batches {
+                if records::base_offset(&b) != next {
+                    break;
+                }
+                next = records::end_offset(&b);
+                batches.push(b);
+            }
+            rest.watermarks
+        };
+        Ok(ReadBatches {
+            batches,
+            watermarks,
+        })
+    }
+
+    /// Batches read for a read-committed reader and not served to it: kept for its next
+    /// read, which starts where they start (`read_ahead.rs`).
+    pub fn keep_unserved(&self, tp: &TopicPartition, batches: Vec<Bytes>) {
+        self.ahead.keep(tp, batches);
+    }
+
     /// The partition's last stable offset (ListOffsets read committed).
     pub async fn last_stable(&self, tp: &TopicPartition) -> StoreResult<i64> {
         let w = self.logs.watermarks(tp.clone()).await?;
@@ -140,6 +187,7 @@ impl Partitions {
     /// A deleted topic's producer state goes, in every slot.
     pub fn forget_topic(&self, topic: &Arc<str>) {
         self.txns.forget_topic(topic);
+        self.ahead.forget_topic(topic);
         for slot in self.slots.iter() {
             slot.do_send(ForgetTopic(topic.clone()));
         }

@@ -29,6 +29,9 @@ use crate::store::{Logs, StoreResult, TopicPartition, Watermarks};
 /// Bytes of log walked a time while catching up (of which only the batch headers and
 /// the markers are read where the store can: `Logs::read_headers`).
 const SCAN_BYTES: usize = 1 << 20;
+/// What a reader's catch-up hands back of what it read ([`Stable::read_past`]): more than
+/// its next fetch takes only when that fetch is large.
+const READ_PAST_BYTES: usize = 4 << 20;
 
 /// An aborted transaction's span in one partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +123,10 @@ pub struct Stable {
     pub aborted: Vec<Aborted>,
     /// Fenced batches from the read's offset on, oldest first: not served.
     pub fenced: Vec<Fenced>,
+    /// The batches the index read past the reader's fetch to answer it, in offset order,
+    /// up to `READ_PAST_BYTES`: whole where the store read them whole (Iggy), so the
+    /// reader's next fetch may be served from them (`read_ahead.rs`).
+    pub read_past: Vec<Bytes>,
 }
 
 /// Every partition's index this gateway has built. Cheap to clone.
@@ -166,7 +173,8 @@ impl TxnIndexes {
     /// first read-committed reader builds it as it goes instead of reading the log twice.
     /// An index behind the reader, or one whose answer would give the reader nothing (a
     /// transaction open as far as the index has seen, which may end just past it), reads
-    /// what it has not seen up to `high` first.
+    /// on towards `high` until the answer gives the reader something, and hands back
+    /// what it read past the fetch.
     pub async fn stable(
         &self,
         logs: &Logs,
@@ -184,6 +192,7 @@ impl TxnIndexes {
                 .filter(|f| f.end > offset)
                 .copied()
                 .collect(),
+            read_past: Vec::new(),
         };
         let index = self.index(tp, offset);
         {
@@ -196,7 +205,23 @@ impl TxnIndexes {
                 }
             }
         }
-        self.caught_up(logs, tp, offset, high, answer).await
+        let mut read_past = Vec::new();
+        let mut read_bytes = 0;
+        let keep = |batches: &[Bytes]| {
+            for b in batches {
+                if read_bytes + b.len() > READ_PAST_BYTES {
+                    break;
+                }
+                read_bytes += b.len();
+                read_past.push(b.clone());
+            }
+        };
+        let useful = |s: &Stable| s.offset > offset;
+        let stable = (self.caught_up(logs, tp, (offset, high), (answer, useful), keep)).await?;
+        Ok(Stable {
+            read_past,
+            ..stable
+        })
     }
 
     /// The last stable offset of a partition with these watermarks, read from the
@@ -208,7 +233,8 @@ impl TxnIndexes {
         w: Watermarks,
     ) -> StoreResult<i64> {
         let from = self.built_from(tp, w);
-        let stable = self.caught_up(logs, tp, from, w.high, |p| p.stable(w.high));
+        let answer = |p: &PartitionTxns| p.stable(w.high);
+        let stable = self.caught_up(logs, tp, (from, w.high), (answer, |_: &i64| false), |_| {});
         stable.await
     }
 
@@ -221,8 +247,9 @@ impl TxnIndexes {
         w: Watermarks,
     ) -> StoreResult<HashMap<i64, i64>> {
         let from = self.built_from(tp, w);
-        self.caught_up(logs, tp, from, w.high, |p| p.open.clone())
-            .await
+        let answer = |p: &PartitionTxns| p.open.clone();
+        let never = |_: &HashMap<i64, i64>| false;
+        (self.caught_up(logs, tp, (from, w.high), (answer, never), |_| {})).await
     }
 
     /// Where the partition's index starts: where it was built from, else the log start.
@@ -231,14 +258,15 @@ impl TxnIndexes {
     }
 
     /// `answer` of the partition's index once it has read the log from `offset` (or
-    /// before) up to `high`.
+    /// before) up to `high`, or sooner once the answer is `enough`; `applied` is given
+    /// each read the index learnt from.
     async fn caught_up<T>(
         &self,
         logs: &Logs,
         tp: &TopicPartition,
-        offset: i64,
-        high: i64,
-        answer: impl Fn(&PartitionTxns) -> T,
+        (offset, high): (i64, i64),
+        (answer, enough): (impl Fn(&PartitionTxns) -> T, impl Fn(&T) -> bool),
+        mut applied: impl FnMut(&[Bytes]),
     ) -> StoreResult<T> {
         loop {
             let index = self.index(tp, offset);
@@ -252,12 +280,14 @@ impl TxnIndexes {
                         ..PartitionTxns::default()
                     };
                 }
-                if p.scanned >= high {
-                    return Ok(answer(&p));
+                let now = answer(&p);
+                if p.scanned >= high || enough(&now) {
+                    return Ok(now);
                 }
                 p.scanned
             };
-            self.catch_up(logs, (tp, &index), scanned, high).await?;
+            self.catch_up(logs, (tp, &index), (scanned, high), &mut applied)
+                .await?;
         }
     }
 
@@ -267,8 +297,8 @@ impl TxnIndexes {
         &self,
         logs: &Logs,
         (tp, index): (&TopicPartition, &Mutex<PartitionTxns>),
-        scanned: i64,
-        high: i64,
+        (scanned, high): (i64, i64),
+        applied: &mut impl FnMut(&[Bytes]),
     ) -> StoreResult<()> {
         let read = logs.read_headers(tp.clone(), scanned, SCAN_BYTES).await?;
         let mut p = index.lock();
@@ -276,6 +306,7 @@ impl TxnIndexes {
             return Ok(());
         }
         p.apply_read(&read.batches);
+        applied(&read.batches);
         let start = read.watermarks.log_start;
         if p.scanned == scanned {
             // Nothing to read here: below the log start, records were deleted (and with

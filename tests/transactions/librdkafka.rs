@@ -3,7 +3,8 @@
 //! read-uncommitted consumer sees both, as from Kafka); offsets sent with a
 //! transaction become the group's at its commit; a transaction left open past its
 //! timeout is aborted by the coordinator and its producer fenced; a transaction of
-//! many batches is read one batch a fetch.
+//! many batches is read one batch a fetch, and transactions larger than a fetch are
+//! read from the log once.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use rdkafka::config::ClientConfig;
 
 use super::{group_metadata, read, read_with, send, spread, txn_producer, values};
+use crate::support::admin::Scrape;
 use crate::support::kafka::{committed, committed_at, create_topic};
 use crate::support::{on_every_store, Gateway, Store};
 
@@ -20,6 +22,7 @@ on_every_store!(
     async: committed_transactions_are_read_once_and_aborted_ones_never,
     a_transaction_past_its_timeout_is_aborted,
     a_transaction_of_many_batches_is_read_a_batch_a_fetch,
+    transactions_larger_than_a_fetch_are_read_from_the_log_once,
 );
 
 const PARTITIONS: i32 = 3;
@@ -143,4 +146,72 @@ async fn a_transaction_of_many_batches_is_read_a_batch_a_fetch(store: Store) {
         .set("max.partition.fetch.bytes", "1");
     let got = read_with(config, "txn-batches", 1, want.len());
     assert_eq!(got.get(&0), Some(&want), "every committed record, in order");
+}
+
+/// A read-committed consumer whose fetches each end inside a transaction: the
+/// partition's index reads on past the fetch to find where the transaction ends, and
+/// what it read (the records themselves on Iggy, which cannot read headers alone), like
+/// what a fetch read past the last stable offset, serves the consumer's next fetch. So
+/// the store gives its reads about what it gives a read-uncommitted consumer of the same
+/// log (`backend_read_bytes_total`), not twice that, and the consumer gets every
+/// committed record once, in order, no aborted one.
+async fn transactions_larger_than_a_fetch_are_read_from_the_log_once(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, "txn-large", 1, &[]).await;
+    let producer = txn_producer(&bootstrap, "txn-large-producer", 60_000);
+    let pad = "x".repeat(1000);
+    let (mut all, mut want) = (Vec::new(), Vec::new());
+    for txn in 0..5 {
+        producer.begin_transaction().unwrap();
+        // Each `send` flushes: four batches of about 40 KB a transaction.
+        for batch in 0..4 {
+            let vs: Vec<String> = (0..40)
+                .map(|i| format!("t{txn}-b{batch}-{i}-{pad}"))
+                .collect();
+            send(&producer, "txn-large", 1, &vs);
+            all.extend(vs.iter().cloned());
+            if txn != 2 {
+                want.extend(vs);
+            }
+        }
+        let end = Duration::from_secs(30);
+        match txn {
+            2 => producer.abort_transaction(end).unwrap(),
+            _ => producer.commit_transaction(end).unwrap(),
+        }
+    }
+    let read_bytes = || {
+        let scrape = Scrape::take(gw.admin);
+        let name = "iggy_kafka_gateway_backend_read_bytes_total";
+        scrape.sum(name, &[("call", "read")]) + scrape.sum(name, &[("call", "read_headers")])
+    };
+    let reader = |isolation: &str| {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &bootstrap)
+            .set("isolation.level", isolation)
+            // Under two batches a fetch: each ends inside a transaction of four.
+            .set("max.partition.fetch.bytes", "65536");
+        config
+    };
+    let start = read_bytes();
+    let got = read_with(reader("read_uncommitted"), "txn-large", 1, all.len());
+    assert_eq!(got.get(&0), Some(&all), "read_uncommitted: every record");
+    let uncommitted = read_bytes() - start;
+    let start = read_bytes();
+    let got = read_with(reader("read_committed"), "txn-large", 1, want.len());
+    assert_eq!(
+        got.get(&0),
+        Some(&want),
+        "read_committed: the committed records"
+    );
+    let committed = read_bytes() - start;
+    assert!(
+        uncommitted > 0.0 && committed < 1.25 * uncommitted,
+        "the store gave reads {committed} bytes for read_committed, {uncommitted} for \
+         read_uncommitted"
+    );
 }

@@ -22,7 +22,7 @@ use crate::authorizer::{Access, Operation};
 use crate::fetch_sessions::{Answered, FetchMetadata, FetchParams, Opened, PartitionKey};
 use crate::gateway::Gateway;
 use crate::protocol::fetch_answer::FetchAnswer;
-use crate::protocol::records::{self, BatchHeader};
+use crate::protocol::records;
 use crate::protocol::versions::since;
 use crate::store::{ReadBatches, StoreError, TopicMeta, TopicPartition};
 use crate::topic_admin::internal::is_internal;
@@ -315,18 +315,23 @@ async fn read_all(
     (out, total, failed)
 }
 
+/// How many leading batches fit in `max_bytes` beside the `used` bytes, an answer's
+/// first batch whatever its size (KIP-74).
+fn fitting(batches: &[Bytes], used: usize, max_bytes: usize) -> usize {
+    let mut total = used;
+    let fit = batches.iter().take_while(|b| {
+        let first = total == 0;
+        total += b.len();
+        first || total <= max_bytes
+    });
+    fit.count()
+}
+
 /// The leading batches that fit in what is left of `max_bytes` (the answer's first
 /// batch always does): the partition's record set, as the store gave it.
 fn within_budget(mut batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> Vec<Bytes> {
-    let mut keep = 0;
-    for b in &batches {
-        if *total > 0 && *total + b.len() > max_bytes {
-            break;
-        }
-        *total += b.len();
-        keep += 1;
-    }
-    batches.truncate(keep);
+    batches.truncate(fitting(&batches, *total, max_bytes));
+    *total += batches.iter().map(|b| b.len()).sum::<usize>();
     batches
 }
 
@@ -364,11 +369,14 @@ async fn read_partition(
             _ => Err(ResponseError::OffsetOutOfRange),
         };
     }
-    let read = gw
-        .partitions
-        .logs()
-        .read(tp.clone(), offset, max_bytes.max(1))
-        .await;
+    let read = if read_committed {
+        gw.partitions
+            .read_committed(tp, offset, max_bytes.max(1))
+            .await
+    } else {
+        let logs = gw.partitions.logs();
+        logs.read(tp.clone(), offset, max_bytes.max(1)).await
+    };
     let failed = |e: StoreError| {
         // A topic deleted while a fetch waits on it is routine (Iggy names it an
         // unknown partition: its server says the same for both); anything else is not.
@@ -394,13 +402,19 @@ async fn read_partition(
             .stable(tp, (offset, w.high), &batches)
             .await
             .map_err(failed)?;
+        // What lies past the stable offset or `max_bytes`, and what the index read past
+        // the fetch, is what this reader reads next: kept for it.
+        let stable_end = batches.partition_point(|b| records::base_offset(b) < stable.offset);
+        let mut unserved = batches.split_off(stable_end.min(fitting(&batches, 0, max_bytes)));
+        unserved.extend(stable.read_past);
+        gw.partitions.keep_unserved(tp, unserved);
         batches.retain(|b| {
-            let base = records::base_offset(b);
-            base < stable.offset && !stable.fenced.iter().any(|f| f.base == base)
+            !stable
+                .fenced
+                .iter()
+                .any(|f| f.base == records::base_offset(b))
         });
-        let end = batches.last().map_or(offset, |b| {
-            records::base_offset(b) + BatchHeader::parse(b).record_count as i64
-        });
+        let end = batches.last().map_or(offset, |b| records::end_offset(b));
         let mut aborted = stable.aborted;
         aborted.retain(|a| a.first_offset < end);
         (stable.offset, aborted)

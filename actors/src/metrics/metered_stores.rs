@@ -32,6 +32,7 @@ struct FailureLabels {
 pub(super) struct BackendMetrics {
     latency: Family<CallLabels, Histogram>,
     errors: Family<FailureLabels, Counter>,
+    read_bytes: Family<CallLabels, Counter>,
 }
 
 impl BackendMetrics {
@@ -50,7 +51,19 @@ impl BackendMetrics {
              store's own failures; the others answer what was asked for)",
             errors.clone(),
         );
-        BackendMetrics { latency, errors }
+        let read_bytes = Family::default();
+        registry.register_with_unit(
+            "backend_read",
+            "Bytes of record batches the log store gave reads, by call (read, read_headers): \
+             beside the bytes consumers fetched, how often the log is read",
+            Unit::Bytes,
+            read_bytes.clone(),
+        );
+        BackendMetrics {
+            latency,
+            errors,
+            read_bytes,
+        }
     }
 }
 
@@ -68,8 +81,20 @@ impl MeteredLog {
 
 impl LogStore for MeteredLog {
     fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
-        let name = call.name();
-        timed(&self.metrics, (name, ""), self.inner.call(call))
+        let labels = CallLabels {
+            call: call.name(),
+            table: "",
+        };
+        let answer = timed(&self.metrics, (labels.call, ""), self.inner.call(call));
+        Box::pin(async move {
+            let answer = answer.await;
+            if let Ok(LogAnswer::Read(read)) = &answer {
+                let bytes = read.batches.iter().map(|b| b.len() as u64).sum();
+                let read_bytes = &self.metrics.backend.read_bytes;
+                read_bytes.get_or_create(&labels).inc_by(bytes);
+            }
+            answer
+        })
     }
 
     fn log_dir(&self) -> String {

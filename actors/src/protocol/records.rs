@@ -338,6 +338,17 @@ pub fn base_offset(batch: &[u8]) -> i64 {
     (&batch[..8]).get_i64()
 }
 
+/// The offset after a stored batch's last record.
+pub fn end_offset(batch: &[u8]) -> i64 {
+    base_offset(batch) + (&batch[RECORD_COUNT_AT..]).get_i32() as i64
+}
+
+/// True when a stored batch is all there, not its header alone (`LogCall::ReadHeaders`).
+pub fn is_whole(batch: &[u8]) -> bool {
+    batch.len() >= LOG_OVERHEAD
+        && (&batch[LENGTH_AT..]).get_i32() as i64 + LOG_OVERHEAD as i64 == batch.len() as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
