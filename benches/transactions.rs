@@ -12,7 +12,9 @@
 //!    record sent, then flushed;
 //! 2. the same, transactional: a `transactional.id`, committed every 100 ms or every
 //!    10,000 records, whichever comes first (the setting), the last commit
-//!    included;
+//!    included; each transaction's time split into queueing (begin to the last send),
+//!    drain (to the last acknowledgement) and EndTxn, beside the time the idempotent
+//!    producer took for as many records;
 //! 3. with KAFKA_CLASSPATH, Kafka's own `kafka-producer-perf-test` (`ProducerPerformance`
 //!    as `kafka_compare/java.rs` runs it; the Java client of those jars, which uses
 //!    transactions v2 (KIP-890) where the broker finalizes `transaction.version` 2),
@@ -98,10 +100,14 @@ impl Round {
 /// A produce phase's figures; the commit ones are 0 for an idempotent producer.
 #[derive(Clone, Copy, Default)]
 struct Produced {
+    records: u64,
     rps: f64,
     /// The system's µs of CPU per record.
     cpu_us: f64,
     commits: u64,
+    /// Mean ms from a transaction's begin to its last send: the records queued in the
+    /// client, none sent before the linger or the commit's flush.
+    queue_ms: f64,
     /// Mean ms from a transaction's last send to its records' acknowledgements.
     drain_ms: f64,
     /// Mean ms `commit_transaction` took after that (EndTxn).
@@ -162,7 +168,8 @@ fn produce(
             .expect("commit_transaction");
     }
     let (start, cpu) = (Instant::now(), cpu_secs(pids));
-    let (mut commits, mut draining, mut ending) = (0u64, Duration::ZERO, Duration::ZERO);
+    let (mut commits, mut queueing) = (0u64, Duration::ZERO);
+    let (mut draining, mut ending) = (Duration::ZERO, Duration::ZERO);
     let (mut opened, mut in_txn) = (Instant::now(), 0u64);
     for i in 0..n {
         if txn.is_some() && in_txn == 0 {
@@ -198,6 +205,7 @@ fn produce(
             producer
                 .commit_transaction(limit)
                 .expect("commit_transaction");
+            queueing += at - opened;
             (draining, ending) = (draining + (drained - at), ending + drained.elapsed());
             (commits, in_txn) = (commits + 1, 0);
         }
@@ -208,9 +216,11 @@ fn produce(
     let secs = start.elapsed().as_secs_f64();
     let mean_ms = |d: Duration| d.as_secs_f64() * 1e3 / commits.max(1) as f64;
     Produced {
+        records: n,
         rps: n as f64 / secs,
         cpu_us: (cpu_secs(pids) - cpu) * 1e6 / n as f64,
         commits,
+        queue_ms: mean_ms(queueing),
         drain_ms: mean_ms(draining),
         end_ms: mean_ms(ending),
     }
@@ -318,8 +328,8 @@ fn run(
             });
             let t = txn_figures;
             eprintln!(
-                "{name} {size} B round {round}: librdkafka idempotent {:.0} rec/s ({:.2} µs CPU), transactional {:.0} rec/s ({:.2} µs CPU; {} commits, {:.1} + {:.1} ms each)",
-                idem.rps, idem.cpu_us, t.rps, t.cpu_us, t.commits, t.drain_ms, t.end_ms
+                "{name} {size} B round {round}: librdkafka idempotent {:.0} rec/s ({:.2} µs CPU), transactional {:.0} rec/s ({:.2} µs CPU; {} commits, {:.1} + {:.1} + {:.1} ms each)",
+                idem.rps, idem.cpu_us, t.rps, t.cpu_us, t.commits, t.queue_ms, t.drain_ms, t.end_ms
             );
             f.produce.push(Round {
                 idem: (idem.rps, idem.cpu_us),
@@ -437,18 +447,22 @@ fn main() {
         r.join("  ")
     };
     println!("\n{PARTITIONS} partitions, librdkafka linger.ms=5, batch.num.messages=10000, acks=all; commits every 100 ms or 10,000 records");
-    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  drain ms  EndTxn ms | read_uncommitted  read_committed  ratio  µs CPU/record read | µs CPU/record idem/txn (per round)");
+    println!("system    size | idempotent rec/s  transactional rec/s  ratio (per round)   commits  ms a txn: queue + drain + EndTxn (idempotent) | read_uncommitted  read_committed  ratio  µs CPU/record read | µs CPU/record idem/txn (per round)");
     for (name, _, figures) in &results {
         for ((size, _), f) in SIZES.iter().zip(figures) {
             let last = f.produce.last().copied().unwrap_or_default();
+            // The idempotent producer's time for a transaction's worth of records.
+            let per_txn = f.txn.records as f64 / f.txn.commits.max(1) as f64 / last.idem.0 * 1e3;
             println!(
-                "{name:<8} {size:>5}B | {:>16.0} {:>20.0}  {:<18} {:>8} {:>9.1} {:>10.1} | {:>16.0} {:>15.0} {:>6.2}  {:.3}/{:.3} | {}",
+                "{name:<8} {size:>5}B | {:>16.0} {:>20.0}  {:<18} {:>8}  {:>5.1} + {:>5.1} + {:>4.1} ({:>5.1}) | {:>16.0} {:>15.0} {:>6.2}  {:.3}/{:.3} | {}",
                 last.idem.0,
                 last.txn.0,
                 ratios(&f.produce),
                 f.txn.commits,
+                f.txn.queue_ms,
                 f.txn.drain_ms,
                 f.txn.end_ms,
+                per_txn,
                 f.read_uncommitted.rps,
                 f.read_committed.rps,
                 f.read_committed.rps / f.read_uncommitted.rps,

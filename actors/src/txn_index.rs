@@ -124,8 +124,8 @@ pub struct Stable {
     /// Fenced batches from the read's offset on, oldest first: not served.
     pub fenced: Vec<Fenced>,
     /// The batches the index read past the reader's fetch to answer it, in offset order,
-    /// up to `READ_PAST_BYTES`: whole where the store read them whole (Iggy), so the
-    /// reader's next fetch may be served from them (`read_ahead.rs`).
+    /// up to `READ_PAST_BYTES`, where the store read them whole (Iggy): the reader's next
+    /// fetch may be served from them (`read_ahead.rs`).
     pub read_past: Vec<Bytes>,
 }
 
@@ -205,11 +205,12 @@ impl TxnIndexes {
                 }
             }
         }
-        let mut read_past = Vec::new();
-        let mut read_bytes = 0;
+        // Only a run of whole batches can serve a fetch: collected until one is not.
+        let (mut read_past, mut read_bytes, mut whole) = (Vec::new(), 0, true);
         let keep = |batches: &[Bytes]| {
             for b in batches {
-                if read_bytes + b.len() > READ_PAST_BYTES {
+                whole &= records::is_whole(b) && read_bytes + b.len() <= READ_PAST_BYTES;
+                if !whole {
                     break;
                 }
                 read_bytes += b.len();
