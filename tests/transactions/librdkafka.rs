@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use rdkafka::producer::Producer;
+use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
 use rdkafka::config::ClientConfig;
@@ -27,13 +27,26 @@ on_every_store!(
 
 const PARTITIONS: i32 = 3;
 
+/// A gateway on `store` with `topic` made, its bootstrap address, and a transactional
+/// producer `<topic>-producer` whose transactions time out after `timeout_ms`.
+async fn started(
+    store: Store,
+    topic: &str,
+    partitions: i32,
+    timeout_ms: u32,
+) -> Option<(Gateway, String, BaseProducer)> {
+    let gw = Gateway::start_on(store, &[])?;
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, topic, partitions, &[]).await;
+    let producer = txn_producer(&bootstrap, &format!("{topic}-producer"), timeout_ms);
+    Some((gw, bootstrap, producer))
+}
+
 async fn committed_transactions_are_read_once_and_aborted_ones_never(store: Store) {
-    let Some(gw) = Gateway::start_on(store, &[]) else {
+    let Some((_gw, bootstrap, producer)) = started(store, "txn-rd", PARTITIONS, 60_000).await
+    else {
         return;
     };
-    let bootstrap = gw.bootstrap();
-    create_topic(&bootstrap, "txn-rd", PARTITIONS, &[]).await;
-    let producer = txn_producer(&bootstrap, "txn-rd-producer", 60_000);
     let (first, aborted, last) = (values("c-", 300), values("a-", 200), values("k-", 100));
     producer.begin_transaction().unwrap();
     send(&producer, "txn-rd", PARTITIONS, &first);
@@ -89,12 +102,9 @@ async fn committed_transactions_are_read_once_and_aborted_ones_never(store: Stor
 }
 
 async fn a_transaction_past_its_timeout_is_aborted(store: Store) {
-    let Some(gw) = Gateway::start_on(store, &[]) else {
+    let Some((_gw, bootstrap, producer)) = started(store, "txn-timeout", 1, 2_000).await else {
         return;
     };
-    let bootstrap = gw.bootstrap();
-    create_topic(&bootstrap, "txn-timeout", 1, &[]).await;
-    let producer = txn_producer(&bootstrap, "txn-timeout-producer", 2_000);
     producer.begin_transaction().unwrap();
     send(&producer, "txn-timeout", 1, &values("late-", 5));
     // The coordinator aborts it after 2 s; ticks come every half second.
@@ -119,12 +129,9 @@ async fn a_transaction_past_its_timeout_is_aborted(store: Store) {
 /// ends only batches later (a gateway answering up to where its index had read, from
 /// the batches fetched, once left such a reader at the transaction's first batch).
 async fn a_transaction_of_many_batches_is_read_a_batch_a_fetch(store: Store) {
-    let Some(gw) = Gateway::start_on(store, &[]) else {
+    let Some((_gw, bootstrap, producer)) = started(store, "txn-batches", 1, 60_000).await else {
         return;
     };
-    let bootstrap = gw.bootstrap();
-    create_topic(&bootstrap, "txn-batches", 1, &[]).await;
-    let producer = txn_producer(&bootstrap, "txn-batches-producer", 60_000);
     let mut want = Vec::new();
     for txn in 0..3 {
         producer.begin_transaction().unwrap();
@@ -156,12 +163,9 @@ async fn a_transaction_of_many_batches_is_read_a_batch_a_fetch(store: Store) {
 /// log (`backend_read_bytes_total`), not twice that, and the consumer gets every
 /// committed record once, in order, no aborted one.
 async fn transactions_larger_than_a_fetch_are_read_from_the_log_once(store: Store) {
-    let Some(gw) = Gateway::start_on(store, &[]) else {
+    let Some((gw, bootstrap, producer)) = started(store, "txn-large", 1, 60_000).await else {
         return;
     };
-    let bootstrap = gw.bootstrap();
-    create_topic(&bootstrap, "txn-large", 1, &[]).await;
-    let producer = txn_producer(&bootstrap, "txn-large-producer", 60_000);
     let pad = "x".repeat(1000);
     let (mut all, mut want) = (Vec::new(), Vec::new());
     for txn in 0..5 {
