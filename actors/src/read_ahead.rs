@@ -6,7 +6,7 @@
 //! start, so serving it from them reads the log once instead of twice. Only whole,
 //! back-to-back batches are kept, for a short while, bounded in bytes (oldest out first).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,7 +22,7 @@ const TOTAL_BYTES: usize = 32 << 20;
 /// The reader's next fetch comes at once; batches nobody took by then are stale.
 const KEPT_FOR: Duration = Duration::from_secs(5);
 
-/// Cheap to share: one lock, held for a few pointer moves.
+/// Cheap to share: one lock, held for a lookup and a few pointer moves.
 #[derive(Default)]
 pub struct ReadAhead {
     kept: Mutex<Kept>,
@@ -30,27 +30,51 @@ pub struct ReadAhead {
 
 #[derive(Default)]
 struct Kept {
-    chunks: VecDeque<Chunk>,
+    chunks: HashMap<TopicPartition, Chunk>,
+    /// Partitions in the order their chunks were kept, each with its chunk's number:
+    /// a partition kept again since has a newer one, and its older entry is skipped.
+    order: VecDeque<(u64, TopicPartition)>,
+    kept: u64,
     bytes: usize,
 }
 
 /// One partition's kept batches, back to back.
 struct Chunk {
-    tp: TopicPartition,
     batches: VecDeque<Bytes>,
     bytes: usize,
     at: Instant,
+    number: u64,
 }
 
 impl Kept {
-    fn remove(&mut self, i: usize) {
-        if let Some(c) = self.chunks.remove(i) {
-            self.bytes -= c.bytes;
-        }
+    fn remove(&mut self, tp: &TopicPartition) -> Option<Chunk> {
+        let c = self.chunks.remove(tp)?;
+        self.bytes -= c.bytes;
+        Some(c)
     }
 
-    fn position(&self, tp: &TopicPartition) -> Option<usize> {
-        self.chunks.iter().position(|c| &c.tp == tp)
+    fn insert(&mut self, tp: &TopicPartition, mut chunk: Chunk) {
+        self.kept += 1;
+        chunk.number = self.kept;
+        self.bytes += chunk.bytes;
+        self.order.push_back((self.kept, tp.clone()));
+        self.chunks.insert(tp.clone(), chunk);
+        while self.bytes > TOTAL_BYTES {
+            let Some((number, oldest)) = self.order.pop_front() else {
+                break;
+            };
+            if self.chunks.get(&oldest).is_some_and(|c| c.number == number) {
+                self.remove(&oldest);
+            }
+        }
+        if self.order.len() > 2 * self.chunks.len() + 64 {
+            // Mostly entries of chunks taken or kept again since: only the live ones stay.
+            let chunks = &self.chunks;
+            let live = |(number, tp): &(u64, TopicPartition)| {
+                chunks.get(tp).is_some_and(|c| c.number == *number)
+            };
+            self.order.retain(live);
+        }
     }
 }
 
@@ -64,17 +88,13 @@ impl ReadAhead {
             return;
         }
         let mut chunk = Chunk {
-            tp: tp.clone(),
             batches: VecDeque::new(),
             bytes: 0,
             at: Instant::now(),
+            number: 0,
         };
         let mut kept = self.kept.lock();
-        let before = kept.position(tp).and_then(|i| {
-            let c = kept.chunks.remove(i)?;
-            kept.bytes -= c.bytes;
-            Some(c.batches)
-        });
+        let before = kept.remove(tp).map(|c| c.batches);
         let mut end = None;
         for b in batches.into_iter().chain(before.into_iter().flatten()) {
             let follows = end.is_none_or(|end| records::base_offset(&b) == end);
@@ -85,13 +105,8 @@ impl ReadAhead {
             chunk.bytes += b.len();
             chunk.batches.push_back(b);
         }
-        if chunk.batches.is_empty() {
-            return;
-        }
-        kept.bytes += chunk.bytes;
-        kept.chunks.push_back(chunk);
-        while kept.bytes > TOTAL_BYTES {
-            kept.remove(0);
+        if !chunk.batches.is_empty() {
+            kept.insert(tp, chunk);
         }
     }
 
@@ -105,27 +120,20 @@ impl ReadAhead {
         max_bytes: usize,
     ) -> Option<(Vec<Bytes>, bool)> {
         let mut kept = self.kept.lock();
-        let i = kept.position(tp)?;
-        if kept.chunks[i].at.elapsed() > KEPT_FOR {
-            kept.remove(i);
+        let c = kept.chunks.get_mut(tp)?;
+        if c.at.elapsed() > KEPT_FOR {
+            kept.remove(tp);
             return None;
         }
-        let c = &mut kept.chunks[i];
-        let first = c.batches.front()?;
-        let last = c.batches.back()?;
+        let (first, last) = (c.batches.front()?, c.batches.back()?);
         if offset < records::base_offset(first) || offset >= records::end_offset(last) {
             return None;
         }
-        let mut dropped = 0;
-        while c
-            .batches
-            .front()
-            .is_some_and(|b| records::end_offset(b) <= offset)
-        {
-            dropped += c.batches.pop_front().map_or(0, |b| b.len());
+        let mut gone = 0;
+        while (c.batches.front()).is_some_and(|b| records::end_offset(b) <= offset) {
+            gone += c.batches.pop_front().map_or(0, |b| b.len());
         }
-        let mut batches = Vec::new();
-        let mut taken = 0;
+        let (mut batches, mut taken) = (Vec::new(), 0);
         while let Some(b) = c.batches.front() {
             if taken > 0 && taken + b.len() > max_bytes {
                 break;
@@ -133,11 +141,11 @@ impl ReadAhead {
             taken += b.len();
             batches.extend(c.batches.pop_front());
         }
-        c.bytes -= dropped + taken;
-        kept.bytes -= dropped + taken;
-        let more = !kept.chunks[i].batches.is_empty();
+        c.bytes -= gone + taken;
+        let more = !c.batches.is_empty();
+        kept.bytes -= gone + taken;
         if !more {
-            kept.remove(i);
+            kept.remove(tp);
         }
         Some((batches, more))
     }
@@ -145,8 +153,8 @@ impl ReadAhead {
     /// A deleted topic's kept batches go.
     pub fn forget_topic(&self, topic: &str) {
         let mut kept = self.kept.lock();
-        kept.chunks.retain(|c| &*c.tp.topic != topic);
-        kept.bytes = kept.chunks.iter().map(|c| c.bytes).sum();
+        kept.chunks.retain(|tp, _| &*tp.topic != topic);
+        kept.bytes = kept.chunks.values().map(|c| c.bytes).sum();
     }
 }
 
@@ -245,6 +253,10 @@ mod tests {
         ahead.keep(&tp(0), vec![batch(0, 1, 100)]);
         ahead.keep(&tp(0), vec![batch(2, 1, 100)]);
         assert!(ahead.take(&tp(0), 0, 1000).is_none(), "replaced");
+        for n in 0..1000 {
+            ahead.keep(&tp(0), vec![batch(n, 1, 100)]);
+        }
+        assert!(ahead.kept.lock().order.len() <= 2 + 64, "old entries go");
         let big = PARTITION_BYTES / 2;
         for p in 0..(TOTAL_BYTES / PARTITION_BYTES + 2) as i32 {
             ahead.keep(
@@ -254,9 +266,14 @@ mod tests {
         }
         let kept = ahead.kept.lock();
         assert!(kept.bytes <= TOTAL_BYTES, "{}", kept.bytes);
-        assert_eq!(kept.chunks.front().unwrap().tp, tp(2), "the oldest went");
+        let held = |p| kept.chunks.contains_key(&tp(p));
+        assert_eq!(
+            (held(0), held(1), held(2)),
+            (false, false, true),
+            "the oldest went"
+        );
         assert!(
-            kept.chunks.iter().all(|c| c.batches.len() == 2),
+            kept.chunks.values().all(|c| c.batches.len() == 2),
             "a partition's cap"
         );
     }

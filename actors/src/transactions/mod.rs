@@ -231,15 +231,26 @@ impl Transactions {
 
     /// Every stored transactional id with its state, whichever gateway coordinates it
     /// (ListTransactions): the table is what every slot stores before it answers, so
-    /// it is never behind one.
+    /// it is never behind one; with what other gateways added to each open transaction
+    /// (`remote_adds.rs`), as `Describe` gives it.
     pub async fn stored(&self) -> Result<Vec<(String, TxnState)>, TxnError> {
-        let scan =
-            (self.meta.scan(slot::TABLE, "").await).map_err(|e| TxnError::Store(e.to_string()))?;
+        let store = |e: StoreError| TxnError::Store(e.to_string());
+        let scan = (self.meta.scan(slot::TABLE, "").await).map_err(store)?;
+        let adds = match self.meta.shared() {
+            true => remote_adds::all(&self.meta).await.map_err(store)?,
+            false => Vec::new(),
+        };
+        let now = slot::now_ms();
         let states = scan.entries.into_iter().filter_map(|(id, value)| {
-            TxnState::decode(&value)
+            let state = TxnState::decode(&value)
                 .inspect_err(|e| tracing::warn!(transactional_id = %id, error = %e, "unreadable transaction state"))
-                .ok()
-                .map(|state| (id, state))
+                .ok()?;
+            let producer = (state.producer_id, state.epoch);
+            let added = adds.iter().find(|(i, at, _)| *i == id && *at == producer);
+            Some(match added {
+                Some((_, _, a)) => (id, state.with_adds(a, now)),
+                None => (id, state),
+            })
         });
         Ok(states.collect())
     }

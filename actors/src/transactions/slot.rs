@@ -527,7 +527,8 @@ impl Handler<End> for TxnSlot {
 }
 
 /// The state of a transactional id this gateway coordinates (DescribeTransactions,
-/// the verify-only form of AddPartitionsToTxn).
+/// the verify-only form of AddPartitionsToTxn), with what other gateways added to its
+/// transaction (a Produce of transactions v2 that reached another gateway).
 #[derive(Message)]
 #[rtype(result = "Result<Option<TxnState>, TxnError>")]
 pub struct Describe(pub String);
@@ -535,8 +536,16 @@ pub struct Describe(pub String);
 impl Handler<Describe> for TxnSlot {
     type Result = AtomicResponse<Self, Result<Option<TxnState>, TxnError>>;
 
-    fn handle(&mut self, msg: Describe, _: &mut Self::Context) -> Self::Result {
-        AtomicResponse::new(Box::pin(self.current(&msg.0).into_actor(self)))
+    fn handle(&mut self, Describe(id): Describe, _: &mut Self::Context) -> Self::Result {
+        let current = self.current(&id);
+        let deps = self.deps.clone();
+        let work = async move {
+            match current.await? {
+                Some(state) => merged(&deps, &id, state).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self)))
     }
 }
 
