@@ -34,7 +34,7 @@ struct Kept {
     /// Partitions in the order their chunks were kept, each with its chunk's number:
     /// a partition kept again since has a newer one, and its older entry is skipped.
     order: VecDeque<(u64, TopicPartition)>,
-    kept: u64,
+    numbered: u64,
     bytes: usize,
 }
 
@@ -54,10 +54,10 @@ impl Kept {
     }
 
     fn insert(&mut self, tp: &TopicPartition, mut chunk: Chunk) {
-        self.kept += 1;
-        chunk.number = self.kept;
+        self.numbered += 1;
+        chunk.number = self.numbered;
         self.bytes += chunk.bytes;
-        self.order.push_back((self.kept, tp.clone()));
+        self.order.push_back((self.numbered, tp.clone()));
         self.chunks.insert(tp.clone(), chunk);
         while self.bytes > TOTAL_BYTES {
             let Some((number, oldest)) = self.order.pop_front() else {

@@ -194,20 +194,21 @@ impl TxnIndexes {
                 .collect(),
             read_past: Vec::new(),
         };
+        // An answer that gives the reader something.
+        let useful = |p: &PartitionTxns| p.stable(high.min(p.scanned)) > offset;
         let index = self.index(tp, offset);
         {
             let mut p = index.lock();
             if offset >= p.from && p.scanned >= offset {
                 p.apply_read(fetched);
-                let stable = answer(&p);
-                if p.scanned >= high || stable.offset > offset {
-                    return Ok(stable);
+                if p.scanned >= high || useful(&p) {
+                    return Ok(answer(&p));
                 }
             }
         }
-        // Only a run of whole batches can serve a fetch: collected until one is not.
+        // Only a run of whole batches can serve a fetch: gathered until one is not.
         let (mut read_past, mut read_bytes, mut whole) = (Vec::new(), 0, true);
-        let keep = |batches: &[Bytes]| {
+        let gather = |batches: &[Bytes]| {
             for b in batches {
                 whole &= records::is_whole(b) && read_bytes + b.len() <= READ_PAST_BYTES;
                 if !whole {
@@ -217,8 +218,7 @@ impl TxnIndexes {
                 read_past.push(b.clone());
             }
         };
-        let useful = |s: &Stable| s.offset > offset;
-        let stable = (self.caught_up(logs, tp, (offset, high), (answer, useful), keep)).await?;
+        let stable = (self.caught_up(logs, tp, (offset, high), (answer, useful), gather)).await?;
         Ok(Stable {
             read_past,
             ..stable
@@ -235,8 +235,7 @@ impl TxnIndexes {
     ) -> StoreResult<i64> {
         let from = self.built_from(tp, w);
         let answer = |p: &PartitionTxns| p.stable(w.high);
-        let stable = self.caught_up(logs, tp, (from, w.high), (answer, |_: &i64| false), |_| {});
-        stable.await
+        (self.caught_up(logs, tp, (from, w.high), (answer, |_| false), |_| {})).await
     }
 
     /// The first offset of each producer's open transaction in the partition, by
@@ -249,8 +248,7 @@ impl TxnIndexes {
     ) -> StoreResult<HashMap<i64, i64>> {
         let from = self.built_from(tp, w);
         let answer = |p: &PartitionTxns| p.open.clone();
-        let never = |_: &HashMap<i64, i64>| false;
-        (self.caught_up(logs, tp, (from, w.high), (answer, never), |_| {})).await
+        (self.caught_up(logs, tp, (from, w.high), (answer, |_| false), |_| {})).await
     }
 
     /// Where the partition's index starts: where it was built from, else the log start.
@@ -259,14 +257,17 @@ impl TxnIndexes {
     }
 
     /// `answer` of the partition's index once it has read the log from `offset` (or
-    /// before) up to `high`, or sooner once the answer is `enough`; `applied` is given
+    /// before) up to `high`, or sooner once the index is `enough`; `applied` is given
     /// each read the index learnt from.
     async fn caught_up<T>(
         &self,
         logs: &Logs,
         tp: &TopicPartition,
         (offset, high): (i64, i64),
-        (answer, enough): (impl Fn(&PartitionTxns) -> T, impl Fn(&T) -> bool),
+        (answer, enough): (
+            impl Fn(&PartitionTxns) -> T,
+            impl Fn(&PartitionTxns) -> bool,
+        ),
         mut applied: impl FnMut(&[Bytes]),
     ) -> StoreResult<T> {
         loop {
@@ -281,9 +282,8 @@ impl TxnIndexes {
                         ..PartitionTxns::default()
                     };
                 }
-                let now = answer(&p);
-                if p.scanned >= high || enough(&now) {
-                    return Ok(now);
+                if p.scanned >= high || enough(&p) {
+                    return Ok(answer(&p));
                 }
                 p.scanned
             };
