@@ -4,10 +4,12 @@
 //! transaction become the group's at its commit; a transaction left open past its
 //! timeout is aborted by the coordinator and its producer fenced; a transaction of
 //! many batches is read one batch a fetch, and transactions larger than a fetch are
-//! read from the log once.
+//! read from the log once; a consumer that left its group cannot commit offsets with a
+//! transaction (KIP-447).
 
 use std::time::Duration;
 
+use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -16,13 +18,14 @@ use rdkafka::config::ClientConfig;
 use super::{group_metadata, read, read_with, send, spread, txn_producer, values};
 use crate::support::admin::Scrape;
 use crate::support::kafka::{committed, committed_at, create_topic};
-use crate::support::{on_every_store, Gateway, Store};
+use crate::support::{groups, on_every_store, Gateway, Store};
 
 on_every_store!(
     async: committed_transactions_are_read_once_and_aborted_ones_never,
     a_transaction_past_its_timeout_is_aborted,
     a_transaction_of_many_batches_is_read_a_batch_a_fetch,
     transactions_larger_than_a_fetch_are_read_from_the_log_once,
+    a_member_no_longer_in_its_group_cannot_commit_with_a_transaction,
 );
 
 const PARTITIONS: i32 = 3;
@@ -218,4 +221,73 @@ async fn transactions_larger_than_a_fetch_are_read_from_the_log_once(store: Stor
         "the store gave reads {committed} bytes for read_committed, {uncommitted} for \
          read_uncommitted"
     );
+}
+
+/// A consume-transform-produce loop whose consumer is no longer a member of its group
+/// (it left, as a zombie's membership ends in a rebalance or a coordinator's restart)
+/// has its offsets refused (UNKNOWN_MEMBER_ID, as Kafka's validateOffsetCommit answers a
+/// transactional commit naming a member it does not know): otherwise the zombie and the
+/// member that took its partitions both commit, and what they produced is read twice.
+/// The transaction can only abort; a live member's offsets commit with its transaction.
+async fn a_member_no_longer_in_its_group_cannot_commit_with_a_transaction(store: Store) {
+    const TOPIC: &str = "txn-zombie";
+    let Some((_gw, bootstrap, producer)) = started(store, TOPIC, 1, 60_000).await else {
+        return;
+    };
+    let joined = |b: &str| {
+        let c = groups::member(b, "zombie-group", TOPIC, "range");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while c.assignment().map_or(0, |a| a.count()) == 0 {
+            assert!(std::time::Instant::now() < deadline, "never assigned");
+            let _ = c.poll(Duration::from_millis(100));
+        }
+        c
+    };
+    let b = bootstrap.clone();
+    let zombie = tokio::task::spawn_blocking(move || {
+        let c = joined(&b);
+        let stale = c.group_metadata().expect("group metadata");
+        drop(c); // leaves the group
+        stale
+    })
+    .await
+    .unwrap();
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset(TOPIC, 0, Offset::Offset(5))
+        .unwrap();
+
+    producer.begin_transaction().unwrap();
+    send(&producer, TOPIC, 1, &values("zombie-", 2));
+    let refused = producer
+        .send_offsets_to_transaction(&offsets, &zombie, Duration::from_secs(30))
+        .expect_err("a member that left its group committed offsets with a transaction");
+    assert_eq!(
+        refused.rdkafka_error_code(),
+        Some(rdkafka::types::RDKafkaErrorCode::UnknownMemberId),
+        "{refused}"
+    );
+    producer.abort_transaction(Duration::from_secs(30)).unwrap();
+    assert_eq!(committed(&bootstrap, "zombie-group", TOPIC, 1), [-1]);
+
+    let b = bootstrap.clone();
+    let (live, current) = tokio::task::spawn_blocking(move || {
+        let c = joined(&b);
+        let current = c.group_metadata().expect("group metadata");
+        (c, current)
+    })
+    .await
+    .unwrap();
+    producer.begin_transaction().unwrap();
+    send(&producer, TOPIC, 1, &values("live-", 2));
+    producer
+        .send_offsets_to_transaction(&offsets, &current, Duration::from_secs(30))
+        .unwrap();
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(committed(&bootstrap, "zombie-group", TOPIC, 1), [5]);
+    let got = read(&bootstrap, TOPIC, 1, "read_committed", 2);
+    assert_eq!(got.get(&0), Some(&values("live-", 2)));
+    drop(live);
 }

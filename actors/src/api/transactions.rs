@@ -27,6 +27,7 @@ use kafka_protocol::messages::ProducerId;
 use super::group_access::{group_denied, not_coordinator};
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
+use crate::group_coordinator::{CheckCommit, MemberRef};
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::topic_admin::internal::is_internal;
@@ -285,6 +286,29 @@ async fn join_group(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<Respon
     refusal(&id, "TxnOffsetCommit", gw.transactions.ask(&id, add).await)
 }
 
+/// A commit that names a member (KIP-447: v3+ carries the consumer's generation, member
+/// id and instance id) is checked as OffsetCommit checks one, as Kafka's
+/// `validateOffsetCommit` does for a transactional commit: a zombie whose partitions a
+/// rebalance moved, or a member from before a restart, cannot commit for the group.
+/// One that names none (v0-2, or a producer outside group management) is let through.
+async fn member_refused(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<ResponseError> {
+    let named =
+        req.generation_id >= 0 || !req.member_id.is_empty() || req.group_instance_id.is_some();
+    if !named {
+        return None;
+    }
+    gw.groups
+        .ask(CheckCommit(MemberRef {
+            group: req.group_id.to_string(),
+            generation: req.generation_id,
+            member_id: req.member_id.to_string(),
+            instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
+        }))
+        .await
+        .unwrap_or(Err(ResponseError::CoordinatorNotAvailable))
+        .err()
+}
+
 /// Served by the group's coordinator: READ on the group and on each topic. The
 /// offsets are held until the transaction ends (`pending_offsets`).
 pub async fn commit_offsets(
@@ -300,6 +324,9 @@ pub async fn commit_offsets(
     } else {
         group_denied(&access, Operation::Read, &group).or_else(|| not_coordinator(&gw, &group))
     };
+    if whole.is_none() {
+        whole = member_refused(&gw, &req).await;
+    }
     if whole.is_none() && version >= since::TXN_OFFSET_COMMIT_IMPLICIT_ADD {
         whole = join_group(&gw, &req).await;
     }
