@@ -75,21 +75,33 @@ const IN_FLIGHT_BYTES: f64 = 65_536.0;
 /// Bytes a client without a quota moves at most: enough to tell its rate.
 const UNBOUNDED_STOP: f64 = 32e6;
 
-/// What a client achieved: bytes, over how long, the largest throttle time reported.
+/// When a run's steady part starts: the first throttle has come by then (a client with
+/// a quota moves its whole first window's allowance at once, then is held to its rate).
+const STEADY_FROM: Duration = Duration::from_secs(3);
+
+/// What a client achieved: bytes, over how long, the largest throttle time reported,
+/// and the bytes it had done at `STEADY_FROM`.
 #[derive(Debug)]
 struct Run {
     bytes: f64,
     took: Duration,
     throttle_ms: i64,
+    bytes_at_steady: f64,
 }
 
 impl Run {
-    fn of(throttles: &Throttles, took: Duration) -> Run {
+    fn of(throttles: &Throttles, took: Duration, bytes_at_steady: f64) -> Run {
         Run {
             bytes: throttles.done.load(Ordering::SeqCst) as f64,
             took,
             throttle_ms: throttles.max_ms.load(Ordering::SeqCst),
+            bytes_at_steady,
         }
+    }
+
+    /// Bytes a second from `STEADY_FROM` to the end.
+    fn steady_rate(&self) -> f64 {
+        (self.bytes - self.bytes_at_steady) / (self.took - STEADY_FROM).as_secs_f64()
     }
 
     fn rate(&self) -> f64 {
@@ -109,7 +121,11 @@ fn produce_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
     let payload = vec![b'p'; 1024];
     let started = Instant::now();
     let acknowledged = || throttles.done.load(Ordering::SeqCst) as f64;
+    let mut at_steady = None;
     while started.elapsed() < RUN && acknowledged() < UNBOUNDED_STOP {
+        if started.elapsed() >= STEADY_FROM {
+            at_steady.get_or_insert_with(acknowledged);
+        }
         let record = BaseRecord::<str, [u8]>::to(topic)
             .payload(&payload[..])
             .key("k");
@@ -121,7 +137,7 @@ fn produce_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
             Err((e, _)) => panic!("{client_id}: a record was not queued: {e}"),
         }
     }
-    let run = Run::of(&throttles, started.elapsed());
+    let run = Run::of(&throttles, started.elapsed(), at_steady.unwrap_or(0.0));
     producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
     run
 }
@@ -142,7 +158,11 @@ fn consume_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
     consumer.subscribe(&[topic]).expect("subscribe");
     let started = Instant::now();
     let consumed = || throttles.done.load(Ordering::SeqCst) as f64;
+    let mut at_steady = None;
     while started.elapsed() < RUN && consumed() < UNBOUNDED_STOP {
+        if started.elapsed() >= STEADY_FROM {
+            at_steady.get_or_insert_with(consumed);
+        }
         match consumer.poll(Duration::from_millis(100)) {
             None => {}
             Some(Ok(m)) => {
@@ -152,7 +172,7 @@ fn consume_for_a_while(bootstrap: &str, topic: &str, client_id: &str) -> Run {
             Some(Err(e)) => panic!("{client_id}: consumer error: {e}"),
         }
     }
-    Run::of(&throttles, started.elapsed())
+    Run::of(&throttles, started.elapsed(), at_steady.unwrap_or(0.0))
 }
 
 /// Framing on top of the 1 kB values these clients move (record, batch and request
@@ -162,18 +182,39 @@ const FRAMING: f64 = 1.05;
 /// partly elapsed).
 const MIN_WINDOW_MS: f64 = 10_000.0;
 
+/// Over the steady part of a run, a client with a quota may move its quota's worth,
+/// plus what it had on the wire when throttled, plus this share: a client held to its
+/// quota stays under it; one whose throttle is only reported moves many times it.
+const STEADY_MARGIN: f64 = 1.25;
+
 /// The client with a quota was throttled, never told to wait longer than Kafka's
 /// formula allows for all it moved ((rate - quota) / quota × window is bytes in the
 /// window / quota - window: at most its bytes, framed, and what it had on the wire,
-/// over the quota, less the shortest window), and not starved: served at least the
+/// over the quota, less the shortest window), not starved (served at least the
 /// shortest window's allowance less what one request brings, all it may have before
-/// its first throttle whenever that comes. The one without a quota was never
-/// throttled. The rates reached are printed, not asserted: speed is for benchmarks.
+/// its first throttle whenever that comes), and held to its quota once its first
+/// window's allowance was spent (its rate from `STEADY_FROM` on). The one without a
+/// quota was never throttled.
 fn held_near(what: &str, quota: f64, slow: &Run, fast: &Run) {
     println!(
         "bench: {what}: with a quota of {quota:.0} B/s {:.0} B/s, without {:.0} B/s",
         slow.rate(),
         fast.rate()
+    );
+    assert!(
+        slow.took >= STEADY_FROM,
+        "{what}: the client with a quota of {quota} B/s moved {} B in {:?}, all it was \
+         let, before its rate could be held: {slow:?}",
+        slow.bytes,
+        slow.took
+    );
+    let steady_secs = (slow.took - STEADY_FROM).as_secs_f64();
+    let steady_most = quota * STEADY_MARGIN + IN_FLIGHT_BYTES / steady_secs;
+    assert!(
+        slow.steady_rate() <= steady_most,
+        "{what}: the client with a quota of {quota} B/s moved {:.0} B/s from {STEADY_FROM:?} on \
+         (at most {steady_most:.0}): {slow:?}",
+        slow.steady_rate()
     );
     let moved = slow.bytes * FRAMING + IN_FLIGHT_BYTES;
     let most = (moved / quota * 1000.0 - MIN_WINDOW_MS) as i64;

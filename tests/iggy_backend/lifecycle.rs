@@ -14,7 +14,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
 use support::admin::{eventually, get, Scrape};
-use support::iggy::{free_port, IggyServer};
+use support::iggy::{free_port, rerun_after_recovery_failure, IggyServer};
 use support::kafka::{assign_from_start, create_topic};
 use support::Gateway;
 
@@ -152,8 +152,16 @@ fn read_until(
     got
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn iggy_restarted_mid_stream_loses_no_acknowledged_record() {
+/// SIGKILLs iggy-server and starts it again on its data: rerun once if the server
+/// fails its own crash recovery (`support::iggy::rerun_after_recovery_failure`).
+#[test]
+fn iggy_restarted_mid_stream_loses_no_acknowledged_record() {
+    support::iggy::rerun_after_recovery_failure(
+        iggy_restarted_mid_stream_loses_no_acknowledged_record_once,
+    );
+}
+
+async fn iggy_restarted_mid_stream_loses_no_acknowledged_record_once() {
     let Some(mut server) = IggyServer::start() else {
         return;
     };
@@ -273,5 +281,65 @@ fn readiness_follows_the_iggy_server() {
         eventually(Duration::from_secs(30), || status("/readyz") == 200),
         "not ready again after Iggy came back: {:?}",
         get(gw.admin, "/readyz")
+    );
+}
+
+/// The rerun that keeps iggy-server's own crash-recovery failure from making the suite
+/// flaky, tried on a real failure: a restart over partitions whose sparse indexes
+/// cannot be read fails as a recovery failure; a test that meets one once passes on its
+/// rerun, one that meets it twice fails.
+#[test]
+fn a_failed_iggy_crash_recovery_is_named_and_rerun_once() {
+    use iggy::prelude::{IggyMessage, MessageClient, Partitioning, StreamClient, TopicClient};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let failed_restart = || async {
+        let mut server = IggyServer::start().expect("an iggy-server");
+        let sdk = server.sdk().await;
+        let id = |name: &str| iggy::prelude::Identifier::named(name).unwrap();
+        sdk.create_stream("s").await.expect("stream");
+        // Every message saved at once (as the gateway makes its topics), or the restart
+        // finds nothing to recover.
+        let one = iggy::prelude::TopicCreateOptions {
+            partitions_count: Some(1),
+            messages_required_to_save: Some(1),
+            ..Default::default()
+        };
+        sdk.create_topic(&id("s"), "t", &one).await.expect("topic");
+        let mut messages = vec![IggyMessage::builder()
+            .payload(bytes::Bytes::from_static(b"m"))
+            .build()
+            .unwrap()];
+        sdk.send_messages(
+            &id("s"),
+            &id("t"),
+            &Partitioning::partition_id(0),
+            &mut messages,
+        )
+        .await
+        .expect("send");
+        // Shut down cleanly, so the message is on disk for certain.
+        server.shut_down();
+        server.break_sparse_indexes();
+        server.start_again();
+    };
+    if support::iggy::server_bin().is_none() {
+        return;
+    }
+    let attempts = AtomicUsize::new(0);
+    rerun_after_recovery_failure(|| {
+        let first = attempts.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            if first {
+                failed_restart().await
+            }
+        }
+    });
+    assert_eq!(attempts.load(Ordering::SeqCst), 2, "not rerun once");
+    let twice = std::panic::catch_unwind(|| rerun_after_recovery_failure(failed_restart))
+        .expect_err("two recovery failures passed");
+    let message = twice.downcast::<String>().expect("a message");
+    assert!(
+        message.contains("failed its crash recovery twice"),
+        "{message}"
     );
 }

@@ -17,8 +17,16 @@ use support::Gateway;
 
 use super::{id, record, GATEWAY_STREAM, STREAM};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_consumer_group_resumes_from_its_commits_after_iggy_and_the_gateway_restart() {
+/// SIGKILLs iggy-server and starts it again on its data: rerun once if the server
+/// fails its own crash recovery (`support::iggy::rerun_after_recovery_failure`).
+#[test]
+fn a_consumer_group_resumes_from_its_commits_after_iggy_and_the_gateway_restart() {
+    support::iggy::rerun_after_recovery_failure(
+        a_consumer_group_resumes_from_its_commits_after_iggy_and_the_gateway_restart_once,
+    );
+}
+
+async fn a_consumer_group_resumes_from_its_commits_after_iggy_and_the_gateway_restart_once() {
     let Some(mut server) = IggyServer::start() else {
         return;
     };

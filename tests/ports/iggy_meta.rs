@@ -13,7 +13,9 @@ use iggy_kafka_gateway::IggyBackend;
 
 use super::iggy_backend;
 use super::meta::{put, write_at_once};
-use crate::support::iggy::{first_offset, small_segment_log, snapshot_upto, IggyServer};
+use crate::support::iggy::{
+    first_offset, rerun_after_recovery_failure, small_segment_log, snapshot_upto, IggyServer,
+};
 
 /// The gateway's own stream (`iggy_gateway_stream`), where the tables' logs are.
 const STREAM: &str = "kafka-gateway";
@@ -185,8 +187,16 @@ async fn a_table_whose_lost_records_no_snapshot_covers_is_refused_naming_its_log
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only() {
+/// SIGKILLs iggy-server and starts it again on its data: rerun once if the server
+/// fails its own crash recovery (`support::iggy::rerun_after_recovery_failure`).
+#[test]
+fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only() {
+    rerun_after_recovery_failure(
+        unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only_once,
+    );
+}
+
+async fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only_once() {
     let Some(mut server) = IggyServer::start() else {
         return;
     };

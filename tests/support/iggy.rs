@@ -1,13 +1,18 @@
 //! A real `iggy-server` for the tests that run the gateway on the Iggy backend.
 //!
-//! The binary comes from `IGGY_SERVER_BIN` or `iggy-server` on PATH; each test starts
-//! its own on a free loopback port with a temporary directory. Without one, callers
-//! get `None` and one SKIPPED line is printed per test binary; an `IGGY_SERVER_BIN`
-//! naming no file panics.
+//! The binary comes from `IGGY_SERVER_BIN`, else the project's shared server
+//! (`../shared/iggy/iggy-server` beside the checkout), else `iggy-server` on PATH; each
+//! test starts its own on a free loopback port with a temporary directory. Without one,
+//! callers get `None` and one SKIPPED line is printed per test binary; an
+//! `IGGY_SERVER_BIN` naming no file panics. With `IGGY_TESTS_RECORD` set to a file, each
+//! test that starts a server appends its name there, so CI counts the tests that ran on
+//! Iggy rather than trusting that they did.
 
-use std::io::Read;
+use std::future::Future;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
@@ -19,10 +24,16 @@ use super::Gateway;
 pub const SKIPPED: &str =
     "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
 
+/// What iggy-server 0.9.0-edge.5 logs when it cannot reopen a partition after a SIGKILL
+/// ("failed to open sparse index during recovery", or its kin for the index's first or
+/// last entry or the segment's file): its crash recovery, not the gateway's
+/// (`../shared/iggy/README.md`).
+const RECOVERY_FAILURE: &str = "during recovery";
+
 /// The server binary, or `None` after printing the SKIPPED line (once per run) when
-/// `IGGY_SERVER_BIN` is unset and no `iggy-server` is on PATH. A set `IGGY_SERVER_BIN`
-/// that names no file is a mistake, not an absence: it panics, naming the path, so the
-/// Iggy tests cannot pass by not running.
+/// `IGGY_SERVER_BIN` is unset and neither the shared server nor an `iggy-server` on
+/// PATH exists. A set `IGGY_SERVER_BIN` that names no file is a mistake, not an absence:
+/// it panics, naming the path, so the Iggy tests cannot pass by not running.
 pub fn server_bin() -> Option<PathBuf> {
     static SKIP_NOTICE: Once = Once::new();
     if let Some(bin) = std::env::var_os("IGGY_SERVER_BIN").map(PathBuf::from) {
@@ -34,17 +45,85 @@ pub fn server_bin() -> Option<PathBuf> {
         );
         return Some(bin);
     }
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|dir| dir.join("iggy-server"))
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/iggy/iggy-server");
+    let found = std::iter::once(shared)
+        .chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .map(|dir| dir.join("iggy-server")),
+        )
         .find(|p| p.is_file());
     if found.is_none() {
         // Written to the stream directly: the test harness captures `println!`.
         SKIP_NOTICE.call_once(|| {
-            use std::io::Write;
             let _ = writeln!(std::io::stderr(), "{SKIPPED}");
         });
     }
     found
+}
+
+/// Appends the running test's name to `IGGY_TESTS_RECORD`, when set: the harness names
+/// each test's thread after the test.
+fn record_test() {
+    let Some(path) = std::env::var_os("IGGY_TESTS_RECORD") else {
+        return;
+    };
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("IGGY_TESTS_RECORD={}: {e}", Path::new(&path).display()));
+    // One write of one line: appends from parallel tests do not interleave.
+    file.write_all(format!("{name}\n").as_bytes())
+        .expect("record an Iggy test");
+}
+
+/// The panic a restart of a SIGKILLed server raises when the server fails its own crash
+/// recovery; [`rerun_after_recovery_failure`] catches it.
+#[derive(Debug)]
+pub struct RecoveryFailure(String);
+
+/// Runs `test`, a test that SIGKILLs and restarts an iggy-server, once more from the
+/// start (on fresh servers and data) if a restart failed Iggy's own crash recovery,
+/// saying so in one line that CI counts; a second such failure fails the test. Any
+/// other failure fails it at once.
+pub fn rerun_after_recovery_failure<F, Fut>(test: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let run = || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(test())))
+    };
+    let Err(first) = run() else {
+        return;
+    };
+    let Some(failure) = first.downcast_ref::<RecoveryFailure>() else {
+        panic::resume_unwind(first);
+    };
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    let _ = writeln!(
+        std::io::stderr(),
+        "IGGY RECOVERY FAILURE in {name}: iggy-server did not restart after a SIGKILL; \
+         rerunning the test once on fresh data. It logged: {}",
+        failure.0
+    );
+    if let Err(second) = run() {
+        match second.downcast::<RecoveryFailure>() {
+            Ok(again) => panic!("iggy-server failed its crash recovery twice: {}", again.0),
+            Err(other) => panic::resume_unwind(other),
+        }
+    }
 }
 
 pub fn free_port() -> u16 {
@@ -91,6 +170,7 @@ impl IggyServer {
             };
             if server.bound() {
                 server.wait_ready();
+                record_test();
                 return Some(server);
             }
             let _ = std::fs::remove_file(server.dir.path().join("server.log"));
@@ -145,9 +225,19 @@ impl IggyServer {
             .expect("start iggy-server")
     }
 
-    fn wait_ready(&self) {
+    /// Until the server listens; a server that exits first fails the test at once, with
+    /// [`RecoveryFailure`] when its log says its crash recovery failed.
+    fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log = self.log();
+                if log.contains(RECOVERY_FAILURE) {
+                    let last = log.lines().rev().find(|l| l.contains(RECOVERY_FAILURE));
+                    panic::panic_any(RecoveryFailure(last.unwrap_or_default().to_string()));
+                }
+                panic!("iggy-server on {} exited ({status}): {log}", self.addr);
+            }
             assert!(
                 Instant::now() < deadline,
                 "iggy-server did not listen on {}: {}",
@@ -233,6 +323,33 @@ impl IggyServer {
             .arg(self.child.id().to_string())
             .status();
         let _ = self.child.wait();
+    }
+
+    /// Makes every sparse index of a stopped server's partitions unreadable (a
+    /// directory in its place): its next start fails its crash recovery for certain,
+    /// as a SIGKILL sometimes makes it fail.
+    pub fn break_sparse_indexes(&self) {
+        fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, found);
+                } else if path.extension().is_some_and(|e| e == "index") {
+                    found.push(path);
+                }
+            }
+        }
+        let mut indexes = Vec::new();
+        walk(&self.dir.path().join("data"), &mut indexes);
+        assert!(
+            !indexes.is_empty(),
+            "no sparse index under {:?}",
+            self.dir.path()
+        );
+        for index in indexes {
+            std::fs::remove_file(&index).expect("remove a sparse index");
+            std::fs::create_dir(&index).expect("a directory in its place");
+        }
     }
 
     pub fn start_again(&mut self) {

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Once};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use iggy_kafka_gateway::{Settings, Sighup, Stop};
 
@@ -61,6 +62,10 @@ enum Run {
     /// when dropped.
     Process { child: Child, log: String },
 }
+
+/// How long a gateway may take to start (an Iggy backend connects and loads its tables
+/// first) before the test fails rather than waits on.
+const STARTUP_LIMIT: Duration = Duration::from_secs(120);
 
 const IN_PROCESS: &str = "an in-process gateway has no process: start it with Gateway::process*";
 
@@ -171,10 +176,13 @@ impl Gateway {
                 })
             })
             .expect("start a gateway thread");
-        let ((listeners, admin), stop) = match wait.recv() {
+        let ((listeners, admin), stop) = match wait.recv_timeout(STARTUP_LIMIT) {
             Ok(Ok(up)) => up,
             Ok(Err(e)) => panic!("the gateway did not start: {e}"),
-            Err(_) => {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the gateway did not start within {STARTUP_LIMIT:?}")
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let _ = thread.join();
                 panic!("the gateway thread ended while starting")
             }
@@ -204,12 +212,23 @@ impl Gateway {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start gateway");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        // Read on a thread of its own, so a gateway that hangs before it reports its
+        // addresses fails the test after STARTUP_LIMIT instead of hanging it.
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (lines, reported) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         // "... listener NAME on HOST:PORT" for each listener, "... listening on
         // HOST:PORT" (the first), then "... admin on http://HOST:PORT".
-        let mut line = || {
-            let mut line = String::new();
-            stdout.read_line(&mut line).expect("read gateway stdout");
+        let line = || {
+            let line = reported.recv_timeout(STARTUP_LIMIT).unwrap_or_else(|e| {
+                panic!("the gateway reported no address within {STARTUP_LIMIT:?}: {e}")
+            });
             let address = line
                 .trim()
                 .rsplit([' ', '/'])

@@ -22,6 +22,10 @@ use super::configs::s;
 use super::{batch, call, record, topic_name, RawClient};
 
 /// A transactional producer: its id, the producer id and epoch.
+/// How long a previous transaction's end may keep answering CONCURRENT_TRANSACTIONS
+/// (51) before a test takes that answer as its failure.
+pub const CONCURRENT_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[derive(Clone, Debug)]
 pub struct Producer {
     pub id: String,
@@ -38,9 +42,10 @@ pub fn init(c: &mut RawClient, id: &str) -> Producer {
         .with_transaction_timeout_ms(60_000)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
+    let deadline = std::time::Instant::now() + CONCURRENT_LIMIT;
     let r = loop {
         let r = call!(c, InitProducerId, 4, request.clone());
-        if r.error_code != 51 {
+        if r.error_code != 51 || std::time::Instant::now() >= deadline {
             break r;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

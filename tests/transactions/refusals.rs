@@ -19,6 +19,7 @@ use kafka_protocol::records::{Compression, Record};
 
 use crate::support::configs::s;
 use crate::support::kafka::create_topic;
+use crate::support::transactions::CONCURRENT_LIMIT;
 use crate::support::{batch, call, on_every_store, record, topic_name, Gateway, RawClient, Store};
 
 on_every_store!(async: transactional_misuse_is_refused_with_kafkas_codes);
@@ -151,9 +152,10 @@ async fn transactional_misuse_is_refused_with_kafkas_codes(store: Store) {
     // A second incarnation fences the first: its epoch is refused. The open
     // transaction is aborted first, CONCURRENT_TRANSACTIONS (51) answered until its
     // markers are out, as Kafka answers it; clients ask again.
+    let deadline = std::time::Instant::now() + CONCURRENT_LIMIT;
     let next = loop {
         let next = init(&mut c, "refusals", 60_000);
-        if next.error_code != 51 {
+        if next.error_code != 51 || std::time::Instant::now() >= deadline {
             break next;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
