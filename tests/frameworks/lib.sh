@@ -1,7 +1,10 @@
 # Sourced by the framework checks (tests/frameworks/*/check.sh): starts, kills and
-# restarts gateways, each with its own data, on the embedded store or, with
-# FW_BACKEND=iggy, each on its own iggy-server (IGGY_SERVER_BIN). Everything started
-# here is killed when the sourcing script exits.
+# restarts gateways, each with its own data on the embedded store or, with
+# FW_BACKEND=iggy, on an iggy-server (IGGY_SERVER_BIN, default the shared one beside
+# the checkout) that every gateway of one Kafka cluster shares, as a Deployment's
+# replicas share one Iggy: a check names a gateway's cluster in FW_CLUSTER[NAME]
+# before its first gw_start (default "main"). Everything started here is killed when
+# the sourcing script exits.
 #   GATEWAY_BIN  the gateway binary (default target/release/iggy-kafka-gateway)
 #   FW_WORK      a scratch dir (default: a new temp dir, removed at exit)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -12,7 +15,7 @@ if [ -z "${FW_WORK:-}" ]; then
     FW_WORK=$(mktemp -d)
     fw_own_work=1
 fi
-declare -A FW_PID FW_ADDR FW_ENV FW_IGGY_PID FW_IGGY_ADDR
+declare -A FW_PID FW_ADDR FW_ENV FW_CLUSTER FW_IGGY_PID FW_IGGY_ADDR
 
 fw_cleanup() {
     local p
@@ -40,10 +43,10 @@ fw_wait_port() {
     return 1
 }
 
-fw_iggy_start() { # NAME: an iggy-server of its own for gateway NAME
+fw_iggy_start() { # CLUSTER: the iggy-server the gateways of CLUSTER keep their data in
     local name=$1 dir=$FW_WORK/$1-iggy
-    local bin=${IGGY_SERVER_BIN:-$(command -v iggy-server || true)}
-    [ -x "$bin" ] || { echo "FAIL: FW_BACKEND=iggy needs IGGY_SERVER_BIN naming an iggy-server" >&2; exit 1; }
+    local bin=${IGGY_SERVER_BIN:-$ROOT/../shared/iggy/iggy-server}
+    [ -x "$bin" ] || { echo "FAIL: FW_BACKEND=iggy needs an iggy-server: IGGY_SERVER_BIN=$bin is none" >&2; exit 1; }
     mkdir -p "$dir"
     [ -n "${FW_IGGY_ADDR[$name]:-}" ] || FW_IGGY_ADDR[$name]=127.0.0.1:$(fw_free_port)
     (cd "$dir" && IGGY_TCP_ADDRESS=${FW_IGGY_ADDR[$name]} IGGY_SYSTEM_PATH=$dir/data \
@@ -63,10 +66,10 @@ gw_start() {
     shift
     [ $# -gt 0 ] && FW_ENV[$name]="$*"
     local listen=${FW_ADDR[$name]:-127.0.0.1:0}
-    local store=(IGGY_KAFKA_DATA_DIR="$FW_WORK/$name-data")
+    local store=(IGGY_KAFKA_DATA_DIR="$FW_WORK/$name-data") cluster=${FW_CLUSTER[$name]:-main}
     if [ "$FW_BACKEND" = iggy ]; then
-        [ -n "${FW_IGGY_PID[$name]:-}" ] || fw_iggy_start "$name"
-        store=(IGGY_KAFKA_BACKEND=iggy IGGY_KAFKA_IGGY_ADDRESS="${FW_IGGY_ADDR[$name]}")
+        [ -n "${FW_IGGY_PID[$cluster]:-}" ] || fw_iggy_start "$cluster"
+        store=(IGGY_KAFKA_BACKEND=iggy IGGY_KAFKA_IGGY_ADDRESS="${FW_IGGY_ADDR[$cluster]}")
     fi
     # Emptied here, not by the background job's redirection: that may come after the
     # first read below, which would then find no file (set -e ends the script) or,

@@ -8,7 +8,9 @@
 #   offsets-api      the sink's and source's offsets through Connect's REST API; the
 #                    sink rewound (alter offsets) and reset (delete offsets)
 #   two-workers      a 2-task sink spread over two workers; one SIGKILLed, the other
-#                    takes every task and data still flows
+#                    takes every task and data still flows. On Iggy the second worker
+#                    and the records after the kill go through a second gateway of the
+#                    cluster, on the same iggy-server
 #   mirror-maker     MirrorMaker 2 from gateway src to dst: records, topic configs and
 #                    a group's committed offsets arrive as src.<topic>
 # Needs `bash tests/frameworks/deps.sh` first. Last line: "connect: N passed, M failed".
@@ -20,7 +22,7 @@ CP=$(fw_classpath connect)
 N=100 # lines per append
 
 passed=0 failed=0 WHY=
-declare -A W_PID W_PORT
+declare -A W_PID W_PORT W_GW
 
 tool() { java -cp "$CP" ConnectTool "$@" 2>>"$FW_WORK/tool.log"; }
 
@@ -39,7 +41,8 @@ wait_for() {
 }
 
 # ---------------------------------------------------------------- Connect workers
-# worker_start N: worker N of the group connect-fw on gateway main, REST on a port of
+# worker_start N [GATEWAY]: worker N of the group connect-fw bootstrapped from GATEWAY
+# (default main; kept across restarts), REST on a port of
 # its own (kept across restarts). Short session timeouts and rebalance delay: a killed
 # worker's tasks move within seconds, and its sink consumers leave their groups after
 # 6 s, not the consumer default 45 s (until then the new task's join waits for them).
@@ -48,8 +51,9 @@ wait_for() {
 worker_start() {
     local n=$1
     [ -n "${W_PORT[$n]:-}" ] || W_PORT[$n]=$(fw_free_port)
+    W_GW[$n]=${2:-${W_GW[$n]:-main}}
     cat >"$FW_WORK/worker$n.properties" <<EOF
-bootstrap.servers=${FW_ADDR[main]}
+bootstrap.servers=${FW_ADDR[${W_GW[$n]}]}
 group.id=connect-fw
 key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.storage.StringConverter
@@ -276,7 +280,15 @@ check_offsets_api() {
 }
 
 check_two_workers() {
-    worker_start 2 || return 1
+    # On Iggy, a second gateway of the cluster on the same iggy-server, as a Deployment
+    # scales out: worker 2 and the records after the kill go through it, so the group's
+    # members, their commits and the topics' data cross gateways.
+    local second=main
+    if [ "$FW_BACKEND" = iggy ]; then
+        gw_start main2
+        second=main2
+    fi
+    worker_start 2 "$second" || return 1
     tool create "${FW_ADDR[main]}" lines2 2 || { WHY="creating lines2 failed (tool.log)"; return 1; }
     connector_put sink2 "{\"connector.class\":\"org.apache.kafka.connect.file.FileStreamSinkConnector\",
         \"tasks.max\":\"2\",\"file\":\"$FW_WORK/sink2.txt\",\"topics\":\"lines2\"}" ||
@@ -294,7 +306,7 @@ check_two_workers() {
     wait_for 60 "sink2 on worker 2 alone" status_is 2 sink2 2 "$(wid 2)" || return 1
     wait_for 30 "file-sink on worker 2" status_is 2 file-sink 1 "$(wid 2)" || return 1
     wait_for 30 "file-source on worker 2" status_is 2 file-source 1 "$(wid 2)" || return 1
-    tool produce "${FW_ADDR[main]}" lines2 $((N + 1)) $((2 * N + 1)) line || { WHY="produce failed"; return 1; }
+    tool produce "${FW_ADDR[$second]}" lines2 $((N + 1)) $((2 * N + 1)) line || { WHY="produce failed"; return 1; }
     append "$FW_WORK/source.txt" $((4 * N + 1)) $((5 * N))
     sink_exact "$FW_WORK/sink2.txt" 1 $((2 * N)) connect-sink2 lines2 sorted || return 1
     sink_exact "$FW_WORK/sink.txt" 1 $((5 * N)) connect-file-sink lines
@@ -333,6 +345,8 @@ mm_round() {
 }
 
 check_mirror_maker() {
+    # Two Kafka clusters: on Iggy each has an iggy-server of its own.
+    FW_CLUSTER[src]=src FW_CLUSTER[dst]=dst
     gw_start src
     gw_start dst
     tool create "${FW_ADDR[src]}" orders 2 retention.ms=3600000 cleanup.policy=delete max.message.bytes=200000 ||
@@ -400,7 +414,7 @@ dump() {
         echo "--- $f log (last 30 lines)" >&2
         tail -n 30 "$FW_WORK/$f.log" >&2
     done
-    for f in main src dst; do [ -n "${FW_PID[$f]:-}" ] && gw_log "$f"; done
+    for f in main main2 src dst; do [ -n "${FW_PID[$f]:-}" ] && gw_log "$f"; done
     return 0
 }
 

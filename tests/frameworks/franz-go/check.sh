@@ -18,7 +18,21 @@ if ! FRANZ_GO_BACKEND=$FW_BACKEND KGO_TEST_SCRAM_SEEDS=$sasl KGO_TEST_SCRAM=fran
     gw_log franz
     exit 1
 fi
-# Passed: every test franz-go ran (tests and subtests), named on its summary line.
+# Passed: every test franz-go ran (tests and subtests), named on its summary line; no
+# fewer than this store's floor (floor.txt).
 passed=$(sed -n 's/.*: \([0-9]*\) passed, 0 failed.*/\1/p' "$FW_WORK/summary")
-[ "${passed:-0}" -gt 0 ] || { echo "FAIL franz-go: no test passed"; exit 1; }
+floor=$(awk -v s="$FW_BACKEND" '$1 == s { print $2 }' "$HERE/floor.txt")
+[ -n "$floor" ] || { echo "FAIL franz-go: floor.txt has no floor for $FW_BACKEND"; exit 1; }
+[ "${passed:-0}" -ge "$floor" ] ||
+    { echo "FAIL franz-go: ${passed:-0} tests passed, fewer than the floor of $floor on $FW_BACKEND (floor.txt)"; exit 1; }
+# What franz-go skipped itself is exactly what self-skips.txt lists.
+skipped=$(grep -E '^[[:space:]]*--- SKIP: ' "$log" | awk '{print $3}' | sort -u)
+listed=$(grep -Ev '^[[:space:]]*(#|$)' "$HERE/self-skips.txt" | awk '{print $1}' | sort -u)
+if [ "$skipped" != "$listed" ]; then
+    echo "FAIL franz-go: its own skips differ from self-skips.txt:"
+    comm -23 <(echo "$skipped") <(echo "$listed") | sed 's/^/    skipped, not listed: /'
+    comm -13 <(echo "$skipped") <(echo "$listed") | sed 's/^/    listed, not skipped: /'
+    exit 1
+fi
+echo "franz-go: $(echo "$listed" | grep -c .) self-skips as listed, floor $floor on $FW_BACKEND"
 echo "franz-go: $passed passed, 0 failed"

@@ -16,10 +16,14 @@ import org.springframework.stereotype.Component;
 /**
  * What the application sent and received, as tab-separated lines in check.out
  * (sent.tsv, received.tsv), for check.sh to compare; also the values seen so far,
- * for the runner to know when everything it sent has arrived.
+ * for the runner to know when everything it sent has arrived. received.tsv also holds,
+ * in the order they happened, the offset commits the brokers acknowledged
+ * ({@link CommitJournal}) and the moment the run paused for the gateway restart.
  */
 @Component
 public class Journal {
+    /** For {@link CommitJournal}, which the Kafka consumer creates by class name. */
+    static volatile Journal current;
     private final Writer sent;
     private final Writer received;
     final Set<String> seen = ConcurrentHashMap.newKeySet();
@@ -29,6 +33,7 @@ public class Journal {
         Files.createDirectories(dir);
         sent = open(dir.resolve("sent.tsv"));
         received = open(dir.resolve("received.tsv"));
+        current = this;
     }
 
     private static Writer open(Path p) throws IOException {

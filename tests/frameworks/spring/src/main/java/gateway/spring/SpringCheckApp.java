@@ -18,6 +18,7 @@ import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.config.TopicBuilder;
 import org.springframework.kafka.core.ConsumerFactory;
@@ -38,6 +39,13 @@ import org.springframework.util.backoff.FixedBackOff;
  * failed; check.sh compares the journals. With check.pause it stops halfway through the
  * orders (file check.out/paused) until check.sh, having restarted the gateway, creates
  * check.out/resume.
+ *
+ * With check.tx-records above 0 the run has a transactional part (Transactions): a
+ * transaction rolled back, then check.tx-records inputs for the transactional listener,
+ * half before the orders and half after them (with check.pause: the first half's
+ * outputs committed and the "-hold" input's transaction open before the pause); it waits
+ * until a read_committed reader has seen an output of every input, and after the grace
+ * period reads the output topic to its end.
  */
 @SpringBootApplication
 public class SpringCheckApp {
@@ -92,6 +100,22 @@ public class SpringCheckApp {
         return TopicBuilder.name(name + "-dlt").partitions(2).replicas(1).build();
     }
 
+    @Bean
+    NewTopic transactionalInput(@Value("${check.tx-in}") String name, @Value("${check.tx-partitions}") int partitions) {
+        return TopicBuilder.name(name).partitions(partitions).replicas(1).build();
+    }
+
+    @Bean
+    NewTopic transactionalOutput(@Value("${check.tx-out}") String name, @Value("${check.tx-partitions}") int partitions) {
+        return TopicBuilder.name(name).partitions(partitions).replicas(1).build();
+    }
+
+    /** The transactional listener's containers (Transactions.listenerFactory). */
+    @Bean
+    ConcurrentKafkaListenerContainerFactory<String, String> txListenerFactory(Transactions tx) {
+        return tx.listenerFactory();
+    }
+
     /** Boot gives this handler to its listener container factory: one retry, then the DLT. */
     @Bean
     DefaultErrorHandler errorHandler(KafkaTemplate<String, String> template) {
@@ -104,7 +128,8 @@ public class SpringCheckApp {
             @Value("${check.run}") int run, @Value("${check.records}") int records,
             @Value("${check.events-count}") int eventCount, @Value("${check.poison}") boolean poison,
             @Value("${check.deadline-s}") long deadlineS, @Value("${check.pause}") boolean pause,
-            @Value("${check.out}") String outDir, @Value("${check.orders-partitions:3}") int ordersPartitions) {
+            @Value("${check.out}") String outDir, @Value("${check.orders-partitions:3}") int ordersPartitions,
+            Transactions tx, Listeners listeners, @Value("${check.tx-records}") int txRecords) {
         return args -> {
             Map<String, Object> c = consumers.getConfigurationProperties();
             log.info("consumers: group.protocol={} session.timeout.ms={}", c.get("group.protocol"),
@@ -113,10 +138,12 @@ public class SpringCheckApp {
             // Records sent before the members hold their partitions would all go to the
             // first member to join: wait until both order members have some.
             String waiting = "assignment: " + ordersPartitions
-                    + " orders partitions over 2 members, 2 events and 2 DLT partitions";
+                    + " orders partitions over 2 members, 2 events and 2 DLT partitions"
+                    + (txRecords > 0 ? ", " + tx.partitions + " transactional inputs over 2 members" : "");
             while (!(assigned(registry.getListenerContainer("orders"), 2, ordersPartitions)
                     && assigned(registry.getListenerContainer("events"), 1, 2)
-                    && assigned(registry.getListenerContainer("dlt"), 1, 2))) {
+                    && assigned(registry.getListenerContainer("dlt"), 1, 2)
+                    && (txRecords == 0 || assigned(registry.getListenerContainer("tx"), 2, tx.partitions)))) {
                 if (System.nanoTime() > deadline) {
                     log.error("FAIL deadline ({} s) waiting for {}; have {}", deadlineS, waiting, describe(registry));
                     return;
@@ -124,6 +151,21 @@ public class SpringCheckApp {
                 Thread.sleep(100);
             }
             log.info("assigned {}", describe(registry));
+
+            // The transactional part's first half: a rolled-back transaction, then inputs
+            // (the second marked to roll back its first delivery; with check.pause the last
+            // marked to hold its transaction open across the gateway restart).
+            int txHalf = txRecords / 2;
+            List<String> txFirstHalf = new ArrayList<>();
+            if (txRecords > 0) {
+                tx.startReader();
+                tx.rollBackOne(run);
+                for (int i = 0; i < txHalf; i++) {
+                    tx.send(run, i, i == 1 ? "-rollback" : pause && i == txHalf - 1 ? "-hold" : "");
+                }
+                txFirstHalf.addAll(tx.inputs());
+                txFirstHalf.removeIf(v -> v.endsWith("-hold"));
+            }
 
             List<String> expected = new ArrayList<>();
             for (int i = 0; i < records; i++) {
@@ -133,8 +175,21 @@ public class SpringCheckApp {
                     if (!arrived(journal, expected, deadline, "the first half of the orders")) {
                         return;
                     }
+                    if (txRecords > 0 && !tx.awaitOutputs(txFirstHalf, deadline, "the first transactional inputs")) {
+                        return;
+                    }
+                    while (txRecords > 0 && !listeners.holding) {
+                        if (System.nanoTime() > deadline) {
+                            log.error("FAIL deadline ({} s) waiting for the listener to hold a transaction open", deadlineS);
+                            return;
+                        }
+                        Thread.sleep(50);
+                    }
                     Thread.sleep(1000); // their commits (synchronous, after each poll's records) too
                     Path out = Path.of(outDir);
+                    // Everything journaled before this line was delivered and acknowledged
+                    // before check.sh killed the gateway.
+                    journal.received("paused", "-", "-", "-", "-", Thread.currentThread().getName());
                     Files.createFile(out.resolve("paused"));
                     log.info("paused after {} orders", i);
                     while (!Files.exists(out.resolve("resume"))) {
@@ -150,6 +205,9 @@ public class SpringCheckApp {
                 send(template, journal, "orders", orders, "key-" + (i % 7), value);
                 expected.add("orders/" + value);
             }
+            for (int i = txHalf; i < txRecords; i++) {
+                tx.send(run, i, "");
+            }
             for (int i = 0; i < eventCount; i++) {
                 if (poison && i == eventCount / 2) {
                     String value = "poison-run" + run;
@@ -164,8 +222,15 @@ public class SpringCheckApp {
             if (!arrived(journal, expected, deadline, "every record sent")) {
                 return;
             }
-            log.info("received all {} records; grace period for duplicates", expected.size());
+            if (txRecords > 0 && !tx.awaitOutputs(tx.inputs(), deadline, "every transactional input")) {
+                return;
+            }
+            log.info("received all {} records and {} transactional outputs; grace period for duplicates",
+                    expected.size(), txRecords);
             Thread.sleep(3000);
+            if (txRecords > 0 && !tx.finish(deadline)) {
+                return;
+            }
             exitCode = 0;
         };
     }

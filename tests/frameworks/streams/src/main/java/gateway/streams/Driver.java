@@ -3,12 +3,15 @@ package gateway.streams;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -16,6 +19,8 @@ import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -36,9 +41,20 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   produce BOOT TOPIC FROM TO                           sends lines [FROM, TO) of Words
  *   quiesce BOOT GROUP TIMEOUT_S TOPIC...                 waits until GROUP's committed
  *        offsets equal the end offsets of every partition of the TOPICs
- *   check BOOT OUTPUT LINES [at-least]                    last count per word in OUTPUT
- *        must equal (or, with at-least, not be below) the true count over lines
- *        [0, LINES), every word
+ *   check BOOT OUTPUT LINES [exact|at-least|records]      OUTPUT as a read_committed
+ *        consumer sees it, against the true counts over lines [0, LINES):
+ *        exact     the last count per word equals the true count, every word
+ *        at-least  the last count per word is not below it
+ *        records   every output record is checked: a word w with true count N has the
+ *                  records (w,1), (w,2), ..., (w,N), each exactly once and in that order,
+ *                  and no other record (the app without a record cache under
+ *                  exactly_once_v2: one update per occurrence, aborted ones unseen)
+ *   selftest BOOT OUTPUT LINES MODE                      the checker of that mode must
+ *        fail on what OUTPUT holds when it is wrong: against LINES - 1 lines, and in
+ *        records mode also with one record read twice and with one record dropped
+ *   kill-in-txn BOOT PID TIMEOUT_S [--with-topic T] TXN_ID...  SIGKILLs the process PID
+ *        once one of its transactional ids is Ongoing with partitions (one of topic T,
+ *        if given), and proves the kill landed inside that open transaction
  *   config BOOT TOPIC KEY...                              prints its partition count and
  *        the values of the configurations KEY
  * Prints "OK ..." and exits 0, or prints why not and exits 1.
@@ -50,7 +66,13 @@ public final class Driver {
             case "create" -> create(boot, a);
             case "produce" -> produce(boot, a[2], Long.parseLong(a[3]), Long.parseLong(a[4]));
             case "quiesce" -> quiesce(boot, a[2], Integer.parseInt(a[3]), List.of(a).subList(4, a.length));
-            case "check" -> check(boot, a[2], Long.parseLong(a[3]), a.length > 4 && a[4].equals("at-least"));
+            case "check" -> check(boot, a[2], Long.parseLong(a[3]), a.length > 4 ? a[4] : "exact");
+            case "selftest" -> selftest(boot, a[2], Long.parseLong(a[3]), a[4]);
+            case "kill-in-txn" -> {
+                boolean with = a.length > 5 && a[4].equals("--with-topic");
+                killInTxn(boot, Long.parseLong(a[2]), Integer.parseInt(a[3]), with ? a[5] : null,
+                    List.of(a).subList(with ? 6 : 4, a.length));
+            }
             case "config" -> config(boot, a[2], List.of(a).subList(3, a.length));
             default -> throw new IllegalArgumentException("unknown mode " + a[0]);
         }
@@ -137,53 +159,296 @@ public final class Driver {
         System.exit(1);
     }
 
-    /** Reads OUTPUT's committed records from its beginning to its end offsets; the last
-     *  value per key wins. */
-    static void check(String boot, String output, long lines, boolean atLeast) throws Exception {
-        Map<String, Long> last = new TreeMap<>();
-        long records = 0;
+    /** One output record: the word, its count, and where it was read. */
+    record Rec(String word, Long count, int partition, long offset) {}
+
+    /** OUTPUT's records from its beginning to its end offsets, in offset order per
+     *  partition (so per word: a word always goes to the same partition). */
+    static List<Rec> read(String boot, String output, String isolation) throws Exception {
+        List<Rec> recs = new ArrayList<>();
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        // Only committed output counts: under exactly_once_v2 an aborted attempt's
-        // records stay in the log (without transactions the two levels read the same).
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         try (Admin admin = admin(boot);
              KafkaConsumer<String, Long> c = new KafkaConsumer<>(p, new StringDeserializer(), new LongDeserializer())) {
             Map<TopicPartition, Long> end = ends(admin, List.of(output));
             c.assign(end.keySet());
             c.seekToBeginning(end.keySet());
             long deadline = System.currentTimeMillis() + 60_000;
+            // read_committed stops at the last stable offset: an open transaction left on
+            // OUTPUT keeps the position below the end, and the read fails here.
             while (end.entrySet().stream().anyMatch(e -> c.position(e.getKey()) < e.getValue())) {
                 if (System.currentTimeMillis() > deadline) {
-                    System.out.println("output " + output + " not read to its end " + end + " within 60 s");
+                    Map<TopicPartition, Long> at = new TreeMap<>(java.util.Comparator.comparing(TopicPartition::toString));
+                    end.keySet().forEach(tp -> at.put(tp, c.position(tp)));
+                    System.out.println("output " + output + " not read (" + isolation + ") to its end " + end
+                        + " within 60 s: at " + at);
                     System.exit(1);
                 }
                 for (ConsumerRecord<String, Long> r : c.poll(Duration.ofMillis(500))) {
-                    last.put(r.key(), r.value());
-                    records++;
+                    recs.add(new Rec(r.key(), r.value(), r.partition(), r.offset()));
                 }
             }
         }
+        return recs;
+    }
+
+    /** Reads OUTPUT's committed records and checks them (see the class comment). */
+    static void check(String boot, String output, long lines, String mode) throws Exception {
+        List<Rec> recs = read(boot, output, "read_committed");
+        String wrong = verdict(recs, lines, mode);
+        if (wrong != null) {
+            System.out.println(wrong);
+            System.exit(1);
+        }
         Map<String, Long> want = Words.expected(lines);
+        long total = want.values().stream().mapToLong(Long::longValue).sum();
+        String how = switch (mode) {
+            case "at-least" -> "none below, " + (last(recs).values().stream().mapToLong(Long::longValue).sum() - total)
+                + " counted twice";
+            case "records" -> {
+                // What a read_uncommitted reader sees beyond that: records of aborted
+                // transactions (and of any still open), which read_committed must skip.
+                long all = read(boot, output, "read_uncommitted").size();
+                yield "every record exactly once, " + (all - recs.size())
+                    + " aborted records skipped (read_uncommitted sees " + all + ")";
+            }
+            default -> "exact";
+        };
+        System.out.println("OK " + want.size() + " words, " + total + " in all over " + lines + " lines, "
+            + how + " (" + recs.size() + " output records read)");
+    }
+
+    static Map<String, Long> last(List<Rec> recs) {
+        Map<String, Long> last = new TreeMap<>();
+        for (Rec r : recs) last.put(r.word(), r.count());
+        return last;
+    }
+
+    /** Null when the records pass the mode's check for LINES lines, else why not, with
+     *  "counted wrong" in it. */
+    static String verdict(List<Rec> recs, long lines, String mode) {
+        Map<String, Long> want = Words.expected(lines);
+        if (mode.equals("records")) return recordsVerdict(recs, lines, want);
+        Map<String, Long> last = last(recs);
+        boolean atLeast = mode.equals("at-least");
         List<String> wrong = new ArrayList<>();
         TreeSet<String> words = new TreeSet<>(want.keySet());
         words.addAll(last.keySet());
         for (String w : words) {
             Long got = last.get(w), exp = want.get(w);
-            boolean ok = atLeast ? got != null && exp != null && got >= exp : java.util.Objects.equals(got, exp);
+            boolean ok = atLeast ? got != null && exp != null && got >= exp : Objects.equals(got, exp);
             if (!ok) wrong.add(w + "=" + got + " (true " + exp + ")");
         }
-        long total = want.values().stream().mapToLong(Long::longValue).sum();
-        long counted = last.values().stream().mapToLong(Long::longValue).sum();
-        if (!wrong.isEmpty()) {
-            System.out.println(wrong.size() + " of " + want.size() + " words counted wrong over "
-                + lines + " lines (" + records + " output records): " + String.join(", ", wrong));
+        if (wrong.isEmpty()) return null;
+        return wrong.size() + " of " + want.size() + " words counted wrong over " + lines + " lines ("
+            + recs.size() + " output records): " + String.join(", ", wrong);
+    }
+
+    /** The records check: per word, the counts read must be 1, 2, ..., N in that order. */
+    static String recordsVerdict(List<Rec> recs, long lines, Map<String, Long> want) {
+        Map<String, List<Long>> seq = new TreeMap<>();
+        for (Rec r : recs) seq.computeIfAbsent(r.word(), k -> new ArrayList<>()).add(r.count());
+        TreeSet<String> words = new TreeSet<>(want.keySet());
+        words.addAll(seq.keySet());
+        long expected = want.values().stream().mapToLong(Long::longValue).sum();
+        long dups = 0, missing = 0, extra = 0, unordered = 0;
+        List<String> examples = new ArrayList<>();
+        int wrongWords = 0;
+        for (String w : words) {
+            long n = want.getOrDefault(w, 0L);
+            List<Long> got = seq.getOrDefault(w, List.of());
+            Map<Long, Integer> times = new TreeMap<>();
+            List<String> outside = new ArrayList<>();
+            for (Long v : got) {
+                if (v == null || v < 1 || v > n) outside.add(String.valueOf(v));
+                else times.merge(v, 1, Integer::sum);
+            }
+            List<String> d = new ArrayList<>(), m = new ArrayList<>();
+            for (long v = 1; v <= n; v++) {
+                int t = times.getOrDefault(v, 0);
+                if (t == 0) m.add(String.valueOf(v));
+                if (t > 1) d.add(v + "(x" + t + ")");
+            }
+            boolean inOrder = true;
+            for (int i = 0; i < got.size() && inOrder; i++) inOrder = Objects.equals(got.get(i), (long) i + 1);
+            if (d.isEmpty() && m.isEmpty() && outside.isEmpty() && inOrder) continue;
+            wrongWords++;
+            dups += d.size();
+            missing += m.size();
+            extra += outside.size();
+            if (d.isEmpty() && m.isEmpty() && outside.isEmpty()) unordered++;
+            if (examples.size() < 5) {
+                StringBuilder sb = new StringBuilder(w + " (true " + n + ", " + got.size() + " records):");
+                if (!d.isEmpty()) sb.append(" duplicated ").append(few(d));
+                if (!m.isEmpty()) sb.append(" missing ").append(few(m));
+                if (!outside.isEmpty()) sb.append(" beyond 1..").append(n).append(' ').append(few(outside));
+                if (d.isEmpty() && m.isEmpty() && outside.isEmpty()) {
+                    sb.append(" out of order ").append(few(got.stream().map(String::valueOf).toList()));
+                }
+                examples.add(sb.toString());
+            }
+        }
+        if (wrongWords == 0) return null;
+        return wrongWords + " of " + want.size() + " words counted wrong over " + lines + " lines ("
+            + recs.size() + " output records read, " + expected + " expected): " + dups + " values duplicated, "
+            + missing + " missing, " + extra + " records beyond the true count, " + unordered
+            + " words out of order only; e.g. " + String.join("; ", examples);
+    }
+
+    /** The first few of a list, and how many more. */
+    static String few(List<String> xs) {
+        return xs.size() <= 6 ? String.join(",", xs)
+            : String.join(",", xs.subList(0, 6)) + ",... (" + xs.size() + ")";
+    }
+
+    /**
+     * The checker of MODE fails on wrong output: OUTPUT as it is (right for LINES lines,
+     * as check.sh has just checked) but judged against LINES - 1 lines; in records mode
+     * also one record read twice (a duplicate leaking to the reader), and one record
+     * dropped (a gap). Each must be refused with "counted wrong", naming the fault.
+     */
+    static void selftest(String boot, String output, long lines, String mode) throws Exception {
+        List<Rec> recs = read(boot, output, "read_committed");
+        Map<String, List<Rec>> variants = new LinkedHashMap<>();
+        variants.put("against " + (lines - 1) + " lines", recs);
+        if (mode.equals("records")) {
+            Rec mid = recs.get(recs.size() / 2);
+            List<Rec> dup = new ArrayList<>(recs);
+            dup.add(recs.size() / 2 + 1, mid);
+            variants.put("with " + mid.word() + "=" + mid.count() + " read twice", dup);
+            List<Rec> gap = new ArrayList<>(recs);
+            gap.remove(recs.size() / 2);
+            variants.put("without " + mid.word() + "=" + mid.count(), gap);
+        }
+        boolean bad = false;
+        StringBuilder out = new StringBuilder();
+        for (Map.Entry<String, List<Rec>> v : variants.entrySet()) {
+            boolean fewer = v.getKey().startsWith("against");
+            String why = verdict(v.getValue(), fewer ? lines - 1 : lines, mode);
+            // The fault each variant must be refused for (records mode names them with counts).
+            String expect = !mode.equals("records") ? "counted wrong"
+                : fewer ? "[1-9][0-9]* records beyond the true count"
+                : v.getKey().contains("twice") ? "[1-9][0-9]* values duplicated" : "[1-9][0-9]* missing";
+            boolean ok = why != null && why.contains("counted wrong")
+                && java.util.regex.Pattern.compile(expect).matcher(why).find();
+            bad |= !ok;
+            out.append(ok ? "OK refused " : "NOT refused for '" + expect + "' ").append(v.getKey())
+                .append(": ").append(why == null ? "accepted" : why.length() > 400 ? why.substring(0, 400) + "..." : why)
+                .append('\n');
+        }
+        System.out.print(out);
+        if (bad) System.exit(1);
+    }
+
+    /**
+     * Waits (at most TIMEOUT_S) until one of TXN_IDS is Ongoing with partitions, then
+     * SIGKILLs PID inside it. To make "inside" a fact and not a race against the app's
+     * next commit (every 200 ms), PID is first frozen (SIGSTOP) and the transaction
+     * described again once what it had sent before has landed (300 ms): if still Ongoing
+     * it is the state at the kill, for a frozen process changes nothing; if not, PID
+     * goes on (SIGCONT) and the wait too. 1 s after the kill the same transaction
+     * (producer id, epoch, start time) must still be Ongoing: nothing but the
+     * coordinator's timeout can end it now.
+     */
+    static void killInTxn(String boot, long pid, int timeoutS, String topic, List<String> ids) throws Exception {
+        ProcessHandle victim = ProcessHandle.of(pid).filter(ProcessHandle::isAlive).orElse(null);
+        if (victim == null) {
+            System.out.println("process " + pid + " is not running");
             System.exit(1);
         }
-        System.out.println("OK " + want.size() + " words, " + total + " in all over " + lines + " lines, "
-            + (atLeast ? "none below, " + (counted - total) + " counted twice" : "exact")
-            + " (" + records + " output records read)");
+        long deadline = System.currentTimeMillis() + timeoutS * 1000L;
+        String seen = "nothing described";
+        int polls = 0, retries = 0;
+        try (Admin admin = admin(boot)) {
+            while (System.currentTimeMillis() < deadline) {
+                polls++;
+                Map<String, String> states = new TreeMap<>();
+                String open = null;
+                for (String id : ids) {
+                    TransactionDescription t = describe(admin, id, states);
+                    if (open == null && t != null && ongoing(t, topic)) open = id;
+                }
+                seen = states.toString();
+                if (open != null) {
+                    signal(pid, "STOP");
+                    Thread.sleep(300);
+                    TransactionDescription at = describe(admin, open, states);
+                    if (at != null && ongoing(at, topic)) {
+                        long killedAt = System.currentTimeMillis();
+                        signal(pid, "KILL");
+                        try {
+                            victim.onExit().get(10, TimeUnit.SECONDS);
+                        } catch (java.util.concurrent.TimeoutException e) {
+                            System.out.println("process " + pid + " still alive 10 s after SIGKILL");
+                            System.exit(1);
+                        }
+                        Thread.sleep(1000);
+                        TransactionDescription after = describe(admin, open, states);
+                        String line = "transaction " + open + " " + show(at, killedAt) + " at the kill of pid " + pid
+                            + " (" + polls + " polls, " + retries + " ended while frozen)";
+                        if (after == null || !ongoing(after, null) || after.producerId() != at.producerId()
+                            || after.producerEpoch() != at.producerEpoch()
+                            || !after.transactionStartTimeMs().equals(at.transactionStartTimeMs())) {
+                            System.out.println(line + ", but 1 s later it is "
+                                + (after == null ? states.get(open) : show(after, killedAt))
+                                + ": the kill did not leave it open");
+                            System.exit(1);
+                        }
+                        System.out.println("OK SIGKILLed inside " + line + "; 1 s later still " + after.state());
+                        return;
+                    }
+                    retries++;
+                    signal(pid, "CONT");
+                }
+                Thread.sleep(50);
+            }
+            String all;
+            try {
+                all = admin.listTransactions().all().get(10, TimeUnit.SECONDS).stream()
+                    .map(l -> l.transactionalId() + "=" + l.state()).sorted().toList().toString();
+            } catch (Exception e) {
+                all = "(ListTransactions failed: " + e + ")";
+            }
+            System.out.println("no transaction of " + ids + " seen Ongoing with partitions"
+                + (topic == null ? "" : " of " + topic) + " within " + timeoutS
+                + " s (" + polls + " polls, " + retries + " ended while frozen; last: " + seen
+                + "; ListTransactions: " + all + ")");
+            System.exit(1);
+        }
+    }
+
+    /** Ongoing with partitions (one of TOPIC's, unless null). */
+    static boolean ongoing(TransactionDescription t, String topic) {
+        return t.state() == TransactionState.ONGOING && !t.topicPartitions().isEmpty()
+            && (topic == null || t.topicPartitions().stream().anyMatch(tp -> tp.topic().equals(topic)));
+    }
+
+    /** The description of one transactional id, or null (its failure noted in STATES). */
+    static TransactionDescription describe(Admin admin, String id, Map<String, String> states) {
+        try {
+            TransactionDescription t = admin.describeTransactions(List.of(id)).description(id).get(10, TimeUnit.SECONDS);
+            states.put(id, t.state() + " " + t.topicPartitions().size() + " partitions");
+            return t;
+        } catch (Exception e) {
+            states.put(id, "not described: " + (e.getCause() != null ? e.getCause() : e));
+            return null;
+        }
+    }
+
+    static String show(TransactionDescription t, long now) {
+        List<String> parts = t.topicPartitions().stream().map(TopicPartition::toString).sorted().toList();
+        return t.state() + " (producer id " + t.producerId() + " epoch " + t.producerEpoch() + ", started "
+            + (t.transactionStartTimeMs().isPresent() ? (now - t.transactionStartTimeMs().getAsLong()) + " ms before"
+                : "at an unknown time") + ", partitions " + parts + ")";
+    }
+
+    static void signal(long pid, String sig) throws Exception {
+        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
+        if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IllegalStateException("kill -" + sig + " " + pid + " failed");
+        }
     }
 
     /** One line: the topic's partition count, then KEY=value for each KEY asked. */

@@ -35,8 +35,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * Usage: WordCountApp BOOTSTRAP APP_ID STATE_DIR INPUT OUTPUT GUARANTEE STATUS_FILE
  * GUARANTEE is at_least_once or exactly_once_v2. Prints "STATUS state tasks" lines (the
  * latest also in STATUS_FILE, the process id in STATUS_FILE.pid) and "RESTORED store=...
- * partition=... records=N" lines, which check.sh waits for. SIGTERM closes it, leaving
- * the group.
+ * partition=... records=N" lines, which check.sh waits for; under exactly_once_v2 also
+ * "TXN-IDS id,..." (also in STATUS_FILE.txn), its producers' transactional ids. SIGTERM
+ * closes it, leaving the group.
  */
 public final class WordCountApp {
     static final String STORE = "word-counts";
@@ -65,6 +66,21 @@ public final class WordCountApp {
         // the smallest session Kafka's, and the gateway's, default bounds allow).
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        boolean eos = guarantee.equals(StreamsConfig.EXACTLY_ONCE_V2);
+        if (eos) {
+            // No record cache: count() then sends one update per input word, so under
+            // exactly_once_v2 the committed output is exactly (w,1), (w,2), ..., (w,N) for
+            // a word w seen N times, which Driver's records check holds every record to.
+            // (A cache would fold updates by commit timing, leaving only last counts
+            // well defined.) at_least_once keeps the default cache: its checks are on
+            // last counts only, as re-processing makes its records ill defined.
+            p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+            // Every instance counts as caught up on every store, so a new instance gets
+            // its share of the counting tasks (1_*) at once, not only the stateless ones
+            // until a probing rebalance minutes later: check.sh's mid-stream kill then
+            // lands in a transaction holding output records, which must be aborted.
+            p.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, Long.MAX_VALUE);
+        }
 
         // check.sh kills this JVM by this id (lib.sh's fw_java does not exec java).
         Files.writeString(Path.of(status + ".pid"), ProcessHandle.current().pid() + "\n");
@@ -113,12 +129,28 @@ public final class WordCountApp {
         // The state and the active tasks, printed and written whenever they change: a
         // state listener alone does not say which tasks an instance has after a rebalance.
         String last = "";
+        boolean txnIdsWritten = !eos;
         while (closed.getCount() > 0) {
             KafkaStreams.State state = streams.state();
             TreeSet<String> tasks = new TreeSet<>();
             try {
+                TreeSet<String> txnIds = new TreeSet<>();
                 for (ThreadMetadata t : streams.metadataForLocalThreads()) {
                     for (TaskMetadata task : t.activeTasks()) tasks.add(task.taskId().toString());
+                    // Streams names a thread CLIENT_ID-StreamThread-N, CLIENT_ID being
+                    // APP_ID-PROCESS_ID when client.id is unset (as here), and gives its
+                    // exactly_once_v2 producer the transactional.id APP_ID-PROCESS_ID-N
+                    // (ActiveTaskCreator): check.sh waits for one of them to be Ongoing
+                    // before it kills this instance.
+                    txnIds.add(t.threadName().replace("-StreamThread-", "-"));
+                }
+                if (!txnIdsWritten && !txnIds.isEmpty()) {
+                    out("TXN-IDS " + String.join(",", txnIds));
+                    Path tmp = status.resolveSibling(status.getFileName() + ".txn.tmp");
+                    Files.writeString(tmp, String.join(" ", txnIds) + "\n");
+                    Files.move(tmp, Path.of(status + ".txn"), StandardCopyOption.REPLACE_EXISTING,
+                        StandardCopyOption.ATOMIC_MOVE);
+                    txnIdsWritten = true;
                 }
             } catch (IllegalStateException notRunning) {
                 // no metadata outside RUNNING and REBALANCING
