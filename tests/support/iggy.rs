@@ -81,6 +81,21 @@ fn record_test() {
         .expect("record an Iggy test");
 }
 
+/// `line` without the terminal colours iggy-server writes even into a file.
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // An escape sequence runs to its final letter (`ESC [ 3 1 m`).
+            chars.by_ref().find(|c| c.is_ascii_alphabetic());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The panic a restart of a SIGKILLed server raises when the server fails its own crash
 /// recovery; [`rerun_after_recovery_failure`] catches it.
 #[derive(Debug)]
@@ -234,7 +249,7 @@ impl IggyServer {
                 let log = self.log();
                 if log.contains(RECOVERY_FAILURE) {
                     let last = log.lines().rev().find(|l| l.contains(RECOVERY_FAILURE));
-                    panic::panic_any(RecoveryFailure(last.unwrap_or_default().to_string()));
+                    panic::panic_any(RecoveryFailure(plain(last.unwrap_or_default())));
                 }
                 panic!("iggy-server on {} exited ({status}): {log}", self.addr);
             }
@@ -314,14 +329,30 @@ impl IggyServer {
         let _ = self.child.wait();
     }
 
+    /// SIGSTOP: the server keeps its connections but answers nothing until [`Self::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`Self::pause`].
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill {signal} iggy-server");
+    }
+
     /// SIGTERM, waited for: a server that shuts down cleanly. For tests about the
     /// gateway while Iggy is away, not about Iggy's crash recovery (which, in the
     /// server tested with, sometimes fails to reopen a partition's sparse index).
     pub fn shut_down(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
+        self.signal("-TERM");
         let _ = self.child.wait();
     }
 
