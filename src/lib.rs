@@ -33,7 +33,7 @@ pub use crate::embedded::{EmbeddedStore, SyncPolicy};
 /// The Iggy engine, public for the same tests (built from [`Settings::iggy`]).
 pub use crate::iggy::IggyBackend;
 use crate::settings::BackendKind;
-pub use crate::settings::Settings;
+pub use crate::settings::{LogFormat, Settings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

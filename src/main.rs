@@ -6,18 +6,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use iggy_kafka_gateway::{start, Settings, Sighup, StartError};
+use iggy_kafka_gateway::{start, LogFormat, Settings, Sighup, StartError};
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // The storage engine's own info lines (flushes, compactions) are noise here,
-            // and so are the Iggy SDK's per-connection ones.
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,lsm_tree=warn,fjall=warn,iggy=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let config_file = match parse_args() {
         Ok(f) => f,
         Err(message) => {
@@ -25,7 +16,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    raise_open_file_limit();
     let settings = match Settings::load(config_file.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -33,6 +23,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    log_to_stderr(settings.log_format);
+    raise_open_file_limit();
     match actix_rt::System::new().block_on(run(settings)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -40,6 +32,21 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs what `RUST_LOG` asks for (by default info, with the storage engine's own info
+/// lines, flushes and compactions, and the Iggy SDK's per-connection ones left out), in
+/// `format`.
+fn log_to_stderr(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,lsm_tree=warn,fjall=warn,iggy=warn".into());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
     }
 }
 

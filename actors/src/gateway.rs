@@ -86,8 +86,8 @@ impl Gateway {
         let settings = Arc::new(settings);
         let users: Arc<dyn Users> = Arc::new(MeteredUsers::new(users, metrics.clone()));
         let (catalog, configs) = ConfigCatalog::start_with(&meta, &settings).await?;
-        let offsets =
-            Offsets::start(&meta, settings.offset_slots, arbiters, metrics.clone()).await?;
+        let slots = (settings.offset_slots, settings.offsets_commit_timeout);
+        let offsets = Offsets::start((&meta, &logs), slots, arbiters, metrics.clone()).await?;
         let (topic_admin, table) = TopicAdmin::start_with(
             (logs.clone(), &meta, offsets.clone()),
             (catalog.clone(), configs.clone()),
@@ -136,14 +136,14 @@ impl Gateway {
             (catalog, configs),
             settings.topic_rules,
         );
-        let producer_ids = Arc::new(ProducerIds::new(meta.client()));
+        let producer_ids = Arc::new(ProducerIds::new(meta.client()?));
         let groups = Groups::new(groups, membership);
         let transactions = Transactions::start(
             (&meta, settings.offset_slots),
             (partitions.clone(), offsets.clone(), producer_ids.clone()),
             (groups.watch_cluster(), topics.watch_config()),
             arbiters,
-        );
+        )?;
         let fetch_sessions =
             FetchSessions::new(settings.fetch_sessions, metrics.fetch_sessions.clone());
         Ok(Gateway {

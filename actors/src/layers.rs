@@ -11,6 +11,11 @@
 //!
 //! and outermost, metrics: every request answered is counted and timed once, with
 //! its answer as the client gets it.
+//!
+//! Each request is served inside a span of its own (`request`: API, version,
+//! correlation id, client id, principal, listener), entered while it is routed and on
+//! its answer's future; the messages it sends to the actors that own state carry the
+//! span, and they enter it for the work they do for it, down to the store call.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -19,6 +24,7 @@ use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 use futures_util::FutureExt;
 use kafka_protocol::messages::{ApiKey, RequestKind};
+use tracing::Instrument;
 
 use crate::api;
 use crate::gateway::Gateway;
@@ -51,6 +57,16 @@ pub fn serve(
     (request, size, started): (Request, usize, Instant),
 ) -> Served {
     let (key, version) = (request.api_key, request.header.request_api_version);
+    let span = tracing::info_span!(
+        "request",
+        api = ?key,
+        version,
+        correlation_id = request.header.correlation_id,
+        client_id = %caller.client_id,
+        principal = %caller.principal,
+        listener = %caller.listener,
+    );
+    let _routing = span.enter();
     // Authentication.
     if let Err(reason) = session.admit(key, started) {
         return Served::Close(reason);
@@ -73,8 +89,9 @@ pub fn serve(
             }
         }
     };
+    let reply = settled(gw, reply, metered, (key, version), started);
     Served::Reply {
-        reply: settled(gw, reply, metered, (key, version), started),
+        reply: reply.instrument(span.clone()).boxed_local(),
         version: answer_version,
     }
 }

@@ -19,6 +19,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::append_signals::AppendSignals;
 use crate::metrics::Queued;
@@ -66,6 +67,8 @@ pub struct Append {
     pub verify: Option<Verify>,
     /// In the slot's queue until the append is done.
     pub queued: Queued,
+    /// The request's span, entered for the write (the first append's, for a group).
+    pub span: tracing::Span,
 }
 
 pub struct LogSlot {
@@ -198,6 +201,8 @@ impl LogSlot {
     /// Checks and writes one group (all to one partition) and answers each append.
     fn write(&mut self, group: Vec<Waiting>) -> impl ActorFuture<Self, Output = ()> {
         let tp = group[0].msg.tp.clone();
+        // The group's work, down to the store call, is done in its first request's span.
+        let span = group[0].msg.span.clone();
         let known = self.producers.contains_key(&tp);
         let mut batches = Vec::with_capacity(group.len());
         let mut answers = Vec::with_capacity(group.len());
@@ -230,7 +235,9 @@ impl LogSlot {
                 None => Ok::<_, AppendError>(None),
             }
         };
-        load.into_actor(self)
+        let (load_span, store_span) = (span.clone(), span.clone());
+        load.instrument(load_span)
+            .into_actor(self)
             .then(move |history, act, _| {
                 // Each batch's check: already written (its offset), refused, or to write.
                 let checked: Vec<Result<Option<i64>, AppendError>> = match history {
@@ -280,10 +287,12 @@ impl LogSlot {
                     };
                     (tp, outcomes, watermarks, written, appended)
                 }
+                .instrument(store_span)
                 .into_actor(act)
             })
             .map(
                 move |(tp, outcomes, watermarks, written, appended), act, _| {
+                    let _in_request = span.enter();
                     let appended = match appended {
                         Ok(appended) if appended.len() == written.len() => Ok(appended),
                         Ok(_) => Err(StoreError::Fatal(
@@ -554,6 +563,7 @@ mod tests {
                 batch: batch(producer),
                 verify: None,
                 queued: metrics.log_slots.enter(0),
+                span: tracing::Span::none(),
             })
         };
         // The first idempotent batch loads the producer state and goes alone.

@@ -286,7 +286,7 @@ impl Membership {
         (heartbeat, timeout): (Duration, Duration),
         partitions: Partitions,
     ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), StoreError> {
-        let meta = meta.client();
+        let meta = meta.client()?;
         let seen = Arc::new(tokio::sync::Mutex::new(Seen::default()));
         let live = if meta.shared() {
             round(&meta, &seen, (&me, true, 0), timeout).await?

@@ -72,6 +72,7 @@ impl Partitions {
             batch,
             verify,
             queued,
+            span: tracing::Span::current(),
         })
     }
 

@@ -38,6 +38,9 @@ pub struct BrokerSettings {
     pub log_slots: usize,
     /// Number of offset-slot actors commits and offset reads are spread over.
     pub offset_slots: usize,
+    /// Each offset commit's and read's deadline on the offset slots (Kafka's
+    /// `offsets.commit.timeout.ms`).
+    pub offsets_commit_timeout: Duration,
     /// How long a rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay: Duration,
     /// How often the topic table is re-read from the backend.

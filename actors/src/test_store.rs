@@ -85,8 +85,8 @@ impl MetaStore for MemoryMeta {
         Box::pin(async move { Ok(answer) })
     }
 
-    fn client(&self) -> Arc<dyn MetaStore> {
-        Arc::new(self.clone())
+    fn client(&self) -> StoreResult<Arc<dyn MetaStore>> {
+        Ok(Arc::new(self.clone()))
     }
 }
 
@@ -124,8 +124,8 @@ impl MetaStore for Arc<TestStore> {
         }
     }
 
-    fn client(&self) -> Arc<dyn MetaStore> {
-        Arc::new(self.clone())
+    fn client(&self) -> StoreResult<Arc<dyn MetaStore>> {
+        Ok(Arc::new(self.clone()))
     }
 }
 
@@ -181,6 +181,7 @@ pub fn settings() -> BrokerSettings {
         },
         log_slots: 1,
         offset_slots: 2,
+        offsets_commit_timeout: Duration::from_secs(5),
         group_initial_rebalance_delay: Duration::ZERO,
         topic_refresh_interval: Duration::from_secs(60),
         node_heartbeat: Duration::from_secs(1),

@@ -129,9 +129,9 @@ impl MetaStore for EmbeddedStore {
         }
     }
 
-    fn client(&self) -> std::sync::Arc<dyn MetaStore> {
-        std::sync::Arc::new(EmbeddedStore {
+    fn client(&self) -> StoreResult<std::sync::Arc<dyn MetaStore>> {
+        Ok(std::sync::Arc::new(EmbeddedStore {
             inner: self.inner.clone(),
-        })
+        }))
     }
 }

@@ -129,6 +129,7 @@ impl Inner {
             messages.extend(batch_messages);
         }
         let count: i64 = counts.iter().sum();
+        tracing::debug!(partition = %tp, batches = batches.len(), messages = count, "appending to Iggy");
         let conn = self.pools.producer(&tp);
         let (stream, topic) = self.ids(&tp.topic)?;
         let sent = async {

@@ -1,7 +1,8 @@
 //! Committed offsets mirrored into Iggy's own consumer offsets, so Iggy tools see a
 //! group's progress and retention accounts for it. Kafka commits live in the
-//! metadata table `offsets` (`store::meta`); each write to it is also queued here and
-//! copied, behind the commit and in commit order, without adding to its latency. On
+//! metadata table `offsets` (`store::meta`); the offset slots tell the log port of each
+//! once it stands (`LogStore::committed`), and it is queued here and copied, behind the
+//! commit and in commit order, without adding to its latency. On
 //! the mapped topic, consumer group [`iggy_group_name`] (made on the first commit)
 //! stores Kafka offset `K` as Iggy offset `K - 1` (Iggy stores the last consumed
 //! offset, Kafka the next one to read). Commits Iggy cannot store (`K = 0`, past the
@@ -9,9 +10,7 @@
 //! Kafka clients read.
 
 use iggy::prelude::{Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyError};
-use iggy_kafka_actors::offsets::table as offsets;
-use iggy_kafka_actors::store::meta::Change;
-use iggy_kafka_actors::store::TopicPartition;
+use iggy_kafka_actors::store::{GroupCommit, TopicPartition};
 
 use super::Inner;
 
@@ -40,17 +39,11 @@ pub fn iggy_group_name(group: &str) -> String {
 }
 
 impl Inner {
-    /// Queues the mirror updates of a write to table `offsets`.
-    pub(super) fn mirror_commits(&self, changes: &[Change]) {
-        for change in changes {
-            let Some((group, tp)) = offsets::parse_key(change.key()) else {
-                continue;
-            };
-            let offset = match change {
-                Change::Put { value, .. } => offsets::decode(value).map(|c| c.offset),
-                Change::Delete { .. } => None,
-            };
-            if self.mirror_queue.try_send((group, tp, offset)).is_err() {
+    /// Queues the mirror updates of offsets that now stand (`LogStore::committed`).
+    pub(super) fn mirror_commits(&self, commits: &[GroupCommit]) {
+        for (group, tp, offset) in commits {
+            let update = (group.to_string(), tp.clone(), *offset);
+            if self.mirror_queue.try_send(update).is_err() {
                 tracing::debug!("Iggy consumer-offset mirror queue full; skipping an update");
             }
         }
@@ -66,7 +59,7 @@ impl Inner {
         }
     }
 
-    /// Keeps the Iggy consumer offset of the group's mirror in step (see [`offsets`]).
+    /// Keeps the Iggy consumer offset of the group's mirror in step (the module's rules).
     pub(super) async fn mirror(
         &self,
         group: &str,

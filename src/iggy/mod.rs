@@ -38,13 +38,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iggy::prelude::{Identifier, IggyError, MessageClient};
-use iggy_kafka_actors::offsets::table::TABLE as OFFSETS;
 use iggy_kafka_actors::store::meta::{MetaAnswer, MetaCall, MetaStore};
-use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
+use iggy_kafka_actors::store::{GroupCommit, LogAnswer, LogCall, LogStore};
 use iggy_kafka_actors::store::{
     ReadBatches, StoreError, StoreFuture, StoreResult, TopicPartition, Users,
 };
 use parking_lot::Mutex;
+use tracing::Instrument;
 
 use errors::{backend_error, named, partition_id};
 use mirror::{MirrorReceiver, MirrorUpdate, MIRROR_QUEUE};
@@ -204,7 +204,8 @@ where
     T: Send + 'static,
     F: Future<Output = StoreResult<T>> + Send + 'static,
 {
-    let task = handle.spawn(call);
+    // On the Iggy runtime in the caller's span: a request's store call logs with it.
+    let task = handle.spawn(call.instrument(tracing::Span::current()));
     Box::pin(async move {
         match tokio::time::timeout(timeout, task).await {
             Ok(done) => done.map_err(|e| StoreError::Fatal(format!("Iggy call failed: {e}")))?,
@@ -289,6 +290,10 @@ impl Inner {
 }
 
 impl LogStore for IggyBackend {
+    fn committed(&self, commits: &[GroupCommit]) {
+        self.inner.mirror_commits(commits);
+    }
+
     fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
         self.run(move |s| async move {
             Ok(match call {
@@ -398,7 +403,7 @@ impl MetaStore for IggyBackend {
         })
     }
 
-    fn client(&self) -> Arc<dyn MetaStore> {
+    fn client(&self) -> StoreResult<Arc<dyn MetaStore>> {
         meta::client(&self.handle, &self.inner, self.request_timeout)
     }
 

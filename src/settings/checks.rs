@@ -47,6 +47,10 @@ impl Settings {
             ),
             ("log_slots", self.log_slots as i64),
             ("offset_slots", self.offset_slots as i64),
+            (
+                "offsets_commit_timeout_ms",
+                self.offsets_commit_timeout_ms as i64,
+            ),
             ("topic_refresh_ms", self.topic_refresh_ms as i64),
             ("node_heartbeat_ms", self.node_heartbeat_ms as i64),
             ("node_timeout_ms", self.node_timeout_ms as i64),

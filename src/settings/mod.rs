@@ -51,6 +51,17 @@ pub enum BackendKind {
     Iggy,
 }
 
+/// How log lines are written to stderr.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One line of text each, a request's span fields before its message.
+    Text,
+    /// One JSON object each, with the fields of the spans it is in (`spans`), for log
+    /// collectors.
+    Json,
+}
+
 /// Where SASL/PLAIN passwords are checked.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -120,6 +131,8 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub fsync_interval_ms: u64,
+    /// `text` or `json` (`RUST_LOG` picks what is logged).
+    pub log_format: LogFormat,
     /// Iggy server (TCP) of the `iggy` backend.
     pub iggy_address: String,
     pub iggy_username: String,
@@ -184,6 +197,10 @@ pub struct Settings {
     pub log_slots: usize,
     /// Actors that commit and read consumer-group offsets (a partition always uses the same one).
     pub offset_slots: usize,
+    /// Kafka's `offsets.commit.timeout.ms`: how long an offset commit (OffsetCommit, a
+    /// transaction's offsets at its commit, admin deletes) and an offset read may wait
+    /// for the store before REQUEST_TIMED_OUT.
+    pub offsets_commit_timeout_ms: u64,
     /// How long the first rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay_ms: u64,
     /// Kafka's `max.incremental.fetch.session.cache.slots`: fetch sessions kept at once.
@@ -245,6 +262,7 @@ impl Default for Settings {
             backend: BackendKind::Embedded,
             data_dir: PathBuf::from("./data"),
             durability: Durability::Interval,
+            log_format: LogFormat::Text,
             fsync_interval_ms: 1_000,
             iggy_address: "127.0.0.1:8090".into(),
             iggy_username: "iggy".into(),
@@ -282,6 +300,7 @@ impl Default for Settings {
             delete_topics_max_names: 100,
             log_slots: 4,
             offset_slots: 4,
+            offsets_commit_timeout_ms: 5_000,
             group_initial_rebalance_delay_ms: 3_000,
             max_incremental_fetch_session_cache_slots: 1_000,
             min_incremental_fetch_session_eviction_ms: 120_000,

@@ -343,3 +343,142 @@ fn a_failed_iggy_crash_recovery_is_named_and_rerun_once() {
         "{message}"
     );
 }
+
+/// Produce's deadline is its own `timeout_ms`: an append Iggy does not answer (the
+/// server paused) is answered REQUEST_TIMED_OUT at that timeout, not at the backend's
+/// own request timeout (15 s); once Iggy answers again the next Produce is served at
+/// once, and the timed-out append is in the log whole or not at all.
+#[test]
+fn a_produce_iggy_does_not_answer_is_answered_at_its_own_timeout() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::ProduceRequest;
+    use kafka_protocol::records::Compression;
+    use support::{batch, call, record, topic_name, RawClient};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(create_topic(&gw.bootstrap(), "deadline", 1, &[]));
+    let produce = |c: &mut RawClient, value: &[u8], timeout_ms: i32| {
+        let data = PartitionProduceData::default()
+            .with_index(0)
+            .with_records(Some(batch(&[record(None, value, 1)], Compression::None)));
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(timeout_ms)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(topic_name("deadline"))
+                .with_partition_data(vec![data])]);
+        let started = Instant::now();
+        let mut r = call!(c, Produce, 9, request);
+        let p = r.responses.remove(0).partition_responses.remove(0);
+        (p.error_code, p.base_offset, started.elapsed())
+    };
+    let mut c = RawClient::connect(gw.addr);
+    assert_eq!(produce(&mut c, b"first", 5_000).0, 0);
+
+    server.pause();
+    let (code, _, took) = produce(&mut c, b"timed out", 1_000);
+    server.resume();
+    assert_eq!(code, 7, "REQUEST_TIMED_OUT");
+    assert!(
+        (Duration::from_millis(1_000)..Duration::from_millis(2_500)).contains(&took),
+        "answered after {took:?}, not at its 1 s timeout"
+    );
+
+    let (code, offset, took) = produce(&mut c, b"next", 5_000);
+    assert_eq!(code, 0, "the next Produce after Iggy came back");
+    assert!(
+        took < Duration::from_secs(3),
+        "the next Produce took {took:?}"
+    );
+    // The timed-out one was written whole (the store call was under way) or not at all.
+    assert!((1..=2).contains(&offset), "the next one landed at {offset}");
+    let bootstrap = gw.bootstrap();
+    let values = consume_values(&bootstrap, "deadline", offset as usize + 1);
+    let want: Vec<&str> = match offset {
+        2 => vec!["first", "timed out", "next"],
+        _ => vec!["first", "next"],
+    };
+    assert_eq!(values, want);
+}
+
+/// Every value of partition 0 of `topic`, `n` of them, read from its start.
+fn consume_values(bootstrap: &str, topic: &str, n: usize) -> Vec<String> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "deadline-reader")
+        .create()
+        .unwrap();
+    assign_from_start(&consumer, topic, [0]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while got.len() < n {
+        assert!(Instant::now() < deadline, "read only {got:?}");
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            got.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
+        }
+    }
+    got
+}
+
+/// A request is followed through its hops in the logs: with `log_format = "json"`, the
+/// line the Iggy engine writes for a Produce's store call (on the Iggy runtime, behind
+/// the partition's log slot) is in the request's span, with its API, version,
+/// correlation id, client id, principal and listener.
+#[test]
+fn a_produce_is_logged_in_its_request_span_down_to_the_iggy_call() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gateway.log");
+    let mut settings = server.gateway_settings();
+    settings.push(("log_format", "json".into()));
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // The request spans are at info, as the default filter has it.
+    let filter = "warn,iggy_kafka_actors::layers=info,iggy_kafka_gateway::iggy::log=debug";
+    let gw = Gateway::process_logging_into(&log, filter, &settings);
+    let bootstrap = gw.bootstrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(create_topic(&bootstrap, "spans", 1, &[]));
+    let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("client.id", "span-check")
+        .create()
+        .unwrap();
+    producer
+        .send(BaseRecord::<(), str>::to("spans").payload("traced"))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    let store_call = |line: &str| -> Option<serde_json::Value> {
+        let json: serde_json::Value = serde_json::from_str(line).ok()?;
+        (json["fields"]["message"] == "appending to Iggy").then_some(json)
+    };
+    let mut found = None;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            found = text.lines().find_map(store_call);
+            found.is_some()
+        }),
+        "no store-call line in the log: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let line = found.unwrap();
+    let request = line["spans"]
+        .as_array()
+        .and_then(|spans| spans.iter().find(|s| s["name"] == "request"))
+        .unwrap_or_else(|| panic!("the store call is in no request span: {line}"));
+    assert_eq!(request["api"], "Produce", "{line}");
+    assert_eq!(request["client_id"], "span-check", "{line}");
+    assert_eq!(request["listener"], "PLAINTEXT", "{line}");
+    assert_eq!(request["principal"], "User:ANONYMOUS", "{line}");
+    for field in ["version", "correlation_id"] {
+        assert!(request[field].is_number(), "{field}: {line}");
+    }
+    drop(gw);
+}

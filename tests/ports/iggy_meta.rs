@@ -72,7 +72,12 @@ async fn two_gateways_writing_one_table_get_unique_versions_in_log_order() {
         backend(&server, 10_000).await,
         backend(&server, 10_000).await,
     );
-    let handles = [meta(&a), meta(&a).client(), meta(&b), meta(&b).client()];
+    let handles = [
+        meta(&a),
+        meta(&a).client().unwrap(),
+        meta(&b),
+        meta(&b).client().unwrap(),
+    ];
     let written = write_at_once(&handles, "shared").await;
 
     // Every gateway sees the writes in the order of their versions.
@@ -91,7 +96,7 @@ async fn two_gateways_writing_one_table_get_unique_versions_in_log_order() {
     let sdk = server.sdk().await;
     let connections = || async { sdk.get_clients().await.unwrap().len() };
     let before = connections().await;
-    let own = meta(&a).client();
+    let own = meta(&a).client().unwrap();
     assert_eq!(own.scan("shared", "w/").await.unwrap().version, 100);
     assert_eq!(connections().await, before + 1);
 }

@@ -169,8 +169,8 @@ async fn versions_are_unique_and_increasing_across_concurrent_writers(e: Engine)
     let handles = [
         e.meta.clone(),
         e.meta.clone(),
-        e.meta.client(),
-        e.meta.client(),
+        e.meta.client().unwrap(),
+        e.meta.client().unwrap(),
     ];
     let written = write_at_once(&handles, "busy").await;
     let scan = e.meta.scan("busy", "w/").await.unwrap();
@@ -189,7 +189,7 @@ async fn versions_are_unique_and_increasing_across_concurrent_writers(e: Engine)
 }
 
 async fn client_handles_share_the_tables(e: Engine) {
-    let (m, client) = (&e.meta, e.meta.client());
+    let (m, client) = (&e.meta, e.meta.client().unwrap());
     assert_eq!(client.shared(), m.shared());
     assert_eq!(m.write("handles", vec![put("k", b"1")]).await.unwrap(), 1);
     let seen = client.scan("handles", "").await.unwrap();
@@ -201,7 +201,7 @@ async fn client_handles_share_the_tables(e: Engine) {
     let seen = m.scan("handles", "k").await.unwrap();
     assert_eq!(seen.version, 2);
     assert_eq!(seen.entries, vec![("k".into(), Bytes::from_static(b"2"))]);
-    let of_client = client.client();
+    let of_client = client.client().unwrap();
     assert_eq!(
         of_client.since("handles", 2).await.unwrap(),
         Since::Changes(2, vec![])
@@ -269,8 +269,8 @@ async fn ping_and_flush_answer(e: Engine) {
     e.meta.write("flushed", vec![put("k", b"v")]).await.unwrap();
     // With something written since: what flush has to persist.
     e.meta.flush().await.unwrap();
-    e.meta.client().flush().await.unwrap();
-    e.meta.client().ping().await.unwrap();
+    e.meta.client().unwrap().flush().await.unwrap();
+    e.meta.client().unwrap().ping().await.unwrap();
     let w = e.logs.watermarks(tp("flushed", 0)).await.unwrap();
     assert_eq!(w.high, 2, "flushing loses nothing");
 }

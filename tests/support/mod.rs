@@ -78,8 +78,8 @@ pub type StartOn = fn(Store, &[(&str, &str)]) -> Option<Gateway>;
 /// Which of the two a gateway starts as.
 enum Kind<'a> {
     InProcess,
-    /// The binary, logging at this `RUST_LOG` filter.
-    Process(&'a str),
+    /// The binary, logging at this `RUST_LOG` filter to the tests' stderr, or into a file.
+    Process(&'a str, Option<&'a Path>),
 }
 
 impl Gateway {
@@ -107,18 +107,24 @@ impl Gateway {
 
     /// Starts the gateway binary with extra settings, as [`Self::start_with`].
     pub fn process_with(settings: &[(&str, &str)]) -> Gateway {
-        Self::fresh(Kind::Process(&log_filter()), settings)
+        Self::fresh(Kind::Process(&log_filter(), None), settings)
     }
 
     /// Starts the gateway binary on `store`, as [`Self::start_on`].
     pub fn process_on(store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
-        Self::fresh_on(Kind::Process(&log_filter()), store, settings)
+        Self::fresh_on(Kind::Process(&log_filter(), None), store, settings)
     }
 
     /// Starts the gateway binary logging at `log` (a `RUST_LOG` filter) rather than at
     /// `GATEWAY_LOG` or warn.
     pub fn process_with_log(log: &str, settings: &[(&str, &str)]) -> Gateway {
-        Self::fresh(Kind::Process(log), settings)
+        Self::fresh(Kind::Process(log, None), settings)
+    }
+
+    /// Starts the gateway binary logging at `log` into `file`, for a test that reads
+    /// what it logged.
+    pub fn process_logging_into(file: &Path, log: &str, settings: &[(&str, &str)]) -> Gateway {
+        Self::fresh(Kind::Process(log, Some(file)), settings)
     }
 
     fn fresh_on(kind: Kind, store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
@@ -145,7 +151,7 @@ impl Gateway {
             .collect();
         let mut gw = match kind {
             Kind::InProcess => Self::in_process(&data, settings),
-            Kind::Process(log) => Self::spawn(&data, "127.0.0.1:0", settings, log),
+            Kind::Process(log, into) => Self::spawn(&data, "127.0.0.1:0", settings, (log, into)),
         };
         gw._dir = Some(dir);
         gw
@@ -204,12 +210,21 @@ impl Gateway {
 
     /// Runs the binary on `data`, listening on `bind` unless `listeners` is among the
     /// settings.
-    fn spawn(data: &Path, bind: &str, settings: Vec<(String, String)>, log: &str) -> Gateway {
+    fn spawn(
+        data: &Path,
+        bind: &str,
+        settings: Vec<(String, String)>,
+        (log, into): (&str, Option<&Path>),
+    ) -> Gateway {
+        let stderr = match into {
+            Some(file) => Stdio::from(std::fs::File::create(file).expect("log file")),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"))
             .envs(variables(data, bind, &settings))
             .env("RUST_LOG", log)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start gateway");
         // Read on a thread of its own, so a gateway that hangs before it reports its
@@ -367,7 +382,7 @@ impl Gateway {
             &self.data,
             &self.addr.to_string(),
             self.settings.clone(),
-            log,
+            (log, None),
         );
         let mut old = std::mem::replace(self, next);
         self._dir = old._dir.take();

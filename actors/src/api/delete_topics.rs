@@ -33,6 +33,9 @@ pub fn handle(
     access: &Access,
 ) -> impl Future<Output = DeleteTopicsResponse> {
     let table = gw.topics.table();
+    // The request's own timeout bounds each deletion (its offsets' removal).
+    let wait = std::time::Duration::from_millis(req.timeout_ms.max(0) as u64);
+    let deadline = std::time::Instant::now() + wait;
     let targets: Vec<(Option<TopicName>, Uuid)> = if version >= since::DELETE_TOPICS_TOPIC_STATES {
         req.topics
             .into_iter()
@@ -79,13 +82,15 @@ pub fn handle(
                     let deletable = may(Operation::Delete, &n);
                     match (deletable, described) {
                         // A topic named by id exists and was found by it.
-                        (true, _) if by_id => Ok(gw.topics.delete(DeleteTopic(n))),
+                        (true, _) if by_id => {
+                            Ok(gw.topics.delete(DeleteTopic { name: n, deadline }))
+                        }
                         (false, false) if by_id => {
                             name = None;
                             denied()
                         }
                         (_, false) => denied(),
-                        (true, true) => Ok(gw.topics.delete(DeleteTopic(n))),
+                        (true, true) => Ok(gw.topics.delete(DeleteTopic { name: n, deadline })),
                         (false, true) if table.get(&n).is_none() => Err((
                             ResponseError::UnknownTopicOrPartition,
                             format!("topic '{n}' does not exist"),

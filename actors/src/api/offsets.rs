@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use kafka_protocol::error::ResponseError;
@@ -31,41 +30,28 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
-use crate::offsets::OffsetError;
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::transactions::pending_offsets;
 
 /// Kafka's `offset.metadata.max.bytes` default.
 const MAX_METADATA: usize = 4096;
-/// The longest an offset request may take: below every client's request timeout.
-const MAX_DEADLINE: Duration = Duration::from_secs(25);
-/// For reads and admin commits, which no session bounds.
-const READ_DEADLINE: Duration = Duration::from_secs(10);
-
-fn offset_error_code(e: &OffsetError) -> ResponseError {
-    match e {
-        // Java's consumer retries a commit on REQUEST_TIMED_OUT.
-        OffsetError::Timeout => ResponseError::RequestTimedOut,
-        OffsetError::Backend(e) => e.code(),
-    }
-}
 
 /// Per topic, per partition: the answer known up front, or the index of the entry
 /// sent to the slots.
 type Planned = Vec<(TopicName, Vec<(i32, Result<usize, ResponseError>)>)>;
 
 /// Commits (or deletes) through the slots; results in the order given.
+/// Each within the offset slots' timeout (Kafka's `offsets.commit.timeout.ms`).
 async fn commit_all(
     gw: &Gateway,
     group: &Arc<str>,
     entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
-    deadline: Instant,
 ) -> Vec<Result<(), ResponseError>> {
-    let results = gw.offsets.commit(group, entries, deadline).await;
+    let results = gw.offsets.commit(group, entries).await;
     results
         .into_iter()
-        .map(|r| r.map_err(|e| offset_error_code(&e)))
+        .map(|r| r.map_err(|e| e.code()))
         .collect()
 }
 
@@ -75,15 +61,11 @@ async fn fetch_all(
     group: &Arc<str>,
     partitions: Vec<TopicPartition>,
 ) -> Result<Vec<Option<CommittedOffset>>, ResponseError> {
-    let deadline = Instant::now() + READ_DEADLINE;
-    gw.offsets
-        .fetch(group, partitions, deadline)
-        .await
-        .map_err(|e| {
-            tracing::warn!(%group, error = %e, "offset read failed");
-            // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
-            ResponseError::CoordinatorLoadInProgress
-        })
+    gw.offsets.fetch(group, partitions).await.map_err(|e| {
+        tracing::warn!(%group, error = %e, "offset read failed");
+        // Java's consumer retries OffsetFetch on COORDINATOR_LOAD_IN_PROGRESS.
+        ResponseError::CoordinatorLoadInProgress
+    })
 }
 
 /// READ on the group (GROUP_AUTHORIZATION_FAILED for every partition otherwise) and
@@ -168,14 +150,7 @@ pub async fn commit(
     if let Err(e) = &checked {
         tracing::info!(%group, error = ?e, "offset commit refused");
     }
-    let session = checked.unwrap_or(READ_DEADLINE);
-    let results = commit_all(
-        &gw,
-        &group,
-        entries,
-        Instant::now() + session.min(MAX_DEADLINE),
-    )
-    .await;
+    let results = commit_all(&gw, &group, entries).await;
     let topics = planned
         .into_iter()
         .map(|(name, partitions)| {
@@ -476,7 +451,7 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> Of
             .collect();
         planned.push((t.name, ps));
     }
-    let results = commit_all(&gw, &group, entries, Instant::now() + READ_DEADLINE).await;
+    let results = commit_all(&gw, &group, entries).await;
     let topics = planned
         .into_iter()
         .map(|(name, ps)| {
@@ -502,10 +477,7 @@ pub async fn delete_group_offsets(gw: &Gateway, group: &str) -> Result<(), Respo
     let partitions = gw.offsets.partitions(group).await.map_err(|e| e.code())?;
     let entries = partitions.into_iter().map(|tp| (tp, None)).collect();
     let group: Arc<str> = group.into();
-    commit_all(gw, &group, entries, Instant::now() + READ_DEADLINE)
-        .await
-        .into_iter()
-        .collect()
+    commit_all(gw, &group, entries).await.into_iter().collect()
 }
 
 #[cfg(test)]

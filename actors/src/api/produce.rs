@@ -1,9 +1,11 @@
 //! Produce: each partition's batch is checked here, then appended by the log slot
 //! that owns the partition. Every partition is answered on its own.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::pin::Pin;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::dev::Request;
+use actix::MailboxError;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::ProduceRequest;
@@ -29,7 +31,8 @@ enum Outcome {
     Appending {
         index: i32,
         log_append_time: i64,
-        append: Request<LogSlot, Append>,
+        /// Boxed: with its timeout it is most of the enum's size.
+        append: Pin<Box<Request<LogSlot, Append>>>,
     },
 }
 
@@ -38,6 +41,13 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
     let table = gw.topics.table();
     let config = gw.topics.config();
     let acks = req.acks;
+    // The request's own timeout is its deadline on the log slots: an append not
+    // answered by then is answered REQUEST_TIMED_OUT (it may still be written, as on
+    // Kafka, where the timeout bounds the wait for the write's acknowledgement). acks=0
+    // waits for nothing and is answered nothing; a timeout of 0 or less asks no bound.
+    let req_timeout_ms = req.timeout_ms;
+    let timeout =
+        (acks != 0 && req.timeout_ms > 0).then(|| Duration::from_millis(req.timeout_ms as u64));
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -123,6 +133,10 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                         };
                         // Enqueued now, while requests are still in arrival order.
                         let append = gw.partitions.append(tp, batch, verify);
+                        let append = Box::pin(match timeout {
+                            Some(timeout) => append.timeout(timeout),
+                            None => append,
+                        });
                         Outcome::Appending {
                             index: p.index,
                             log_append_time,
@@ -163,7 +177,12 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                             }
                             partition_error(version, index, e.code(), e.to_string())
                         }
-                        Err(_) => partition_error(
+                        Err(MailboxError::Timeout) => {
+                            let message = format!("the append was not done within the request's timeout of {} ms", req_timeout_ms);
+                            tracing::info!(topic = %name.as_str(), partition = index, %message, "produce timed out");
+                            partition_error(version, index, ResponseError::RequestTimedOut, message)
+                        }
+                        Err(MailboxError::Closed) => partition_error(
                             version,
                             index,
                             ResponseError::NotLeaderOrFollower,

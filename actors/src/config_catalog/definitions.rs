@@ -193,6 +193,8 @@ const BROKER_ONLY: &[Definition] = &[
         "The node id of this server (the gateway's node_id)."),
     broker("num.partitions", Int, "1", Rule::Between(1, MAX_PARTITIONS as i64), true,
         "The number of partitions of automatically created topics and of topics created with -1."),
+    broker("offsets.commit.timeout.ms", Int, "5000", Rule::AtLeast(1), false,
+        "How long an offset commit waits for the offsets store before REQUEST_TIMED_OUT (the gateway's offsets_commit_timeout_ms)."),
     broker("socket.request.max.bytes", Int, "104857600", Rule::AtLeast(1), false,
         "The largest request the broker reads."),
     broker("transaction.max.timeout.ms", Int, "900000", Rule::AtLeast(1), true,

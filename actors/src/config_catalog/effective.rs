@@ -354,6 +354,11 @@ pub fn static_configs(s: &BrokerSettings) -> Vec<StaticConfig> {
             rules.num_partitions.to_string(),
         ),
         (
+            "offsets_commit_timeout_ms",
+            "offsets.commit.timeout.ms",
+            s.offsets_commit_timeout.as_millis().to_string(),
+        ),
+        (
             "max_request_bytes",
             "socket.request.max.bytes",
             s.max_request_bytes.to_string(),

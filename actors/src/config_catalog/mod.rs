@@ -135,6 +135,8 @@ impl ConfigError {
 pub enum StartError {
     #[error("cannot read the shared configurations: {0}")]
     Backend(#[from] StoreError),
+    #[error("cannot load the committed offsets: {0}")]
+    Offsets(#[from] crate::offsets::OffsetError),
     #[error("static settings break {FEATURE} {level}, finalized in the backend: {offenders}")]
     StaticConfig { level: i16, offenders: String },
 }

@@ -1,7 +1,6 @@
 //! What the group coordinator is asked and answers.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -103,10 +102,9 @@ pub struct MemberRef {
 #[rtype(result = "Option<ResponseError>")]
 pub struct Heartbeat(pub MemberRef);
 
-/// May this member commit offsets now? `Ok` carries the group's session timeout,
-/// which bounds how long the commit may take.
+/// May this member commit offsets now?
 #[derive(Message)]
-#[rtype(result = "Result<Duration, ResponseError>")]
+#[rtype(result = "Result<(), ResponseError>")]
 pub struct CheckCommit(pub MemberRef);
 
 /// Members leaving: `(member id, instance id)`; one answer each.

@@ -388,7 +388,7 @@ impl Handler<Heartbeat> for GroupCoordinator {
 }
 
 impl Handler<CheckCommit> for GroupCoordinator {
-    type Result = Result<Duration, ResponseError>;
+    type Result = Result<(), ResponseError>;
 
     fn handle(&mut self, CheckCommit(r): CheckCommit, _: &mut Self::Context) -> Self::Result {
         let g = match self.groups.get_mut(&r.group) {
@@ -397,13 +397,12 @@ impl Handler<CheckCommit> for GroupCoordinator {
             | Some(Group {
                 state: GroupState::Empty,
                 ..
-            }) if r.generation < 0 => return Ok(MIN_SESSION),
+            }) if r.generation < 0 => return Ok(()),
             // A generation from before a restart: rejoin first.
             None => return Err(ResponseError::UnknownMemberId),
             Some(g) => g,
         };
-        let m = g.check_member(&r)?;
-        let session = m.session;
+        g.check_member(&r)?;
         match g.state {
             // As Kafka's doCommitOffsets: a member of the current generation may still
             // commit while the others rejoin (consumers commit as partitions are revoked);
@@ -413,7 +412,7 @@ impl Handler<CheckCommit> for GroupCoordinator {
                 if let Some(m) = g.members.get_mut(&r.member_id) {
                     m.last_seen = Instant::now();
                 }
-                Ok(session)
+                Ok(())
             }
         }
     }

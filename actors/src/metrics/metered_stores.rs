@@ -108,6 +108,10 @@ impl LogStore for MeteredLog {
     fn splits_batches(&self) -> bool {
         self.inner.splits_batches()
     }
+
+    fn committed(&self, commits: &[GroupCommit]) {
+        self.inner.committed(commits)
+    }
 }
 
 /// Times and counts every call to the metadata store it wraps, by the call's name;
@@ -129,8 +133,9 @@ impl MetaStore for MeteredMeta {
         timed(&self.metrics, labels, self.inner.call(call))
     }
 
-    fn client(&self) -> Arc<dyn MetaStore> {
-        Arc::new(MeteredMeta::new(self.inner.client(), self.metrics.clone()))
+    fn client(&self) -> StoreResult<Arc<dyn MetaStore>> {
+        let client = self.inner.client()?;
+        Ok(Arc::new(MeteredMeta::new(client, self.metrics.clone())))
     }
 
     fn shared(&self) -> bool {

@@ -4,34 +4,40 @@
 //! offsets; the read client answers OffsetFetch beside it, never behind a commit.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::table;
 use crate::store::meta::Change;
-use crate::store::{CommittedOffset, Meta, StoreError, StoreResult, TopicPartition};
+use crate::store::{
+    CommittedOffset, GroupCommit, Logs, Meta, StoreError, StoreResult, TopicPartition,
+};
 
-/// Writes a slot's commits, one call per commit message.
+/// Writes a slot's commits, one call per commit message, and tells the log engine of
+/// each once it stands (Iggy follows them in its own consumer groups).
 #[derive(Clone)]
-pub struct CommitClient(Meta);
+pub struct CommitClient {
+    meta: Meta,
+    logs: Logs,
+}
 
 impl CommitClient {
     /// A client of its own on `meta`'s store, seen to answer.
-    pub async fn connect(meta: &Meta) -> StoreResult<Self> {
-        let client = meta.client();
-        client.ping().await?;
-        Ok(CommitClient(client))
+    pub async fn connect(meta: &Meta, logs: Logs) -> StoreResult<Self> {
+        let meta = meta.client()?;
+        meta.ping().await?;
+        Ok(CommitClient { meta, logs })
     }
 
-    /// Stores (`Some`) or deletes (`None`) offsets of one group, all or none.
+    /// Stores (`Some`) or deletes (`None`) offsets, all or none, in one write.
     pub async fn commit(
         &self,
-        group: &str,
-        entries: &[(TopicPartition, Option<CommittedOffset>)],
+        entries: &[(Arc<str>, TopicPartition, Option<CommittedOffset>)],
     ) -> StoreResult<()> {
         let changes = entries
             .iter()
-            .map(|(tp, offset)| {
+            .map(|(group, tp, offset)| {
                 let key = table::key(group, tp);
                 match offset {
                     Some(c) => Change::Put {
@@ -42,7 +48,15 @@ impl CommitClient {
                 }
             })
             .collect();
-        self.0.write(table::TABLE, changes).await.map(drop)
+        self.meta.write(table::TABLE, changes).await?;
+        let commits: Vec<GroupCommit> = entries
+            .iter()
+            .map(|(group, tp, offset)| {
+                (group.clone(), tp.clone(), offset.as_ref().map(|c| c.offset))
+            })
+            .collect();
+        self.logs.committed(&commits);
+        Ok(())
     }
 }
 
@@ -53,7 +67,7 @@ pub struct ReadClient(Meta);
 impl ReadClient {
     /// A client of its own on `meta`'s store, seen to answer.
     pub async fn connect(meta: &Meta) -> StoreResult<Self> {
-        let client = meta.client();
+        let client = meta.client()?;
         client.ping().await?;
         Ok(ReadClient(client))
     }
@@ -82,5 +96,18 @@ impl ReadClient {
                 }),
             })
             .collect()
+    }
+
+    /// Every `(group, partition)` with a committed offset: `group`'s (its length-prefixed
+    /// name is a prefix no other group's keys start with), or every group's.
+    pub async fn list(&self, group: Option<&str>) -> StoreResult<Vec<(Arc<str>, TopicPartition)>> {
+        let prefix = group.map(table::group_prefix).unwrap_or_default();
+        let scan = self.0.scan(table::TABLE, &prefix).await?;
+        Ok(scan
+            .entries
+            .iter()
+            .filter_map(|(k, _)| table::parse_key(k))
+            .map(|(g, tp)| (g.as_str().into(), tp))
+            .collect())
     }
 }

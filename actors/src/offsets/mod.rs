@@ -1,7 +1,8 @@
 //! Committed consumer-group offsets: the table they live in ([`table`]), the slots
-//! that commit them ([`slot`]), the two clients each slot owns ([`clients`]), and [`Offsets`], the one way handlers reach them. It
-//! hides which slot owns a partition: a request sends at most one message per slot
-//! (all its partitions on that slot), so a huge request cannot starve others.
+//! that own them ([`slot`]), the two clients each slot owns ([`clients`]), and
+//! [`Offsets`], the one way handlers reach them. It hides which slot owns a partition:
+//! a request sends at most one message per slot (all its partitions on that slot), so
+//! a huge request cannot starve others.
 
 pub mod clients;
 pub mod slot;
@@ -9,24 +10,23 @@ pub mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, ArbiterHandle};
 
 use crate::metrics::Metrics;
-use crate::store::Meta;
-use crate::store::{CommittedOffset, StoreResult, TopicPartition};
+use crate::store::{CommittedOffset, TopicPartition};
+use crate::store::{Logs, Meta};
 use clients::{CommitClient, ReadClient};
 pub use slot::OffsetError;
-use slot::{CommitOffsets, OffsetSlot};
+use slot::{CommitOffsets, ListCommitted, OffsetSlot, ReadOffsets};
 
 #[derive(Clone)]
 pub struct Offsets {
     slots: Arc<[Addr<OffsetSlot>]>,
-    /// Each slot's read client: reads never queue behind the slot's commits.
-    readers: Arc<[ReadClient]>,
-    /// For reads of the whole table and for a deleted topic's offsets, which no slot owns.
-    admin: Meta,
+    /// Each commit's and read's deadline from when it is asked (Kafka's
+    /// `offsets.commit.timeout.ms`), as the slots' actor timeout.
+    timeout: Duration,
     metrics: Arc<Metrics>,
 }
 
@@ -35,29 +35,28 @@ impl Offsets {
     /// once the table is seen to load whole (a store that lost part of it stops
     /// startup, naming it, rather than serve offsets with a hole in them).
     pub async fn start(
-        meta: &Meta,
-        n: usize,
+        (meta, logs): (&Meta, &Logs),
+        (n, timeout): (usize, Duration),
         arbiters: &[ArbiterHandle],
         metrics: Arc<Metrics>,
-    ) -> StoreResult<Offsets> {
+    ) -> Result<Offsets, OffsetError> {
         let n = n.max(1);
-        // Each client answers once before the slots serve: their connections are up.
-        let (mut slots, mut readers) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut slots = Vec::with_capacity(n);
         for i in 0..n {
-            let slot = OffsetSlot::new(CommitClient::connect(meta).await?);
+            // Each client answers once before the slot serves: its connection is up.
+            let slot = OffsetSlot::new(
+                CommitClient::connect(meta, logs.clone()).await?,
+                ReadClient::connect(meta).await?,
+            );
             slots.push(OffsetSlot::start_in_arbiter(
                 &arbiters[i % arbiters.len()],
                 |_| slot,
             ));
-            readers.push(ReadClient::connect(meta).await?);
         }
-        let (slots, readers): (Arc<[Addr<OffsetSlot>]>, Arc<[ReadClient]>) =
-            (slots.into(), readers.into());
         metrics.offset_slots.show(n);
         let offsets = Offsets {
-            slots,
-            readers,
-            admin: meta.client(),
+            slots: slots.into(),
+            timeout,
             metrics,
         };
         offsets.groups().await?;
@@ -85,24 +84,24 @@ impl Offsets {
             .collect()
     }
 
-    /// Stores (`Some`) or deletes (`None`) a group's offsets; results in the order given.
-    pub async fn commit(
+    /// Sends each slot its part of `entries` and waits for every answer until
+    /// `deadline` (the actor timeout of each message): results in the order given.
+    async fn commit_entries(
         &self,
-        group: &Arc<str>,
-        entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
+        entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
         deadline: Instant,
     ) -> Vec<Result<(), OffsetError>> {
         let mut out = vec![Err(OffsetError::Timeout); entries.len()];
         let sent: Vec<_> = self
-            .by_slot(entries, |e| &e.0)
+            .by_slot(entries, |e| &e.1)
             .into_iter()
             .map(|(slot, at, entries)| {
                 let msg = CommitOffsets {
-                    group: group.clone(),
                     entries,
+                    deadline,
                     queued: self.metrics.offset_slots.enter(slot),
+                    span: tracing::Span::current(),
                 };
-                // The deadline is the request's timeout, as an actor timeout (`slot`).
                 let wait = deadline.saturating_duration_since(Instant::now());
                 (at, self.slots[slot].send(msg).timeout(wait))
             })
@@ -116,21 +115,45 @@ impl Offsets {
         out
     }
 
+    /// Stores (`Some`) or deletes (`None`) a group's offsets, each within the timeout;
+    /// results in the order given.
+    pub async fn commit(
+        &self,
+        group: &Arc<str>,
+        entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
+    ) -> Vec<Result<(), OffsetError>> {
+        let entries = entries
+            .into_iter()
+            .map(|(tp, offset)| (group.clone(), tp, offset))
+            .collect();
+        self.commit_entries(entries, Instant::now() + self.timeout)
+            .await
+    }
+
     /// A group's committed offsets for these partitions, in the order given; `None`
-    /// where there is none.
+    /// where there is none. Each slot's read client answers, beside its commits,
+    /// within the timeout.
     pub async fn fetch(
         &self,
         group: &str,
         partitions: Vec<TopicPartition>,
-        deadline: Instant,
     ) -> Result<Vec<Option<CommittedOffset>>, OffsetError> {
+        let deadline = Instant::now() + self.timeout;
         let mut out = vec![None; partitions.len()];
+        let group: Arc<str> = group.into();
         for (slot, at, partitions) in self.by_slot(partitions, |tp| tp) {
             let _queued = self.metrics.offset_slots.enter(slot);
-            let read = self.readers[slot].read(group, &partitions);
-            let read = tokio::time::timeout_at(deadline.into(), read)
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let read = ReadOffsets {
+                group: group.clone(),
+                partitions,
+                span: tracing::Span::current(),
+            };
+            let read = self.slots[slot]
+                .send(read)
+                .timeout(wait)
                 .await
-                .map_err(|_| OffsetError::Timeout)??;
+                .unwrap_or(Err(OffsetError::Timeout))?;
             for (i, offset) in at.into_iter().zip(read) {
                 out[i] = offset;
             }
@@ -138,42 +161,57 @@ impl Offsets {
         Ok(out)
     }
 
+    /// The whole table's `(group, partition)`s (`group`'s only, if given), read by the
+    /// first slot's read client: the table is one, its entries spread over the slots.
+    async fn list(
+        &self,
+        group: Option<&str>,
+    ) -> Result<Vec<(Arc<str>, TopicPartition)>, OffsetError> {
+        let msg = ListCommitted {
+            group: group.map(Into::into),
+        };
+        self.slots[0]
+            .send(msg)
+            .timeout(self.timeout)
+            .await
+            .unwrap_or(Err(OffsetError::Timeout))
+    }
+
     /// Every partition `group` has a committed offset for.
-    pub async fn partitions(&self, group: &str) -> StoreResult<Vec<TopicPartition>> {
-        let scan = self
-            .admin
-            .scan(table::TABLE, &table::group_prefix(group))
-            .await?;
-        Ok(scan
-            .entries
-            .iter()
-            .filter_map(|(k, _)| table::parse_key(k))
-            .filter(|(g, _)| g == group)
+    pub async fn partitions(&self, group: &str) -> Result<Vec<TopicPartition>, OffsetError> {
+        Ok(self
+            .list(Some(group))
+            .await?
+            .into_iter()
             .map(|(_, tp)| tp)
             .collect())
     }
 
     /// Every group with at least one committed offset.
-    pub async fn groups(&self) -> StoreResult<Vec<String>> {
-        let scan = self.admin.scan(table::TABLE, "").await?;
-        let groups: BTreeSet<String> = scan
-            .entries
-            .iter()
-            .filter_map(|(k, _)| table::parse_key(k).map(|(g, _)| g))
+    pub async fn groups(&self) -> Result<Vec<String>, OffsetError> {
+        let groups: BTreeSet<String> = self
+            .list(None)
+            .await?
+            .into_iter()
+            .map(|(g, _)| g.to_string())
             .collect();
         Ok(groups.into_iter().collect())
     }
 
-    /// Removes every group's offsets on a deleted topic.
-    pub async fn forget_topic(&self, topic: &str) -> StoreResult<()> {
-        let scan = self.admin.scan(table::TABLE, "").await?;
-        let doomed = scan
-            .entries
+    /// Removes every group's offsets on a deleted topic, each through the slot that
+    /// owns its partition.
+    pub async fn forget_topic(&self, topic: &str, deadline: Instant) -> Result<(), OffsetError> {
+        let doomed = self
+            .list(None)
+            .await?
             .into_iter()
-            .filter(|(k, _)| table::parse_key(k).is_some_and(|(_, tp)| &*tp.topic == topic))
-            .map(|(key, _)| key)
+            .filter(|(_, tp)| &*tp.topic == topic)
+            .map(|(group, tp)| (group, tp, None))
             .collect();
-        self.admin.delete(table::TABLE, doomed).await
+        self.commit_entries(doomed, deadline)
+            .await
+            .into_iter()
+            .collect()
     }
 }
 
@@ -205,17 +243,23 @@ mod tests {
         })
     }
 
-    /// `n` slots over `store`, and the metrics they report to.
+    /// `n` slots over `store` with a 10 s timeout, and the metrics they report to.
     async fn offsets(store: &Arc<TestStore>, n: usize) -> (Offsets, Arc<Metrics>) {
-        let metrics = Metrics::new();
-        let meta = Meta::new(Arc::new(store.clone()));
-        let arbiters = [Arbiter::current()];
-        let offsets = Offsets::start(&meta, n, &arbiters, metrics.clone()).await;
-        (offsets.unwrap(), metrics)
+        offsets_within(store, n, Duration::from_secs(10)).await
     }
 
-    fn soon() -> Instant {
-        Instant::now() + Duration::from_secs(10)
+    async fn offsets_within(
+        store: &Arc<TestStore>,
+        n: usize,
+        timeout: Duration,
+    ) -> (Offsets, Arc<Metrics>) {
+        let metrics = Metrics::new();
+        let meta = Meta::new(Arc::new(store.clone()));
+        let logs = Logs::new(store.clone());
+        let arbiters = [Arbiter::current()];
+        let offsets =
+            Offsets::start((&meta, &logs), (n, timeout), &arbiters, metrics.clone()).await;
+        (offsets.unwrap(), metrics)
     }
 
     /// Two partitions of topic `t` that land on different slots of `offsets`.
@@ -239,16 +283,14 @@ mod tests {
         let pending: Vec<_> = (0..20)
             .map(|i| {
                 let (offsets, group) = (offsets.clone(), group.clone());
-                actix_rt::spawn(async move {
-                    offsets.commit(&group, vec![(tp(0), at(i))], soon()).await
-                })
+                actix_rt::spawn(async move { offsets.commit(&group, vec![(tp(0), at(i))]).await })
             })
             .collect();
         for p in pending {
             assert!(p.await.unwrap().into_iter().all(|r| r.is_ok()));
         }
         assert_eq!(*store.applied.lock(), (0..20).collect::<Vec<_>>());
-        let read = offsets.fetch("g", vec![tp(0)], soon()).await.unwrap();
+        let read = offsets.fetch("g", vec![tp(0)]).await.unwrap();
         assert_eq!(read, vec![at(19)]);
     }
 
@@ -265,25 +307,18 @@ mod tests {
         let group: Arc<str> = "g".into();
         let pending = {
             let (offsets, group, stuck) = (offsets.clone(), group.clone(), stuck.clone());
-            actix_rt::spawn(
-                async move { offsets.commit(&group, vec![(stuck, at(1))], soon()).await },
-            )
+            actix_rt::spawn(async move { offsets.commit(&group, vec![(stuck, at(1))]).await })
         };
         store.entered.notified().await;
-        let read = offsets
-            .fetch("g", vec![stuck.clone()], soon())
-            .await
-            .unwrap();
+        let read = offsets.fetch("g", vec![stuck.clone()]).await.unwrap();
         assert_eq!(read, vec![None]);
-        let done = offsets
-            .commit(&group, vec![(free.clone(), at(2))], soon())
-            .await;
+        let done = offsets.commit(&group, vec![(free.clone(), at(2))]).await;
         assert!(done[0].is_ok(), "{done:?}");
         // Both answered while the first commit was still held.
         assert_eq!(*store.applied.lock(), [2]);
         gate.add_permits(1);
         assert!(pending.await.unwrap()[0].is_ok());
-        let read = offsets.fetch("g", vec![stuck, free], soon()).await.unwrap();
+        let read = offsets.fetch("g", vec![stuck, free]).await.unwrap();
         assert_eq!(read, vec![at(1), at(2)]);
     }
 
@@ -301,9 +336,7 @@ mod tests {
         let pending: Vec<_> = (0..3)
             .map(|i| {
                 let (offsets, group) = (offsets.clone(), group.clone());
-                actix_rt::spawn(async move {
-                    offsets.commit(&group, vec![(tp(0), at(i))], soon()).await
-                })
+                actix_rt::spawn(async move { offsets.commit(&group, vec![(tp(0), at(i))]).await })
             })
             .collect();
         // One commit is in the store, two wait in the slot's mailbox.
@@ -322,23 +355,26 @@ mod tests {
             delay: Duration::from_millis(500),
             ..Default::default()
         });
-        let (offsets, _) = offsets(&store, 1).await;
+        let timeout = Duration::from_millis(100);
+        let (offsets, _) = offsets_within(&store, 1, timeout).await;
         let group: Arc<str> = "g".into();
-        let soon_over = Instant::now() + Duration::from_millis(100);
-        let result = offsets
-            .commit(&group, vec![(tp(0), at(7))], soon_over)
-            .await;
+        let asked = Instant::now();
+        let result = offsets.commit(&group, vec![(tp(0), at(7))]).await;
         assert!(
             matches!(result[..], [Err(OffsetError::Timeout)]),
             "{result:?}"
         );
-        // One whose turn comes after its deadline is not written at all.
-        let over = Instant::now();
-        let result = offsets.commit(&group, vec![(tp(0), at(8))], over).await;
+        let took = asked.elapsed();
+        assert!(took < timeout * 3, "answered after {took:?}");
+        // One whose turn comes after its deadline (behind the write still under way)
+        // is not written at all.
+        let result = offsets.commit(&group, vec![(tp(0), at(8))]).await;
         assert!(
             matches!(result[..], [Err(OffsetError::Timeout)]),
             "{result:?}"
         );
+        // A read is answered meanwhile, beside the write.
+        assert_eq!(offsets.fetch("g", vec![tp(0)]).await.unwrap(), vec![None]);
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert!(!store.applied.lock().contains(&8));
         // The write under way when the deadline passed completed in the slot.

@@ -1,23 +1,29 @@
-//! Offset slots: the actors that commit consumer-group offsets.
+//! Offset slots: the actors that own committed consumer-group offsets.
 //!
-//! A partition always maps to the same slot (`Offsets`), and each slot owns the
-//! commit client of its own ([`CommitClient`]). A slot takes one commit message at a
-//! time (its handler is atomic: the mailbox holds the next until this one is
-//! written), so commits on a slot are applied one at a time, in the order they
-//! arrived, by construction.
+//! A partition always maps to the same slot (`Offsets`), and each slot owns the two
+//! clients of its own ([`CommitClient`], [`ReadClient`]): nothing else writes or reads
+//! its partitions' offsets. Commits queue in the slot and are written one at a time, in
+//! the order they arrived (the slot holds the queue and starts the next write when the
+//! one before ends), so commits on a slot are serialized by construction; reads are
+//! served at once beside them, never behind a commit.
 //!
-//! Deadlines are actor timeouts: `Offsets` sends each message with what is left of
-//! the request's timeout, and the requester gets Timeout when it passes. A message
-//! whose requester has given up is dropped unhandled when its turn comes (actix does
-//! not run a handler nobody waits for), so it is never written; a write already under
-//! way when the deadline passes completes in the slot, so a commit answered Timeout
-//! may have been applied, as in Kafka. Reads never come here: they go through the
-//! slot's read client, so they never wait behind a commit.
+//! Deadlines are actor timeouts: each message carries its request's deadline, and
+//! `Offsets` sends it with what is left of it, so the requester gets Timeout when it
+//! passes. A commit whose deadline has passed when its turn comes is answered Timeout
+//! unwritten; a write already under way when the deadline passes completes in the
+//! slot, so a commit answered Timeout may have been applied, as in Kafka, but never in
+//! part (one store write a commit).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
 
 use actix::prelude::*;
-use std::sync::Arc;
+use kafka_protocol::error::ResponseError;
+use tokio::sync::oneshot;
+use tracing::Instrument;
 
-use super::clients::CommitClient;
+use super::clients::{CommitClient, ReadClient};
 use crate::metrics::Queued;
 use crate::store::{CommittedOffset, StoreError, TopicPartition};
 
@@ -25,8 +31,19 @@ use crate::store::{CommittedOffset, StoreError, TopicPartition};
 pub enum OffsetError {
     #[error("deadline passed before the offset store answered")]
     Timeout,
-    #[error("{0}")]
+    #[error(transparent)]
     Backend(Arc<StoreError>),
+}
+
+impl OffsetError {
+    /// Kafka's answer for it.
+    pub fn code(&self) -> ResponseError {
+        match self {
+            // Java's consumer retries a commit on REQUEST_TIMED_OUT.
+            OffsetError::Timeout => ResponseError::RequestTimedOut,
+            OffsetError::Backend(e) => e.code(),
+        }
+    }
 }
 
 impl From<StoreError> for OffsetError {
@@ -35,23 +52,91 @@ impl From<StoreError> for OffsetError {
     }
 }
 
-/// Store (`Some`) or delete (`None`) committed offsets of one group, all or none.
+/// Store (`Some`) or delete (`None`) committed offsets, all or none: a group's, or, for
+/// a deleted topic, every group's (`group` is each entry's own then).
 #[derive(Message)]
 #[rtype(result = "Result<(), OffsetError>")]
 pub struct CommitOffsets {
-    pub group: Arc<str>,
-    pub entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
+    pub entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
+    /// Past it, a commit still queued is answered Timeout unwritten.
+    pub deadline: Instant,
     /// In the slot's queue until the commit is done.
     pub queued: Queued,
+    /// The request's span, entered for the write.
+    pub span: tracing::Span,
 }
+
+/// A group's committed offsets of these partitions, in their order; `None` where it has
+/// none.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Option<CommittedOffset>>, OffsetError>")]
+pub struct ReadOffsets {
+    pub group: Arc<str>,
+    pub partitions: Vec<TopicPartition>,
+    /// The request's span, entered for the read.
+    pub span: tracing::Span,
+}
+
+/// Every committed offset of the table (`prefix` of its keys), as stored: the slot's
+/// read client scans the whole table, which no slot owns alone.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<(Arc<str>, TopicPartition)>, OffsetError>")]
+pub struct ListCommitted {
+    /// Only this group's, or every group's.
+    pub group: Option<Arc<str>>,
+}
+
+type Reply = oneshot::Sender<Result<(), OffsetError>>;
 
 pub struct OffsetSlot {
     commits: CommitClient,
+    reads: ReadClient,
+    /// Commits that arrived while one was being written, in arrival order.
+    waiting: VecDeque<(CommitOffsets, Reply)>,
+    writing: bool,
 }
 
 impl OffsetSlot {
-    pub fn new(commits: CommitClient) -> Self {
-        OffsetSlot { commits }
+    pub fn new(commits: CommitClient, reads: ReadClient) -> Self {
+        OffsetSlot {
+            commits,
+            reads,
+            waiting: VecDeque::new(),
+            writing: false,
+        }
+    }
+
+    /// Starts the next queued commit, unless one is being written: the only place a
+    /// commit is written, so there is never more than one at a time.
+    fn write_next(&mut self, ctx: &mut Context<Self>) {
+        if self.writing {
+            return;
+        }
+        while let Some((msg, reply)) = self.waiting.pop_front() {
+            if Instant::now() >= msg.deadline {
+                let _ = reply.send(Err(OffsetError::Timeout));
+                continue;
+            }
+            self.writing = true;
+            let commits = self.commits.clone();
+            let span = msg.span.clone();
+            let write = async move {
+                // In the slot's queue until the write ends.
+                let _queued = msg.queued;
+                let written = commits.commit(&msg.entries).await;
+                let _ = reply.send(written.map_err(OffsetError::from));
+            };
+            ctx.spawn(
+                write
+                    .instrument(span)
+                    .into_actor(self)
+                    .map(|(), slot, ctx| {
+                        slot.writing = false;
+                        slot.write_next(ctx);
+                    }),
+            );
+            return;
+        }
     }
 }
 
@@ -60,18 +145,36 @@ impl Actor for OffsetSlot {
 }
 
 impl Handler<CommitOffsets> for OffsetSlot {
-    type Result = AtomicResponse<Self, Result<(), OffsetError>>;
+    type Result = ResponseFuture<Result<(), OffsetError>>;
 
-    fn handle(&mut self, msg: CommitOffsets, _: &mut Self::Context) -> Self::Result {
-        let commits = self.commits.clone();
-        AtomicResponse::new(Box::pin(
-            async move {
-                // In the slot's queue until this future ends.
-                let _queued = msg.queued;
-                let written = commits.commit(&msg.group, &msg.entries).await;
-                written.map_err(OffsetError::from)
-            }
-            .into_actor(self),
-        ))
+    fn handle(&mut self, msg: CommitOffsets, ctx: &mut Self::Context) -> Self::Result {
+        let (reply, answer) = oneshot::channel();
+        self.waiting.push_back((msg, reply));
+        self.write_next(ctx);
+        Box::pin(async move { answer.await.unwrap_or(Err(OffsetError::Timeout)) })
+    }
+}
+
+impl Handler<ReadOffsets> for OffsetSlot {
+    type Result = ResponseFuture<Result<Vec<Option<CommittedOffset>>, OffsetError>>;
+
+    fn handle(&mut self, msg: ReadOffsets, _: &mut Self::Context) -> Self::Result {
+        let reads = self.reads.clone();
+        let ReadOffsets {
+            group,
+            partitions,
+            span,
+        } = msg;
+        let read = async move { Ok(reads.read(&group, &partitions).await?) };
+        Box::pin(read.instrument(span))
+    }
+}
+
+impl Handler<ListCommitted> for OffsetSlot {
+    type Result = ResponseFuture<Result<Vec<(Arc<str>, TopicPartition)>, OffsetError>>;
+
+    fn handle(&mut self, msg: ListCommitted, _: &mut Self::Context) -> Self::Result {
+        let reads = self.reads.clone();
+        Box::pin(async move { Ok(reads.list(msg.group.as_deref()).await?) })
     }
 }

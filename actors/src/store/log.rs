@@ -146,7 +146,16 @@ pub trait LogStore: Send + Sync + 'static {
     fn splits_batches(&self) -> bool {
         false
     }
+    /// Offsets a consumer group committed (`None`: deleted), once they stand: an
+    /// engine that keeps consumers' progress of its own (Iggy's consumer groups, so its
+    /// tools and retention see Kafka groups) follows them, without holding up the
+    /// commit; others ignore them. What Kafka clients read never depends on it.
+    fn committed(&self, _commits: &[GroupCommit]) {}
 }
+
+/// One committed offset as [`LogStore::committed`] hears of it: group, partition, and
+/// the offset (the next to read), or `None` when the group's entry was deleted.
+pub type GroupCommit = (Arc<str>, TopicPartition, Option<i64>);
 
 /// A log store with typed calls. Cheap to clone.
 #[derive(Clone)]
@@ -195,6 +204,11 @@ typed_calls! {
 impl Logs {
     pub fn new(store: Arc<dyn LogStore>) -> Logs {
         Logs(store)
+    }
+
+    /// Tells the engine of offsets that now stand ([`LogStore::committed`]).
+    pub fn committed(&self, commits: &[GroupCommit]) {
+        self.0.committed(commits)
     }
 
     /// Appends one batch (`append_all` of one).

@@ -101,8 +101,9 @@ pub trait MetaStore: Send + Sync + 'static {
     fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer>;
     /// The same store through a connection of its own (on Iggy; the embedded store
     /// has none to give): an actor that serializes its writes owns one, so they never
-    /// queue behind other actors' calls.
-    fn client(&self) -> Arc<dyn MetaStore>;
+    /// queue behind other actors' calls. One that cannot be had is an error for its
+    /// owner to report, never a shared connection in its place.
+    fn client(&self) -> StoreResult<Arc<dyn MetaStore>>;
     /// Whether other gateways may share this store (and so its tables): they then
     /// form one cluster (`membership`).
     fn shared(&self) -> bool {
@@ -124,8 +125,8 @@ impl Meta {
     }
 
     /// A handle on a connection of its own ([`MetaStore::client`]).
-    pub fn client(&self) -> Meta {
-        Meta(self.0.client())
+    pub fn client(&self) -> StoreResult<Meta> {
+        Ok(Meta(self.0.client()?))
     }
 
     pub async fn write(&self, table: &'static str, changes: Vec<Change>) -> StoreResult<Version> {

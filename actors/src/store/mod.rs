@@ -12,7 +12,7 @@ pub mod shared;
 mod types;
 pub mod users;
 
-pub use log::{LogAnswer, LogCall, LogStore, Logs};
+pub use log::{GroupCommit, LogAnswer, LogCall, LogStore, Logs};
 pub use meta::{Meta, MetaStore};
 pub use types::*;
 pub use users::Users;

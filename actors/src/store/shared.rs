@@ -133,7 +133,7 @@ impl<T: Table> SharedTable<T> {
         meta: &Meta,
         refresh: Duration,
     ) -> StoreResult<(Addr<SharedTable<T>>, watch::Receiver<Arc<T::View>>)> {
-        let meta = meta.client();
+        let meta = meta.client()?;
         let scan = meta.scan(T::NAME, "").await?;
         let rows = Arc::new(decode_rows::<T>(&scan.entries)?);
         let (published, view) = watch::channel(Arc::new(T::view(&rows)));

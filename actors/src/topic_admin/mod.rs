@@ -26,7 +26,7 @@ use crate::config_catalog::{
     ChangeTopicConfigs, ClusterConfig, ConfigCatalog, ConfigChange, ConfigError,
     ValidateTopicConfigs,
 };
-use crate::offsets::Offsets;
+use crate::offsets::{OffsetError, Offsets};
 use crate::settings::BrokerSettings;
 use crate::store::shared::{CatchUp, Edit, Modify, Rows, SharedTable};
 use crate::store::{Logs, Meta};
@@ -68,6 +68,8 @@ pub enum TopicError {
     Internal(String),
     #[error("the config catalog is not running")]
     CatalogGone,
+    #[error("the topic's committed offsets were not removed: {0}")]
+    Offsets(#[from] OffsetError),
 }
 
 impl TopicError {
@@ -90,6 +92,7 @@ impl TopicError {
             TopicError::Backend(e) => e.code(),
             TopicError::Internal(_) => ResponseError::InvalidRequest,
             TopicError::CatalogGone => ResponseError::UnknownServerError,
+            TopicError::Offsets(e) => e.code(),
         }
     }
 }
@@ -170,10 +173,14 @@ pub struct CreateTopic {
     pub validate_only: bool,
 }
 
-/// Delete one topic and its records.
+/// Delete one topic, its records and its committed offsets; the offsets are removed
+/// first, within `deadline` (the request's `timeout_ms`).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<TopicMeta>, TopicError>")]
-pub struct DeleteTopic(pub String);
+pub struct DeleteTopic {
+    pub name: String,
+    pub deadline: Instant,
+}
 
 /// Change one topic's configurations (or, with validate_only, check the change).
 #[derive(Message)]
@@ -397,13 +404,13 @@ impl Handler<DeleteTopic> for TopicAdmin {
     type Result = AtomicResponse<Self, Result<Arc<TopicMeta>, TopicError>>;
 
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
-        let found = self.existing(&msg.0);
+        let found = self.existing(&msg.name);
         let (logs, offsets) = (self.logs.clone(), self.offsets.clone());
         let definitions = self.definitions.clone();
         let delete = async move {
             let topic = found?;
             // Offsets first: if this fails the topic is still whole and the client retries.
-            offsets.forget_topic(&topic.name).await?;
+            offsets.forget_topic(&topic.name, msg.deadline).await?;
             logs.delete(topic.name.clone()).await?;
             // Best effort: a stale definition never matches a later topic of the name.
             let name = topic.name.to_string();

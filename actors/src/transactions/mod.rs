@@ -27,7 +27,7 @@ use crate::membership::Cluster;
 use crate::offsets::Offsets;
 use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
-use crate::store::{Meta, StoreError, TopicPartition};
+use crate::store::{Meta, StoreError, StoreResult, TopicPartition};
 use remote_adds::Added;
 use slot::{Deps, TxnSlot};
 use state::{Phase, TxnError, TxnState};
@@ -138,13 +138,13 @@ impl Transactions {
             watch::Receiver<Arc<ClusterConfig>>,
         ),
         arbiters: &[ArbiterHandle],
-    ) -> Transactions {
+    ) -> StoreResult<Transactions> {
         let open = OpenTxns::default();
         let n = n.max(1);
         let slots = (0..n)
             .map(|index| {
                 let deps = Deps {
-                    meta: meta.client(),
+                    meta: meta.client()?,
                     partitions: partitions.clone(),
                     offsets: offsets.clone(),
                     producer_ids: producer_ids.clone(),
@@ -154,16 +154,20 @@ impl Transactions {
                     index,
                     slots: n,
                 };
-                TxnSlot::start_in_arbiter(&arbiters[index % arbiters.len()], |_| TxnSlot::new(deps))
+                let slot = TxnSlot::new(deps);
+                Ok(TxnSlot::start_in_arbiter(
+                    &arbiters[index % arbiters.len()],
+                    |_| slot,
+                ))
             })
-            .collect();
-        Transactions {
+            .collect::<StoreResult<_>>()?;
+        Ok(Transactions {
             slots,
             open,
             remote: RemoteAdds::default(),
             meta: meta.clone(),
             cluster,
-        }
+        })
     }
 
     /// The `transaction.version` in force: transactions v2 on every store, their adds

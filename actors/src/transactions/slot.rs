@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
@@ -42,8 +42,6 @@ const TICK: Duration = Duration::from_millis(500);
 /// Every this many ticks the whole table is read again, for ids to expire or to take
 /// over.
 const RESCAN_TICKS: u32 = 20;
-/// Offsets a transaction commits get this long to be written.
-const OFFSETS_DEADLINE: Duration = Duration::from_secs(30);
 
 fn expiration_ms(config: &ClusterConfig) -> i64 {
     let value = config.broker_value("transactional.id.expiration.ms");
@@ -282,8 +280,7 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
                 .cloned()
                 .map(|(tp, c)| (tp, Some(c)))
                 .collect();
-            let deadline = Instant::now() + OFFSETS_DEADLINE;
-            for result in deps.offsets.commit(&group, entries, deadline).await {
+            for result in deps.offsets.commit(&group, entries).await {
                 result.map_err(|e| TxnError::Store(format!("offsets of {group}: {e}")))?;
             }
         }

@@ -37,7 +37,7 @@ use tokio::sync::OnceCell;
 use super::errors::backend_error;
 use super::gateway_log::{self, LoadError, Replayed};
 use super::pool::{Conn, ConnectError};
-use super::{run_timed, IggyConfig, Inner, OFFSETS};
+use super::{run_timed, IggyConfig, Inner};
 use table::{decode_write, encode_write, Table};
 
 /// The log of a table.
@@ -94,7 +94,7 @@ impl MetaStore for MetaClient {
         run_timed(&self.handle, self.request_timeout, task)
     }
 
-    fn client(&self) -> Arc<dyn MetaStore> {
+    fn client(&self) -> StoreResult<Arc<dyn MetaStore>> {
         client(&self.handle, &self.inner, self.request_timeout)
     }
 
@@ -108,21 +108,18 @@ pub(super) fn client(
     handle: &tokio::runtime::Handle,
     inner: &Arc<Inner>,
     request_timeout: Duration,
-) -> Arc<dyn MetaStore> {
-    let conn = match Conn::own(&inner.config) {
-        Ok(conn) => Arc::new(conn),
-        Err(e) => {
-            // Not expected: the same settings made every other connection.
-            tracing::warn!(error = %e, "no connection of its own for a metadata handle; sharing one");
-            inner.meta.conn()
-        }
-    };
-    Arc::new(MetaClient {
+) -> StoreResult<Arc<dyn MetaStore>> {
+    let conn = Conn::own(&inner.config).map_err(|e| {
+        StoreError::Fatal(format!(
+            "no Iggy connection of its own for a metadata client: {e}"
+        ))
+    })?;
+    Ok(Arc::new(MetaClient {
         handle: handle.clone(),
         inner: inner.clone(),
         request_timeout,
-        conn,
-    })
+        conn: Arc::new(conn),
+    }))
 }
 
 /// Answers one call through `conn`.
@@ -136,15 +133,7 @@ pub(super) async fn serve(
         conn: &conn,
     };
     Ok(match call {
-        MetaCall::Write { table, changes } => {
-            // Commits go to Iggy's own consumer offsets too, once they stand.
-            let mirrored = (table == OFFSETS).then(|| changes.clone());
-            let version = at.write(table, changes).await?;
-            if let Some(changes) = mirrored {
-                inner.mirror_commits(&changes);
-            }
-            MetaAnswer::Written(version)
-        }
+        MetaCall::Write { table, changes } => MetaAnswer::Written(at.write(table, changes).await?),
         MetaCall::Scan { table, prefix } => MetaAnswer::Scanned(at.scan(table, &prefix).await?),
         MetaCall::Since { table, since } => MetaAnswer::Since(at.since(table, since).await?),
         MetaCall::Ping => {
