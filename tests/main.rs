@@ -19,6 +19,7 @@ mod durability;
 mod feature_levels;
 mod fetch_sessions;
 mod group_protocol;
+mod group_takeover;
 mod idempotence;
 mod iggy_backend;
 mod internal_topics;

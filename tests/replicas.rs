@@ -14,10 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::messages::MetadataResponse;
-use kafka_protocol::protocol::StrBytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
@@ -25,7 +23,7 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::{ClientContext, TopicPartitionList};
 
-use support::groups::create_topic;
+use support::groups::{coordinator_of, create_topic};
 use support::iggy::IggyServer;
 use support::{call, Gateway, RawClient};
 
@@ -84,12 +82,6 @@ fn await_brokers(gws: &[&Gateway], want: usize, within: Duration) -> BTreeSet<i3
         assert!(Instant::now() < deadline, "brokers listed: {seen:?}");
         thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn coordinator(gw: &Gateway, group: &str) -> i32 {
-    let mut c = RawClient::connect(gw.addr);
-    let req = FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.into()));
-    call!(c, FindCoordinator, 3, req).node_id.0
 }
 
 /// Delivery outcomes: the values acknowledged and every error seen.
@@ -269,7 +261,7 @@ fn three_gateways_act_as_one_cluster_and_survive_a_killed_one() {
 
     // Every gateway names the same coordinator for a group, and leaders spread.
     for g in ["a", "b", "c", "orders-app"] {
-        let answers: BTreeSet<i32> = gws.iter().map(|gw| coordinator(gw, g)).collect();
+        let answers: BTreeSet<i32> = gws.iter().map(|gw| coordinator_of(gw, g)).collect();
         assert_eq!(answers.len(), 1, "group {g}: coordinators {answers:?}");
     }
     create_topic(&gws[0].bootstrap(), TOPIC, PARTITIONS);
@@ -322,7 +314,7 @@ fn three_gateways_act_as_one_cluster_and_survive_a_killed_one() {
 
     // The group re-formed on a live gateway and committed where it got to.
     commits_reach_the_end(&refs, &gws[0], "g");
-    let owner = coordinator(&gws[0], "g");
+    let owner = coordinator_of(&gws[0], "g");
     assert!(
         owner != killed && ids.contains(&owner),
         "coordinator {owner}"
@@ -366,7 +358,7 @@ fn a_gateway_stopped_with_sigterm_hands_over_without_losing_records() {
     consume_until(&refs, &mut got, &acked);
     commits_reach_the_end(&refs, &gws[0], "h");
     assert_eq!(
-        coordinator(&gws[0], "h"),
+        coordinator_of(&gws[0], "h"),
         broker_ids(&gws[0]).into_iter().next().unwrap()
     );
 }

@@ -110,8 +110,6 @@ impl Gateway {
             SharedTable::<QuotaRows>::start(&meta, settings.topic_refresh_interval).await?;
         let quotas = Quotas::new((quota_store, quota_table), metrics.clone());
         let partitions = Partitions::start(logs, settings.log_slots, arbiters, metrics.clone());
-        let groups =
-            GroupCoordinator::new(settings.group_initial_rebalance_delay, metrics.clone()).start();
         let me = Node {
             id: settings.node_id,
             ..me
@@ -136,8 +134,14 @@ impl Gateway {
             (catalog, configs),
             settings.topic_rules,
         );
-        let producer_ids = Arc::new(ProducerIds::new(meta.client()?));
-        let groups = Groups::new(groups, membership);
+        let producer_ids = Arc::new(ProducerIds::start(meta.client()?));
+        let coordinator = GroupCoordinator::new(
+            settings.group_initial_rebalance_delay,
+            metrics.clone(),
+            (meta.client()?, membership.1.clone()),
+        )
+        .start();
+        let groups = Groups::new(coordinator, membership);
         let transactions = Transactions::start(
             (&meta, settings.offset_slots),
             (partitions.clone(), offsets.clone(), producer_ids.clone()),

@@ -6,11 +6,14 @@
 # against the kafka-clients jars in KAFKA_JAVA_LIBS: by default the 3.9 ones
 # .ci/client-deps.sh unpacks into .venv/kafka-java; run_all.sh also points it at the
 # 4.x ones in .venv/kafka-java-4 (java4-* checks).
-#   usage: java_check.sh CLASS HOST:PORT
+#   usage: java_check.sh CLASS HOST:PORT [ARG...]   (ARGs go to the check; it may run
+#   JAVA_CHECK_TIMEOUT seconds, 90 by default)
 set -euo pipefail
 
-CLASS=${1:?usage: java_check.sh CLASS HOST:PORT}
-BOOTSTRAP=${2:?usage: java_check.sh CLASS HOST:PORT}
+CLASS=${1:?usage: java_check.sh CLASS HOST:PORT [ARG...]}
+BOOTSTRAP=${2:?usage: java_check.sh CLASS HOST:PORT [ARG...]}
+shift 2
+LIMIT=${JAVA_CHECK_TIMEOUT:-90}
 HERE=$(cd "$(dirname "$0")" && pwd)
 JARS=${KAFKA_JAVA_LIBS:-$HERE/../../.venv/kafka-java}
 fail() { echo "FAIL java $CLASS: $*" >&2; exit 1; }
@@ -25,6 +28,6 @@ echo "java $CLASS: kafka-clients $(cat "$JARS/kafka-clients.version" 2>/dev/null
 # No slf4j provider is on the class path: the client's own logging stays silent
 # apart from slf4j's one-time notice, dropped here.
 status=0
-timeout 90 java -cp "$TMP:$CP" "$CLASS" "$BOOTSTRAP" 2> >(grep -v '^SLF4J' >&2) || status=$?
-[ $status -ne 124 ] || fail "timed out after 90 s"
+timeout "$LIMIT" java -cp "$TMP:$CP" "$CLASS" "$BOOTSTRAP" "$@" 2> >(grep -v '^SLF4J' >&2) || status=$?
+[ $status -ne 124 ] || fail "timed out after $LIMIT s"
 exit $status

@@ -1,4 +1,5 @@
-//! Commits and heartbeats checked against generation and members, in rebalances, after restarts.
+//! Commits and heartbeats checked against generation and members, in rebalances, and
+//! across a restart, which keeps the group.
 
 use crate::support;
 
@@ -71,7 +72,7 @@ fn while_members_rejoin_commits_of_the_current_generation_are_accepted(store: St
     assert_eq!(committed(&mut c, "g", "t", 0), 8);
 }
 
-fn after_a_restart_members_rejoin_and_resume_from_their_commits(store: Store) {
+fn after_a_restart_members_carry_on_in_their_generation(store: Store) {
     // A process: SIGKILLed.
     let Some(mut gw) = Gateway::process_on(store, NO_DELAY) else {
         return;
@@ -85,29 +86,31 @@ fn after_a_restart_members_rejoin_and_resume_from_their_commits(store: Store) {
     assert_eq!(commit_with(&mut m.c, "g", who, offset), [0]);
 
     gw.restart_after_kill();
-    // Group membership is not kept across a restart: the old member is unknown...
+    // The group was stored when it settled, as Kafka keeps it in __consumer_offsets:
+    // the member carries on in its generation, no rejoin.
     m.c = RawClient::connect(gw.addr);
-    assert_eq!(
-        m.commit(&[("t", 0, 6)]),
-        [25],
-        "commit from before the restart"
-    );
-    assert_eq!(m.heartbeat(), 25, "heartbeat from before the restart");
-    // ...so it rejoins from scratch.
-    m.id.clear();
-    m.join_alone();
-    assert_eq!(m.generation, 1);
-    // ...and resumes from its commit, stored with its epoch and metadata.
     let mut c = RawClient::connect(gw.addr);
     let read = fetch(&mut c, "g", None);
     let want = [("t".to_string(), 0, 5, 3, "before the crash".to_string())];
     assert_eq!(read, want);
-    assert_eq!(m.commit(&[("t", 0, 6)]), [0]);
+    assert_eq!(m.heartbeat(), 0, "heartbeat from before the restart");
+    assert_eq!(
+        m.commit(&[("t", 0, 6)]),
+        [0],
+        "commit from before the restart"
+    );
     assert_eq!(committed(&mut c, "g", "t", 0), 6);
+    // Checked as before: another generation, another member.
+    let (generation, id) = (m.generation, m.id.clone());
+    assert_eq!(
+        heartbeat(&mut c, "g", (generation - 1, id.as_str(), None)),
+        22
+    );
+    assert_eq!(heartbeat(&mut c, "g", (generation, "stranger", None)), 25);
 }
 
 support::on_every_store!(
     commits_and_heartbeats_are_checked_against_generation_and_member,
     while_members_rejoin_commits_of_the_current_generation_are_accepted,
-    after_a_restart_members_rejoin_and_resume_from_their_commits,
+    after_a_restart_members_carry_on_in_their_generation,
 );

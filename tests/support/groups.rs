@@ -121,3 +121,30 @@ const EXTRA_WINDOW: Duration = Duration::from_millis(500);
 pub fn commit<C: ConsumerContext>(c: &BaseConsumer<C>) {
     c.commit_consumer_state(CommitMode::Sync).expect("commit");
 }
+
+/// The node FindCoordinator names for `group`, asked of `gw`.
+pub fn coordinator_of(gw: &super::Gateway, group: &str) -> i32 {
+    use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let mut c = super::RawClient::connect(gw.addr);
+    let req = FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.into()));
+    super::call!(c, FindCoordinator, 3, req).node_id.0
+}
+
+/// `gw`'s own node id: the broker its Metadata lists at its own address.
+pub fn node_id(gw: &super::Gateway) -> i32 {
+    use kafka_protocol::messages::MetadataRequest;
+    let mut c = super::RawClient::connect(gw.addr);
+    let metadata = super::call!(
+        c,
+        Metadata,
+        12,
+        MetadataRequest::default().with_topics(None)
+    );
+    metadata
+        .brokers
+        .iter()
+        .find(|b| b.port == i32::from(gw.addr.port()))
+        .map(|b| b.node_id.0)
+        .expect("the gateway lists itself")
+}

@@ -45,6 +45,10 @@ pub(super) struct Group {
     pub(super) not_before: Instant,
     /// Counts every rebalance this group begins (the gateway-wide metric).
     pub(super) rebalances: Counter,
+    /// The leader's assignments for this generation have come (they are being stored).
+    pub(super) assigned: bool,
+    /// The generation and state last written to the store.
+    pub(super) stored: Option<(i32, GroupState)>,
 }
 
 impl Group {
@@ -61,6 +65,8 @@ impl Group {
             deadline: Instant::now(),
             not_before: Instant::now(),
             rebalances,
+            assigned: false,
+            stored: None,
         }
     }
 
@@ -90,6 +96,7 @@ impl Group {
             self.rebalances.inc();
         }
         self.state = GroupState::PreparingRebalance;
+        self.assigned = false;
     }
 
     pub(super) fn remove_member(&mut self, id: &str, error: ResponseError) {
@@ -143,6 +150,7 @@ impl Group {
             self.leader = self.members.keys().next().cloned();
         }
         self.state = GroupState::CompletingRebalance;
+        self.assigned = false;
         self.deadline = now + self.rebalance_timeout();
         let leader = self.leader.clone().unwrap_or_default();
         let roster = self.roster();
@@ -165,6 +173,16 @@ impl Group {
                     skip_assignment: false,
                 });
             }
+        }
+    }
+
+    /// What a SyncGroup of `member` gets once the group is Stable.
+    pub(super) fn synced(&self, member: &Member) -> Synced {
+        Synced {
+            error: None,
+            protocol_type: self.protocol_type.clone(),
+            protocol: self.protocol.clone(),
+            assignment: member.assignment.clone(),
         }
     }
 

@@ -8,19 +8,27 @@
 //! Assignments are relayed unread, so every client assignor works. Waiting answers
 //! are oneshot channels kept in the member; a tick every 100 ms completes rebalances
 //! whose members have all joined or whose time ran out, and expires silent members.
-//! Group state lives in memory only: after a restart members get UNKNOWN_MEMBER_ID
-//! and rejoin; committed offsets are in the backend.
+//!
+//! The actor owns the groups this gateway coordinates and their stored state
+//! (`stored.rs`, table `groups`, through a metadata client of its own, one write at a
+//! time): a group is loaded from the store the first time it is touched, so after a
+//! restart, or when the group moves here from another gateway, its members carry on in
+//! their generation. It follows the live gateways: a group it no longer coordinates is
+//! dropped from memory, and loaded again if it comes back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
+use crate::membership::Cluster;
 use crate::metrics::Metrics;
+use crate::store::{Meta, StoreResult};
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
 const MIN_SESSION: Duration = Duration::from_secs(6);
@@ -33,26 +41,251 @@ const EMPTY_GROUP_CLEANUP: Duration = Duration::from_secs(600);
 
 mod group;
 mod messages;
+mod stored;
 
 use group::{Group, Member};
 pub use messages::*;
+use stored::StoredGroup;
 
 pub struct GroupCoordinator {
     groups: HashMap<String, Group>,
+    /// Groups this gateway coordinates that the store was seen not to hold.
+    absent: HashSet<String>,
+    /// Every group the store holds that this gateway coordinates is in `groups`.
+    all_loaded: bool,
     initial_delay: Duration,
     metrics: Arc<Metrics>,
+    /// The store's groups table, through this actor's own client.
+    store: Meta,
+    /// Writes waiting for the one under way: applied one at a time, in order.
+    writes: VecDeque<Write>,
+    writing: bool,
+    cluster: watch::Receiver<Arc<Cluster>>,
+}
+
+/// A group's stored state to put (`Some`) or remove (`None`), and who waits for it.
+struct Write {
+    group: String,
+    value: Option<Bytes>,
+    done: Option<oneshot::Sender<StoreResult<()>>>,
+}
+
+/// Whether a message's groups can be served now.
+enum Ready {
+    Now,
+    /// Another gateway coordinates one of them.
+    NotMine,
+    /// Loading from the store; the message is to be sent again once this says Ok.
+    Loading(oneshot::Receiver<Result<(), ResponseError>>),
 }
 
 impl GroupCoordinator {
-    pub fn new(initial_delay: Duration, metrics: Arc<Metrics>) -> Self {
+    pub fn new(
+        initial_delay: Duration,
+        metrics: Arc<Metrics>,
+        (store, cluster): (Meta, watch::Receiver<Arc<Cluster>>),
+    ) -> Self {
         GroupCoordinator {
             groups: HashMap::new(),
+            absent: HashSet::new(),
+            all_loaded: false,
             initial_delay,
             metrics,
+            store,
+            writes: VecDeque::new(),
+            writing: false,
+            cluster,
         }
     }
 
-    fn tick(&mut self) {
+    /// Takes in a change of the live gateways: groups coordinated elsewhere now are
+    /// dropped (what waits in them is told NOT_COORDINATOR, and clients look the
+    /// coordinator up again), and what was known of the store is forgotten.
+    fn follow_cluster(&mut self) {
+        if !self.cluster.has_changed().unwrap_or(false) {
+            return;
+        }
+        let cluster = self.cluster.borrow_and_update().clone();
+        self.groups.retain(|name, g| {
+            let mine = cluster.coordinates(name);
+            if !mine {
+                tracing::info!(group = %name, "group coordinated by another gateway now");
+                for id in g.members.keys().cloned().collect::<Vec<_>>() {
+                    g.remove_member(&id, ResponseError::NotCoordinator);
+                }
+            }
+            mine
+        });
+        self.absent.clear();
+        self.all_loaded = false;
+    }
+
+    /// Whether `groups` can be served now: each coordinated here, and in memory or
+    /// known to be absent from the store. Otherwise the missing ones are loaded while
+    /// the mailbox waits (`ctx.wait`), and the caller sends its message again.
+    fn ready(&mut self, groups: &[String], ctx: &mut Context<Self>) -> Ready {
+        self.follow_cluster();
+        let cluster = self.cluster.borrow().clone();
+        if groups.iter().any(|g| !cluster.coordinates(g)) {
+            return Ready::NotMine;
+        }
+        let missing: Vec<String> = groups
+            .iter()
+            .filter(|g| !self.groups.contains_key(*g) && !self.absent.contains(*g))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return Ready::Now;
+        }
+        let store = self.store.clone();
+        let read = async move {
+            let mut found = Vec::with_capacity(missing.len());
+            for name in missing {
+                let scan = store.scan(stored::TABLE, &name).await?;
+                let value = scan.entries.into_iter().find(|(k, _)| *k == name);
+                found.push((name, value.map(|(_, v)| v)));
+            }
+            Ok(found)
+        };
+        Ready::Loading(self.load(read, ctx))
+    }
+
+    /// Loads every group the store holds that this gateway coordinates and does not
+    /// have in memory (ListGroups), as `ready` loads named ones.
+    fn ready_all(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> Option<oneshot::Receiver<Result<(), ResponseError>>> {
+        self.follow_cluster();
+        if self.all_loaded {
+            return None;
+        }
+        let (store, cluster) = (self.store.clone(), self.cluster.borrow().clone());
+        let known: HashSet<String> = self.groups.keys().cloned().collect();
+        let read = async move {
+            let scan = store.scan(stored::TABLE, "").await?;
+            Ok(scan
+                .entries
+                .into_iter()
+                .filter(|(name, _)| cluster.coordinates(name) && !known.contains(name))
+                .map(|(name, value)| (name, Some(value)))
+                .collect())
+        };
+        let loaded = self.load(read, ctx);
+        self.all_loaded = true;
+        Some(loaded)
+    }
+
+    /// Runs `read` with the mailbox waiting, and takes in what it found: stored groups
+    /// into memory, names without one into `absent`.
+    fn load(
+        &mut self,
+        read: impl Future<Output = StoreResult<Vec<(String, Option<Bytes>)>>> + 'static,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Receiver<Result<(), ResponseError>> {
+        let (tell, loaded) = oneshot::channel();
+        ctx.wait(read.into_actor(self).map(move |read, act, _| {
+            let outcome = read
+                .and_then(|found| {
+                    let now = Instant::now();
+                    for (name, value) in found {
+                        match value {
+                            None => {
+                                act.absent.insert(name);
+                            }
+                            Some(value) => {
+                                let counter = act.metrics.groups.rebalance_counter();
+                                let group = StoredGroup::decode(&name, &value)?
+                                    .into_group(&name, counter, now)?;
+                                tracing::info!(group = %name, generation = group.generation, members = group.members.len(), "group loaded from the store");
+                                act.groups.insert(name, group);
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "groups not loaded from the store");
+                    act.all_loaded = false;
+                    ResponseError::CoordinatorLoadInProgress
+                });
+            let _ = tell.send(outcome);
+        }));
+        loaded
+    }
+
+    /// Queues a write of `group`'s stored state (`None`: removed); the answer says when
+    /// it stands.
+    fn persist(
+        &mut self,
+        group: &str,
+        value: Option<Bytes>,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Receiver<StoreResult<()>> {
+        let (done, stored) = oneshot::channel();
+        self.writes.push_back(Write {
+            group: group.to_string(),
+            value,
+            done: Some(done),
+        });
+        self.write_next(ctx);
+        stored
+    }
+
+    /// Starts the next queued write unless one is under way.
+    fn write_next(&mut self, ctx: &mut Context<Self>) {
+        if self.writing {
+            return;
+        }
+        let Some(mut write) = self.writes.pop_front() else {
+            return;
+        };
+        self.writing = true;
+        let change = match write.value.take() {
+            Some(value) => crate::store::meta::Change::Put {
+                key: write.group.clone(),
+                value,
+            },
+            None => crate::store::meta::Change::Delete {
+                key: write.group.clone(),
+            },
+        };
+        let store = self.store.clone();
+        let stored = async move { store.write(stored::TABLE, vec![change]).await.map(drop) };
+        ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
+            if let Err(e) = &stored {
+                tracing::warn!(group = %write.group, error = %e, "group state not stored");
+            }
+            if let Some(done) = write.done.take() {
+                let _ = done.send(stored);
+            }
+            act.writing = false;
+            act.write_next(ctx);
+        }));
+    }
+
+    /// Stores the groups that emptied since they were last stored (the last member
+    /// left or expired), so a gateway that takes one over does not bring its members
+    /// back.
+    fn store_emptied(&mut self, ctx: &mut Context<Self>) {
+        let emptied: Vec<(String, Bytes)> = self
+            .groups
+            .iter_mut()
+            .filter(|(_, g)| {
+                g.state == GroupState::Empty && g.stored != Some((g.generation, GroupState::Empty))
+            })
+            .map(|(name, g)| {
+                g.stored = Some((g.generation, GroupState::Empty));
+                (name.clone(), StoredGroup::of(g).encode())
+            })
+            .collect();
+        for (name, value) in emptied {
+            drop(self.persist(&name, Some(value), ctx));
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        self.follow_cluster();
         let now = Instant::now();
         let delay = self.initial_delay;
         for (name, g) in self.groups.iter_mut() {
@@ -81,6 +314,7 @@ impl GroupCoordinator {
                 .retain(|_, handed_out| now.duration_since(*handed_out) < MAX_SESSION);
             g.try_complete_join(now);
         }
+        self.store_emptied(ctx);
         let mut counts = [0; GroupState::ALL.len()];
         for g in self.groups.values() {
             counts[g.state as usize] += 1;
@@ -90,12 +324,23 @@ impl GroupCoordinator {
             .set_counts(GroupState::ALL.map(|state| (state.name(), counts[state as usize])));
     }
 
-    /// Forgets groups with no members and no member ids handed out. One with committed
-    /// offsets is still known by them (listed and described Empty, deletable).
-    fn drop_empty_groups(&mut self) {
-        self.groups.retain(|_, g| {
-            g.state != GroupState::Empty || !g.members.is_empty() || !g.pending.is_empty()
-        });
+    /// Forgets groups with no members and no member ids handed out, and their stored
+    /// state. One with committed offsets is still known by them (listed and described
+    /// Empty, deletable).
+    fn drop_empty_groups(&mut self, ctx: &mut Context<Self>) {
+        let dropped: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| {
+                g.state == GroupState::Empty && g.members.is_empty() && g.pending.is_empty()
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in dropped {
+            self.groups.remove(&name);
+            self.absent.insert(name.clone());
+            drop(self.persist(&name, None, ctx));
+        }
     }
 }
 
@@ -103,15 +348,40 @@ impl Actor for GroupCoordinator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(TICK, |act, _| act.tick());
-        ctx.run_interval(EMPTY_GROUP_CLEANUP, |act, _| act.drop_empty_groups());
+        ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
+        ctx.run_interval(EMPTY_GROUP_CLEANUP, |act, ctx| act.drop_empty_groups(ctx));
     }
+}
+
+/// What a handler answers while its groups load: the message, sent again to the
+/// actor once they are in memory, or `failed` if they could not be loaded.
+fn after_load<M, T>(
+    loading: oneshot::Receiver<Result<(), ResponseError>>,
+    addr: Addr<GroupCoordinator>,
+    msg: M,
+    failed: impl FnOnce(ResponseError) -> T + 'static,
+) -> ResponseFuture<T>
+where
+    M: Message<Result = T> + Send + 'static,
+    T: Send + 'static,
+    GroupCoordinator: Handler<M>,
+{
+    Box::pin(async move {
+        match loading.await {
+            Ok(Ok(())) => match addr.send(msg).await {
+                Ok(answer) => answer,
+                Err(_) => failed(ResponseError::CoordinatorNotAvailable),
+            },
+            Ok(Err(e)) => failed(e),
+            Err(_) => failed(ResponseError::CoordinatorNotAvailable),
+        }
+    })
 }
 
 impl Handler<Join> for GroupCoordinator {
     type Result = ResponseFuture<Joined>;
 
-    fn handle(&mut self, msg: Join, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Join, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         let now = Instant::now();
         let session = Duration::from_millis(msg.session_timeout_ms.max(0) as u64);
@@ -128,6 +398,20 @@ impl Handler<Join> for GroupCoordinator {
                 &msg.member_id,
             ));
         }
+        match self.ready(std::slice::from_ref(&msg.group), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => {
+                return answer(Joined::failed(
+                    ResponseError::NotCoordinator,
+                    &msg.member_id,
+                ))
+            }
+            Ready::Loading(loading) => {
+                let id = msg.member_id.clone();
+                return after_load(loading, ctx.address(), msg, move |e| Joined::failed(e, &id));
+            }
+        }
+        self.absent.remove(&msg.group);
         let delay = self.initial_delay;
         let rebalances = &self.metrics.groups;
         let g = self
@@ -252,6 +536,11 @@ impl Handler<Join> for GroupCoordinator {
                     },
                     skip_assignment: v9 && is_leader,
                 };
+                // The member's new id is stored, or a gateway taking the group over
+                // would not know it.
+                g.stored = Some((g.generation, GroupState::Stable));
+                let value = StoredGroup::of(g).encode();
+                drop(self.persist(&msg.group, Some(value), ctx));
                 return answer(joined);
             }
             // A member joining again unchanged only missed its answer: it gets the
@@ -294,8 +583,15 @@ impl Handler<Join> for GroupCoordinator {
 impl Handler<Sync> for GroupCoordinator {
     type Result = ResponseFuture<Synced>;
 
-    fn handle(&mut self, msg: Sync, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Sync, ctx: &mut Self::Context) -> Self::Result {
         let answer = |s: Synced| -> ResponseFuture<Synced> { Box::pin(async move { s }) };
+        match self.ready(std::slice::from_ref(&msg.group), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => return answer(Synced::failed(ResponseError::NotCoordinator)),
+            Ready::Loading(loading) => {
+                return after_load(loading, ctx.address(), msg, Synced::failed)
+            }
+        }
         let Some(g) = self.groups.get_mut(&msg.group) else {
             return answer(Synced::failed(ResponseError::UnknownMemberId));
         };
@@ -313,53 +609,42 @@ impl Handler<Sync> for GroupCoordinator {
         if mismatch(&msg.protocol_type, &g.protocol_type) || mismatch(&msg.protocol, &g.protocol) {
             return answer(Synced::failed(ResponseError::InconsistentGroupProtocol));
         }
-        let done = |g: &Group, member: &Member| Synced {
-            error: None,
-            protocol_type: g.protocol_type.clone(),
-            protocol: g.protocol.clone(),
-            assignment: member.assignment.clone(),
-        };
         match g.state {
             GroupState::PreparingRebalance | GroupState::Empty => {
                 answer(Synced::failed(ResponseError::RebalanceInProgress))
             }
-            GroupState::Stable => {
-                let m = &g.members[&msg.member_id];
-                answer(done(g, m))
-            }
+            GroupState::Stable => answer(g.synced(&g.members[&msg.member_id])),
             GroupState::CompletingRebalance => {
                 let (tx, rx) = oneshot::channel();
-                let now = Instant::now();
                 if let Some(m) = g.members.get_mut(&msg.member_id) {
                     m.awaiting_sync = Some(tx);
-                    m.last_seen = now;
+                    m.last_seen = Instant::now();
                 }
-                if g.leader.as_deref() == Some(msg.member_id.as_str()) {
+                let leads = g.leader.as_deref() == Some(msg.member_id.as_str());
+                if leads && !g.assigned {
+                    // As Kafka: the assignments are stored before any member gets its
+                    // own; the group stays CompletingRebalance until then.
                     let mut assignments: HashMap<String, Bytes> =
                         msg.assignments.into_iter().collect();
                     for (id, m) in g.members.iter_mut() {
                         m.assignment = assignments.remove(id).unwrap_or_default();
                     }
-                    g.state = GroupState::Stable;
-                    let answers: Vec<(oneshot::Sender<Synced>, Synced)> = g
-                        .members
-                        .values_mut()
-                        .filter_map(|m| m.awaiting_sync.take().map(|tx| (tx, m.assignment.clone())))
-                        .map(|(tx, assignment)| {
-                            (
-                                tx,
-                                Synced {
-                                    error: None,
-                                    protocol_type: g.protocol_type.clone(),
-                                    protocol: g.protocol.clone(),
-                                    assignment,
-                                },
-                            )
-                        })
-                        .collect();
-                    for (tx, s) in answers {
-                        let _ = tx.send(s);
-                    }
+                    g.assigned = true;
+                    let generation = g.generation;
+                    let value = StoredGroup::of(g).encode();
+                    let stored = self.persist(&msg.group, Some(value), ctx);
+                    let group = msg.group.clone();
+                    ctx.spawn(stored.into_actor(self).map(move |stored, act, _| {
+                        act.assignments_stored(
+                            &group,
+                            generation,
+                            stored.unwrap_or_else(|_| {
+                                Err(crate::store::StoreError::Unavailable(
+                                    "group writer gone".into(),
+                                ))
+                            }),
+                        )
+                    }));
                 }
                 Box::pin(async move {
                     rx.await
@@ -370,40 +655,93 @@ impl Handler<Sync> for GroupCoordinator {
     }
 }
 
-impl Handler<Heartbeat> for GroupCoordinator {
-    type Result = Option<ResponseError>;
+impl GroupCoordinator {
+    /// The leader's assignments for `generation` are stored (or not): the members
+    /// waiting get theirs and the group is Stable, or they are told to rejoin.
+    fn assignments_stored(&mut self, name: &str, generation: i32, stored: StoreResult<()>) {
+        let Some(g) = self.groups.get_mut(name) else {
+            return;
+        };
+        if g.state != GroupState::CompletingRebalance || g.generation != generation {
+            return; // The rebalance was given up meanwhile.
+        }
+        match stored {
+            Ok(()) => {
+                g.state = GroupState::Stable;
+                g.stored = Some((generation, GroupState::Stable));
+                let answers: Vec<Synced> = g.members.values().map(|m| g.synced(m)).collect();
+                for (m, synced) in g.members.values_mut().zip(answers) {
+                    if let Some(tx) = m.awaiting_sync.take() {
+                        let _ = tx.send(synced);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(group = %name, error = %e, "assignments not stored; the group rebalances");
+                for m in g.members.values_mut() {
+                    if let Some(tx) = m.awaiting_sync.take() {
+                        let _ = tx.send(Synced::failed(ResponseError::CoordinatorNotAvailable));
+                    }
+                }
+                g.prepare_rebalance(self.initial_delay);
+            }
+        }
+    }
+}
 
-    fn handle(&mut self, Heartbeat(r): Heartbeat, _: &mut Self::Context) -> Self::Result {
+impl Handler<Heartbeat> for GroupCoordinator {
+    type Result = ResponseFuture<Option<ResponseError>>;
+
+    fn handle(&mut self, msg: Heartbeat, ctx: &mut Self::Context) -> Self::Result {
+        let answer = |e: Option<ResponseError>| -> Self::Result { Box::pin(async move { e }) };
+        match self.ready(std::slice::from_ref(&msg.0.group), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => return answer(Some(ResponseError::NotCoordinator)),
+            Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Some),
+        }
+        let r = msg.0;
         let Some(g) = self.groups.get_mut(&r.group) else {
-            return Some(ResponseError::UnknownMemberId);
+            return answer(Some(ResponseError::UnknownMemberId));
         };
         if let Err(e) = g.check_member(&r) {
-            return Some(e);
+            return answer(Some(e));
         }
         if let Some(m) = g.members.get_mut(&r.member_id) {
             m.last_seen = Instant::now();
         }
-        (g.state == GroupState::PreparingRebalance).then_some(ResponseError::RebalanceInProgress)
+        answer(
+            (g.state == GroupState::PreparingRebalance)
+                .then_some(ResponseError::RebalanceInProgress),
+        )
     }
 }
 
 impl Handler<CheckCommit> for GroupCoordinator {
-    type Result = Result<(), ResponseError>;
+    type Result = ResponseFuture<Result<(), ResponseError>>;
 
-    fn handle(&mut self, CheckCommit(r): CheckCommit, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: CheckCommit, ctx: &mut Self::Context) -> Self::Result {
+        let answer = |r: Result<(), ResponseError>| -> Self::Result { Box::pin(async move { r }) };
+        match self.ready(std::slice::from_ref(&msg.0.group), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => return answer(Err(ResponseError::NotCoordinator)),
+            Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Err),
+        }
+        let r = msg.0;
         let g = match self.groups.get_mut(&r.group) {
             // Admin tools and simple consumers commit outside any generation.
             None
             | Some(Group {
                 state: GroupState::Empty,
                 ..
-            }) if r.generation < 0 => return Ok(()),
-            // A generation from before a restart: rejoin first.
-            None => return Err(ResponseError::UnknownMemberId),
+            }) if r.generation < 0 => return answer(Ok(())),
+            // A member of a group the store does not know: rejoin first.
+            None => return answer(Err(ResponseError::UnknownMemberId)),
             Some(g) => g,
         };
-        g.check_member(&r)?;
-        match g.state {
+        if let Err(e) = g.check_member(&r) {
+            return answer(Err(e));
+        }
+        answer(match g.state {
             // As Kafka's doCommitOffsets: a member of the current generation may still
             // commit while the others rejoin (consumers commit as partitions are revoked);
             // only a generation awaiting its assignments refuses.
@@ -414,21 +752,30 @@ impl Handler<CheckCommit> for GroupCoordinator {
                 }
                 Ok(())
             }
-        }
+        })
     }
 }
 
 impl Handler<Leave> for GroupCoordinator {
-    type Result = Vec<Option<ResponseError>>;
+    type Result = ResponseFuture<Vec<Option<ResponseError>>>;
 
-    fn handle(&mut self, msg: Leave, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Leave, ctx: &mut Self::Context) -> Self::Result {
+        let each = |e: ResponseError, n: usize| vec![Some(e); n];
+        let n = msg.members.len();
+        match self.ready(std::slice::from_ref(&msg.group), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => {
+                let out = each(ResponseError::NotCoordinator, n);
+                return Box::pin(async move { out });
+            }
+            Ready::Loading(loading) => {
+                return after_load(loading, ctx.address(), msg, move |e| each(e, n))
+            }
+        }
         let delay = self.initial_delay;
         let Some(g) = self.groups.get_mut(&msg.group) else {
-            return msg
-                .members
-                .iter()
-                .map(|_| Some(ResponseError::UnknownMemberId))
-                .collect();
+            let out = each(ResponseError::UnknownMemberId, n);
+            return Box::pin(async move { out });
         };
         let mut left = false;
         let out = msg
@@ -454,58 +801,209 @@ impl Handler<Leave> for GroupCoordinator {
             tracing::info!(group = %msg.group, "member left; rebalancing");
             g.prepare_rebalance(delay);
             g.try_complete_join(Instant::now());
+            self.store_emptied(ctx);
         }
-        out
+        Box::pin(async move { out })
     }
 }
 
 impl Handler<Describe> for GroupCoordinator {
-    type Result = MessageResult<Describe>;
+    type Result = ResponseFuture<HashMap<String, GroupView>>;
 
-    fn handle(&mut self, Describe(names): Describe, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Describe, ctx: &mut Self::Context) -> Self::Result {
+        let loading = match &msg.0 {
+            None => self.ready_all(ctx),
+            Some(names) => {
+                // Only those coordinated here are described.
+                self.follow_cluster();
+                let cluster = self.cluster.borrow().clone();
+                let mine: Vec<String> = (names.iter())
+                    .filter(|n| cluster.coordinates(n))
+                    .cloned()
+                    .collect();
+                match self.ready(&mine, ctx) {
+                    Ready::Loading(loading) => Some(loading),
+                    Ready::Now | Ready::NotMine => None,
+                }
+            }
+        };
+        if let Some(loading) = loading {
+            return after_load(loading, ctx.address(), msg, |_| HashMap::new());
+        }
         let views = self
             .groups
             .iter()
-            .filter(|(name, _)| names.as_ref().is_none_or(|n| n.contains(name)))
+            .filter(|(name, _)| msg.0.as_ref().is_none_or(|n| n.contains(name)))
             .map(|(name, g)| (name.clone(), g.view()))
             .collect();
-        MessageResult(views)
+        Box::pin(async move { views })
     }
 }
 
 impl Handler<Forget> for GroupCoordinator {
-    type Result = Result<(), ResponseError>;
+    type Result = ResponseFuture<Result<(), ResponseError>>;
 
-    fn handle(&mut self, Forget(name): Forget, _: &mut Self::Context) -> Self::Result {
-        match self.groups.get(&name) {
-            Some(g) if !g.members.is_empty() => Err(ResponseError::NonEmptyGroup),
-            _ => {
-                self.groups.remove(&name);
-                Ok(())
-            }
+    fn handle(&mut self, msg: Forget, ctx: &mut Self::Context) -> Self::Result {
+        let answer = |r: Result<(), ResponseError>| -> Self::Result { Box::pin(async move { r }) };
+        match self.ready(std::slice::from_ref(&msg.0), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => return answer(Err(ResponseError::NotCoordinator)),
+            Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Err),
         }
+        let name = msg.0;
+        if self
+            .groups
+            .get(&name)
+            .is_some_and(|g| !g.members.is_empty())
+        {
+            return answer(Err(ResponseError::NonEmptyGroup));
+        }
+        self.groups.remove(&name);
+        self.absent.insert(name.clone());
+        let removed = self.persist(&name, None, ctx);
+        Box::pin(async move {
+            match removed.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.code()),
+                Err(_) => Err(ResponseError::CoordinatorNotAvailable),
+            }
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use prometheus_client::metrics::counter::Counter;
+    //! The coordinator over a store in memory: what it stores, and a second
+    //! coordinator on the same store carrying a group on, as a gateway taking it over
+    //! (or the same one restarted) does.
 
     use super::*;
+    use crate::session::{Caller, Principal};
+    use crate::store::{Endpoint, Node};
+    use crate::test_store::MemoryMeta;
 
-    #[test]
-    fn empty_groups_outlive_the_tick_and_go_at_the_cleanup() {
-        let mut coordinator = GroupCoordinator::new(Duration::ZERO, crate::metrics::Metrics::new());
-        coordinator
-            .groups
-            .insert("left".into(), Group::new(Counter::default()));
-        let mut pending = Group::new(Counter::default());
-        pending.pending.insert("member-1".into(), Instant::now());
-        coordinator.groups.insert("joining".into(), pending);
-        coordinator.tick();
-        assert_eq!(coordinator.groups.len(), 2, "dropped by the tick");
-        coordinator.drop_empty_groups();
-        let kept: Vec<&String> = coordinator.groups.keys().collect();
-        assert_eq!(kept, ["joining"]);
+    fn coordinator(store: &Meta) -> Addr<GroupCoordinator> {
+        let me = Node {
+            id: 1,
+            endpoints: vec![Endpoint {
+                listener: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
+        };
+        let (_, cluster) = watch::channel(Arc::new(Cluster::single(me)));
+        let metrics = crate::metrics::Metrics::new();
+        GroupCoordinator::new(Duration::ZERO, metrics, (store.clone(), cluster)).start()
+    }
+
+    fn join(member_id: &str) -> Join {
+        Join {
+            group: "g".into(),
+            member_id: member_id.into(),
+            instance_id: None,
+            caller: Caller {
+                client_id: "c".into(),
+                host: "/127.0.0.1".into(),
+                principal: Principal::anonymous(),
+                listener: Arc::from("PLAINTEXT"),
+            },
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(b"sub"))],
+            require_member_id: false,
+            supports_skip_assignment: true,
+        }
+    }
+
+    fn member(joined: &Joined) -> MemberRef {
+        MemberRef {
+            group: "g".into(),
+            generation: joined.generation,
+            member_id: joined.member_id.clone(),
+            instance_id: None,
+        }
+    }
+
+    async fn stored(store: &Meta) -> Vec<String> {
+        let scan = store.scan(stored::TABLE, "").await.unwrap();
+        scan.entries.into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// A member joins and syncs as leader with coordinator `a`: its assignment is
+    /// answered only once stored.
+    async fn settled(a: &Addr<GroupCoordinator>) -> Joined {
+        let joined = a.send(join("")).await.unwrap();
+        assert_eq!(joined.error, None);
+        let sync = Sync {
+            group: "g".into(),
+            generation: joined.generation,
+            member_id: joined.member_id.clone(),
+            instance_id: None,
+            protocol_type: Some("consumer".into()),
+            protocol: Some("range".into()),
+            assignments: vec![(joined.member_id.clone(), Bytes::from_static(b"p0"))],
+        };
+        let synced = a.send(sync).await.unwrap();
+        assert_eq!(
+            (synced.error, synced.assignment),
+            (None, Bytes::from_static(b"p0"))
+        );
+        joined
+    }
+
+    #[actix_rt::test]
+    async fn a_group_is_stored_when_it_settles_and_another_coordinator_carries_it_on() {
+        let store = Meta::new(Arc::new(MemoryMeta::default()));
+        let a = coordinator(&store);
+        let joined = settled(&a).await;
+        assert_eq!(stored(&store).await, ["g"]);
+
+        // A second coordinator on the store, as after a restart or a takeover: the
+        // member goes on in its generation, with its assignment, and may commit.
+        let b = coordinator(&store);
+        assert_eq!(b.send(Heartbeat(member(&joined))).await.unwrap(), None);
+        assert_eq!(b.send(CheckCommit(member(&joined))).await.unwrap(), Ok(()));
+        let view = &b.send(Describe(Some(vec!["g".into()]))).await.unwrap()["g"];
+        assert_eq!(view.state, GroupState::Stable);
+        assert_eq!(view.members[0].0, joined.member_id);
+        assert_eq!(view.members[0].5, Bytes::from_static(b"p0"));
+        // A member of another generation is still refused, as before.
+        let stale = MemberRef {
+            generation: joined.generation - 1,
+            ..member(&joined)
+        };
+        assert_eq!(
+            b.send(Heartbeat(stale)).await.unwrap(),
+            Some(ResponseError::IllegalGeneration)
+        );
+    }
+
+    #[actix_rt::test]
+    async fn a_group_left_empty_is_stored_empty_and_a_deleted_one_is_removed() {
+        let store = Meta::new(Arc::new(MemoryMeta::default()));
+        let a = coordinator(&store);
+        let joined = settled(&a).await;
+        let leave = Leave {
+            group: "g".into(),
+            members: vec![(joined.member_id.clone(), None)],
+        };
+        assert_eq!(a.send(leave).await.unwrap(), [None]);
+        // The member is gone for a coordinator that loads the group now.
+        let b = coordinator(&store);
+        assert_eq!(
+            b.send(Heartbeat(member(&joined))).await.unwrap(),
+            Some(ResponseError::UnknownMemberId)
+        );
+        let views = b.send(Describe(None)).await.unwrap();
+        assert_eq!(views["g"].state, GroupState::Empty);
+        assert_eq!(b.send(Forget("g".into())).await.unwrap(), Ok(()));
+        assert!(stored(&store).await.is_empty());
+        // Never stored: described by nobody (DescribeGroups answers Dead).
+        assert!(b
+            .send(Describe(Some(vec!["other".into()])))
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

@@ -223,12 +223,9 @@ check_worker_restart() {
 
 check_gateway_restart() {
     # The sink has committed everything it wrote (the step before ends so), so nothing
-    # can be replayed. Groups live in the gateway's memory (Kafka keeps them through a
-    # broker restart, in __consumer_offsets): after the restart the sink's consumer is
-    # an unknown member until its next heartbeat says so and it rejoins. A commit of
-    # records it fetched in that window is refused (UNKNOWN_MEMBER_ID) and they come
-    # again after the rejoin, Connect's at-least-once. Appending once the group has its
-    # new member, every line must arrive exactly once.
+    # can be replayed. The gateway keeps the groups (table groups, as Kafka keeps them in
+    # __consumer_offsets): after the restart the sink's consumer and the workers' group
+    # carry on in their generation. Every line must arrive exactly once.
     gw_restart main
     wait_for 30 "the sink's consumer back in its group" group_is connect-file-sink "Stable members=1" || return 1
     append "$FW_WORK/source.txt" $((3 * N + 1)) $((4 * N))

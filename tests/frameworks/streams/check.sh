@@ -223,8 +223,9 @@ counted_exactly restored-exact $((2 * HALF + 1000))
 
 # A gateway restart under the running app, at quiescence again (the app's commits and
 # produces in flight at a restart would be re-processed, as at_least_once allows): its
-# members rejoin (UNKNOWN_MEMBER_ID), its producers go on with their sequences (the
-# gateway rebuilds producer state from the stored batches), and it counts on exactly.
+# members carry on in their generation (the gateway kept the group), its producers go on
+# with their sequences (the gateway rebuilds producer state from the stored batches),
+# and it counts on exactly.
 gw_restart gw
 driver produce "$BOOT" "$IN" $((2 * HALF + 1000)) $((2 * HALF + 2000)) >/dev/null 2>&1 ||
     fail gateway-restart "cannot produce lines $((2 * HALF + 1000))..$((2 * HALF + 2000))"

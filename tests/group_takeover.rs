@@ -1,0 +1,338 @@
+//! Consumer groups outlive their coordinator: a group's state is stored when it
+//! settles, so after the coordinating gateway restarts, or when another gateway takes
+//! the group over (a rolling restart, a gateway killed), its members carry on in their
+//! generation, as on a Kafka cluster: no UNKNOWN_MEMBER_ID, no rebalance at all once the
+//! group settled, and with a commit after each poll, nothing lost and nothing read twice.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use rdkafka::ClientContext;
+
+use support::groups::create_topic;
+use support::iggy::IggyServer;
+use support::{on_every_store, Gateway, Store};
+
+on_every_store!(a_restarted_gateway_keeps_its_groups);
+
+const TOPIC: &str = "kept";
+const GROUP: &str = "keepers";
+
+/// Counts a member's rebalances (each assignment or revocation it is told of).
+#[derive(Clone, Default)]
+struct Rebalances(Arc<AtomicUsize>);
+
+impl ClientContext for Rebalances {}
+
+impl ConsumerContext for Rebalances {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Error(e) = rebalance {
+            panic!("rebalance failed: {e}");
+        }
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+type Member = BaseConsumer<Rebalances>;
+
+/// A member committing by hand (`read`), quick to notice a coordinator gone.
+fn member(bootstrap: &str) -> (Member, Rebalances) {
+    let rebalances = Rebalances::default();
+    let m: Member = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", GROUP)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "10000")
+        .set("heartbeat.interval.ms", "500")
+        .set("reconnect.backoff.max.ms", "500")
+        .create_with_context(rebalances.clone())
+        .expect("consumer");
+    m.subscribe(&[TOPIC]).unwrap();
+    (m, rebalances)
+}
+
+/// Every record each member gets, by value: how often it was read.
+#[derive(Default)]
+struct Read(BTreeMap<u64, usize>);
+
+impl Read {
+    /// Polls each member for what it has, then commits it (synchronously): until
+    /// `done` holds or `within` passes.
+    fn until(&mut self, members: &[&Member], within: Duration, done: impl Fn(&Read) -> bool) {
+        let deadline = Instant::now() + within;
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "{} values read; last {:?}",
+                self.0.len(),
+                self.0.keys().next_back()
+            );
+            for m in members {
+                let fatal = m.client().fatal_error();
+                assert!(fatal.is_none(), "a member failed for good: {fatal:?}");
+                let mut got = false;
+                // Transport errors while a gateway goes away are the client's to retry.
+                while let Some(Ok(msg)) = m.poll(Duration::from_millis(10)) {
+                    let v = std::str::from_utf8(msg.payload().unwrap()).unwrap();
+                    *self.0.entry(v.parse().unwrap()).or_default() += 1;
+                    got = true;
+                }
+                if got {
+                    if let Err(e) = m.commit_consumer_state(CommitMode::Sync) {
+                        // A coordinator moving: retried with the next poll's commit.
+                        eprintln!("commit not done, retried: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    fn read_twice(&self) -> Vec<(u64, usize)> {
+        self.0
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(v, n)| (*v, *n))
+            .collect()
+    }
+}
+
+/// Until every member has partitions; then the rebalances so far.
+fn settled(members: &[&Member], counts: &[&Rebalances], read: &mut Read) -> Vec<usize> {
+    let assigned = |m: &&Member| m.assignment().is_ok_and(|a| a.count() > 0);
+    read.until(members, Duration::from_secs(60), |_| {
+        members.iter().all(assigned)
+    });
+    counts.iter().map(|c| c.0.load(Ordering::SeqCst)).collect()
+}
+
+/// One gateway SIGKILLed and started again on its data and port under a settled group
+/// of two: both members carry on, no rebalance, every record read once.
+fn a_restarted_gateway_keeps_its_groups(store: Store) {
+    let settings = [("group_initial_rebalance_delay_ms", "0")];
+    let Some(mut gw) = Gateway::process_on(store, &settings) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, TOPIC, 4);
+    let ((a, count_a), (b, count_b)) = (member(&bootstrap), member(&bootstrap));
+    let mut read = Read::default();
+    let before = settled(&[&a, &b], &[&count_a, &count_b], &mut read);
+    support::groups::produce(&bootstrap, TOPIC, 0, 200);
+    read.until(&[&a, &b], Duration::from_secs(60), |r| r.0.len() == 200);
+
+    gw.restart_after_kill();
+    support::groups::produce(&bootstrap, TOPIC, 200, 200);
+    read.until(&[&a, &b], Duration::from_secs(60), |r| r.0.len() == 400);
+    let after = [&count_a, &count_b].map(|c| c.0.load(Ordering::SeqCst));
+    assert_eq!(
+        after[..],
+        before[..],
+        "the members rebalanced after the restart"
+    );
+    assert_eq!(read.read_twice(), [], "values read more than once");
+    assert_eq!(
+        read.0.keys().copied().collect::<Vec<_>>(),
+        (0..400).collect::<Vec<_>>()
+    );
+}
+
+/// Three gateways on one Iggy, quick to notice each other.
+fn gateways(server: &IggyServer) -> Vec<Gateway> {
+    let mut settings = server.gateway_settings();
+    settings.extend([
+        ("node_heartbeat_ms", "200".to_string()),
+        ("node_timeout_ms", "2000".to_string()),
+        ("group_initial_rebalance_delay_ms", "0".to_string()),
+    ]);
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    (0..3).map(|_| Gateway::process_with(&settings)).collect()
+}
+
+/// Values produced to `topic` one every 5 ms through every gateway until `stop`;
+/// returns how many.
+fn producing(
+    bootstrap: String,
+    topic: &'static str,
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<u64> {
+    thread::spawn(move || {
+        let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
+            ClientConfig::new()
+                .set("bootstrap.servers", &bootstrap)
+                .set("linger.ms", "5")
+                .set("acks", "all")
+                .set("enable.idempotence", "true")
+                .set("message.timeout.ms", "120000")
+                .set("reconnect.backoff.max.ms", "500")
+                .create()
+                .expect("producer");
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let value = n.to_string();
+            if producer
+                .send(BaseRecord::<(), _>::to(topic).payload(&value))
+                .is_ok()
+            {
+                n += 1;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        producer.flush(Duration::from_secs(120)).expect("flush");
+        n
+    })
+}
+
+/// Runs `restart` on a group of four librdkafka members reading a stream through three
+/// gateways on one Iggy: afterwards no member has rebalanced since the group settled,
+/// and every value produced was read exactly once.
+fn group_carries_on_through(restart: impl FnOnce(&mut [Gateway], &[&Member], &mut Read)) {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let mut gws = gateways(&server);
+    let bootstrap = gws
+        .iter()
+        .map(Gateway::bootstrap)
+        .collect::<Vec<_>>()
+        .join(",");
+    create_topic(&bootstrap, TOPIC, 8);
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = producing(bootstrap.clone(), TOPIC, stop.clone());
+    let members: Vec<(Member, Rebalances)> = (0..4).map(|_| member(&bootstrap)).collect();
+    let refs: Vec<&Member> = members.iter().map(|(m, _)| m).collect();
+    let counts: Vec<&Rebalances> = members.iter().map(|(_, c)| c).collect();
+    let mut read = Read::default();
+    let before = settled(&refs, &counts, &mut read);
+
+    restart(&mut gws, &refs, &mut read);
+
+    stop.store(true, Ordering::Relaxed);
+    let produced = producer.join().expect("producer");
+    read.until(&refs, Duration::from_secs(90), |r| {
+        r.0.len() as u64 >= produced
+    });
+    let after: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::SeqCst)).collect();
+    assert_eq!(
+        after, before,
+        "members rebalanced once the group had settled"
+    );
+    assert_eq!(read.read_twice(), [], "values read more than once");
+    assert_eq!(
+        read.0.keys().copied().collect::<Vec<_>>(),
+        (0..produced).collect::<Vec<_>>(),
+        "values lost or never produced"
+    );
+}
+
+/// Reads for `how_long` while the stream goes on.
+fn read_for(members: &[&Member], read: &mut Read, how_long: Duration) {
+    let until = Instant::now() + how_long;
+    read.until(members, how_long + Duration::from_secs(5), |_| {
+        Instant::now() >= until
+    });
+}
+
+/// Each gateway in turn stopped with SIGTERM and started again, as a Deployment rolls,
+/// `wait` running between the steps: the group moves from gateway to gateway and back.
+fn roll(gws: &mut [Gateway], mut wait: impl FnMut(Duration)) {
+    for gw in gws.iter_mut() {
+        wait(Duration::from_secs(2));
+        gw.terminate();
+        wait(Duration::from_secs(1));
+        gw.restart_after_kill();
+        wait(Duration::from_secs(3));
+    }
+}
+
+/// A rolling restart under librdkafka members: they never notice.
+#[test]
+fn a_rolling_restart_of_three_gateways_keeps_a_group_without_a_rebalance() {
+    group_carries_on_through(|gws, members, read| {
+        roll(gws, |how_long| read_for(members, read, how_long))
+    });
+}
+
+/// The same under Java consumer groups (`tests/clients/RollingGroupJava.java`): three
+/// cooperative-sticky members with kafka-clients 4.x, three static ones (a
+/// group.instance.id each) with 3.9. Neither gets a rebalance callback once settled,
+/// and each reads every value once.
+#[test]
+fn a_rolling_restart_keeps_java_groups_dynamic_and_static_without_a_rebalance() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let jars = support::client_checks::java_jars();
+    let runs: Vec<(&std::path::Path, &'static str, &'static str)> = jars
+        .iter()
+        .map(|jars| match jars.ends_with("kafka-java-4") {
+            true => (jars.as_path(), "dynamic", "java-rolling-dynamic"),
+            false => (jars.as_path(), "static", "java-rolling-static"),
+        })
+        .collect();
+    let mut gws = gateways(&server);
+    for (jars, mode, topic) in runs {
+        let bootstrap = gws
+            .iter()
+            .map(Gateway::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",");
+        create_topic(&bootstrap, topic, 6);
+        let dir = tempfile::tempdir().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let producer = producing(bootstrap.clone(), topic, stop.clone());
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/java_check.sh");
+        let mut java = std::process::Command::new("bash")
+            .args([script, "RollingGroupJava", &bootstrap, topic, topic, mode])
+            .arg(dir.path())
+            .env("KAFKA_JAVA_LIBS", jars)
+            .env("JAVA_CHECK_TIMEOUT", "400")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the Java group");
+        let settled = dir.path().join("settled");
+        assert!(
+            support::admin::eventually(Duration::from_secs(120), || {
+                settled.exists() || java.try_wait().is_ok_and(|ended| ended.is_some())
+            }) && settled.exists(),
+            "the {mode} Java group never settled"
+        );
+        roll(&mut gws, thread::sleep);
+        stop.store(true, Ordering::Relaxed);
+        let produced = producer.join().expect("producer");
+        let stop_file = dir.path().join("stop");
+        std::fs::write(dir.path().join("stop.tmp"), produced.to_string()).unwrap();
+        std::fs::rename(dir.path().join("stop.tmp"), stop_file).unwrap();
+        let out = java.wait_with_output().expect("the Java group's end");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.contains("PASS java-rolling-group"),
+            "{mode}: {said}"
+        );
+    }
+}
+
+/// The gateway coordinating the group SIGKILLed: once the others see it gone, one
+/// takes the group over from the store and the members carry on.
+#[test]
+fn a_group_whose_coordinator_is_killed_carries_on_on_another_gateway() {
+    group_carries_on_through(|gws, members, read| {
+        read_for(members, read, Duration::from_secs(2));
+        let coordinator = support::groups::coordinator_of(&gws[0], GROUP);
+        let victim = gws
+            .iter_mut()
+            .find(|g| support::groups::node_id(g) == coordinator)
+            .expect("the coordinator is one of the gateways");
+        victim.kill();
+        read_for(members, read, Duration::from_secs(8));
+    });
+}
