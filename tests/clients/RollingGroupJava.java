@@ -53,8 +53,9 @@ public class RollingGroupJava {
             void seen(String what, Collection<TopicPartition> parts) {
                 lastCallback.set(System.nanoTime());
                 // cooperative-sticky calls onPartitionsAssigned with nothing new at every
-                // rebalance's end: any callback after settling is a rebalance.
-                if (settled.get()) {
+                // rebalance's end: any callback after settling is a rebalance. Closing
+                // revokes what a member holds (static members too): not a rebalance.
+                if (settled.get() && !done.get()) {
                     callbacks.incrementAndGet();
                     problems.add(what + " " + parts + " after the group settled");
                 }
