@@ -20,7 +20,7 @@ use std::time::Duration;
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::store::Users;
-use iggy_kafka_actors::store::{LogStore, MetaStore};
+use iggy_kafka_actors::store::{LogStore, Meta, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
 use iggy_kafka_actors::{server, Gateway, Metrics};
 use tokio::net::TcpListener;
@@ -178,6 +178,8 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
     };
     let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
+    // The store's own handle, beside the gateway's: readiness pings it, shutdown flushes it.
+    let store_meta = Meta::new(meta.clone());
     let gateway = Gateway::start(
         settings.broker(&endpoints),
         logs,
@@ -192,7 +194,6 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         .add_missing_users(settings.sasl_scram_users()?)
         .await
         .map_err(StartError::ScramUsers)?;
-    let metered_meta = gateway.meta.clone();
     let groups = gateway.groups.clone();
 
     let (stop, stopping) = watch::channel(false);
@@ -219,7 +220,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         )));
     }
     drop(gateway);
-    admin_state.set_serving(Some((metered_meta.clone(), groups.watch_cluster())));
+    admin_state.set_serving(Some((store_meta.clone(), groups.watch_cluster())));
     let first = endpoints[0].1;
     tracing::info!(data_dir = %settings.data_dir.display(), "gateway ready");
 
@@ -253,7 +254,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         if drained.is_err() {
             tracing::warn!("shutdown timeout reached with connections still open");
         }
-        if let Err(e) = metered_meta.flush().await {
+        if let Err(e) = store_meta.flush().await {
             tracing::error!(error = %e, "final flush failed");
         }
         for w in &workers {

@@ -37,8 +37,6 @@ pub struct Gateway {
     pub settings: Arc<BrokerSettings>,
     /// The partition logs: appends through the log slots, reads, wake-ups.
     pub partitions: Partitions,
-    /// The metadata tables, metered.
-    pub meta: Meta,
     pub producer_ids: Arc<ProducerIds>,
     /// Topics and configurations: their tables as last published, changes to their owners.
     pub topics: Topics,
@@ -155,7 +153,6 @@ impl Gateway {
             producer_ids,
             transactions,
             partitions,
-            meta,
             queued_request_bytes,
             settings,
             topics,

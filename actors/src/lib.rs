@@ -5,9 +5,10 @@
 //! The route table sends it to the actor that owns the state it touches:
 //! [`topic_admin::TopicAdmin`] (topics), [`config_catalog::ConfigCatalog`] (topic
 //! configurations), [`log_slot::LogSlot`] (appends, ordered per partition),
-//! [`group_coordinator::GroupCoordinator`] (consumer-group membership) and
-//! [`offsets::Offsets`] (committed offsets). Reads go straight to the stores
-//! ([`store`]). `docs/ARCHITECTURE.md` draws the same flow. [`metrics`] holds
+//! [`group_coordinator::GroupCoordinator`] (consumer-group membership),
+//! [`offsets::slot::OffsetSlot`] (committed offsets, written and read) and
+//! [`transactions::slot::TxnSlot`] (transactions). Log reads go straight to the
+//! stores ([`store`]). `docs/ARCHITECTURE.md` draws the same flow. [`metrics`] holds
 //! what they measure.
 
 pub mod api;
@@ -32,7 +33,6 @@ pub mod producer_ids;
 pub mod producer_state;
 pub mod protocol;
 pub mod quotas;
-pub mod read_ahead;
 pub mod sasl;
 pub mod server;
 pub mod session;
@@ -45,6 +45,7 @@ pub mod topic_admin;
 pub mod topics;
 pub mod transactions;
 pub mod txn_index;
+pub mod unserved;
 
 pub use gateway::Gateway;
 pub use metrics::Metrics;

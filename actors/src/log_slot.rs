@@ -1,6 +1,6 @@
 //! Log slots: the actors that append to partitions.
 //!
-//! Every partition belongs to exactly one slot ([`crate::Gateway::append`]), and a
+//! Every partition belongs to exactly one slot ([`crate::partitions::Partitions::append`]), and a
 //! slot writes one append at a time, so batches reach a partition in the order the
 //! connections sent them and idempotent-producer checks see a settled state. Appends
 //! to one partition that queue up behind the one being written go to the store

@@ -3,7 +3,7 @@
 //! keep the order they arrived in, and the slot checks idempotent producers); reads
 //! and lookups go straight to the log store; a Fetch waiting at the end of a log
 //! subscribes to the partition's appends. A read-committed reader is served first what
-//! was read for it before and not served (`read_ahead.rs`).
+//! was read for it before and not served (`unserved.rs`).
 
 use std::sync::Arc;
 
@@ -18,9 +18,9 @@ use crate::metrics::Metrics;
 use crate::producer_state::ActiveProducer;
 use crate::protocol::markers::{self, Marker};
 use crate::protocol::records::{self, BatchHeader};
-use crate::read_ahead::ReadAhead;
 use crate::store::{AppendBatch, Logs, ReadBatches, StoreError, StoreResult, TopicPartition};
 use crate::txn_index::{Stable, TxnIndexes};
+use crate::unserved::Unserved;
 
 /// A producer of a partition with the first offset of its open transaction there.
 pub type PartitionProducer = (ActiveProducer, Option<i64>);
@@ -31,7 +31,7 @@ pub struct Partitions {
     slots: Arc<[Addr<LogSlot>]>,
     signals: Arc<AppendSignals>,
     txns: TxnIndexes,
-    ahead: Arc<ReadAhead>,
+    unserved: Arc<Unserved>,
     metrics: Arc<Metrics>,
 }
 
@@ -52,7 +52,7 @@ impl Partitions {
             slots,
             signals,
             txns,
-            ahead: Arc::default(),
+            unserved: Arc::default(),
             metrics,
         }
     }
@@ -137,7 +137,7 @@ impl Partitions {
         offset: i64,
         max_bytes: usize,
     ) -> StoreResult<ReadBatches> {
-        let Some((mut batches, more)) = self.ahead.take(tp, offset, max_bytes) else {
+        let Some((mut batches, more)) = self.unserved.take(tp, offset, max_bytes) else {
             return self.logs.read(tp.clone(), offset, max_bytes).await;
         };
         let bytes: usize = batches.iter().map(|b| b.len()).sum();
@@ -164,9 +164,9 @@ impl Partitions {
     }
 
     /// Batches read for a read-committed reader and not served to it: kept for its next
-    /// read, which starts where they start (`read_ahead.rs`).
+    /// read, which starts where they start (`unserved.rs`).
     pub fn keep_unserved(&self, tp: &TopicPartition, batches: Vec<Bytes>) {
-        self.ahead.keep(tp, batches);
+        self.unserved.keep(tp, batches);
     }
 
     /// The partition's last stable offset (ListOffsets read committed).
@@ -188,7 +188,7 @@ impl Partitions {
     /// A deleted topic's producer state goes, in every slot.
     pub fn forget_topic(&self, topic: &Arc<str>) {
         self.txns.forget_topic(topic);
-        self.ahead.forget_topic(topic);
+        self.unserved.forget_topic(topic);
         for slot in self.slots.iter() {
             slot.do_send(ForgetTopic(topic.clone()));
         }

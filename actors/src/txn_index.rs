@@ -125,7 +125,7 @@ pub struct Stable {
     pub fenced: Vec<Fenced>,
     /// The batches the index read past the reader's fetch to answer it, in offset order,
     /// up to `READ_PAST_BYTES`, where the store read them whole (Iggy): the reader's next
-    /// fetch may be served from them (`read_ahead.rs`).
+    /// fetch may be served from them (`unserved.rs`).
     pub read_past: Vec<Bytes>,
 }
 

@@ -24,7 +24,7 @@ const KEPT_FOR: Duration = Duration::from_secs(5);
 
 /// Cheap to share: one lock, held for a lookup and a few pointer moves.
 #[derive(Default)]
-pub struct ReadAhead {
+pub struct Unserved {
     kept: Mutex<Kept>,
 }
 
@@ -78,7 +78,7 @@ impl Kept {
     }
 }
 
-impl ReadAhead {
+impl Unserved {
     /// Keeps `batches`, in offset order, for the partition's next read: the leading ones
     /// that are whole and back to back, in place of what it kept before, or in front of
     /// it where they end as it begins (a fetch that took kept batches and could not serve
@@ -190,43 +190,43 @@ mod tests {
 
     #[test]
     fn a_read_from_a_kept_batch_takes_it_and_those_after_it_up_to_its_bytes() {
-        let ahead = ReadAhead::default();
+        let unserved = Unserved::default();
         let kept = vec![batch(10, 5, 100), batch(15, 5, 100), batch(20, 5, 100)];
-        ahead.keep(&tp(0), kept);
-        assert!(ahead.take(&tp(0), 9, 1000).is_none(), "before the first");
-        assert!(ahead.take(&tp(0), 25, 1000).is_none(), "past the last");
+        unserved.keep(&tp(0), kept);
+        assert!(unserved.take(&tp(0), 9, 1000).is_none(), "before the first");
+        assert!(unserved.take(&tp(0), 25, 1000).is_none(), "past the last");
         assert!(
-            ahead.take(&tp(1), 10, 1000).is_none(),
+            unserved.take(&tp(1), 10, 1000).is_none(),
             "another partition's"
         );
-        let (read, more) = ahead.take(&tp(0), 12, 150).unwrap();
+        let (read, more) = unserved.take(&tp(0), 12, 150).unwrap();
         assert_eq!((bases(&read), more), (vec![10], true));
-        let (read, more) = ahead.take(&tp(0), 15, 50).unwrap();
+        let (read, more) = unserved.take(&tp(0), 15, 50).unwrap();
         assert_eq!(
             (bases(&read), more),
             (vec![15], true),
             "the first goes whole"
         );
-        let (read, more) = ahead.take(&tp(0), 20, 1000).unwrap();
+        let (read, more) = unserved.take(&tp(0), 20, 1000).unwrap();
         assert_eq!((bases(&read), more), (vec![20], false));
-        assert!(ahead.take(&tp(0), 20, 1000).is_none(), "taken once");
-        assert_eq!(ahead.kept.lock().bytes, 0);
+        assert!(unserved.take(&tp(0), 20, 1000).is_none(), "taken once");
+        assert_eq!(unserved.kept.lock().bytes, 0);
     }
 
     #[test]
     fn only_whole_batches_back_to_back_are_kept() {
-        let ahead = ReadAhead::default();
+        let unserved = Unserved::default();
         let header = header_only(20);
-        ahead.keep(&tp(0), vec![batch(10, 5, 100), batch(15, 5, 100), header]);
-        assert_eq!(bases(&ahead.take(&tp(0), 10, 1000).unwrap().0), [10, 15]);
-        ahead.keep(&tp(0), vec![batch(10, 5, 100), batch(16, 5, 100)]);
+        unserved.keep(&tp(0), vec![batch(10, 5, 100), batch(15, 5, 100), header]);
+        assert_eq!(bases(&unserved.take(&tp(0), 10, 1000).unwrap().0), [10, 15]);
+        unserved.keep(&tp(0), vec![batch(10, 5, 100), batch(16, 5, 100)]);
         assert_eq!(
-            bases(&ahead.take(&tp(0), 10, 1000).unwrap().0),
+            bases(&unserved.take(&tp(0), 10, 1000).unwrap().0),
             [10],
             "a gap"
         );
-        ahead.keep(&tp(0), vec![header_only(10)]);
-        assert!(ahead.kept.lock().chunks.is_empty());
+        unserved.keep(&tp(0), vec![header_only(10)]);
+        assert!(unserved.kept.lock().chunks.is_empty());
     }
 
     fn header_only(base: i64) -> Bytes {
@@ -235,36 +235,36 @@ mod tests {
 
     #[test]
     fn what_a_fetch_could_not_serve_goes_in_front_of_what_stays_kept() {
-        let ahead = ReadAhead::default();
-        ahead.keep(
+        let unserved = Unserved::default();
+        unserved.keep(
             &tp(0),
             vec![batch(0, 5, 100), batch(5, 5, 100), batch(10, 5, 100)],
         );
-        let (taken, _) = ahead.take(&tp(0), 0, 200).unwrap();
-        ahead.keep(&tp(0), Vec::new());
-        ahead.keep(&tp(0), taken[1..].to_vec());
-        let (read, more) = ahead.take(&tp(0), 5, 1000).unwrap();
+        let (taken, _) = unserved.take(&tp(0), 0, 200).unwrap();
+        unserved.keep(&tp(0), Vec::new());
+        unserved.keep(&tp(0), taken[1..].to_vec());
+        let (read, more) = unserved.take(&tp(0), 5, 1000).unwrap();
         assert_eq!((bases(&read), more), (vec![5, 10], false));
     }
 
     #[test]
     fn a_partition_keeps_its_last_and_all_keep_at_most_their_bytes() {
-        let ahead = ReadAhead::default();
-        ahead.keep(&tp(0), vec![batch(0, 1, 100)]);
-        ahead.keep(&tp(0), vec![batch(2, 1, 100)]);
-        assert!(ahead.take(&tp(0), 0, 1000).is_none(), "replaced");
+        let unserved = Unserved::default();
+        unserved.keep(&tp(0), vec![batch(0, 1, 100)]);
+        unserved.keep(&tp(0), vec![batch(2, 1, 100)]);
+        assert!(unserved.take(&tp(0), 0, 1000).is_none(), "replaced");
         for n in 0..1000 {
-            ahead.keep(&tp(0), vec![batch(n, 1, 100)]);
+            unserved.keep(&tp(0), vec![batch(n, 1, 100)]);
         }
-        assert!(ahead.kept.lock().order.len() <= 2 + 64, "old entries go");
+        assert!(unserved.kept.lock().order.len() <= 2 + 64, "old entries go");
         let big = PARTITION_BYTES / 2;
         for p in 0..(TOTAL_BYTES / PARTITION_BYTES + 2) as i32 {
-            ahead.keep(
+            unserved.keep(
                 &tp(p),
                 vec![batch(0, 1, big), batch(1, 1, big), batch(2, 1, 100)],
             );
         }
-        let kept = ahead.kept.lock();
+        let kept = unserved.kept.lock();
         assert!(kept.bytes <= TOTAL_BYTES, "{}", kept.bytes);
         let held = |p| kept.chunks.contains_key(&tp(p));
         assert_eq!(
@@ -280,14 +280,14 @@ mod tests {
 
     #[test]
     fn a_forgotten_topic_keeps_nothing() {
-        let ahead = ReadAhead::default();
-        ahead.keep(&tp(0), vec![batch(0, 1, 100)]);
-        ahead.keep(&tp(1), vec![batch(0, 1, 100)]);
-        ahead.keep(&tp_of("u", 0), vec![batch(0, 1, 100)]);
-        ahead.forget_topic("t");
-        assert!(ahead.take(&tp(0), 0, 1000).is_none());
-        assert!(ahead.take(&tp(1), 0, 1000).is_none());
-        let other = ahead.take(&tp_of("u", 0), 0, 1000);
+        let unserved = Unserved::default();
+        unserved.keep(&tp(0), vec![batch(0, 1, 100)]);
+        unserved.keep(&tp(1), vec![batch(0, 1, 100)]);
+        unserved.keep(&tp_of("u", 0), vec![batch(0, 1, 100)]);
+        unserved.forget_topic("t");
+        assert!(unserved.take(&tp(0), 0, 1000).is_none());
+        assert!(unserved.take(&tp(1), 0, 1000).is_none());
+        let other = unserved.take(&tp_of("u", 0), 0, 1000);
         assert_eq!(bases(&other.unwrap().0), [0]);
     }
 }

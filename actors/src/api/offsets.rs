@@ -32,7 +32,6 @@ use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
-use crate::transactions::pending_offsets;
 
 /// Kafka's `offset.metadata.max.bytes` default.
 const MAX_METADATA: usize = 4096;
@@ -227,12 +226,10 @@ async fn fetch_group(
         })
         .collect();
     let unstable = match require_stable {
-        true => pending_offsets::pending(&gw.meta, &group)
-            .await
-            .map_err(|e| {
-                tracing::warn!(%group, error = %e, "transactional offsets not read");
-                ResponseError::CoordinatorLoadInProgress
-            })?,
+        true => gw.offsets.pending(&group).await.map_err(|e| {
+            tracing::warn!(%group, error = %e, "transactional offsets not read");
+            ResponseError::CoordinatorLoadInProgress
+        })?,
         false => Default::default(),
     };
     let mut found = fetch_all(gw, &group, wanted).await?.into_iter();

@@ -4,7 +4,7 @@
 //! offsets until the transaction ends. Each needs WRITE on the transactional id
 //! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as in Kafka.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
@@ -31,7 +31,6 @@ use crate::group_coordinator::{CheckCommit, MemberRef};
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::topic_admin::internal::is_internal;
-use crate::transactions::pending_offsets;
 use crate::transactions::remote_adds::Added;
 use crate::transactions::slot::{Add, Describe, End, EndAnswer};
 use crate::transactions::state::{EndAsk, TxnError};
@@ -310,7 +309,7 @@ async fn member_refused(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<Re
 }
 
 /// Served by the group's coordinator: READ on the group and on each topic. The
-/// offsets are held until the transaction ends (`pending_offsets`).
+/// offsets are held until the transaction ends (`offsets/held.rs`).
 pub async fn commit_offsets(
     gw: Gateway,
     version: i16,
@@ -365,15 +364,12 @@ pub async fn commit_offsets(
     let stored = match staged.is_empty() {
         true => Ok(()),
         false => {
-            let write = pending_offsets::stage(&gw.meta, &group, req.producer_id.0, staged);
-            match tokio::time::timeout(Duration::from_secs(30), write).await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => {
-                    tracing::warn!(group = %group, error = %e, "transactional offsets not stored");
-                    Err(e.code())
-                }
-                Err(_) => Err(ResponseError::RequestTimedOut),
-            }
+            let group: Arc<str> = group.as_str().into();
+            let held = gw.offsets.hold(&group, req.producer_id.0, staged).await;
+            held.map_err(|e| {
+                tracing::warn!(group = %group, error = %e, "transactional offsets not stored");
+                e.code()
+            })
         }
     };
     let mut topics: Vec<TxnOffsetCommitResponseTopic> = req

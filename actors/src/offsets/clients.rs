@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::table;
+use super::{held, table};
 use crate::store::meta::Change;
 use crate::store::{
     CommittedOffset, GroupCommit, Logs, Meta, StoreError, StoreResult, TopicPartition,
@@ -30,23 +30,29 @@ impl CommitClient {
         Ok(CommitClient { meta, logs })
     }
 
-    /// Stores (`Some`) or deletes (`None`) offsets, all or none, in one write.
-    pub async fn commit(
-        &self,
-        entries: &[(Arc<str>, TopicPartition, Option<CommittedOffset>)],
-    ) -> StoreResult<()> {
-        let changes = entries
-            .iter()
-            .map(|(group, tp, offset)| {
-                let key = table::key(group, tp);
-                match offset {
-                    Some(c) => Change::Put {
-                        key,
-                        value: table::encode(c),
-                    },
-                    None => Change::Delete { key },
-                }
-            })
+    /// Writes `write`, all or none, in one store write; committed offsets are told
+    /// to the log engine once they stand.
+    pub async fn write(&self, write: &OffsetWrite) -> StoreResult<()> {
+        let change = |key, offset: &Option<CommittedOffset>| match offset {
+            Some(c) => Change::Put {
+                key,
+                value: table::encode(c),
+            },
+            None => Change::Delete { key },
+        };
+        let entries = match write {
+            OffsetWrite::Commit(entries) => entries,
+            OffsetWrite::Hold(entries) => {
+                let changes = (entries.iter())
+                    .map(|(group, producer_id, tp, offset)| {
+                        change(held::key(group, *producer_id, tp), offset)
+                    })
+                    .collect();
+                return self.meta.write(held::TABLE, changes).await.map(|_| ());
+            }
+        };
+        let changes = (entries.iter())
+            .map(|(group, tp, offset)| change(table::key(group, tp), offset))
             .collect();
         self.meta.write(table::TABLE, changes).await?;
         let commits: Vec<GroupCommit> = entries
@@ -58,6 +64,16 @@ impl CommitClient {
         self.logs.committed(&commits);
         Ok(())
     }
+}
+
+/// What a slot writes for its partitions: each entry stores (`Some`) or deletes
+/// (`None`) an offset.
+#[derive(Debug)]
+pub enum OffsetWrite {
+    /// Committed offsets: a group's, or, for a deleted topic, every group's.
+    Commit(Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>),
+    /// Offsets a producer's transaction holds for a group until it ends (`held.rs`).
+    Hold(Vec<(Arc<str>, i64, TopicPartition, Option<CommittedOffset>)>),
 }
 
 /// Reads a slot's committed offsets.
@@ -94,6 +110,30 @@ impl ReadClient {
                         "committed offset of group '{group}' on {tp} is unreadable"
                     ))
                 }),
+            })
+            .collect()
+    }
+
+    /// The offsets held for `group` by open transactions (one producer's, if given):
+    /// `(producer id, partition, offset)`.
+    pub async fn held(
+        &self,
+        group: &str,
+        producer_id: Option<i64>,
+    ) -> StoreResult<Vec<(i64, TopicPartition, CommittedOffset)>> {
+        let scan = self
+            .0
+            .scan(held::TABLE, &held::prefix(group, producer_id))
+            .await?;
+        (scan.entries.iter())
+            .map(|(key, value)| {
+                let parsed = held::parse(group, key).zip(table::decode(value));
+                let ((producer, tp), offset) = parsed.ok_or_else(|| {
+                    StoreError::Fatal(format!(
+                        "offset held for group '{group}' under '{key}' is unreadable"
+                    ))
+                })?;
+                Ok((producer, tp, offset))
             })
             .collect()
     }

@@ -1,10 +1,12 @@
-//! Committed consumer-group offsets: the table they live in ([`table`]), the slots
+//! Committed consumer-group offsets: the table they live in ([`table`]), those
+//! transactions hold until they end ([`held`]), the slots
 //! that own them ([`slot`]), the two clients each slot owns ([`clients`]), and
 //! [`Offsets`], the one way handlers reach them. It hides which slot owns a partition:
 //! a request sends at most one message per slot (all its partitions on that slot), so
 //! a huge request cannot starve others.
 
 pub mod clients;
+pub mod held;
 pub mod slot;
 pub mod table;
 
@@ -17,9 +19,9 @@ use actix::{Actor, Addr, ArbiterHandle};
 use crate::metrics::Metrics;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::store::{Logs, Meta};
-use clients::{CommitClient, ReadClient};
+use clients::{CommitClient, OffsetWrite, ReadClient};
 pub use slot::OffsetError;
-use slot::{CommitOffsets, ListCommitted, OffsetSlot, ReadOffsets};
+use slot::{CommitOffsets, ListCommitted, OffsetSlot, ReadHeld, ReadOffsets};
 
 #[derive(Clone)]
 pub struct Offsets {
@@ -84,20 +86,23 @@ impl Offsets {
             .collect()
     }
 
-    /// Sends each slot its part of `entries` and waits for every answer until
-    /// `deadline` (the actor timeout of each message): results in the order given.
-    async fn commit_entries(
+    /// Sends each slot its part of `items`, as `write` makes it, and waits for every
+    /// answer until `deadline` (the actor timeout of each message): results in the
+    /// order given.
+    async fn write<T>(
         &self,
-        entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
+        items: Vec<T>,
+        tp: impl Fn(&T) -> &TopicPartition,
+        write: impl Fn(Vec<T>) -> OffsetWrite,
         deadline: Instant,
     ) -> Vec<Result<(), OffsetError>> {
-        let mut out = vec![Err(OffsetError::Timeout); entries.len()];
+        let mut out = vec![Err(OffsetError::Timeout); items.len()];
         let sent: Vec<_> = self
-            .by_slot(entries, |e| &e.1)
+            .by_slot(items, tp)
             .into_iter()
-            .map(|(slot, at, entries)| {
+            .map(|(slot, at, items)| {
                 let msg = CommitOffsets {
-                    entries,
+                    write: write(items),
                     deadline,
                     queued: self.metrics.offset_slots.enter(slot),
                     span: tracing::Span::current(),
@@ -113,6 +118,16 @@ impl Offsets {
             }
         }
         out
+    }
+
+    /// [`Offsets::write`] of committed offsets.
+    async fn commit_entries(
+        &self,
+        entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
+        deadline: Instant,
+    ) -> Vec<Result<(), OffsetError>> {
+        self.write(entries, |e| &e.1, OffsetWrite::Commit, deadline)
+            .await
     }
 
     /// Stores (`Some`) or deletes (`None`) a group's offsets, each within the timeout;
@@ -196,6 +211,81 @@ impl Offsets {
             .map(|(g, _)| g.to_string())
             .collect();
         Ok(groups.into_iter().collect())
+    }
+
+    /// Holds a transaction's offsets for `group` until it ends (`held.rs`), all or
+    /// none within the timeout.
+    pub async fn hold(
+        &self,
+        group: &Arc<str>,
+        producer_id: i64,
+        offsets: Vec<(TopicPartition, CommittedOffset)>,
+    ) -> Result<(), OffsetError> {
+        let entries = (offsets.into_iter())
+            .map(|(tp, offset)| (group.clone(), producer_id, tp, Some(offset)))
+            .collect();
+        let deadline = Instant::now() + self.timeout;
+        (self
+            .write(entries, |e| &e.2, OffsetWrite::Hold, deadline)
+            .await)
+            .into_iter()
+            .collect()
+    }
+
+    /// The offsets open transactions hold for `group` (one producer's, if given), read
+    /// by the first slot's read client as `list` is.
+    async fn read_held(
+        &self,
+        group: &str,
+        producer_id: Option<i64>,
+    ) -> Result<Vec<(i64, TopicPartition, CommittedOffset)>, OffsetError> {
+        let msg = ReadHeld {
+            group: group.into(),
+            producer_id,
+        };
+        self.slots[0]
+            .send(msg)
+            .timeout(self.timeout)
+            .await
+            .unwrap_or(Err(OffsetError::Timeout))
+    }
+
+    /// The partitions of `group` some open transaction holds an offset for.
+    pub async fn pending(&self, group: &str) -> Result<BTreeSet<TopicPartition>, OffsetError> {
+        let held = self.read_held(group, None).await?;
+        Ok(held.into_iter().map(|(_, tp, _)| tp).collect())
+    }
+
+    /// Ends what a producer's transaction holds for `group`: committed (`commit`) then
+    /// released, or released only. A failure leaves them held, for the end's retry.
+    pub async fn settle(
+        &self,
+        group: &Arc<str>,
+        producer_id: i64,
+        commit: bool,
+    ) -> Result<(), OffsetError> {
+        let held = self.read_held(group, Some(producer_id)).await?;
+        if held.is_empty() {
+            return Ok(());
+        }
+        if commit {
+            let entries = (held.iter())
+                .map(|(_, tp, offset)| (tp.clone(), Some(offset.clone())))
+                .collect();
+            self.commit(group, entries)
+                .await
+                .into_iter()
+                .collect::<Result<(), _>>()?;
+        }
+        let released = (held.into_iter())
+            .map(|(_, tp, _)| (group.clone(), producer_id, tp, None))
+            .collect();
+        let deadline = Instant::now() + self.timeout;
+        (self
+            .write(released, |e| &e.2, OffsetWrite::Hold, deadline)
+            .await)
+            .into_iter()
+            .collect()
     }
 
     /// Removes every group's offsets on a deleted topic, each through the slot that
@@ -292,6 +382,47 @@ mod tests {
         assert_eq!(*store.applied.lock(), (0..20).collect::<Vec<_>>());
         let read = offsets.fetch("g", vec![tp(0)]).await.unwrap();
         assert_eq!(read, vec![at(19)]);
+    }
+
+    #[actix_rt::test]
+    async fn held_offsets_are_pending_until_settled_and_committed_only_at_a_commit() {
+        let store = Arc::new(TestStore::default());
+        let (offsets, _) = offsets(&store, 2).await;
+        let (first, other) = on_two_slots(&offsets);
+        let (g, g2): (Arc<str>, Arc<str>) = ("g".into(), "g2".into());
+        let offset = |o| at(o).unwrap();
+        let both = vec![(first.clone(), offset(5)), (other.clone(), offset(9))];
+        offsets.hold(&g, 7, both).await.unwrap();
+        offsets
+            .hold(&g, 8, vec![(first.clone(), offset(6))])
+            .await
+            .unwrap();
+        offsets
+            .hold(&g2, 7, vec![(first.clone(), offset(1))])
+            .await
+            .unwrap();
+        let pending = offsets.pending("g").await.unwrap();
+        assert_eq!(
+            pending,
+            [first.clone(), other.clone()].into_iter().collect()
+        );
+        // Producer 8 aborts: nothing committed, its hold gone, producer 7's stays.
+        offsets.settle(&g, 8, false).await.unwrap();
+        let read = offsets.fetch("g", vec![first.clone()]).await.unwrap();
+        assert_eq!(read, vec![None]);
+        offsets.settle(&g, 7, true).await.unwrap();
+        let read = offsets
+            .fetch("g", vec![first.clone(), other])
+            .await
+            .unwrap();
+        assert_eq!(read, vec![at(5), at(9)]);
+        assert!(offsets.pending("g").await.unwrap().is_empty());
+        assert_eq!(
+            offsets.pending("g2").await.unwrap().len(),
+            1,
+            "another group's stay"
+        );
+        assert_eq!(offsets.fetch("g2", vec![first]).await.unwrap(), vec![None]);
     }
 
     #[actix_rt::test]

@@ -23,7 +23,7 @@ use kafka_protocol::error::ResponseError;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::clients::{CommitClient, ReadClient};
+use super::clients::{CommitClient, OffsetWrite, ReadClient};
 use crate::metrics::Queued;
 use crate::store::{CommittedOffset, StoreError, TopicPartition};
 
@@ -52,12 +52,11 @@ impl From<StoreError> for OffsetError {
     }
 }
 
-/// Store (`Some`) or delete (`None`) committed offsets, all or none: a group's, or, for
-/// a deleted topic, every group's (`group` is each entry's own then).
+/// A write of the slot's partitions' offsets, all or none ([`OffsetWrite`]).
 #[derive(Message)]
 #[rtype(result = "Result<(), OffsetError>")]
 pub struct CommitOffsets {
-    pub entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
+    pub write: OffsetWrite,
     /// Past it, a commit still queued is answered Timeout unwritten.
     pub deadline: Instant,
     /// In the slot's queue until the commit is done.
@@ -84,6 +83,15 @@ pub struct ReadOffsets {
 pub struct ListCommitted {
     /// Only this group's, or every group's.
     pub group: Option<Arc<str>>,
+}
+
+/// The offsets open transactions hold for a group (one producer's, if given), read by
+/// the slot's read client: `(producer id, partition, offset)`.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<(i64, TopicPartition, CommittedOffset)>, OffsetError>")]
+pub struct ReadHeld {
+    pub group: Arc<str>,
+    pub producer_id: Option<i64>,
 }
 
 type Reply = oneshot::Sender<Result<(), OffsetError>>;
@@ -123,7 +131,7 @@ impl OffsetSlot {
             let write = async move {
                 // In the slot's queue until the write ends.
                 let _queued = msg.queued;
-                let written = commits.commit(&msg.entries).await;
+                let written = commits.write(&msg.write).await;
                 let _ = reply.send(written.map_err(OffsetError::from));
             };
             ctx.spawn(
@@ -176,5 +184,14 @@ impl Handler<ListCommitted> for OffsetSlot {
     fn handle(&mut self, msg: ListCommitted, _: &mut Self::Context) -> Self::Result {
         let reads = self.reads.clone();
         Box::pin(async move { Ok(reads.list(msg.group.as_deref()).await?) })
+    }
+}
+
+impl Handler<ReadHeld> for OffsetSlot {
+    type Result = ResponseFuture<Result<Vec<(i64, TopicPartition, CommittedOffset)>, OffsetError>>;
+
+    fn handle(&mut self, msg: ReadHeld, _: &mut Self::Context) -> Self::Result {
+        let reads = self.reads.clone();
+        Box::pin(async move { Ok(reads.held(&msg.group, msg.producer_id).await?) })
     }
 }

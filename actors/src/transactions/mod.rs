@@ -1,12 +1,11 @@
 //! Transactions (KIP-98): the coordinator of each transactional id (`slot.rs`, its
-//! states by the rules of `state.rs`), the offsets transactions hold until they end
-//! (`pending_offsets.rs`), and what Produce asks before a transactional batch is
+//! states by the rules of `state.rs`; the offsets it holds until it ends are the
+//! offset slots' (`offsets/held.rs`)), and what Produce asks before a transactional batch is
 //! appended (`Transactions::verify`), which under transactions v2 (KIP-890) adds the
 //! partition to the transaction itself, through the coordinator's slot or, from
 //! another gateway, through table `txn-adds` (`remote_adds.rs`). What read-committed
 //! readers may see is learnt from the log (`txn_index.rs`), so it does not come here.
 
-pub mod pending_offsets;
 pub mod remote_adds;
 pub mod slot;
 pub mod state;

@@ -24,7 +24,6 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 
-use super::pending_offsets;
 use super::remote_adds;
 use super::state::{EndAsk, Ended, Phase, TxnError, TxnState};
 use super::OpenTxns;
@@ -268,25 +267,14 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
             Err(e) => return Err(TxnError::Store(format!("marker to {tp}: {e}"))),
         }
     }
+    let commit = decided.phase == Phase::PrepareCommit;
     for group in groups {
-        let held = pending_offsets::held(&deps.meta, group, decided.producer_id)
-            .await
-            .map_err(store)?;
-        if decided.phase == Phase::PrepareCommit && !held.offsets.is_empty() {
-            let group: Arc<str> = group.as_str().into();
-            let entries = held
-                .offsets
-                .iter()
-                .cloned()
-                .map(|(tp, c)| (tp, Some(c)))
-                .collect();
-            for result in deps.offsets.commit(&group, entries).await {
-                result.map_err(|e| TxnError::Store(format!("offsets of {group}: {e}")))?;
-            }
-        }
-        pending_offsets::release(&deps.meta, held)
-            .await
-            .map_err(store)?;
+        let group: Arc<str> = group.as_str().into();
+        (deps
+            .offsets
+            .settle(&group, decided.producer_id, commit)
+            .await)
+            .map_err(|e| TxnError::Store(format!("offsets of {group}: {e}")))?;
     }
     let done = decided.complete(now_ms());
     save(&deps.meta, id, &done).await?;
