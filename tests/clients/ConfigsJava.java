@@ -213,7 +213,8 @@ public class ConfigsJava {
         String name = "min-isr-" + tag;
         create(name, 1, (short) 1, Map.of());
         ConfigEntry isr = entry(topic(name), "min.insync.replicas");
-        check("1".equals(isr.value()) && isr.source() == ConfigEntry.ConfigSource.DEFAULT_CONFIG
+        // Kafka 4.1+'s controller sets it for every broker (KIP-966): not a default.
+        check("1".equals(isr.value()) && isr.source() == ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
                 && isr.type() == ConfigEntry.ConfigType.INT, "topic min.insync.replicas " + isr);
     }
 

@@ -30,8 +30,11 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
         incremental(&mut c, 1, &[((4, ""), &cluster)], true),
         [(0, None)]
     );
-    assert!(
-        broker_configs(&mut c, "").is_empty(),
+    // Before anything is set, every gateway's set holds the min.insync.replicas a Kafka
+    // 4.1+ controller writes (KIP-966), nothing else.
+    assert_eq!(
+        broker_configs(&mut c, "").keys().collect::<Vec<_>>(),
+        ["min.insync.replicas"],
         "validate_only stored nothing"
     );
     assert_eq!(
@@ -39,7 +42,7 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
         [(0, None)]
     );
     let every = broker_configs(&mut c, "");
-    assert_eq!(every.len(), 3, "{every:?}");
+    assert_eq!(every.len(), 4, "{every:?}");
     assert_eq!(
         every["log.retention.ms"],
         owned_value("3600000", DYNAMIC_DEFAULT_BROKER_CONFIG)
@@ -84,8 +87,8 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
             DEFAULT_CONFIG
         ]
     );
-    // Refused: read-only, unknown, a bad value, another broker.
-    let refused: [(&str, Ops, i16, &str); 5] = [
+    // Refused: read-only, a bad value, another broker.
+    let refused: [(&str, Ops, i16, &str); 4] = [
         (
             "",
             &[("delete.topic.enable", SET, Some("false"))],
@@ -97,12 +100,6 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
             &[("node.id", SET, Some("5"))],
             INVALID_REQUEST,
             "node.id",
-        ),
-        (
-            "",
-            &[("no.such.setting", SET, Some("1"))],
-            INVALID_CONFIG,
-            "no.such.setting",
         ),
         (
             "",
@@ -123,22 +120,33 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
         let message = answered[0].1.as_deref().unwrap_or_default();
         assert!(message.contains(named), "{message:?}");
     }
-    // AlterConfigs replaces every gateway's set: only num.partitions stays.
+    // AlterConfigs replaces every gateway's set, which may not lose min.insync.replicas
+    // (Kafka's ELR rule): only it and num.partitions stay.
+    let (code, message) = alter(
+        &mut c,
+        2,
+        &[((4, ""), &[("num.partitions", Some("2"))])],
+        false,
+    )
+    .remove(0);
     assert_eq!(
-        alter(
-            &mut c,
-            2,
-            &[((4, ""), &[("num.partitions", Some("2"))])],
-            false
-        ),
-        [(0, None)]
+        (code, message.as_deref()),
+        (
+            INVALID_CONFIG,
+            Some("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+        )
     );
+    let kept = [
+        ("num.partitions", Some("2")),
+        ("min.insync.replicas", Some("1")),
+    ];
+    assert_eq!(alter(&mut c, 2, &[((4, ""), &kept)], false), [(0, None)]);
     gw.restart_after_kill();
     let mut c = RawClient::connect(gw.addr);
     let every = broker_configs(&mut c, "");
     assert_eq!(
         every.keys().collect::<Vec<_>>(),
-        ["num.partitions"],
+        ["min.insync.replicas", "num.partitions"],
         "after a restart"
     );
     assert_eq!(

@@ -162,8 +162,9 @@ fn describe_configs_answers_each_resource_on_its_own(store: Store) {
         ((99, "anything"), INVALID_REQUEST, 0),
         ((4, "7"), INVALID_REQUEST, 0),
         ((4, "zero"), INVALID_REQUEST, 0),
-        // The cluster default holds only what was set for every broker: nothing yet.
-        ((4, ""), 0, 0),
+        // The cluster default holds only what was set for every broker: nothing yet but
+        // the min.insync.replicas of Kafka 4.1+'s controller (KIP-966).
+        ((4, ""), 0, 1),
         ((4, "0"), 0, BROKER_MIN),
     ];
     for v in versions(ApiKey::DescribeConfigs) {
@@ -189,7 +190,8 @@ fn describe_configs_answers_each_resource_on_its_own(store: Store) {
                 "{what}: {got:?}"
             );
             if kind == 4 && name.is_empty() {
-                assert!(got.configs.is_empty(), "{what}: {got:?}");
+                let names: Vec<&str> = got.configs.iter().map(|e| e.name.as_str()).collect();
+                assert_eq!(names, ["min.insync.replicas"], "{what}");
             }
         }
     }
@@ -227,7 +229,12 @@ fn broker_describe_has_what_tools_read(store: Store) {
             ("log.retention.ms", "604800000", DEFAULT_CONFIG, false),
             ("log.retention.bytes", "-1", DEFAULT_CONFIG, false),
             ("log.segment.bytes", "1073741824", DEFAULT_CONFIG, false),
-            ("min.insync.replicas", "1", DEFAULT_CONFIG, false),
+            (
+                "min.insync.replicas",
+                "1",
+                DYNAMIC_DEFAULT_BROKER_CONFIG,
+                false,
+            ),
             ("message.max.bytes", "2000000", STATIC_BROKER_CONFIG, false),
             ("log.cleanup.policy", "delete", DEFAULT_CONFIG, false),
             ("compression.type", "producer", DEFAULT_CONFIG, false),

@@ -87,9 +87,10 @@ pub fn handle(
                                 .into_iter()
                                 .map(|e| {
                                     CreatableTopicConfigs::default()
-                                        .with_name(StrBytes::from_static_str(e.name))
-                                        .with_value(Some(StrBytes::from_string(e.value)))
+                                        .with_name(StrBytes::from_string(e.name))
+                                        .with_value(e.value.map(StrBytes::from_string))
                                         .with_read_only(e.read_only)
+                                        .with_is_sensitive(e.sensitive)
                                         .with_config_source(e.source as i8)
                                 })
                                 .collect(),

@@ -95,7 +95,7 @@ pub fn apply(
                         return Err(ConfigError::NotList { kind, name, op });
                     }
                     _ => {
-                        let old = out.get(&name).map_or(def.default, String::as_str);
+                        let old = out.get(&name).map_or(def.default_text(), String::as_str);
                         let old = list_items(old);
                         let given = list_items(&value);
                         let items: Vec<&str> = if op == Op::Append {

@@ -1,17 +1,28 @@
 //! Every configuration the gateway knows: Kafka 4.1's topic configurations (`TopicConfig`,
-//! `LogConfig`) with their broker-level synonyms (`ServerTopicConfigSynonyms`), and the
-//! broker configurations a client may describe. Types, defaults and valid values are
-//! Kafka's; the documentation is Kafka's, shortened.
+//! `LogConfig`) with their broker-level synonyms (`ServerTopicConfigSynonyms`), and every
+//! broker configuration of Kafka 4.4 ([`KAFKA_BROKER_CONFIGS`], generated from Kafka's own
+//! definitions), with the few the gateway changes at runtime where Kafka cannot
+//! ([`GATEWAY_DYNAMIC`]). Types, defaults and valid values are Kafka's; the topic
+//! configurations' documentation is Kafka's, shortened; the broker configurations' is
+//! Kafka's as DescribeConfigs reports it.
+
+pub use super::kafka_broker_configs::KAFKA_BROKER_CONFIGS;
 
 /// A configuration's data type, with its code in DescribeConfigs (v3+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigType {
+    /// A name no definition knows (Kafka stores unknown broker configurations).
+    Unknown = 0,
     Boolean = 1,
     String = 2,
     Int = 3,
+    Short = 4,
     Long = 5,
     Double = 6,
     List = 7,
+    Class = 8,
+    /// Never described with its value (Kafka's sensitive configurations).
+    Password = 9,
 }
 
 /// The values a configuration accepts beyond its type, after Kafka's validators.
@@ -27,6 +38,10 @@ pub enum Rule {
     Ratio,
     /// One of these words.
     OneOf(&'static [&'static str]),
+    /// One of these words, in any case.
+    OneOfAnyCase(&'static [&'static str]),
+    /// Not empty (a string or a list).
+    NonEmpty,
     /// A comma-separated list of these words (possibly empty).
     ListOf(&'static [&'static str]),
     /// `[partition]:[broker]` pairs, or `*` (replica throttle lists).
@@ -35,21 +50,63 @@ pub enum Rule {
     MultipleOf(i64),
 }
 
+/// Where a broker configuration may be changed while brokers run: Kafka's "update
+/// mode" (`DynamicBrokerConfig`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Only in the broker's static configuration.
+    ReadOnly,
+    /// Per broker (resource name = its id), never for every broker ("").
+    PerBroker,
+    /// Per broker or for every broker.
+    ClusterWide,
+    /// Only with a listener prefix (`listener.name.<name>.ssl.keystore.location`): Kafka's
+    /// dynamic security configurations.
+    PerListener,
+}
+
 /// One configuration.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Definition {
     pub name: &'static str,
     pub kind: ConfigType,
-    /// The value when nothing sets it, as DescribeConfigs shows it.
-    pub default: &'static str,
+    /// The value when nothing sets it, as DescribeConfigs shows it; None is Kafka's null.
+    pub default: Option<&'static str>,
     pub rule: Rule,
     /// Topic configurations: the broker configuration that sets the default for every
     /// topic. Broker configurations: none.
     pub synonym: Option<&'static str>,
-    /// Broker configurations: whether AlterConfigs may change it while gateways run.
-    /// Topic configurations are always alterable.
-    pub dynamic: bool,
+    /// Broker configurations: where AlterConfigs may change it. Topic configurations are
+    /// always alterable (ClusterWide).
+    pub mode: Mode,
     pub doc: &'static str,
+}
+
+impl Definition {
+    /// A broker configuration (the generated table's rows).
+    pub const fn broker(
+        name: &'static str,
+        kind: ConfigType,
+        default: Option<&'static str>,
+        rule: Rule,
+        mode: Mode,
+        doc: &'static str,
+    ) -> Definition {
+        Definition {
+            name,
+            kind,
+            default,
+            rule,
+            synonym: None,
+            mode,
+            doc,
+        }
+    }
+
+    /// The default as text; a null default reads as empty (list operations start from it).
+    pub fn default_text(&self) -> &'static str {
+        self.default.unwrap_or_default()
+    }
 }
 
 const COMPRESSION: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
@@ -66,29 +123,10 @@ const fn topic(
     Definition {
         name,
         kind,
-        default,
+        default: Some(default),
         rule,
         synonym,
-        dynamic: true,
-        doc,
-    }
-}
-
-const fn broker(
-    name: &'static str,
-    kind: ConfigType,
-    default: &'static str,
-    rule: Rule,
-    dynamic: bool,
-    doc: &'static str,
-) -> Definition {
-    Definition {
-        name,
-        kind,
-        default,
-        rule,
-        synonym: None,
-        dynamic,
+        mode: Mode::ClusterWide,
         doc,
     }
 }
@@ -170,38 +208,23 @@ pub const TOPIC_CONFIGS: &[Definition] = &[
         "Whether replicas outside the ISR may be elected leader as a last resort, at the risk of data loss."),
 ];
 
-/// Broker configurations that are not a topic configuration's synonym.
+/// Broker configurations Kafka keeps read-only (or checks more loosely) that the gateway
+/// changes while it runs, for one gateway or every one: their mode and rule here, their
+/// type, default and documentation Kafka's (a test keeps type and default equal).
 #[rustfmt::skip]
-const BROKER_ONLY: &[Definition] = &[
-    broker("auto.create.topics.enable", Boolean, "true", Rule::Any, true,
-        "Enable auto creation of topics on the server (Metadata requests that allow it)."),
-    broker("broker.id", Int, "-1", Rule::Any, false,
-        "The broker id of this server (the gateway's node_id)."),
-    broker("connections.max.idle.ms", Long, "600000", Rule::AtLeast(1), false,
-        "Idle connections are closed after this many milliseconds."),
-    broker("default.replication.factor", Int, "1", Rule::Between(1, i16::MAX as i64), true,
-        "The replication factor of automatically created topics and of topics created with -1."),
-    broker("delete.topic.enable", Boolean, "true", Rule::Any, false,
-        "Enables topic deletion."),
-    broker("group.initial.rebalance.delay.ms", Int, "3000", Rule::AtLeast(0), false,
-        "How long the first rebalance of an empty consumer group waits for more members."),
-    broker("max.connections", Int, "2147483647", Rule::AtLeast(0), false,
-        "The most connections the broker accepts at any time."),
-    broker("max.incremental.fetch.session.cache.slots", Int, "1000", Rule::AtLeast(0), false,
-        "The most incremental fetch sessions kept at once (KIP-227)."),
-    broker("node.id", Int, "-1", Rule::Any, false,
-        "The node id of this server (the gateway's node_id)."),
-    broker("num.partitions", Int, "1", Rule::Between(1, MAX_PARTITIONS as i64), true,
-        "The number of partitions of automatically created topics and of topics created with -1."),
-    broker("offsets.commit.timeout.ms", Int, "5000", Rule::AtLeast(1), false,
-        "How long an offset commit waits for the offsets store before REQUEST_TIMED_OUT (the gateway's offsets_commit_timeout_ms)."),
-    broker("socket.request.max.bytes", Int, "104857600", Rule::AtLeast(1), false,
-        "The largest request the broker reads."),
-    broker("transaction.max.timeout.ms", Int, "900000", Rule::AtLeast(1), true,
-        "The longest transaction timeout a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."),
-    broker("transactional.id.expiration.ms", Int, "604800000", Rule::AtLeast(1), true,
-        "A transactional id unused this long, with no transaction open, is forgotten."),
+pub const GATEWAY_DYNAMIC: &[Definition] = &[
+    Definition::broker("auto.create.topics.enable", Boolean, Some("true"), Rule::Any, Mode::ClusterWide, ""),
+    Definition::broker("default.replication.factor", Int, Some("1"), Rule::Between(1, i16::MAX as i64), Mode::ClusterWide, ""),
+    Definition::broker("num.partitions", Int, Some("1"), Rule::Between(1, MAX_PARTITIONS as i64), Mode::ClusterWide, ""),
+    Definition::broker("transaction.max.timeout.ms", Int, Some("900000"), Rule::AtLeast(1), Mode::ClusterWide, ""),
+    Definition::broker("transactional.id.expiration.ms", Int, Some("604800000"), Rule::AtLeast(1), Mode::ClusterWide, ""),
 ];
+
+/// The cluster-level `min.insync.replicas` Kafka's controller writes when Eligible Leader
+/// Replicas are enabled (KIP-966, the default of a Kafka 4.1+ cluster): described for
+/// every broker as DYNAMIC_DEFAULT_BROKER_CONFIG even when nobody set it, never removed,
+/// and not alterable per broker.
+pub const ELR_MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
 pub fn topic_config(name: &str) -> Option<&'static Definition> {
     TOPIC_CONFIGS.iter().find(|d| d.name == name)
@@ -212,98 +235,159 @@ pub fn topic_of_synonym(broker: &str) -> Option<&'static Definition> {
     TOPIC_CONFIGS.iter().find(|d| d.synonym == Some(broker))
 }
 
-/// A broker configuration: its own definition, or the topic configuration it is the
-/// synonym of (same type, default and valid values; dynamic, as in Kafka).
+fn kafka_broker_config(name: &str) -> Option<&'static Definition> {
+    KAFKA_BROKER_CONFIGS
+        .binary_search_by(|d| d.name.cmp(name))
+        .ok()
+        .map(|i| &KAFKA_BROKER_CONFIGS[i])
+}
+
+/// A broker configuration Kafka 4.4 defines, as the gateway serves it.
 pub fn broker_config(name: &str) -> Option<BrokerConfig> {
-    BROKER_ONLY
+    let kafka = kafka_broker_config(name)?;
+    let values = GATEWAY_DYNAMIC
         .iter()
         .find(|d| d.name == name)
-        .map(BrokerConfig::Own)
-        .or_else(|| topic_of_synonym(name).map(BrokerConfig::TopicDefault))
+        .or_else(|| topic_of_synonym(name))
+        .unwrap_or(kafka);
+    let mode = GATEWAY_DYNAMIC
+        .iter()
+        .find(|d| d.name == name)
+        .map_or(kafka.mode, |d| d.mode);
+    Some(BrokerConfig {
+        kafka,
+        values,
+        mode,
+    })
 }
 
-/// Every broker configuration, sorted by name.
-pub fn broker_configs() -> Vec<BrokerConfig> {
-    let mut all: Vec<BrokerConfig> = BROKER_ONLY.iter().map(BrokerConfig::Own).collect();
-    all.extend(
-        TOPIC_CONFIGS
-            .iter()
-            .filter(|d| d.synonym.is_some())
-            .map(BrokerConfig::TopicDefault),
-    );
-    all.sort_by_key(|b| b.name());
-    all
+/// Every broker configuration Kafka 4.4 defines, sorted by name.
+pub fn broker_configs() -> impl Iterator<Item = BrokerConfig> {
+    KAFKA_BROKER_CONFIGS
+        .iter()
+        .filter_map(|d| broker_config(d.name))
 }
 
-/// A broker configuration, by where its definition lives.
+/// A broker configuration: Kafka's definition, and what its values follow.
 #[derive(Clone, Copy, Debug)]
-pub enum BrokerConfig {
-    Own(&'static Definition),
-    /// The broker default of this topic configuration.
-    TopicDefault(&'static Definition),
+pub struct BrokerConfig {
+    /// Kafka's: name, documentation.
+    kafka: &'static Definition,
+    /// Type, default and valid values: the topic configuration's for a topic synonym
+    /// (`log.retention.ms` follows `retention.ms`, Kafka's effective default rather than
+    /// its null), the gateway's for [`GATEWAY_DYNAMIC`], else Kafka's.
+    values: &'static Definition,
+    mode: Mode,
 }
 
 impl BrokerConfig {
     pub fn name(&self) -> &'static str {
-        match self {
-            BrokerConfig::Own(d) => d.name,
-            BrokerConfig::TopicDefault(d) => d.synonym.unwrap_or(d.name),
-        }
+        self.kafka.name
     }
 
-    /// Type, default, valid values and documentation.
+    /// Type, default and valid values (the name is the topic configuration's for a
+    /// topic synonym: the feature-level rules are named by it).
     pub fn definition(&self) -> &'static Definition {
-        match self {
-            BrokerConfig::Own(d) | BrokerConfig::TopicDefault(d) => d,
-        }
+        self.values
     }
 
-    pub fn dynamic(&self) -> bool {
-        self.definition().dynamic
+    pub fn doc(&self) -> &'static str {
+        self.kafka.doc
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// What Kafka's DescribeConfigs says of it: read-only unless some mode may change it.
+    pub fn read_only(&self) -> bool {
+        self.mode == Mode::ReadOnly
     }
 }
 
+/// What an unknown broker configuration is checked by: nothing, as Kafka stores any
+/// name it does not know (its value described as null, sensitive and read-only).
+pub const UNKNOWN_BROKER_CONFIG: Definition = Definition::broker(
+    "",
+    ConfigType::Unknown,
+    None,
+    Rule::Any,
+    Mode::ClusterWide,
+    "",
+);
+
 #[cfg(test)]
 mod tests {
+    use super::super::rules::normalize;
     use super::*;
+
+    fn sorted_unique(names: &[&str]) -> bool {
+        names.windows(2).all(|w| w[0] < w[1])
+    }
 
     #[test]
     fn tables_are_sorted_unique_and_defaults_valid() {
         let names: Vec<&str> = TOPIC_CONFIGS.iter().map(|d| d.name).collect();
-        let mut sorted = names.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(names, sorted);
-        let brokers: Vec<&str> = broker_configs().iter().map(|b| b.name()).collect();
-        let mut unique = brokers.clone();
-        unique.dedup();
-        assert_eq!(brokers, unique, "a broker name defined twice");
-        for d in TOPIC_CONFIGS.iter().chain(BROKER_ONLY) {
-            assert!(
-                super::super::rules::normalize(d, d.default).is_ok(),
-                "default of {}",
+        assert!(sorted_unique(&names));
+        let brokers: Vec<&str> = KAFKA_BROKER_CONFIGS.iter().map(|d| d.name).collect();
+        assert!(
+            sorted_unique(&brokers),
+            "generated table sorted, each name once"
+        );
+        // Kafka leaves a required list empty by default (the quorum's voters or
+        // bootstrap servers are set by whoever runs it): only those may break their rule.
+        let broken: Vec<&str> = TOPIC_CONFIGS
+            .iter()
+            .chain(KAFKA_BROKER_CONFIGS)
+            .filter(|d| d.default.is_some_and(|v| normalize(d, v).is_err()))
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(
+            broken,
+            [
+                "controller.quorum.bootstrap.servers",
+                "controller.quorum.voters"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_topic_synonym_and_gateway_change_is_a_kafka_broker_config() {
+        for synonym in TOPIC_CONFIGS.iter().filter_map(|d| d.synonym) {
+            let b = broker_config(synonym).unwrap_or_else(|| panic!("{synonym}"));
+            assert_eq!(b.mode(), Mode::ClusterWide, "{synonym}");
+        }
+        for d in GATEWAY_DYNAMIC {
+            let kafka = kafka_broker_config(d.name).unwrap();
+            assert_eq!(
+                (d.kind, d.default),
+                (kafka.kind, kafka.default),
+                "{}",
                 d.name
             );
+            assert_eq!(kafka.mode, Mode::ReadOnly, "{} is dynamic in Kafka", d.name);
+            assert_eq!(broker_config(d.name).unwrap().mode(), Mode::ClusterWide);
         }
     }
 
     #[test]
-    fn the_broker_set_clients_describe_is_there() {
-        for name in [
-            "auto.create.topics.enable",
-            "default.replication.factor",
-            "num.partitions",
-            "delete.topic.enable",
-            "log.retention.ms",
-            "log.retention.bytes",
-            "log.segment.bytes",
-            "min.insync.replicas",
-            "message.max.bytes",
-            "log.cleanup.policy",
-            "compression.type",
-        ] {
-            assert!(broker_config(name).is_some(), "{name}");
-        }
+    fn modes_are_kafkas() {
+        let mode = |name| broker_config(name).unwrap().mode();
+        assert_eq!(
+            mode("sasl.kerberos.min.time.before.relogin"),
+            Mode::PerBroker
+        );
+        assert_eq!(mode("log.cleaner.threads"), Mode::ClusterWide);
+        assert_eq!(mode("delete.topic.enable"), Mode::ReadOnly);
+        assert_eq!(mode("ssl.keystore.location"), Mode::PerListener);
+        assert_eq!(
+            mode("follower.replication.throttled.rate"),
+            Mode::ClusterWide
+        );
         assert!(broker_config("inter.broker.protocol.version").is_none());
+        // A topic synonym's values follow the topic configuration.
+        let b = broker_config("log.retention.ms").unwrap();
+        assert_eq!(b.definition().default, Some("604800000"));
+        assert!(b.doc().contains("milliseconds"), "{}", b.doc());
     }
 }

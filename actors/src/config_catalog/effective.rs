@@ -28,21 +28,24 @@ pub enum ConfigSource {
     Default = 5,
 }
 
-/// One place a value comes from.
+/// One place a value comes from; no value is Kafka's null (a null default, or a
+/// sensitive value).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Synonym {
-    pub name: &'static str,
-    pub value: String,
+    pub name: String,
+    pub value: Option<String>,
     pub source: ConfigSource,
 }
 
 /// A configuration as DescribeConfigs reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    pub name: &'static str,
-    pub value: String,
+    pub name: String,
+    pub value: Option<String>,
     pub source: ConfigSource,
     pub read_only: bool,
+    /// Passwords and names Kafka does not know: described without their values.
+    pub sensitive: bool,
     /// Every place a value comes from, the one in force first.
     pub synonyms: Vec<Synonym>,
     pub kind: ConfigType,
@@ -68,7 +71,8 @@ impl ClusterConfig {
             statics: static_configs(settings)
                 .into_iter()
                 .filter(|c| {
-                    broker_config(c.name).is_some_and(|b| b.definition_default() != c.value)
+                    broker_config(c.name)
+                        .is_some_and(|b| b.definition().default != Some(c.value.as_str()))
                 })
                 .map(|c| (c.name, c.value))
                 .collect(),
@@ -108,7 +112,7 @@ impl ClusterConfig {
     }
 
     /// Where a broker configuration's value may come from, in Kafka's order: the
-    /// first is the one in force.
+    /// first is the one in force. A null default is no place.
     fn broker_sources(&self, b: BrokerConfig) -> impl Iterator<Item = (&str, ConfigSource)> {
         let name = b.name();
         [
@@ -121,14 +125,15 @@ impl ClusterConfig {
         ]
         .into_iter()
         .filter_map(|(value, source)| Some((value?.as_str(), source)))
-        .chain([(b.definition_default(), ConfigSource::Default)])
+        .chain(b.definition().default.map(|d| (d, ConfigSource::Default)))
     }
 
     fn broker_chain(&self, b: BrokerConfig) -> Vec<Synonym> {
+        let sensitive = b.definition().kind == ConfigType::Password;
         self.broker_sources(b)
             .map(|(value, source)| Synonym {
-                name: b.name(),
-                value: value.to_string(),
+                name: b.name().to_string(),
+                value: (!sensitive).then(|| value.to_string()),
                 source,
             })
             .collect()
@@ -138,47 +143,68 @@ impl ClusterConfig {
     pub fn broker_entry(&self, b: BrokerConfig) -> Entry {
         let synonyms = self.broker_chain(b);
         let d = b.definition();
+        let (value, source) = match synonyms.first() {
+            Some(s) => (s.value.clone(), s.source),
+            None => (None, ConfigSource::Default),
+        };
         Entry {
-            name: b.name(),
-            value: synonyms[0].value.clone(),
-            source: synonyms[0].source,
-            read_only: !d.dynamic,
+            name: b.name().to_string(),
+            value,
+            source,
+            read_only: b.read_only(),
+            sensitive: d.kind == ConfigType::Password,
             synonyms,
             kind: d.kind,
-            doc: d.doc,
+            doc: b.doc(),
         }
     }
 
-    /// Every broker configuration of this gateway.
+    /// Every broker configuration of this gateway: Kafka's, then the names Kafka does not
+    /// define that were stored for this gateway or every one, as Kafka describes them.
     pub fn broker_entries(&self) -> Vec<Entry> {
-        broker_configs()
-            .into_iter()
-            .map(|b| self.broker_entry(b))
-            .collect()
+        let mut entries: Vec<Entry> = broker_configs().map(|b| self.broker_entry(b)).collect();
+        let unknown = [
+            (&self.this_broker, ConfigSource::DynamicBroker),
+            (&self.cluster_default, ConfigSource::DynamicDefaultBroker),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (map, source) in unknown {
+            for name in map.keys().filter(|n| broker_config(n).is_none()) {
+                if seen.insert(name) {
+                    entries.push(unknown_entry(name, source));
+                }
+            }
+        }
+        entries
     }
 
     /// The configurations set for every gateway (resource name ""), as Kafka
     /// describes the cluster default: those only.
     pub fn cluster_default_entries(&self) -> Vec<Entry> {
+        let source = ConfigSource::DynamicDefaultBroker;
         self.cluster_default
             .iter()
-            .filter_map(|(name, value)| {
-                let b = broker_config(name)?;
-                let d = b.definition();
-                let synonym = Synonym {
-                    name: b.name(),
-                    value: value.clone(),
-                    source: ConfigSource::DynamicDefaultBroker,
+            .map(|(name, value)| {
+                let Some(b) = broker_config(name) else {
+                    return unknown_entry(name, source);
                 };
-                Some(Entry {
-                    name: b.name(),
+                let d = b.definition();
+                let sensitive = d.kind == ConfigType::Password;
+                let value = (!sensitive).then(|| value.clone());
+                Entry {
+                    name: b.name().to_string(),
                     value: value.clone(),
-                    source: synonym.source,
-                    read_only: !d.dynamic,
-                    synonyms: vec![synonym],
+                    source,
+                    read_only: b.read_only(),
+                    sensitive,
+                    synonyms: vec![Synonym {
+                        name: b.name().to_string(),
+                        value,
+                        source,
+                    }],
                     kind: d.kind,
-                    doc: d.doc,
-                })
+                    doc: b.doc(),
+                }
             })
             .collect()
     }
@@ -216,8 +242,8 @@ impl ClusterConfig {
         let mut synonyms: Vec<Synonym> = overrides
             .get(d.name)
             .map(|v| Synonym {
-                name: d.name,
-                value: v.clone(),
+                name: d.name.to_string(),
+                value: Some(v.clone()),
                 source: ConfigSource::DynamicTopic,
             })
             .into_iter()
@@ -227,13 +253,14 @@ impl ClusterConfig {
         }
         let (value, source) = match synonyms.first() {
             Some(s) => (s.value.clone(), s.source),
-            None => (d.default.to_string(), ConfigSource::Default),
+            None => (d.default.map(str::to_string), ConfigSource::Default),
         };
         Entry {
-            name: d.name,
+            name: d.name.to_string(),
             value,
             source,
             read_only: false,
+            sensitive: false,
             synonyms,
             kind: d.kind,
             doc: d.doc,
@@ -260,7 +287,7 @@ impl ClusterConfig {
         }
         Some(match d.synonym.and_then(broker_config) {
             Some(b) => self.broker_sources(b).next()?,
-            None => (d.default, ConfigSource::Default),
+            None => (d.default?, ConfigSource::Default),
         })
     }
 
@@ -291,9 +318,22 @@ impl ClusterConfig {
     }
 }
 
-impl BrokerConfig {
-    fn definition_default(&self) -> &'static str {
-        self.definition().default
+/// A stored broker configuration Kafka does not define, as Kafka describes one: its
+/// value hidden (an unknown type may hold a secret), read-only, of unknown type.
+fn unknown_entry(name: &str, source: ConfigSource) -> Entry {
+    Entry {
+        name: name.to_string(),
+        value: None,
+        source,
+        read_only: true,
+        sensitive: true,
+        synonyms: vec![Synonym {
+            name: name.to_string(),
+            value: None,
+            source,
+        }],
+        kind: ConfigType::Unknown,
+        doc: "",
     }
 }
 
@@ -405,13 +445,19 @@ mod tests {
             &map(&[("retention.ms", "5")]),
         );
         assert_eq!(
-            (e.value.as_str(), e.source),
-            ("5", ConfigSource::DynamicTopic)
+            (e.value.as_deref(), e.source),
+            (Some("5"), ConfigSource::DynamicTopic)
         );
         let chain: Vec<_> = e
             .synonyms
             .iter()
-            .map(|s| (s.name, s.value.as_str(), s.source))
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    s.value.as_deref().unwrap_or_default(),
+                    s.source,
+                )
+            })
             .collect();
         assert_eq!(
             chain,
@@ -442,8 +488,8 @@ mod tests {
         // No broker synonym: the default, and no synonyms at all (as Kafka).
         let e = c.topic_entry(topic_config("remote.storage.enable").unwrap(), &none);
         assert_eq!(
-            (e.value.as_str(), e.source, e.synonyms.len()),
-            ("false", ConfigSource::Default, 0)
+            (e.value.as_deref(), e.source, e.synonyms.len()),
+            (Some("false"), ConfigSource::Default, 0)
         );
     }
 
@@ -516,15 +562,58 @@ mod tests {
         let c = config().with_dynamic(map(&[("num.partitions", "3")]), BTreeMap::new());
         let e = c.broker_entry(broker_config("num.partitions").unwrap());
         assert_eq!(
-            (e.value.as_str(), e.source, e.read_only),
-            ("3", ConfigSource::DynamicDefaultBroker, false)
+            (e.value.as_deref(), e.source, e.read_only),
+            (Some("3"), ConfigSource::DynamicDefaultBroker, false)
         );
         let e = c.broker_entry(broker_config("delete.topic.enable").unwrap());
         assert_eq!(
-            (e.value.as_str(), e.source, e.read_only),
-            ("true", ConfigSource::Default, true)
+            (e.value.as_deref(), e.source, e.read_only),
+            (Some("true"), ConfigSource::Default, true)
         );
         assert_eq!(c.cluster_default_entries().len(), 1);
         assert_eq!(c.broker_value("message.max.bytes"), Some("2000000"));
+    }
+
+    #[test]
+    fn null_defaults_passwords_and_unknown_names_are_described_as_kafka_does() {
+        let c = config().with_dynamic(
+            map(&[("no.such", "1")]),
+            map(&[("ssl.keystore.password", "secret")]),
+        );
+        // A null default: no value, no synonym.
+        let e = c.broker_entry(broker_config("log.retention.minutes").unwrap());
+        assert_eq!(
+            (e.value, e.source, e.synonyms.len()),
+            (None, ConfigSource::Default, 0)
+        );
+        let e = c.broker_entry(broker_config("ssl.keystore.password").unwrap());
+        assert_eq!(
+            (e.value, e.source, e.sensitive, e.kind),
+            (
+                None,
+                ConfigSource::DynamicBroker,
+                true,
+                ConfigType::Password
+            )
+        );
+        let entries = c.broker_entries();
+        let unknown = entries.iter().find(|e| e.name == "no.such").unwrap();
+        assert_eq!(
+            (
+                &unknown.value,
+                unknown.source,
+                unknown.read_only,
+                unknown.sensitive,
+                unknown.kind
+            ),
+            (
+                &None,
+                ConfigSource::DynamicDefaultBroker,
+                true,
+                true,
+                ConfigType::Unknown
+            )
+        );
+        assert_eq!(entries.iter().filter(|e| e.name == "no.such").count(), 1);
     }
 }

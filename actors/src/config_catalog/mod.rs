@@ -11,6 +11,7 @@ mod changes;
 pub mod definitions;
 mod effective;
 mod features;
+mod kafka_broker_configs;
 mod rules;
 mod stored;
 
@@ -27,7 +28,9 @@ use crate::store::shared::{Modify, SharedTable};
 use crate::store::Meta;
 use crate::store::{ClusterConfigs, StoreError, TopicMeta};
 pub use changes::{ConfigChange, Op};
-use definitions::{broker_config, topic_config, Definition};
+use definitions::{
+    broker_config, topic_config, Definition, Mode, ELR_MIN_INSYNC_REPLICAS, UNKNOWN_BROKER_CONFIG,
+};
 pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
 pub use features::{Finalized, UpgradeType, FEATURE, MAX_LEVEL, MIN_LEVEL};
 use stored::ClusterMaps;
@@ -84,8 +87,20 @@ pub enum ConfigError {
         name: String,
         op: Op,
     },
-    #[error("cannot update these configs dynamically: {0}")]
+    // Kafka's own messages for the broker configurations its dynamic-config check and
+    // its controller refuse (one name a message here: the first refused).
+    #[error("Cannot update these configs dynamically: [{0}]")]
     ReadOnly(String),
+    #[error("These security configs can be dynamically updated only per-listener using the listener prefix: [{0}]")]
+    PerListener(String),
+    #[error(
+        "Cannot update these configs at default cluster level, broker id must be specified: [{0}]"
+    )]
+    PerBrokerOnly(String),
+    #[error("Broker-level {ELR_MIN_INSYNC_REPLICAS} cannot be altered while ELR is enabled.")]
+    ElrPerBroker,
+    #[error("Cluster-level {ELR_MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.")]
+    ElrRemoved,
     #[error("conflicting topic configurations: {0}")]
     Conflict(String),
     #[error("value '{value}' of '{name}' is not allowed at {FEATURE} {level}: {rule}")]
@@ -112,6 +127,8 @@ impl ConfigError {
             | ConfigError::NotList { .. }
             | ConfigError::Conflict(_)
             | ConfigError::Level { .. }
+            | ConfigError::ElrPerBroker
+            | ConfigError::ElrRemoved
             | ConfigError::Invalid {
                 kind: ConfigKind::Topic,
                 ..
@@ -123,7 +140,9 @@ impl ConfigError {
             | ConfigError::NullUpdate(_)
             | ConfigError::Duplicate(_)
             | ConfigError::UnknownOp { .. }
-            | ConfigError::ReadOnly(_) => ResponseError::InvalidRequest,
+            | ConfigError::ReadOnly(_)
+            | ConfigError::PerListener(_)
+            | ConfigError::PerBrokerOnly(_) => ResponseError::InvalidRequest,
             ConfigError::Backend(e) => e.code(),
             ConfigError::CatalogGone => ResponseError::UnknownServerError,
         }
@@ -346,8 +365,9 @@ impl ConfigCatalog {
 /// The configuration in force given what the backend stores.
 fn in_force(statics: &ClusterConfig, node_id: i32, stored: &ClusterConfigs) -> ClusterConfig {
     let map = |name: &str| stored.get(name).cloned().unwrap_or_default();
+    let cluster = with_elr_min_insync_replicas(map(CLUSTER_DEFAULT));
     statics
-        .with_dynamic(map(CLUSTER_DEFAULT), map(&per_broker(node_id)))
+        .with_dynamic(cluster, map(&per_broker(node_id)))
         .with_finalized(Finalized::from_stored(stored))
 }
 
@@ -395,16 +415,38 @@ fn settable_topic_config(name: &str) -> Result<&'static Definition, ConfigError>
     })
 }
 
-/// A broker configuration a client may change, or why not.
-fn alterable_broker_config(name: &str) -> Result<&'static Definition, ConfigError> {
-    match broker_config(name) {
-        Some(b) if b.dynamic() => Ok(b.definition()),
-        Some(_) => Err(ConfigError::ReadOnly(name.to_string())),
-        None => Err(ConfigError::Unknown {
-            kind: ConfigKind::Broker,
-            name: name.to_string(),
-        }),
+/// A broker configuration a client may change on `scope`, or why not, in the order of
+/// Kafka's checks: read-only, security configurations without a listener prefix,
+/// per-broker ones for every broker, then its controller's `min.insync.replicas` rule.
+/// A name Kafka does not define is stored as given, as Kafka stores it.
+fn alterable_broker_config(
+    name: &str,
+    scope: BrokerScope,
+) -> Result<&'static Definition, ConfigError> {
+    let Some(b) = broker_config(name) else {
+        return Ok(&UNKNOWN_BROKER_CONFIG);
+    };
+    let name = name.to_string();
+    match (b.mode(), scope) {
+        (Mode::ReadOnly, _) => Err(ConfigError::ReadOnly(name)),
+        (Mode::PerListener, _) => Err(ConfigError::PerListener(name)),
+        (Mode::PerBroker, BrokerScope::Cluster) => Err(ConfigError::PerBrokerOnly(name)),
+        _ if name == ELR_MIN_INSYNC_REPLICAS && scope == BrokerScope::ThisBroker => {
+            Err(ConfigError::ElrPerBroker)
+        }
+        _ => Ok(b.definition()),
     }
+}
+
+/// The cluster-level configurations with the `min.insync.replicas` Kafka's controller
+/// writes at bootstrap when ELR is enabled (its default, while nobody set another).
+fn with_elr_min_insync_replicas(mut cluster: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    if let Some(b) = broker_config(ELR_MIN_INSYNC_REPLICAS) {
+        cluster
+            .entry(ELR_MIN_INSYNC_REPLICAS.to_string())
+            .or_insert_with(|| b.definition().default_text().to_string());
+    }
+    cluster
 }
 
 impl Actor for ConfigCatalog {
@@ -455,11 +497,26 @@ impl Handler<AlterBrokerConfigs> for ConfigCatalog {
             BrokerScope::Cluster => CLUSTER_DEFAULT.to_string(),
             BrokerScope::ThisBroker => per_broker(self.node_id),
         };
+        let scope = msg.scope;
         // Decided on the latest stored values: another gateway may have changed them.
         let decide = move |stored: &ClusterConfigs| {
-            let current = stored.get(&name).cloned().unwrap_or_default();
-            match changes::apply(&current, msg.change, rules, alterable_broker_config) {
-                Ok(changed) if !msg.validate_only && changed != current => {
+            let stored_now = stored.get(&name).cloned().unwrap_or_default();
+            let current = match scope {
+                BrokerScope::Cluster => with_elr_min_insync_replicas(stored_now.clone()),
+                BrokerScope::ThisBroker => stored_now.clone(),
+            };
+            let known = |name: &str| alterable_broker_config(name, scope);
+            let changed =
+                changes::apply(&current, msg.change, rules, known).and_then(
+                    |changed| match scope {
+                        BrokerScope::Cluster if !changed.contains_key(ELR_MIN_INSYNC_REPLICAS) => {
+                            Err(ConfigError::ElrRemoved)
+                        }
+                        _ => Ok(changed),
+                    },
+                );
+            match changed {
+                Ok(changed) if !msg.validate_only && changed != stored_now => {
                     (vec![stored::set(name, changed)], Ok(()))
                 }
                 Ok(_) => (Vec::new(), Ok(())),
@@ -619,12 +676,33 @@ mod tests {
 
     #[test]
     fn broker_changes_are_refused_as_kafka_does() {
-        let e = alterable_broker_config("delete.topic.enable").unwrap_err();
-        assert_eq!(e.code(), ResponseError::InvalidRequest);
-        assert!(e.to_string().contains("delete.topic.enable"));
-        assert!(alterable_broker_config("num.partitions").is_ok());
-        assert!(alterable_broker_config("log.retention.ms").is_ok());
-        let e = alterable_broker_config("no.such").unwrap_err();
-        assert_eq!(e.code(), ResponseError::InvalidConfig);
+        use BrokerScope::{Cluster, ThisBroker};
+        let refused = [
+            ("delete.topic.enable", ThisBroker, ResponseError::InvalidRequest,
+                "Cannot update these configs dynamically: [delete.topic.enable]"),
+            ("ssl.keystore.password", ThisBroker, ResponseError::InvalidRequest,
+                "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.password]"),
+            ("sasl.kerberos.min.time.before.relogin", Cluster, ResponseError::InvalidRequest,
+                "Cannot update these configs at default cluster level, broker id must be specified: [sasl.kerberos.min.time.before.relogin]"),
+            ("min.insync.replicas", ThisBroker, ResponseError::InvalidConfig,
+                "Broker-level min.insync.replicas cannot be altered while ELR is enabled."),
+        ];
+        for (name, scope, code, message) in refused {
+            let e = alterable_broker_config(name, scope).unwrap_err();
+            assert_eq!((e.code(), e.to_string().as_str()), (code, message));
+        }
+        for (name, scope) in [
+            ("sasl.kerberos.min.time.before.relogin", ThisBroker),
+            ("log.cleaner.threads", Cluster),
+            ("log.cleaner.threads", ThisBroker),
+            ("min.insync.replicas", Cluster),
+            ("num.partitions", Cluster),
+            ("log.retention.ms", ThisBroker),
+        ] {
+            assert!(alterable_broker_config(name, scope).is_ok(), "{name}");
+        }
+        // Unknown names are stored as given, as Kafka does.
+        let d = alterable_broker_config("no.such", Cluster).unwrap();
+        assert_eq!(d.kind, definitions::ConfigType::Unknown);
     }
 }

@@ -7,7 +7,12 @@ use super::definitions::{ConfigType, Definition, Rule};
 /// The normalised value, or the rule it breaks.
 pub fn normalize(def: &Definition, raw: &str) -> Result<String, String> {
     let value = raw.trim();
+    if matches!(def.rule, Rule::NonEmpty) && value.is_empty() {
+        return Err("must not be empty".into());
+    }
     match def.kind {
+        // Kafka keeps an unknown broker configuration's value as it was sent.
+        ConfigType::Unknown => Ok(raw.to_string()),
         ConfigType::Boolean => match value.to_ascii_lowercase().as_str() {
             v @ ("true" | "false") => Ok(v.to_string()),
             _ => Err("must be true or false".into()),
@@ -16,6 +21,12 @@ pub fn normalize(def: &Definition, raw: &str) -> Result<String, String> {
             let n: i32 = value
                 .parse()
                 .map_err(|_| "must be a 32-bit integer".to_string())?;
+            in_range(def.rule, n.into()).map(|_| n.to_string())
+        }
+        ConfigType::Short => {
+            let n: i16 = value
+                .parse()
+                .map_err(|_| "must be a 16-bit integer".to_string())?;
             in_range(def.rule, n.into()).map(|_| n.to_string())
         }
         ConfigType::Long => {
@@ -35,8 +46,13 @@ pub fn normalize(def: &Definition, raw: &str) -> Result<String, String> {
             Rule::OneOf(words) if !words.contains(&value) => {
                 Err(format!("must be one of {}", words.join(", ")))
             }
+            Rule::OneOfAnyCase(words) if !words.iter().any(|w| w.eq_ignore_ascii_case(value)) => {
+                Err(format!("must be one of (in any case) {}", words.join(", ")))
+            }
             _ => Ok(value.to_string()),
         },
+        // A class name or a secret: any text, as Kafka takes it before loading it.
+        ConfigType::Class | ConfigType::Password => Ok(value.to_string()),
         ConfigType::List => {
             let items = list_items(value);
             match def.rule {

@@ -309,8 +309,10 @@ same configs-broker-alter "$OUT" "Completed updating config for broker 0."
 same configs-broker-describe "$(configs_of --entity-type brokers --entity-name 0)" "log.retention.ms=86400000 DYNAMIC_BROKER_CONFIG"
 kafka_configs --alter --entity-type brokers --entity-default --add-config message.max.bytes=2000000
 same configs-broker-default-alter "$OUT" "Completed updating default config for brokers in the cluster."
+# min.insync.replicas: set for every broker by Kafka 4.1+'s controller (KIP-966).
 same configs-broker-default-describe "$(configs_of --entity-type brokers --entity-default)" \
-    "message.max.bytes=2000000 DYNAMIC_DEFAULT_BROKER_CONFIG"
+    "message.max.bytes=2000000 DYNAMIC_DEFAULT_BROKER_CONFIG
+min.insync.replicas=1 DYNAMIC_DEFAULT_BROKER_CONFIG"
 # A topic inherits them through the synonyms (retention.ms <- log.retention.ms,
 # max.message.bytes <- message.max.bytes), as Kafka's DescribeConfigs answers.
 kafka_topics --create --topic kt-inherit --partitions 1
@@ -322,7 +324,8 @@ ok configs-broker-read-only "altering broker.id was not refused (InvalidRequestE
     eval '[ $RC != 0 ] && said "InvalidRequestException.*broker.id"'
 kafka_configs --alter --entity-type brokers --entity-name 0 --delete-config log.retention.ms
 kafka_configs --alter --entity-type brokers --entity-default --delete-config message.max.bytes
-same configs-broker-delete-config "$(configs_of --entity-type brokers --entity-name 0)$(configs_of --entity-type brokers --entity-default)" ""
+same configs-broker-delete-config "$(configs_of --entity-type brokers --entity-name 0)$(configs_of --entity-type brokers --entity-default)" \
+    "min.insync.replicas=1 DYNAMIC_DEFAULT_BROKER_CONFIG"
 kafka_topics --delete --topic kt-inherit
 
 # ---------------------------------------------------------------- kafka-configs: client quotas
