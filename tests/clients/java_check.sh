@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles and runs one Java check (GroupsJava: group consumer and admin; ConfigsJava:
-# AdminClient replaying framework configuration calls; QuotasJava, ScramJava, AclsJava,
+# AdminClient replaying framework configuration calls; BrokerConfigsJava: broker
+# configurations as Kafka 4.4 answers them; QuotasJava, ScramJava, AclsJava,
 # TransactionsJava, TxnAdminJava; DescribeJava: describeTopics, kafka-topics' health
 # reports, describeLogDirs)
 # against the kafka-clients jars in KAFKA_JAVA_LIBS: by default the 3.9 ones

@@ -7,6 +7,7 @@ mod alter_configs;
 mod broker_configs;
 mod create_topics;
 mod describe_configs;
+mod kafka_broker_configs;
 
 use crate::support;
 
