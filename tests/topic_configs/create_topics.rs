@@ -83,7 +83,11 @@ fn create_topics_accepts_every_kafka_config(store: Store) {
     };
     assert_eq!(value("cleanup.policy"), ("delete".into(), DEFAULT_CONFIG));
     assert_eq!(value("retention.ms"), ("604800000".into(), DEFAULT_CONFIG));
-    assert_eq!(value("min.insync.replicas"), ("1".into(), DEFAULT_CONFIG));
+    // Set for every broker by Kafka 4.1+'s controller (KIP-966), as Kafka 4.4 answers.
+    assert_eq!(
+        value("min.insync.replicas"),
+        ("1".into(), DYNAMIC_DEFAULT_BROKER_CONFIG)
+    );
 }
 
 /// INVALID_CONFIG (40) for an unknown name or a value Kafka refuses, at every version,
