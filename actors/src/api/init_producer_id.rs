@@ -70,12 +70,7 @@ async fn transactional(
     id: &str,
     req: &InitProducerIdRequest,
 ) -> Result<InitProducerIdResponse, TxnError> {
-    let max = gw
-        .topics
-        .config()
-        .broker_value("transaction.max.timeout.ms")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(i32::MAX);
+    let max = gw.topics.config().in_force().transaction_max_timeout_ms;
     if !(1..=max).contains(&req.transaction_timeout_ms) {
         return Err(TxnError::InvalidTimeout {
             asked: req.transaction_timeout_ms,

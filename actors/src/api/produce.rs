@@ -230,10 +230,8 @@ fn check_batch(
     now: i64,
     inflation: &mut Inflation,
 ) -> Result<(AppendBatch, i64), (ResponseError, String)> {
-    let value = |name| config.topic_value(&meta.configs, name).map(|(v, _)| v);
-    let max = value("max.message.bytes")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(usize::MAX);
+    let topic = config.in_force().topic(&meta.configs);
+    let max = topic.max_message_bytes;
     if records.len() > max {
         return Err((
             ResponseError::MessageTooLarge,
@@ -247,8 +245,7 @@ fn check_batch(
     let inflated = inflation
         .records(&records)
         .map_err(|e| (e.error_code(), e.to_string()))?;
-    let log_append = value("message.timestamp.type") == Some("LogAppendTime");
-    let (bytes, log_append_time) = if log_append {
+    let (bytes, log_append_time) = if topic.log_append_time {
         (
             records::stamp_log_append_time(records, &mut header, now),
             now,

@@ -14,6 +14,7 @@ use super::definitions::{
     TOPIC_CONFIGS,
 };
 use super::features::Finalized;
+use super::in_force::InForce;
 use super::rules::list_items;
 use crate::settings::{BrokerSettings, TopicRules};
 use crate::store::TopicLimits;
@@ -63,6 +64,8 @@ pub struct ClusterConfig {
     this_broker: BTreeMap<String, String>,
     /// The finalized `gateway.version`.
     finalized: Finalized,
+    /// The typed values request paths read, parsed from the above when they change.
+    in_force: Option<InForce>,
 }
 
 impl ClusterConfig {
@@ -78,6 +81,17 @@ impl ClusterConfig {
                 .collect(),
             ..ClusterConfig::default()
         }
+        .typed()
+    }
+
+    fn typed(self) -> ClusterConfig {
+        let in_force = Some(InForce::of(&self));
+        ClusterConfig { in_force, ..self }
+    }
+
+    /// The typed values request paths act on.
+    pub fn in_force(&self) -> InForce {
+        self.in_force.unwrap_or_else(|| InForce::of(self))
     }
 
     /// The same statics with these dynamic broker configurations.
@@ -91,7 +105,9 @@ impl ClusterConfig {
             cluster_default,
             this_broker,
             finalized: self.finalized,
+            in_force: None,
         }
+        .typed()
     }
 
     /// The same with this finalized feature level.

@@ -11,6 +11,7 @@ mod changes;
 pub mod definitions;
 mod effective;
 mod features;
+mod in_force;
 mod kafka_broker_configs;
 mod rules;
 mod stored;
@@ -33,6 +34,7 @@ use definitions::{
 };
 pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
 pub use features::{Finalized, UpgradeType, FEATURE, MAX_LEVEL, MIN_LEVEL};
+pub use in_force::{InForce, TopicInForce};
 use stored::ClusterMaps;
 
 /// Shared map holding the dynamic broker configurations of every gateway.

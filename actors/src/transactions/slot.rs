@@ -42,11 +42,6 @@ const TICK: Duration = Duration::from_millis(500);
 /// over.
 const RESCAN_TICKS: u32 = 20;
 
-fn expiration_ms(config: &ClusterConfig) -> i64 {
-    let value = config.broker_value("transactional.id.expiration.ms");
-    value.and_then(|v| v.parse().ok()).unwrap_or(i64::MAX)
-}
-
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -553,7 +548,12 @@ impl Handler<Tick> for TxnSlot {
         let known = self.states.clone();
         let busy = self.completing.clone();
         let deps = self.deps.clone();
-        let expiration_ms = expiration_ms(&self.deps.config.borrow());
+        let expiration_ms = self
+            .deps
+            .config
+            .borrow()
+            .in_force()
+            .transactional_id_expiration_ms;
         let work = async move {
             let mut states = known;
             let mut found = Vec::new();

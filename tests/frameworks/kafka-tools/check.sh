@@ -214,7 +214,9 @@ topic_id() { sed -nE "s/^Topic: $1\tTopicId: ([^\t]+)\t.*/\1/p" <<<"$OUT"; }
 kafka_topics --describe --topic $T
 got=$(described $T)
 id_before=$(topic_id $T)
-same topics-describe "$got" "3 1 max.message.bytes=65536,retention.ms=3600000
+# min.insync.replicas=1 on every topic: Kafka 4.1+ sets it for the whole cluster
+# (KIP-966, DYNAMIC_DEFAULT_BROKER_CONFIG), so Kafka 4.4 lists it too.
+same topics-describe "$got" "3 1 max.message.bytes=65536,min.insync.replicas=1,retention.ms=3600000
 0 0 0 0
 1 0 0 0
 2 0 0 0"
@@ -234,7 +236,7 @@ fi
 kafka_topics --alter --topic $T --partitions 5
 kafka_topics --describe --topic $T
 got=$(described $T)
-same topics-alter-partitions "$got" "5 1 max.message.bytes=65536,retention.ms=3600000
+same topics-alter-partitions "$got" "5 1 max.message.bytes=65536,min.insync.replicas=1,retention.ms=3600000
 0 0 0 0
 1 0 0 0
 2 0 0 0
@@ -260,10 +262,12 @@ kafka_topics --describe --at-min-isr-partitions --topic 'kt-.*'
 same topics-at-min-isr "$(awk -F'\t' '{ print $2, $3 }' <<<"$OUT" | sort)" \
     "$( (for p in 0 1 2 3 4; do echo "Topic: $T Partition: $p"; done; echo "Topic: kt-plain Partition: 0") | sort)"
 kafka_topics --describe --topics-with-overrides --topic 'kt-.*'
-# only the topics with configurations set (not kt-plain), with them
+# Kafka 4.4 lists kt-plain too: its cluster-wide min.insync.replicas (KIP-966) is
+# not a default to the tool.
 same topics-with-overrides "$(for t in $(sed -nE 's/^Topic: ([^\t]+)\t.*/\1/p' <<<"$OUT" | sort); do
     echo "$t $(described "$t" | head -n 1)"; done)" "kt-minisr 1 1 min.insync.replicas=2
-$T 5 1 max.message.bytes=65536,retention.ms=3600000"
+$T 5 1 max.message.bytes=65536,min.insync.replicas=1,retention.ms=3600000
+kt-plain 1 1 min.insync.replicas=1"
 kafka_topics --delete --topic kt-minisr
 kafka_topics --delete --topic kt-plain
 kafka_topics --list --exclude-internal
