@@ -77,8 +77,10 @@ impl Topics {
         self.admin.send(topic)
     }
 
+    /// Answered Timeout once the deletion's deadline passes, unfinished or not.
     pub fn delete(&self, topic: DeleteTopic) -> Request<TopicAdmin, DeleteTopic> {
-        self.admin.send(topic)
+        let wait = (topic.deadline).saturating_duration_since(std::time::Instant::now());
+        self.admin.send(topic).timeout(wait)
     }
 
     pub fn create_partitions(

@@ -9,9 +9,11 @@
 //!
 //! By concern: [`records`] (Kafka records and native messages both ways, lookups by
 //! time), [`topics`] (topics and their configurations as Iggy topics), [`offsets`]
-//! (committed offsets, their snapshots, the offset slots' clients) and [`lifecycle`]
-//! (startup errors, Iggy restarting under load, readiness). What they share is here.
+//! (committed offsets, their snapshots, the offset slots' clients), [`lifecycle`]
+//! (startup errors, Iggy restarting under load, readiness) and [`deadlines`] (requests'
+//! deadlines met while Iggy does not answer). What they share is here.
 
+mod deadlines;
 mod lifecycle;
 mod offsets;
 mod records;

@@ -118,7 +118,11 @@ pub fn handle(
                         Ok(topic.id)
                     }
                     Ok(Err(e)) => Err((e.code(), e.to_string())),
-                    Err(_) => Err((
+                    Err(actix::MailboxError::Timeout) => Err((
+                        ResponseError::RequestTimedOut,
+                        "the deletion was not done within the request's timeout".into(),
+                    )),
+                    Err(actix::MailboxError::Closed) => Err((
                         ResponseError::UnknownServerError,
                         "topic admin unavailable".into(),
                     )),

@@ -178,16 +178,18 @@ impl Offsets {
 
     /// The whole table's `(group, partition)`s (`group`'s only, if given), read by the
     /// first slot's read client: the table is one, its entries spread over the slots.
+    /// Within `wait`.
     async fn list(
         &self,
         group: Option<&str>,
+        wait: Duration,
     ) -> Result<Vec<(Arc<str>, TopicPartition)>, OffsetError> {
         let msg = ListCommitted {
             group: group.map(Into::into),
         };
         self.slots[0]
             .send(msg)
-            .timeout(self.timeout)
+            .timeout(wait)
             .await
             .unwrap_or(Err(OffsetError::Timeout))
     }
@@ -195,7 +197,7 @@ impl Offsets {
     /// Every partition `group` has a committed offset for.
     pub async fn partitions(&self, group: &str) -> Result<Vec<TopicPartition>, OffsetError> {
         Ok(self
-            .list(Some(group))
+            .list(Some(group), self.timeout)
             .await?
             .into_iter()
             .map(|(_, tp)| tp)
@@ -205,7 +207,7 @@ impl Offsets {
     /// Every group with at least one committed offset.
     pub async fn groups(&self) -> Result<Vec<String>, OffsetError> {
         let groups: BTreeSet<String> = self
-            .list(None)
+            .list(None, self.timeout)
             .await?
             .into_iter()
             .map(|(g, _)| g.to_string())
@@ -292,7 +294,7 @@ impl Offsets {
     /// owns its partition.
     pub async fn forget_topic(&self, topic: &str, deadline: Instant) -> Result<(), OffsetError> {
         let doomed = self
-            .list(None)
+            .list(None, deadline.saturating_duration_since(Instant::now()))
             .await?
             .into_iter()
             .filter(|(_, tp)| &*tp.topic == topic)
