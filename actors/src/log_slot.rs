@@ -295,13 +295,12 @@ impl LogSlot {
                     let _in_request = span.enter();
                     let appended = match appended {
                         Ok(appended) if appended.len() == written.len() => Ok(appended),
-                        Ok(_) => Err(StoreError::Fatal(
-                            "the log store answered an append with another number of batches"
-                                .into(),
+                        Ok(_) => Err(StoreError::fatal(
+                            "the log store answered an append with another number of batches",
                         )),
                         Err(e) => Err(e),
                     };
-                    if let Err(StoreError::Unavailable(_)) = &appended {
+                    if let Err(StoreError::Unavailable { .. }) = &appended {
                         // Unanswered, the batches may have landed: the partition's producer
                         // state is read again from the store before a retry, which then
                         // finds them if they did.
@@ -503,7 +502,7 @@ mod tests {
                 LogCall::ProducerHistory(_) => {
                     Box::pin(async { Ok(LogAnswer::ProducerHistory(Vec::new())) })
                 }
-                _ => Box::pin(async { Err(StoreError::Fatal("not used here".into())) }),
+                _ => Box::pin(async { Err(StoreError::fatal("not used here")) }),
             }
         }
 

@@ -162,15 +162,14 @@ pub async fn allocate_node_id(meta: &Meta, address: &str) -> StoreResult<i32> {
     let known = meta.scan(NODE_IDS, address).await?;
     if let Some((_, id)) = known.entries.iter().find(|(a, _)| a == address) {
         let id = std::str::from_utf8(id).ok().and_then(|s| s.parse().ok());
-        return id.ok_or_else(|| StoreError::Fatal(format!("node id of {address} is unreadable")));
+        return id.ok_or_else(|| StoreError::fatal(format!("node id of {address} is unreadable")));
     }
     let claim = Change::Put {
         key: String::new(),
         value: address.as_bytes().to_vec().into(),
     };
     let version = meta.write(NODE_IDS, vec![claim]).await?;
-    let id =
-        i32::try_from(version - 1).map_err(|_| StoreError::Fatal("node ids exhausted".into()))?;
+    let id = i32::try_from(version - 1).map_err(|_| StoreError::fatal("node ids exhausted"))?;
     let named = Change::Put {
         key: address.to_string(),
         value: id.to_string().into(),

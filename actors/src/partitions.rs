@@ -101,7 +101,7 @@ impl Partitions {
     pub async fn producers(&self, tp: &TopicPartition) -> StoreResult<Vec<PartitionProducer>> {
         let slot = &self.slots[tp.slot(self.slots.len())];
         let active = (slot.send(ReadProducers(tp.clone())).await)
-            .map_err(|e| StoreError::Unavailable(format!("log slot of {tp}: {e}")))??;
+            .map_err(|e| StoreError::unavailable_from(format!("log slot of {tp}"), e))??;
         let w = self.logs.watermarks(tp.clone()).await?;
         let open = self.txns.open_transactions(&self.logs, tp, w).await?;
         Ok(active

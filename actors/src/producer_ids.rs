@@ -31,7 +31,7 @@ impl ProducerIds {
         self.0
             .send(Allocate)
             .await
-            .map_err(|e| StoreError::Unavailable(format!("producer id allocator: {e}")))?
+            .map_err(|e| StoreError::unavailable_from("producer id allocator", e))?
     }
 }
 

@@ -118,7 +118,7 @@ impl MetaStore for Arc<TestStore> {
                 if offsets(table)
                     && self.failing_reads.load(std::sync::atomic::Ordering::SeqCst) =>
             {
-                Box::pin(async { Err(StoreError::Unavailable("reads fail on purpose".into())) })
+                Box::pin(async { Err(StoreError::unavailable("reads fail on purpose")) })
             }
             call => self.meta.call(call),
         }
@@ -130,7 +130,7 @@ impl MetaStore for Arc<TestStore> {
 }
 
 fn unused<T>() -> StoreFuture<'static, T> {
-    Box::pin(async { Err(StoreError::Fatal("not used by the tests".into())) })
+    Box::pin(async { Err(StoreError::fatal("not used by the tests")) })
 }
 
 /// No logs at all.

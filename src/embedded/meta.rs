@@ -101,7 +101,7 @@ impl Inner {
         match since {
             s if s == version => Ok(Since::Changes(version, Vec::new())),
             s if s < version => Ok(Since::Gone),
-            s => Err(StoreError::Fatal(format!(
+            s => Err(StoreError::fatal(format!(
                 "table '{table}' is at version {version}, not {s}"
             ))),
         }

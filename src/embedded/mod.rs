@@ -63,7 +63,7 @@ pub enum EmbeddedError {
 
 impl From<EmbeddedError> for StoreError {
     fn from(e: EmbeddedError) -> Self {
-        StoreError::Fatal(e.to_string())
+        StoreError::fatal_from("embedded store", e)
     }
 }
 
@@ -472,14 +472,15 @@ impl Inner {
             .map_err(EmbeddedError::from)?
             .pop()
             .ok_or_else(|| {
-                StoreError::Fatal(format!("batch at offset {base_offset} is missing"))
+                StoreError::fatal(format!("batch at offset {base_offset} is missing"))
             })?;
         kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes)
             .map(|set| set.records)
             .map_err(|e| {
-                StoreError::Fatal(format!(
-                    "stored batch at offset {base_offset} is unreadable: {e}"
-                ))
+                StoreError::fatal_from(
+                    format!("stored batch at offset {base_offset} is unreadable"),
+                    e,
+                )
             })
     }
 
@@ -566,7 +567,8 @@ impl Inner {
             partitions,
             incarnation: now.max(latest + 1),
         };
-        let json = serde_json::to_vec(&stored).map_err(|e| StoreError::Fatal(e.to_string()))?;
+        let json =
+            serde_json::to_vec(&stored).map_err(|e| StoreError::fatal_from("topic entry", e))?;
         self.logs
             .insert(&*name, json)
             .map_err(EmbeddedError::from)?;
@@ -597,14 +599,15 @@ impl Inner {
             .logs
             .get(&**name)
             .map_err(EmbeddedError::from)?
-            .ok_or_else(|| StoreError::Fatal(format!("topic '{name}' has no entry in 'logs'")))?;
+            .ok_or_else(|| StoreError::fatal(format!("topic '{name}' has no entry in 'logs'")))?;
         let mut stored: StoredLog =
             serde_json::from_slice(&value).map_err(|source| EmbeddedError::BadLog {
                 key: name.to_string(),
                 source,
             })?;
         stored.partitions = partitions;
-        let json = serde_json::to_vec(&stored).map_err(|e| StoreError::Fatal(e.to_string()))?;
+        let json =
+            serde_json::to_vec(&stored).map_err(|e| StoreError::fatal_from("topic entry", e))?;
         self.logs
             .insert(&**name, json)
             .map_err(EmbeddedError::from)?;
@@ -655,7 +658,7 @@ fn blocking<T: Send + 'static>(
     Box::pin(async move {
         tokio::task::spawn_blocking(move || work(&inner))
             .await
-            .map_err(|e| StoreError::Fatal(format!("storage task failed: {e}")))?
+            .map_err(|e| StoreError::fatal_from("storage task", e))?
     })
 }
 

@@ -7,7 +7,7 @@ use iggy_kafka_actors::store::{StoreError, StoreResult, TopicPartition};
 use super::pool;
 
 pub fn named(name: &str) -> StoreResult<Identifier> {
-    Identifier::named(name).map_err(|e| StoreError::Fatal(format!("name '{name}': {e}")))
+    Identifier::named(name).map_err(|e| StoreError::fatal_from(format!("name '{name}'"), e))
 }
 
 /// Iggy's answer as a backend error; `topic` names what was asked for.
@@ -36,9 +36,9 @@ pub fn backend_error(e: IggyError, tp: Option<&TopicPartition>, topic: &str) -> 
                     | IggyError::TaskTimeout
             ) =>
         {
-            StoreError::Unavailable(e.to_string())
+            StoreError::unavailable_from("Iggy", e)
         }
-        other => StoreError::Fatal(format!("Iggy: {other}")),
+        other => StoreError::fatal_from("Iggy", other),
     }
 }
 

@@ -124,7 +124,7 @@ impl Inner {
         let mut counts = Vec::with_capacity(batches.len());
         for batch in &batches {
             let batch_messages = to_messages(batch)
-                .map_err(|e| StoreError::Fatal(format!("unreadable record batch: {e}")))?;
+                .map_err(|e| StoreError::fatal_from("unreadable record batch", e))?;
             counts.push(batch_messages.len() as i64);
             messages.extend(batch_messages);
         }
@@ -353,7 +353,7 @@ impl Inner {
     ) -> StoreResult<FromIggy> {
         match decode_message(m) {
             Ok(r) => Ok(r),
-            Err(mapping::MappingError::Version(v)) => Err(StoreError::Fatal(format!(
+            Err(mapping::MappingError::Version(v)) => Err(StoreError::fatal(format!(
                 "{tp} offset {}: written by mapping version {v}, newer than this gateway",
                 m.header.offset
             ))),

@@ -78,7 +78,7 @@ impl Inner {
         };
         let MetaAnswer::Scanned(scan) = meta::serve(self.clone(), self.meta.conn(), call).await?
         else {
-            return Err(StoreError::Fatal(format!("table {TABLE}: not a scan")));
+            return Err(StoreError::fatal(format!("table {TABLE}: not a scan")));
         };
         let starts = (scan.entries.into_iter())
             .filter_map(|(k, v)| Some((k, i64::from_be_bytes(v.as_ref().try_into().ok()?))))

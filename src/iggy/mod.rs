@@ -208,8 +208,8 @@ where
     let task = handle.spawn(call.instrument(tracing::Span::current()));
     Box::pin(async move {
         match tokio::time::timeout(timeout, task).await {
-            Ok(done) => done.map_err(|e| StoreError::Fatal(format!("Iggy call failed: {e}")))?,
-            Err(_) => Err(StoreError::Unavailable(format!(
+            Ok(done) => done.map_err(|e| StoreError::fatal_from("Iggy call", e))?,
+            Err(_) => Err(StoreError::unavailable(format!(
                 "Iggy did not answer within {timeout:?}"
             ))),
         }

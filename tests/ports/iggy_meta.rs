@@ -183,8 +183,8 @@ async fn a_table_whose_lost_records_no_snapshot_covers_is_refused_naming_its_log
 
     let restarted = backend(&server, 1_000_000).await;
     match meta(&restarted).scan("holey", "").await {
-        Err(StoreError::Fatal(msg)) => assert_eq!(
-            msg,
+        Err(StoreError::Fatal { what, .. }) => assert_eq!(
+            what,
             format!("gateway log 'meta.holey' lost records 0..{first}, which no snapshot covers")
         ),
         Err(other) => panic!("a table with a hole: {other}"),
@@ -216,7 +216,7 @@ async fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only_
         iggy_backend(&server, |s| s.iggy_request_timeout_ms = 0).await,
     ));
     match hasty.write("t", vec![put("k", b"2")]).await {
-        Err(StoreError::Unavailable(_)) => {}
+        Err(StoreError::Unavailable { .. }) => {}
         other => panic!("a write answered in no time: {other:?}"),
     }
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -236,7 +236,7 @@ async fn unanswered_writes_are_unavailable_and_the_replica_follows_the_log_only_
     // table goes on from what the log holds.
     server.stop();
     match m.write("t", vec![put("k", b"lost")]).await {
-        Err(StoreError::Unavailable(_)) => {}
+        Err(StoreError::Unavailable { .. }) => {}
         other => panic!("a write with Iggy down: {other:?}"),
     }
     server.start_again();

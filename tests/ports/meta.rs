@@ -127,7 +127,7 @@ async fn since_answers_the_changes_after_a_version_or_gone(e: Engine) {
         "nothing since the latest"
     );
     match m.since("round", 4).await {
-        Err(StoreError::Fatal(_)) => {}
+        Err(StoreError::Fatal { .. }) => {}
         other => panic!("since past the end: {other:?}"),
     }
     assert_eq!(m.write("round", vec![put("c", b"1")]).await.unwrap(), 4);
@@ -236,7 +236,7 @@ async fn a_second_gateway_on_a_shared_store_sees_the_first_ones_writes(e: Engine
         Since::Changes(3, vec![])
     );
     match b.since("round", 4).await {
-        Err(StoreError::Fatal(msg)) => assert!(msg.contains("past its end"), "{msg}"),
+        Err(StoreError::Fatal { what, .. }) => assert!(what.contains("past its end"), "{what}"),
         other => panic!("since past the end: {other:?}"),
     }
 

@@ -75,7 +75,7 @@ impl Table for Acls {
 pub type AclStore = Addr<SharedTable<Acls>>;
 
 fn gone(_: actix::MailboxError) -> StoreError {
-    StoreError::Unavailable("ACL store unavailable".into())
+    StoreError::unavailable("ACL store unavailable")
 }
 
 /// Stores these bindings (ones already stored stay stored once).

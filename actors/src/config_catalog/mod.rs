@@ -627,7 +627,7 @@ fn feature_change(
 
 /// The catalog's table went away: the gateway is stopping.
 fn gone(_: MailboxError) -> StoreError {
-    StoreError::Unavailable("configuration table unavailable".into())
+    StoreError::unavailable("configuration table unavailable")
 }
 
 #[cfg(test)]

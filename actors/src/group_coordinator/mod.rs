@@ -639,9 +639,7 @@ impl Handler<Sync> for GroupCoordinator {
                             &group,
                             generation,
                             stored.unwrap_or_else(|_| {
-                                Err(crate::store::StoreError::Unavailable(
-                                    "group writer gone".into(),
-                                ))
+                                Err(crate::store::StoreError::unavailable("group writer gone"))
                             }),
                         )
                     }));

@@ -88,7 +88,7 @@ impl StoredGroup {
 
     pub fn decode(name: &str, value: &[u8]) -> Result<StoredGroup, StoreError> {
         serde_json::from_slice(value).map_err(|e| {
-            StoreError::Fatal(format!("stored state of group '{name}' is unreadable: {e}"))
+            StoreError::fatal(format!("stored state of group '{name}' is unreadable: {e}"))
         })
     }
 
@@ -101,7 +101,7 @@ impl StoredGroup {
         now: Instant,
     ) -> Result<Group, StoreError> {
         let unreadable = |what: &str, e: &dyn std::fmt::Display| {
-            StoreError::Fatal(format!(
+            StoreError::fatal(format!(
                 "stored {what} of group '{name}' is unreadable: {e}"
             ))
         };

@@ -175,8 +175,8 @@ fn timed<'a, T: 'a>(
                 StoreError::UnknownPartition { .. } => "unknown_partition",
                 StoreError::HasPartitions { .. } => "has_partitions",
                 StoreError::OffsetOutOfRange { .. } => "offset_out_of_range",
-                StoreError::Unavailable(_) => "unavailable",
-                StoreError::Fatal(_) => "fatal",
+                StoreError::Unavailable { .. } => "unavailable",
+                StoreError::Fatal { .. } => "fatal",
             };
             m.errors
                 .get_or_create(&FailureLabels { call, table, error })

@@ -106,7 +106,7 @@ impl ReadClient {
             .map(|tp| match stored.get(table::key(group, tp).as_str()) {
                 None => Ok(None),
                 Some(v) => table::decode(v).map(Some).ok_or_else(|| {
-                    StoreError::Fatal(format!(
+                    StoreError::fatal(format!(
                         "committed offset of group '{group}' on {tp} is unreadable"
                     ))
                 }),
@@ -129,7 +129,7 @@ impl ReadClient {
             .map(|(key, value)| {
                 let parsed = held::parse(group, key).zip(table::decode(value));
                 let ((producer, tp), offset) = parsed.ok_or_else(|| {
-                    StoreError::Fatal(format!(
+                    StoreError::fatal(format!(
                         "offset held for group '{group}' under '{key}' is unreadable"
                     ))
                 })?;

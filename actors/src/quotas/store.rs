@@ -72,7 +72,7 @@ fn quotas_of(rows: &Rows<Quotas>) -> ClientQuotas {
 pub type QuotaStore = Addr<SharedTable<Quotas>>;
 
 fn gone(_: actix::MailboxError) -> StoreError {
-    StoreError::Unavailable("quota store unavailable".into())
+    StoreError::unavailable("quota store unavailable")
 }
 
 /// Every stored quota, caught up with what other gateways wrote.

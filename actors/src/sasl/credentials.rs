@@ -71,7 +71,7 @@ impl Table for Credentials {
 pub type CredentialStore = Addr<SharedTable<Credentials>>;
 
 fn gone(_: actix::MailboxError) -> StoreError {
-    StoreError::Unavailable("credential store unavailable".into())
+    StoreError::unavailable("credential store unavailable")
 }
 
 /// Every stored credential, caught up with what other gateways wrote, so a user made

@@ -156,7 +156,7 @@ impl Authenticator {
         let _turn = self.verifications.acquire().await;
         tokio::task::spawn_blocking(work)
             .await
-            .map_err(|e| StoreError::Fatal(format!("verification task failed: {e}")))
+            .map_err(|e| StoreError::fatal_from("verification task", e))
     }
 
     /// The stored credential of `user` for `mechanism`; `None` when there is none.

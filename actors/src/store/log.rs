@@ -170,7 +170,7 @@ macro_rules! typed_calls {
                 let name = call.name();
                 match self.0.call(call).await? {
                     LogAnswer::$answer(answer) => Ok(answer),
-                    _ => Err(StoreError::Fatal(format!(
+                    _ => Err(StoreError::fatal(format!(
                         "the log store answered {name} with another kind of answer"
                     ))),
                 }
@@ -216,9 +216,8 @@ impl Logs {
         let mut appended = self.append_all(tp, vec![batch]).await?;
         match (appended.pop(), appended.is_empty()) {
             (Some(one), true) => Ok(one),
-            _ => Err(StoreError::Fatal(
-                "the log store answered an append of one batch with another number of answers"
-                    .into(),
+            _ => Err(StoreError::fatal(
+                "the log store answered an append of one batch with another number of answers",
             )),
         }
     }
@@ -249,7 +248,7 @@ impl Logs {
         let name = call.name();
         match self.0.call(call).await? {
             LogAnswer::Done => Ok(()),
-            _ => Err(StoreError::Fatal(format!(
+            _ => Err(StoreError::fatal(format!(
                 "the log store answered {name} with another kind of answer"
             ))),
         }

@@ -178,7 +178,7 @@ impl Meta {
 }
 
 fn unexpected(call: &str) -> StoreError {
-    StoreError::Fatal(format!(
+    StoreError::fatal(format!(
         "the metadata store answered {call} with another kind of answer"
     ))
 }

@@ -67,7 +67,7 @@ pub fn decode_rows<T: Table>(entries: &[(String, Bytes)]) -> StoreResult<Rows<T>
 
 fn decode_entry<T: Table>(key: &str, value: &[u8]) -> StoreResult<(T::Key, T::Value)> {
     let bad = |reason: String| {
-        StoreError::Fatal(format!(
+        StoreError::fatal(format!(
             "entry '{key}' of table '{}' is unreadable: {reason}",
             T::NAME
         ))
@@ -89,7 +89,7 @@ fn apply<T: Table>(rows: &Rows<T>, changes: &[Change]) -> StoreResult<Rows<T>> {
             }
             Change::Delete { key } => {
                 let k = T::decode_key(key).map_err(|reason| {
-                    StoreError::Fatal(format!(
+                    StoreError::fatal(format!(
                         "key '{key}' of table '{}' is unreadable: {reason}",
                         T::NAME
                     ))

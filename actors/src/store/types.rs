@@ -37,14 +37,69 @@ pub enum StoreError {
         high: i64,
     },
     /// A failure worth retrying: the store is busy, restarting or unreachable.
-    #[error("storage temporarily unavailable: {0}")]
-    Unavailable(String),
+    #[error("storage temporarily unavailable: {what}{}", because(cause))]
+    Unavailable {
+        what: String,
+        #[source]
+        cause: Option<Cause>,
+    },
     /// A failure retrying will not fix (disk error, corrupt data).
-    #[error("storage failure: {0}")]
-    Fatal(String),
+    #[error("storage failure: {what}{}", because(cause))]
+    Fatal {
+        what: String,
+        #[source]
+        cause: Option<Cause>,
+    },
+}
+
+/// What a store failure came from, kept as its source.
+pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
+
+/// The cause in a failure's message too: most log lines and Kafka error messages show
+/// the message alone.
+fn because(cause: &Option<Cause>) -> String {
+    cause.as_ref().map(|c| format!(": {c}")).unwrap_or_default()
 }
 
 impl StoreError {
+    /// A failure worth retrying, described by `what`.
+    pub fn unavailable(what: impl Into<String>) -> StoreError {
+        StoreError::Unavailable {
+            what: what.into(),
+            cause: None,
+        }
+    }
+
+    /// A failure worth retrying: `what` failed because of `cause`.
+    pub fn unavailable_from(
+        what: impl Into<String>,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        StoreError::Unavailable {
+            what: what.into(),
+            cause: Some(Arc::from(cause.into())),
+        }
+    }
+
+    /// A failure retrying will not fix, described by `what`.
+    pub fn fatal(what: impl Into<String>) -> StoreError {
+        StoreError::Fatal {
+            what: what.into(),
+            cause: None,
+        }
+    }
+
+    /// A failure retrying will not fix: `what` failed because of `cause`.
+    pub fn fatal_from(
+        what: impl Into<String>,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        StoreError::Fatal {
+            what: what.into(),
+            cause: Some(Arc::from(cause.into())),
+        }
+    }
+
     /// The Kafka error a client gets when the backend fails: retriable when retrying
     /// can help.
     pub fn code(&self) -> ResponseError {
@@ -55,8 +110,8 @@ impl StoreError {
             StoreError::TopicExists(_) => ResponseError::TopicAlreadyExists,
             StoreError::HasPartitions { .. } => ResponseError::InvalidPartitions,
             StoreError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
-            StoreError::Unavailable(_) => ResponseError::RequestTimedOut,
-            StoreError::Fatal(_) => ResponseError::KafkaStorageError,
+            StoreError::Unavailable { .. } => ResponseError::RequestTimedOut,
+            StoreError::Fatal { .. } => ResponseError::KafkaStorageError,
         }
     }
 }

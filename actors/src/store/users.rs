@@ -6,6 +6,6 @@ use super::{StoreError, StoreFuture};
 pub trait Users: Send + Sync + 'static {
     /// Whether `user` logs in to the store's own users with `password`.
     fn check_login(&self, _user: &str, _password: &str) -> StoreFuture<'_, bool> {
-        Box::pin(async { Err(StoreError::Fatal("this store has no users".into())) })
+        Box::pin(async { Err(StoreError::fatal("this store has no users")) })
     }
 }

@@ -524,7 +524,7 @@ async fn listed(
     let rows = definitions
         .send(CatchUp::default())
         .await
-        .map_err(|_| StoreError::Unavailable("topic definitions unavailable".into()))??;
+        .map_err(|_| StoreError::unavailable("topic definitions unavailable"))??;
     Ok(listed
         .iter()
         .map(|log| definitions::topic(log, &rows))
@@ -559,7 +559,7 @@ async fn define(
             (vec![edit], ())
         })))
         .await
-        .map_err(|_| StoreError::Unavailable("topic definitions unavailable".into()))?
+        .map_err(|_| StoreError::unavailable("topic definitions unavailable"))?
 }
 
 #[cfg(test)]

@@ -318,7 +318,7 @@ impl Transactions {
                 Some(allowed) => allowed,
                 None => {
                     // Unread, the batch may still be allowed: a retriable answer.
-                    let unread = |e: TxnError| StoreError::Unavailable(e.to_string());
+                    let unread = |e: TxnError| StoreError::unavailable(e.to_string());
                     let state = slot::load(&meta, &id).await.map_err(unread)?;
                     state.is_some_and(|s| {
                         s.producer_id == producer_id

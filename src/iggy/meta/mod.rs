@@ -110,9 +110,7 @@ pub(super) fn client(
     request_timeout: Duration,
 ) -> StoreResult<Arc<dyn MetaStore>> {
     let conn = Conn::own(&inner.config).map_err(|e| {
-        StoreError::Fatal(format!(
-            "no Iggy connection of its own for a metadata client: {e}"
-        ))
+        StoreError::fatal_from("no Iggy connection of its own for a metadata client", e)
     })?;
     Ok(Arc::new(MetaClient {
         handle: handle.clone(),
@@ -196,7 +194,7 @@ impl At<'_> {
             (current, state.state().recent(since, current))
         };
         if since > current {
-            return Err(StoreError::Fatal(format!(
+            return Err(StoreError::fatal(format!(
                 "changes of table '{table}' asked since version {since}, past its end \
                  (version {current})"
             )));
@@ -301,7 +299,7 @@ impl At<'_> {
         match e {
             LoadError::Iggy(e) => self.iggy_error(e, log),
             // A hole or a broken snapshot: retrying will not mend it.
-            other => StoreError::Fatal(other.to_string()),
+            other => StoreError::fatal_from("metadata table", other),
         }
     }
 }
@@ -310,7 +308,7 @@ impl At<'_> {
 fn table_error(e: IggyError, stream: &str, log: &str) -> StoreError {
     match backend_error(e, None, log) {
         // A table is never unknown: its log was deleted under the gateway.
-        StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. } => StoreError::Fatal(
+        StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. } => StoreError::fatal(
             format!("table log '{log}' is missing from Iggy stream '{stream}'"),
         ),
         other => other,
@@ -318,7 +316,7 @@ fn table_error(e: IggyError, stream: &str, log: &str) -> StoreError {
 }
 
 fn malformed(log: &str, offset: u64) -> StoreError {
-    StoreError::Fatal(format!(
+    StoreError::fatal(format!(
         "table log '{log}' holds a record at offset {offset} that is not a table write"
     ))
 }
