@@ -43,7 +43,7 @@ checks=(confluent kafka-python aiokafka kcat kafkajs-topics java-configs java4-c
         confluent-configs confluent-groups kafka-python-groups kafkajs-groups java-groups
         java4-groups kcat-groups go-sarama go-kafkago java-quotas java4-quotas java-describe
         java4-describe java-transactions java4-transactions confluent-transactions
-        java-txn-admin java4-txn-admin)
+        java-txn-admin java4-txn-admin java-fencing java4-fencing)
 if [ -n "${SASL_BOOTSTRAP:-}" ]; then
     checks+=(confluent-sasl java-scram java4-scram)
     # With AUTHORIZER=standard too (the gateway runs `authorizer = standard`, the SASL
@@ -90,6 +90,7 @@ for check in "${checks[@]}"; do
         # Its ACL step logs in on SASL_BOOTSTRAP when AUTHORIZER=standard.
         java-describe) cmd=(bash "$HERE/java_check.sh" DescribeJava "$BOOTSTRAP") ;;
         java-txn-admin) cmd=(bash "$HERE/java_check.sh" TxnAdminJava "$BOOTSTRAP") ;;
+        java-fencing) cmd=(bash "$HERE/java_check.sh" FencingJava "$BOOTSTRAP") ;;
         kcat-groups) cmd=(bash "$HERE/kcat_groups.sh" "$BOOTSTRAP") ;;
         go-sarama) cmd=("$GO_CHECKS/sarama_check" "$BOOTSTRAP") ;;
         go-kafkago) cmd=("$GO_CHECKS/kafkago_check" "$BOOTSTRAP") ;;

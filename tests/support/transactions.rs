@@ -1,9 +1,12 @@
-//! Raw transactional requests for the transaction admin tests: a producer's
-//! InitProducerId, AddPartitionsToTxn, transactional Produce and EndTxn, the last
-//! stable offset, and the four admin APIs (WriteTxnMarkers, DescribeProducers,
-//! DescribeTransactions, ListTransactions) as admin tools send them.
+//! Raw transactional requests: a producer's InitProducerId, AddPartitionsToTxn (also
+//! as brokers send it), AddOffsetsToTxn, transactional Produce, TxnOffsetCommit and
+//! EndTxn at the versions a test names, the last stable offset, and the four admin
+//! APIs (WriteTxnMarkers, DescribeProducers, DescribeTransactions, ListTransactions)
+//! as admin tools send them.
 
-use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::PartitionResponse;
 use kafka_protocol::messages::describe_transactions_response::TransactionState;
@@ -60,6 +63,12 @@ pub fn init(c: &mut RawClient, id: &str) -> Producer {
 
 /// AddPartitionsToTxn v3 of one partition: its error code.
 pub fn add(c: &mut RawClient, p: &Producer, topic: &str, partition: i32) -> i16 {
+    add_as(c, 3, p, topic, partition)
+}
+
+/// AddPartitionsToTxn at `version` (0–3, a producer's form) of one partition: its
+/// error code.
+pub fn add_as(c: &mut RawClient, version: i16, p: &Producer, topic: &str, partition: i32) -> i16 {
     let request = AddPartitionsToTxnRequest::default()
         .with_v3_and_below_transactional_id(TransactionalId(s(&p.id)))
         .with_v3_and_below_producer_id(ProducerId(p.pid))
@@ -67,8 +76,52 @@ pub fn add(c: &mut RawClient, p: &Producer, topic: &str, partition: i32) -> i16 
         .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
             .with_name(topic_name(topic))
             .with_partitions(vec![partition])]);
-    let r = call!(c, AddPartitionsToTxn, 3, request);
+    let r = call!(c, AddPartitionsToTxn, version, request);
     r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+/// AddPartitionsToTxn at `version` (4+, a broker's batch of one transaction) of one
+/// partition, added or with `verify_only` only looked for: the partition's code.
+pub fn add_as_broker(
+    c: &mut RawClient,
+    version: i16,
+    p: &Producer,
+    (topic, partition): (&str, i32),
+    verify_only: bool,
+) -> i16 {
+    let txn = AddPartitionsToTxnTransaction::default()
+        .with_transactional_id(TransactionalId(s(&p.id)))
+        .with_producer_id(ProducerId(p.pid))
+        .with_producer_epoch(p.epoch)
+        .with_verify_only(verify_only)
+        .with_topics(vec![AddPartitionsToTxnTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![partition])]);
+    let request = AddPartitionsToTxnRequest::default().with_transactions(vec![txn]);
+    let r = call!(c, AddPartitionsToTxn, version, request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    r.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code
+}
+
+/// AddOffsetsToTxn at `version` of `group`: its error code.
+pub fn add_offsets_as(c: &mut RawClient, version: i16, p: &Producer, group: &str) -> i16 {
+    let request = AddOffsetsToTxnRequest::default()
+        .with_transactional_id(TransactionalId(s(&p.id)))
+        .with_producer_id(ProducerId(p.pid))
+        .with_producer_epoch(p.epoch)
+        .with_group_id(GroupId(s(group)));
+    call!(c, AddOffsetsToTxn, version, request).error_code
+}
+
+/// InitProducerId at `version` (3+) of a producer that knows its id and epoch, as it
+/// asks for a new epoch after an abortable error (KIP-360): its error code.
+pub fn reinit_as(c: &mut RawClient, version: i16, p: &Producer) -> i16 {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(&p.id))))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(ProducerId(p.pid))
+        .with_producer_epoch(p.epoch);
+    call!(c, InitProducerId, version, request).error_code
 }
 
 /// Produce v9 of `n` transactional records from sequence `sequence`, stamped
@@ -87,7 +140,8 @@ pub fn produce(
 }
 
 /// Produce at `version` of `n` transactional records from sequence `sequence`, each
-/// valued `<transactional id>-<sequence>`: the partition's answer.
+/// valued `<transactional id>-<sequence>`: the partition's answer. From v13 the topic
+/// goes by its id, asked of Metadata first.
 pub fn produce_as(
     c: &mut RawClient,
     version: i16,
@@ -113,13 +167,17 @@ pub fn produce_as(
     let data = PartitionProduceData::default()
         .with_index(partition)
         .with_records(Some(batch(&records, Compression::None)));
+    let mut named = TopicProduceData::default()
+        .with_name(topic_name(topic))
+        .with_partition_data(vec![data]);
+    if version >= 13 {
+        named = named.with_topic_id(super::acls::topic_id(c, topic));
+    }
     let request = ProduceRequest::default()
         .with_transactional_id(Some(TransactionalId(s(&p.id))))
         .with_acks(-1)
         .with_timeout_ms(10_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(topic_name(topic))
-            .with_partition_data(vec![data])]);
+        .with_topic_data(vec![named]);
     let mut r = call!(c, Produce, version, request);
     r.responses.remove(0).partition_responses.remove(0)
 }
@@ -132,8 +190,20 @@ pub fn commit_offset(
     (group, topic): (&str, &str),
     offset: i64,
 ) -> i16 {
+    commit_offset_as(c, 5, p, (group, (topic, 0)), offset)
+}
+
+/// TxnOffsetCommit at `version` of `offset` for one partition in `group`, naming no
+/// member: its error code.
+pub fn commit_offset_as(
+    c: &mut RawClient,
+    version: i16,
+    p: &Producer,
+    (group, (topic, partition)): (&str, (&str, i32)),
+    offset: i64,
+) -> i16 {
     let partition = TxnOffsetCommitRequestPartition::default()
-        .with_partition_index(0)
+        .with_partition_index(partition)
         .with_committed_offset(offset);
     let request = TxnOffsetCommitRequest::default()
         .with_transactional_id(TransactionalId(s(&p.id)))
@@ -145,7 +215,7 @@ pub fn commit_offset(
         .with_topics(vec![TxnOffsetCommitRequestTopic::default()
             .with_name(topic_name(topic))
             .with_partitions(vec![partition])]);
-    call!(c, TxnOffsetCommit, 5, request).topics[0].partitions[0].error_code
+    call!(c, TxnOffsetCommit, version, request).topics[0].partitions[0].error_code
 }
 
 /// EndTxn v3: its error code.

@@ -1,10 +1,12 @@
 //! Topic and broker configurations (issue 4), on every store: CreateTopics with
 //! configurations, DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, with raw
-//! requests at every served version for the exact codes, sources and values. What the
-//! configurations do to Iggy topics is checked in `iggy_backend/`.
+//! requests at every served version for the exact codes, sources and values; a
+//! compacted topic refusing keyless records (`compacted.rs`). What the configurations
+//! do to Iggy topics is checked in `iggy_backend/`.
 
 mod alter_configs;
 mod broker_configs;
+mod compacted;
 mod create_topics;
 mod describe_configs;
 mod kafka_broker_configs;

@@ -3,16 +3,20 @@
 //! SIGKILLed gateway leaves behind (`restarts.rs`), the refusals Kafka answers
 //! (`refusals.rs`), a coordinator killed among several gateways on one Iggy
 //! (`cluster.rs`), the admin APIs' ACLs and per-gateway scope (`admin.rs`),
-//! transactions v2 as Kafka 4 clients speak them (`v2.rs`), and a batch of an epoch a
-//! marker ended, which no reader waits for (`fenced.rs`).
+//! transactions v2 as Kafka 4 clients speak them (`v2.rs`), a batch of an epoch a
+//! marker ended, which no reader waits for (`fenced.rs`), and a producer fenced by a
+//! newer one with its transactional id told so at every API and version
+//! (`fencing.rs`) and through librdkafka and the Java client (`zombies.rs`).
 
 mod admin;
 mod cluster;
 mod fenced;
+mod fencing;
 mod librdkafka;
 mod refusals;
 mod restarts;
 mod v2;
+mod zombies;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -3,8 +3,9 @@
 //! (INVALID_TXN_STATE 48) or without a transactional id in the request (53), a
 //! control batch from a client (INVALID_RECORD 87), a timeout over
 //! `transaction.max.timeout.ms` (INVALID_TRANSACTION_TIMEOUT 50), a zombie's epoch
-//! (PRODUCER_FENCED 90), and OffsetFetch `require_stable` while a transaction holds
-//! the group's offset (UNSTABLE_OFFSET_COMMIT 88).
+//! (PRODUCER_FENCED 90 from its coordinator, INVALID_PRODUCER_EPOCH 47 from Produce;
+//! every API and version in `fencing.rs`), and OffsetFetch `require_stable` while a
+//! transaction holds the group's offset (UNSTABLE_OFFSET_COMMIT 88).
 
 use bytes::Bytes;
 use iggy_kafka_actors::protocol::markers::{self, Marker};
@@ -163,7 +164,7 @@ async fn transactional_misuse_is_refused_with_kafkas_codes(store: Store) {
     assert_eq!((next.error_code, next.producer_id), (0, pid));
     assert!(next.producer_epoch > epoch);
     assert_eq!(add(&mut c, "refusals", (pid, epoch), "txn-refusals"), 90);
-    assert_eq!(txn(&mut c, Some("refusals"), 0, 1), 48);
+    assert_eq!(txn(&mut c, Some("refusals"), 0, 1), 47);
     // Its previous transaction was aborted: nothing unstable is left.
     assert_eq!(fetch(&mut c, true), (0, -1));
 }

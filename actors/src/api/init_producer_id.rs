@@ -9,14 +9,18 @@ use kafka_protocol::messages::ProducerId;
 
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
+use crate::protocol::versions::since;
 use crate::transactions::slot::Init;
-use crate::transactions::state::TxnError;
+use crate::transactions::state::{OldEpoch, TxnError};
 
 /// A transactional producer needs WRITE on its transactional id (else
 /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one IDEMPOTENT_WRITE on the
-/// cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
+/// cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED. A fenced
+/// producer's recovery (KIP-360) is refused INVALID_PRODUCER_EPOCH below v4,
+/// PRODUCER_FENCED from it, as Kafka answers.
 pub async fn handle(
     gw: Gateway,
+    version: i16,
     req: InitProducerIdRequest,
     access: Access,
 ) -> InitProducerIdResponse {
@@ -49,7 +53,10 @@ pub async fn handle(
     if let Some(id) = req.transactional_id.as_deref() {
         return transactional(&gw, id, &req).await.unwrap_or_else(|e| {
             tracing::info!(transactional_id = %id.as_str(), error = %e, "InitProducerId refused");
-            refused(e.code())
+            refused(e.code_with(OldEpoch::at(
+                version,
+                since::INIT_PRODUCER_ID_PRODUCER_FENCED,
+            )))
         });
     }
     match gw.producer_ids.allocate().await {

@@ -135,7 +135,7 @@ pub fn route(
             ResponseKind::UpdateFeatures,
         ),
         RequestKind::InitProducerId(r) => answer(
-            init_producer_id::handle(gw.clone(), r, access),
+            init_producer_id::handle(gw.clone(), version, r, access),
             ResponseKind::InitProducerId,
         ),
         RequestKind::AddPartitionsToTxn(r) => answer(
@@ -143,7 +143,7 @@ pub fn route(
             ResponseKind::AddPartitionsToTxn,
         ),
         RequestKind::AddOffsetsToTxn(r) => answer(
-            transactions::add_offsets(gw.clone(), r, access),
+            transactions::add_offsets(gw.clone(), version, r, access),
             ResponseKind::AddOffsetsToTxn,
         ),
         RequestKind::EndTxn(r) => answer(

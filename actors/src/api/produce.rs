@@ -10,7 +10,7 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{
-    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::protocol::StrBytes;
@@ -20,6 +20,7 @@ use crate::authorizer::{Access, Operation, ResourceType};
 use crate::config_catalog::ClusterConfig;
 use crate::gateway::Gateway;
 use crate::log_slot::{Append, AppendError, LogSlot};
+use crate::protocol::keys;
 use crate::protocol::records::{self, InflateError};
 use crate::protocol::versions::since;
 use crate::store::{AppendBatch, TopicMeta, TopicPartition};
@@ -88,10 +89,15 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
             .partition_data
             .into_iter()
             .map(|p| {
-                let refused = |code: ResponseError, message: String| {
+                let refused_with = |code: ResponseError, message: String, records| {
                     tracing::debug!(topic = %topic.name.as_str(), partition = p.index, ?code, %message, "produce refused");
-                    Outcome::Done(partition_error(version, p.index, code, message))
+                    let answer = partition_error(version, p.index, code, message);
+                    Outcome::Done(match version >= since::PRODUCE_ERROR_MESSAGE {
+                        true => answer.with_record_errors(records),
+                        false => answer,
+                    })
                 };
+                let refused = |code, message| refused_with(code, message, Vec::new());
                 if let Some((code, message)) = &refuse_all {
                     return refused(*code, message.clone());
                 }
@@ -112,8 +118,8 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
                     return refused(ResponseError::InvalidTopicException, message);
                 }
                 let records = p.records.unwrap_or_default();
-                match check_batch(&config, meta, records, now, &mut inflation) {
-                    Err((code, message)) => refused(code, message),
+                match check_batch(&config, (meta, p.index), records, now, &mut inflation) {
+                    Err(r) => refused_with(r.code, r.message, r.records),
                     Ok((batch, log_append_time)) => {
                         let tp = TopicPartition {
                             topic: meta.name.clone(),
@@ -219,32 +225,56 @@ pub fn handle(gw: &Gateway, version: i16, req: ProduceRequest, access: &Access) 
     })
 }
 
+/// Why a partition's records are refused: Kafka's code and message, and the records
+/// at fault (KIP-467) when the refusal names some.
+struct Refusal {
+    code: ResponseError,
+    message: String,
+    records: Vec<BatchIndexAndErrorMessage>,
+}
+
+impl From<(ResponseError, String)> for Refusal {
+    fn from((code, message): (ResponseError, String)) -> Refusal {
+        Refusal {
+            code,
+            message,
+            records: Vec::new(),
+        }
+    }
+}
+
 /// Checks one partition's records and prepares them for the log, by the topic's
 /// configurations in force; the append time is set when the topic keeps LogAppendTime.
 /// The records must decompress within what is left of the request's budget (Kafka's
-/// broker decompresses them to validate them too).
+/// broker decompresses them to validate them too), and on a compacted topic each
+/// must have a key (`check_keys`).
 fn check_batch(
     config: &ClusterConfig,
-    meta: &TopicMeta,
+    (meta, partition): (&TopicMeta, i32),
     records: Bytes,
     now: i64,
     inflation: &mut Inflation,
-) -> Result<(AppendBatch, i64), (ResponseError, String)> {
+) -> Result<(AppendBatch, i64), Refusal> {
     let topic = config.in_force().topic(&meta.configs);
     let max = topic.max_message_bytes;
     if records.len() > max {
-        return Err((
+        return Err(Refusal::from((
             ResponseError::MessageTooLarge,
             format!(
                 "batch of {} bytes is over the topic's limit of {max} bytes",
                 records.len()
             ),
-        ));
+        )));
     }
     let mut header = records::validate(&records).map_err(|e| (e.error_code(), e.to_string()))?;
+    let compacted = topic.compacted;
     let inflated = inflation
-        .records(&records)
+        .records(&records, compacted)
         .map_err(|e| (e.error_code(), e.to_string()))?;
+    if compacted {
+        let tp = format!("{}-{partition}", meta.name);
+        check_keys(&inflated, header.record_count, &tp)?;
+    }
     let (bytes, log_append_time) = if topic.log_append_time {
         (
             records::stamp_log_append_time(records, &mut header, now),
@@ -256,9 +286,50 @@ fn check_batch(
     let batch = AppendBatch {
         header,
         bytes,
-        records: inflated,
+        records: if inflation.keep {
+            inflated
+        } else {
+            Bytes::new()
+        },
     };
     Ok((batch, log_append_time))
+}
+
+/// A compacted topic's records must all have a key, else the batch is refused
+/// INVALID_RECORD naming each keyless record by its index, in Kafka's words
+/// (`LogValidator.validateKey`, `processRecordErrors`), so clients can tell them from
+/// the batch's other records.
+fn check_keys(records: &[u8], count: i32, tp: &str) -> Result<(), Refusal> {
+    let keyless = keys::keyless(records, count)
+        .map_err(|e| Refusal::from((ResponseError::InvalidRecord, e.to_string())))?;
+    if keyless.is_empty() {
+        return Ok(());
+    }
+    let why = format!("Compacted topic cannot accept message without key in topic partition {tp}.");
+    let shown: Vec<String> = keyless
+        .iter()
+        .take(3)
+        .map(|i| format!("RecordError(batchIndex={i}, message='{why}')"))
+        .collect();
+    let message = format!(
+        "One or more records have been rejected due to {} record errors in total, and only \
+         showing the first three errors at most: [{}]",
+        keyless.len(),
+        shown.join(", ")
+    );
+    let records = keyless
+        .into_iter()
+        .map(|i| {
+            BatchIndexAndErrorMessage::default()
+                .with_batch_index(i)
+                .with_batch_index_error_message(Some(StrBytes::from_string(why.clone())))
+        })
+        .collect();
+    Err(Refusal {
+        code: ResponseError::InvalidRecord,
+        message,
+        records,
+    })
 }
 
 /// How a request's records are decompressed: within the bytes left of its budget,
@@ -270,9 +341,10 @@ struct Inflation {
 }
 
 impl Inflation {
-    /// The batch's records decompressed when kept, else empty; checked either way.
-    fn records(&mut self, batch: &Bytes) -> Result<Bytes, InflateError> {
-        let (records, len) = if self.keep {
+    /// The batch's records decompressed when kept or to be `read` here, else empty;
+    /// checked either way.
+    fn records(&mut self, batch: &Bytes, read: bool) -> Result<Bytes, InflateError> {
+        let (records, len) = if self.keep || read {
             let records = records::batch_records(batch, self.left)?;
             let len = records.len();
             (records, len)

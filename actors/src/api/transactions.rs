@@ -33,7 +33,7 @@ use crate::store::{CommittedOffset, TopicPartition};
 use crate::topic_admin::internal::is_internal;
 use crate::transactions::remote_adds::Added;
 use crate::transactions::slot::{Add, Describe, End, EndAnswer};
-use crate::transactions::state::{EndAsk, TxnError};
+use crate::transactions::state::{EndAsk, OldEpoch, TxnError, TxnState};
 
 /// Offsets metadata longer than this is refused, as OffsetCommit refuses it.
 const MAX_METADATA: usize = 4096;
@@ -42,25 +42,32 @@ fn txn_denied(access: &Access, id: &str) -> bool {
     !access.allows(Operation::Write, ResourceType::TransactionalId, id)
 }
 
-/// Why the slot refused a request, or why no answer came; `None` when done.
+/// Why the slot refused a request, an old epoch answered `old`, or why no answer
+/// came; `None` when done.
 fn refusal(
     id: &str,
     what: &str,
+    old: OldEpoch,
     answer: Result<Result<(), TxnError>, actix::MailboxError>,
 ) -> Option<ResponseError> {
     match answer {
         Ok(Ok(())) => None,
         Ok(Err(e)) => {
             tracing::info!(transactional_id = id, error = %e, "{what} refused");
-            Some(e.code())
+            Some(e.code_with(old))
         }
         Err(_) => Some(ResponseError::CoordinatorNotAvailable),
     }
 }
 
 /// [`refusal`] as an error code.
-fn settled(id: &str, what: &str, answer: Result<Result<(), TxnError>, actix::MailboxError>) -> i16 {
-    refusal(id, what, answer).map_or(0, |e| e.code())
+fn settled(
+    id: &str,
+    what: &str,
+    old: OldEpoch,
+    answer: Result<Result<(), TxnError>, actix::MailboxError>,
+) -> i16 {
+    refusal(id, what, old, answer).map_or(0, |e| e.code())
 }
 
 /// Every partition of `topics` answered with `code`.
@@ -83,10 +90,48 @@ fn all_partitions(
         .collect()
 }
 
+/// What the coordinator answered for a transaction's partitions: one code for them
+/// all, or, to the verify-only form, the transaction each must be in.
+enum Answered {
+    All(i16),
+    Verified(TxnState),
+}
+
+impl Answered {
+    /// A partition's code: for the verify-only form TRANSACTION_ABORTABLE when the
+    /// transaction does not hold it, as Kafka's `handleVerifyPartitionsInTransaction`.
+    fn code(&self, tp: &(String, i32)) -> i16 {
+        match self {
+            Answered::All(code) => *code,
+            Answered::Verified(s) if s.partitions.contains(tp) => 0,
+            Answered::Verified(_) => ResponseError::TransactionAbortable.code(),
+        }
+    }
+}
+
+/// The verify-only form brokers send (v4+, KIP-890): the producer must be the id's
+/// current one at its epoch (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED) with no end
+/// being decided (CONCURRENT_TRANSACTIONS); then each partition is looked for.
+async fn verify(gw: &Gateway, id: &str, (producer_id, epoch): (i64, i16)) -> Answered {
+    let state = gw.transactions.ask(id, Describe(id.to_string())).await;
+    let refused = |e: TxnError| Answered::All(e.code().code());
+    match state {
+        Ok(Ok(Some(s))) => match s.check_joinable(producer_id, epoch) {
+            Ok(()) => Answered::Verified(s),
+            Err(e) => refused(e),
+        },
+        Ok(Ok(None)) => refused(TxnError::NoProducer(id.to_string())),
+        Ok(Err(e)) => refused(e),
+        Err(_) => Answered::All(ResponseError::CoordinatorNotAvailable.code()),
+    }
+}
+
 /// One transaction's partitions: added, or for the verify-only form brokers send
-/// (v4+, KIP-890) checked to be in it already.
+/// (v4+, KIP-890) checked to be in it already. An old epoch is INVALID_PRODUCER_EPOCH
+/// below v2, as Kafka answers clients from before PRODUCER_FENCED.
 async fn add_one(
     gw: &Gateway,
+    version: i16,
     access: &Access,
     txn: AddPartitionsToTxnTransaction,
 ) -> AddPartitionsToTxnResult {
@@ -122,21 +167,10 @@ async fn add_one(
                 .collect(),
         );
     }
-    let code = if failed {
+    let answered = if failed {
         None
     } else if txn.verify_only {
-        let state = gw.transactions.ask(&id, Describe(id.clone())).await;
-        let holds = |s: &crate::transactions::state::TxnState| {
-            s.producer_id == txn.producer_id.0
-                && s.epoch == txn.producer_epoch
-                && wanted.iter().all(|tp| s.partitions.contains(tp))
-        };
-        Some(match state {
-            Ok(Ok(Some(s))) if holds(&s) => 0,
-            Ok(Ok(_)) => ResponseError::InvalidTxnState.code(),
-            Ok(Err(e)) => e.code().code(),
-            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
-        })
+        Some(verify(gw, &id, (txn.producer_id.0, txn.producer_epoch)).await)
     } else {
         let add = Add {
             id: id.clone(),
@@ -145,16 +179,19 @@ async fn add_one(
             partitions: wanted,
             group: None,
         };
-        Some(settled(
+        let old = OldEpoch::at(version, since::ADD_PARTITIONS_TO_TXN_PRODUCER_FENCED);
+        let answer = gw.transactions.ask(&id, add).await;
+        Some(Answered::All(settled(
             &id,
             "AddPartitionsToTxn",
-            gw.transactions.ask(&id, add).await,
-        ))
+            old,
+            answer,
+        )))
     };
     let topics = txn.topics.iter().zip(codes).map(|(t, codes)| {
         let partitions = t.partitions.iter().zip(codes).map(|(&p, c)| {
-            let c = match code {
-                Some(code) => code,
+            let c = match &answered {
+                Some(answered) => answered.code(&(t.name.to_string(), p)),
                 None if c == 0 => ResponseError::OperationNotAttempted.code(),
                 None => c,
             };
@@ -183,7 +220,7 @@ pub async fn add_partitions(
             .with_producer_id(req.v3_and_below_producer_id)
             .with_producer_epoch(req.v3_and_below_producer_epoch)
             .with_topics(req.v3_and_below_topics);
-        let result = add_one(&gw, &access, txn).await;
+        let result = add_one(&gw, version, &access, txn).await;
         return AddPartitionsToTxnResponse::default()
             .with_results_by_topic_v3_and_below(result.topic_results);
     }
@@ -193,14 +230,16 @@ pub async fn add_partitions(
     }
     let mut results = Vec::with_capacity(req.transactions.len());
     for txn in req.transactions {
-        results.push(add_one(&gw, &access, txn).await);
+        results.push(add_one(&gw, version, &access, txn).await);
     }
     AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
 }
 
-/// Also READ on the group (GROUP_AUTHORIZATION_FAILED).
+/// Also READ on the group (GROUP_AUTHORIZATION_FAILED). An old epoch is
+/// INVALID_PRODUCER_EPOCH below v2, PRODUCER_FENCED from it, as Kafka answers.
 pub async fn add_offsets(
     gw: Gateway,
+    version: i16,
     req: AddOffsetsToTxnRequest,
     access: Access,
 ) -> AddOffsetsToTxnResponse {
@@ -219,12 +258,19 @@ pub async fn add_offsets(
         partitions: Vec::new(),
         group: Some(req.group_id.to_string()),
     };
-    let code = settled(&id, "AddOffsetsToTxn", gw.transactions.ask(&id, add).await);
+    let old = OldEpoch::at(version, since::ADD_OFFSETS_TO_TXN_PRODUCER_FENCED);
+    let code = settled(
+        &id,
+        "AddOffsetsToTxn",
+        old,
+        gw.transactions.ask(&id, add).await,
+    );
     AddOffsetsToTxnResponse::default().with_error_code(code)
 }
 
 /// From v5 (transactions v2) every end bumps the epoch, and the answer carries the
-/// producer id and epoch the producer goes on with.
+/// producer id and epoch the producer goes on with. An old epoch is
+/// INVALID_PRODUCER_EPOCH below v2, PRODUCER_FENCED from it, as Kafka answers.
 pub async fn end(gw: Gateway, version: i16, req: EndTxnRequest, access: Access) -> EndTxnResponse {
     let id = req.transactional_id.to_string();
     let answer = EndTxnResponse::default()
@@ -257,23 +303,52 @@ pub async fn end(gw: Gateway, version: i16, req: EndTxnRequest, access: Access) 
                 .with_producer_epoch(epoch)
         }
         other => {
-            let code = settled(&id, "EndTxn", other.map(|r| r.map(|_| ())));
+            let old = OldEpoch::at(version, since::END_TXN_PRODUCER_FENCED);
+            let code = settled(&id, "EndTxn", old, other.map(|r| r.map(|_| ())));
             answer.with_error_code(code)
         }
     }
 }
 
-/// The group joins the transaction, as AddOffsetsToTxn would have done it
-/// (TxnOffsetCommit v5, transactions v2). Kafka's group coordinator asks the
-/// transaction's coordinator: here its slot, or the table when another gateway
-/// coordinates the id (`remote_adds.rs`).
-async fn join_group(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<ResponseError> {
+/// The transaction a commit's offsets go into, as Kafka's group coordinator checks it
+/// with the transaction's coordinator before anything else: from v5 (transactions v2)
+/// the group joins it, as AddOffsetsToTxn would have done (`join_group`); before,
+/// the producer must be the id's current one with no end being decided (its stored
+/// state, which every gateway reads). A fenced producer's offsets are refused
+/// INVALID_PRODUCER_EPOCH (47), never held for its successor's transaction.
+async fn transaction_refused(
+    gw: &Gateway,
+    version: i16,
+    req: &TxnOffsetCommitRequest,
+) -> Option<ResponseError> {
+    let id = req.transactional_id.to_string();
+    let answer = match version >= since::TXN_OFFSET_COMMIT_IMPLICIT_ADD {
+        true => join_group(gw, req).await,
+        false => {
+            let producer = (req.producer_id.0, req.producer_epoch);
+            Ok(gw.transactions.joinable(&id, producer).await)
+        }
+    };
+    refusal(
+        &id,
+        "TxnOffsetCommit",
+        OldEpoch::InvalidProducerEpoch,
+        answer,
+    )
+}
+
+/// The group joins the transaction (TxnOffsetCommit v5, transactions v2). Kafka's
+/// group coordinator asks the transaction's coordinator: here its slot, or the table
+/// when another gateway coordinates the id (`remote_adds.rs`).
+async fn join_group(
+    gw: &Gateway,
+    req: &TxnOffsetCommitRequest,
+) -> Result<Result<(), TxnError>, actix::MailboxError> {
     let (id, group) = (req.transactional_id.to_string(), req.group_id.to_string());
     let producer = (req.producer_id.0, req.producer_epoch);
     if !gw.transactions.coordinates(&id) {
         let added = Added::Group(group);
-        let answer = gw.transactions.add_remotely(&id, producer, added).await;
-        return refusal(&id, "TxnOffsetCommit", Ok(answer));
+        return Ok(gw.transactions.add_remotely(&id, producer, added).await);
     }
     let add = Add {
         id: id.clone(),
@@ -282,7 +357,7 @@ async fn join_group(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<Respon
         partitions: Vec::new(),
         group: Some(group),
     };
-    refusal(&id, "TxnOffsetCommit", gw.transactions.ask(&id, add).await)
+    gw.transactions.ask(&id, add).await
 }
 
 /// A commit that names a member (KIP-447: v3+ carries the consumer's generation, member
@@ -308,8 +383,9 @@ async fn member_refused(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<Re
         .err()
 }
 
-/// Served by the group's coordinator: READ on the group and on each topic. The
-/// offsets are held until the transaction ends (`offsets/held.rs`).
+/// Served by the group's coordinator: READ on the group and on each topic; then the
+/// transaction (`transaction_refused`), then the member (`member_refused`), in
+/// Kafka's order. The offsets are held until the transaction ends (`offsets/held.rs`).
 pub async fn commit_offsets(
     gw: Gateway,
     version: i16,
@@ -324,10 +400,10 @@ pub async fn commit_offsets(
         group_denied(&access, Operation::Read, &group).or_else(|| not_coordinator(&gw, &group))
     };
     if whole.is_none() {
-        whole = member_refused(&gw, &req).await;
+        whole = transaction_refused(&gw, version, &req).await;
     }
-    if whole.is_none() && version >= since::TXN_OFFSET_COMMIT_IMPLICIT_ADD {
-        whole = join_group(&gw, &req).await;
+    if whole.is_none() {
+        whole = member_refused(&gw, &req).await;
     }
     let table = gw.topics.table();
     let mut staged = Vec::new();

@@ -5,6 +5,7 @@
 pub mod envelope;
 pub mod fetch_answer;
 pub mod framing;
+pub mod keys;
 pub mod markers;
 pub mod records;
 pub mod versions;

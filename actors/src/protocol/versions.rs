@@ -72,8 +72,12 @@ pub fn served_versions(key: ApiKey) -> Option<VersionRange> {
 /// follows (Kafka's message specs), named by API: one table, so no handler retypes a
 /// version number.
 pub mod since {
+    /// AddOffsetsToTxn: an old epoch is PRODUCER_FENCED, not INVALID_PRODUCER_EPOCH.
+    pub const ADD_OFFSETS_TO_TXN_PRODUCER_FENCED: i16 = 2;
     /// AddPartitionsToTxn: transactions come batched, from brokers (KIP-890).
     pub const ADD_PARTITIONS_TO_TXN_BATCHED: i16 = 4;
+    /// AddPartitionsToTxn: an old epoch is PRODUCER_FENCED, not INVALID_PRODUCER_EPOCH.
+    pub const ADD_PARTITIONS_TO_TXN_PRODUCER_FENCED: i16 = 2;
     /// ApiVersions: client software name and version checked (KIP-511).
     pub const API_VERSIONS_CLIENT_INFO: i16 = 3;
     /// CreateTopics: partitions, replication factor and configurations answered.
@@ -92,6 +96,8 @@ pub mod since {
     pub const DESCRIBE_GROUPS_NOT_FOUND: i16 = 6;
     /// EndTxn: transactions v2 (KIP-890), every end bumps the epoch and answers it.
     pub const END_TXN_EPOCH_BUMP: i16 = 5;
+    /// EndTxn: an old epoch is PRODUCER_FENCED, not INVALID_PRODUCER_EPOCH.
+    pub const END_TXN_PRODUCER_FENCED: i16 = 2;
     /// Fetch: the log start offset answered.
     pub const FETCH_LOG_START: i16 = 5;
     /// Fetch: incremental fetch sessions (KIP-227).
@@ -102,6 +108,8 @@ pub mod since {
     pub const FIND_COORDINATOR_BATCHED: i16 = 4;
     /// FindCoordinator: an error message answered.
     pub const FIND_COORDINATOR_ERROR_MESSAGE: i16 = 1;
+    /// InitProducerId: an old epoch is PRODUCER_FENCED, not INVALID_PRODUCER_EPOCH.
+    pub const INIT_PRODUCER_ID_PRODUCER_FENCED: i16 = 4;
     /// JoinGroup: static members' instance ids (KIP-345).
     pub const JOIN_GROUP_INSTANCE_ID: i16 = 5;
     /// JoinGroup: a member id is handed out with MEMBER_ID_REQUIRED first (KIP-394).
@@ -142,22 +150,22 @@ pub mod since {
     pub const OFFSET_FETCH_LEADER_EPOCH: i16 = 5;
     /// Produce: record errors and an error message answered.
     pub const PRODUCE_ERROR_MESSAGE: i16 = 8;
-    /// Produce: the log start offset answered.
     /// Produce: a transactional batch adds its partition to the transaction
     /// (transactions v2, KIP-890).
     pub const PRODUCE_IMPLICIT_TXN_ADD: i16 = 12;
+    /// Produce: the log start offset answered.
     pub const PRODUCE_LOG_START: i16 = 5;
     /// Produce: topics named by id (KIP-516).
     pub const PRODUCE_TOPIC_IDS: i16 = 13;
     /// SaslAuthenticate: the session lifetime answered (KIP-368).
-    /// TxnOffsetCommit: the group joins the transaction without AddOffsetsToTxn
-    /// (transactions v2, KIP-890).
-    pub const TXN_OFFSET_COMMIT_IMPLICIT_ADD: i16 = 5;
     pub const SASL_AUTHENTICATE_SESSION_LIFETIME: i16 = 1;
     /// SaslHandshake: tokens follow in SaslAuthenticate requests, not bare frames (KIP-152).
     pub const SASL_HANDSHAKE_AUTHENTICATE_REQUESTS: i16 = 1;
     /// SyncGroup: the protocol type and name answered.
     pub const SYNC_GROUP_PROTOCOL: i16 = 5;
+    /// TxnOffsetCommit: the group joins the transaction without AddOffsetsToTxn
+    /// (transactions v2, KIP-890).
+    pub const TXN_OFFSET_COMMIT_IMPLICIT_ADD: i16 = 5;
     /// UpdateFeatures: the top-level error only.
     pub const UPDATE_FEATURES_TOP_LEVEL_ONLY: i16 = 2;
     /// UpdateFeatures: an upgrade type instead of `allow_downgrade`.

@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use actix::dev::{Request, ToEnvelope};
 use actix::{Actor, Addr, ArbiterHandle, Handler, Message};
-use kafka_protocol::error::ResponseError;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
@@ -29,7 +28,7 @@ use crate::producer_ids::ProducerIds;
 use crate::store::{Meta, StoreError, StoreResult, TopicPartition};
 use remote_adds::Added;
 use slot::{Deps, TxnSlot};
-use state::{Phase, TxnError, TxnState};
+use state::{OldEpoch, TxnError, TxnState};
 
 /// The slot of a transactional id among `n`: a stable hash, so a rescan finds its own.
 pub fn slot_of(id: &str, n: usize) -> usize {
@@ -70,11 +69,31 @@ impl OpenTxns {
         self.0.write().remove(&producer_id);
     }
 
-    /// `Some(allowed)` when this gateway knows the producer's transaction.
-    fn allows(&self, producer_id: i64, epoch: i16, tp: &TopicPartition) -> Option<bool> {
+    /// Whether a batch of `producer_id` at `epoch` may go to `tp`, when this gateway
+    /// knows: an epoch older than the open transaction's is fenced, one in it must
+    /// find the partition added. `None` when no transaction of the producer is open
+    /// here, or only one of an older epoch, which the stored state may have passed.
+    fn allows(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        tp: &TopicPartition,
+    ) -> Option<Result<(), TxnError>> {
         let open = self.0.read();
         let txn = open.get(&producer_id)?;
-        Some(txn.epoch == epoch && txn.partitions.contains(tp))
+        Some(match epoch.cmp(&txn.epoch) {
+            std::cmp::Ordering::Less => Err(TxnError::Fenced {
+                got: epoch,
+                current: txn.epoch,
+            }),
+            std::cmp::Ordering::Greater => return None,
+            std::cmp::Ordering::Equal if txn.partitions.contains(tp) => Ok(()),
+            std::cmp::Ordering::Equal => Err(TxnError::NotAdded {
+                producer_id,
+                epoch,
+                partition: tp.to_string(),
+            }),
+        })
     }
 }
 
@@ -194,13 +213,7 @@ impl Transactions {
         let state = slot::load(&self.meta, id).await?;
         let undecided = state
             .ok_or_else(|| TxnError::NoProducer(id.to_string()))
-            .and_then(|s| {
-                s.check_producer(producer.0, producer.1)?;
-                match s.phase.marker() {
-                    Some(_) => Err(TxnError::Concurrent(s.phase)),
-                    None => Ok(()),
-                }
-            });
+            .and_then(|s| s.check_joinable(producer.0, producer.1));
         match undecided {
             Ok(()) => {
                 self.remote.accepted(producer, added);
@@ -214,6 +227,20 @@ impl Transactions {
                 Err(e)
             }
         }
+    }
+
+    /// Whether `producer` may still join its transaction of `id`
+    /// (`TxnState::check_joinable`), by the stored state: every slot stores a change
+    /// before it answers, and any gateway reads it (a TxnOffsetCommit reaches the
+    /// group's coordinator, which need not coordinate the id).
+    pub async fn joinable(
+        &self,
+        id: &str,
+        (producer_id, epoch): (i64, i16),
+    ) -> Result<(), TxnError> {
+        let state = slot::load(&self.meta, id).await?;
+        let state = state.ok_or_else(|| TxnError::NoProducer(id.to_string()))?;
+        state.check_joinable(producer_id, epoch)
     }
 
     /// Whether this gateway coordinates `id` now.
@@ -259,11 +286,14 @@ impl Transactions {
     }
 
     /// The check a transactional batch of `producer_id` at `epoch` passes before it is
-    /// appended to `tp`: its transaction is open here and holds the partition
-    /// (INVALID_TXN_STATE otherwise), asked of the stored state when another gateway
-    /// coordinates it. With `add` (Produce v12+, transactions v2) a partition not yet
-    /// in the transaction is added: by the slot here, or through the table when
-    /// another gateway coordinates the id (`add_remotely`).
+    /// appended to `tp`, as Kafka's coordinator verifies one: the producer is the
+    /// id's current one, no end is being decided, and its open transaction holds the
+    /// partition (`TxnState::check_batch`), asked of the stored state when this
+    /// gateway knows no open transaction of it. With `add` (Produce v12+,
+    /// transactions v2) a partition not yet in the transaction is added: by the slot
+    /// here, or through the table when another gateway coordinates the id
+    /// (`add_remotely`). An old epoch is answered INVALID_PRODUCER_EPOCH (47), as
+    /// Kafka's partitions answer it, so a fenced producer learns it is fenced.
     pub fn verify(
         &self,
         id: &str,
@@ -271,46 +301,20 @@ impl Transactions {
         tp: &TopicPartition,
         add: bool,
     ) -> Verify {
-        let refused =
-            |code: ResponseError, message: String| AppendError::Transaction { code, message };
+        let refused = |e: TxnError| AppendError::Transaction {
+            code: e.code_with(OldEpoch::InvalidProducerEpoch),
+            message: e.to_string(),
+        };
         let known = self.open.allows(producer_id, epoch, tp);
-        if add && known != Some(true) {
+        let fenced = matches!(known, Some(Err(TxnError::Fenced { .. })));
+        if add && !fenced && !matches!(known, Some(Ok(()))) {
             let added = Added::Partition(tp.clone());
             if self.remote.holds((producer_id, epoch), &added) {
                 // Added from here already: nothing to ask, nor a task to start.
                 return Box::pin(async { Ok(()) });
             }
-            let gone = |e: &dyn std::fmt::Display| TxnError::Store(e.to_string());
-            // Asked now, so adds keep the batches' order.
-            let adding: futures_util::future::BoxFuture<'static, Result<(), TxnError>> =
-                if self.coordinates(id) {
-                    let ask = self.ask(
-                        id,
-                        slot::Add {
-                            id: id.to_string(),
-                            producer_id,
-                            epoch,
-                            partitions: vec![(tp.topic.to_string(), tp.partition)],
-                            group: None,
-                        },
-                    );
-                    Box::pin(async move { ask.await.unwrap_or_else(|e| Err(gone(&e))) })
-                } else {
-                    let (me, id) = (self.clone(), id.to_string());
-                    let task = tokio::spawn(async move {
-                        me.add_remotely(&id, (producer_id, epoch), added).await
-                    });
-                    Box::pin(async move { task.await.unwrap_or_else(|e| Err(gone(&e))) })
-                };
-            return Box::pin(async move {
-                adding.await.map_err(|e| match e {
-                    // Produce answers an old epoch as INVALID_PRODUCER_EPOCH, as Kafka does.
-                    TxnError::Fenced { .. } => {
-                        refused(ResponseError::InvalidProducerEpoch, e.to_string())
-                    }
-                    e => refused(e.code(), e.to_string()),
-                })
-            });
+            let adding = self.add_partition(id, (producer_id, epoch), tp, added);
+            return Box::pin(async move { adding.await.map_err(refused) });
         }
         let (meta, id, tp) = (self.meta.clone(), id.to_string(), tp.clone());
         Box::pin(async move {
@@ -320,24 +324,43 @@ impl Transactions {
                     // Unread, the batch may still be allowed: a retriable answer.
                     let unread = |e: TxnError| StoreError::unavailable(e.to_string());
                     let state = slot::load(&meta, &id).await.map_err(unread)?;
-                    state.is_some_and(|s| {
-                        s.producer_id == producer_id
-                            && s.epoch == epoch
-                            && s.phase == Phase::Ongoing
-                            && s.partitions.contains(&(tp.topic.to_string(), tp.partition))
-                    })
+                    let partition = (tp.topic.to_string(), tp.partition);
+                    state
+                        .ok_or(TxnError::NoProducer(id))
+                        .and_then(|s| s.check_batch(producer_id, epoch, &partition))
                 }
             };
-            match allowed {
-                true => Ok(()),
-                false => Err(refused(
-                    ResponseError::InvalidTxnState,
-                    format!(
-                        "producer {producer_id} (epoch {epoch}) has no open transaction \
-                         holding {tp}: add the partition to the transaction first"
-                    ),
-                )),
-            }
+            allowed.map_err(refused)
         })
+    }
+
+    /// Adds `tp` to `producer`'s transaction of `id` for a batch of transactions v2,
+    /// asked now, so adds keep the batches' order: of the slot when this gateway
+    /// coordinates the id, else through the table (`add_remotely`).
+    fn add_partition(
+        &self,
+        id: &str,
+        (producer_id, epoch): (i64, i16),
+        tp: &TopicPartition,
+        added: Added,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), TxnError>> {
+        let gone = |e: &dyn std::fmt::Display| TxnError::Store(e.to_string());
+        if self.coordinates(id) {
+            let ask = self.ask(
+                id,
+                slot::Add {
+                    id: id.to_string(),
+                    producer_id,
+                    epoch,
+                    partitions: vec![(tp.topic.to_string(), tp.partition)],
+                    group: None,
+                },
+            );
+            return Box::pin(async move { ask.await.unwrap_or_else(|e| Err(gone(&e))) });
+        }
+        let (me, id) = (self.clone(), id.to_string());
+        let task =
+            tokio::spawn(async move { me.add_remotely(&id, (producer_id, epoch), added).await });
+        Box::pin(async move { task.await.unwrap_or_else(|e| Err(gone(&e))) })
     }
 }

@@ -116,6 +116,15 @@ pub enum TxnError {
     ProducerIdMismatch { got: i64, current: i64 },
     #[error("producer epoch {got} is fenced: the current epoch is {current}")]
     Fenced { got: i16, current: i16 },
+    #[error(
+        "producer {producer_id} (epoch {epoch}) has no open transaction holding {partition}: \
+         add the partition to the transaction first"
+    )]
+    NotAdded {
+        producer_id: i64,
+        epoch: i16,
+        partition: String,
+    },
     #[error("the transaction is {0:?}: a previous end is still being completed")]
     Concurrent(Phase),
     #[error("cannot {action} a transaction in state {phase:?}")]
@@ -132,11 +141,46 @@ pub enum TxnError {
     Store(String),
 }
 
+/// How an API answers an old epoch (Kafka's `KafkaApis` and `AddPartitionsToTxnManager`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OldEpoch {
+    /// PRODUCER_FENCED (90): the coordinator's answer, to clients that know it (KIP-588).
+    ProducerFenced,
+    /// INVALID_PRODUCER_EPOCH (47): the coordinator's answer to clients from before
+    /// KIP-588, and what a partition answers (Produce, and TxnOffsetCommit, which the
+    /// group's partition serves), Kafka's brokers turning the coordinator's
+    /// PRODUCER_FENCED into it. Clients take either as fatal at the coordinator's APIs,
+    /// and librdkafka a transactional Produce's 47 too.
+    InvalidProducerEpoch,
+}
+
+impl OldEpoch {
+    /// An API whose versions from `first` know PRODUCER_FENCED, at `version`.
+    pub fn at(version: i16, first: i16) -> OldEpoch {
+        match version >= first {
+            true => OldEpoch::ProducerFenced,
+            false => OldEpoch::InvalidProducerEpoch,
+        }
+    }
+}
+
 impl TxnError {
+    /// The code of this refusal where an old epoch is answered `old`.
+    pub fn code_with(&self, old: OldEpoch) -> ResponseError {
+        match (self, old) {
+            (TxnError::Fenced { .. }, OldEpoch::InvalidProducerEpoch) => {
+                ResponseError::InvalidProducerEpoch
+            }
+            _ => self.code(),
+        }
+    }
+
+    /// The coordinator's code for this refusal.
     pub fn code(&self) -> ResponseError {
         match self {
             TxnError::ProducerIdMismatch { .. } => ResponseError::InvalidProducerIdMapping,
             TxnError::Fenced { .. } => ResponseError::ProducerFenced,
+            TxnError::NotAdded { .. } => ResponseError::InvalidTxnState,
             TxnError::Concurrent(_) => ResponseError::ConcurrentTransactions,
             TxnError::InvalidState { .. } => ResponseError::InvalidTxnState,
             TxnError::InvalidTimeout { .. } => ResponseError::InvalidTransactionTimeout,
@@ -212,6 +256,38 @@ impl TxnState {
             });
         }
         Ok(())
+    }
+
+    /// A batch or offset commit of this producer may join the transaction: it is the
+    /// current producer (`check_producer`) and no end is being decided
+    /// (CONCURRENT_TRANSACTIONS), as Kafka's coordinator verifies one for a partition
+    /// (`handleVerifyPartitionsInTransaction`).
+    pub fn check_joinable(&self, producer_id: i64, epoch: i16) -> Result<(), TxnError> {
+        self.check_producer(producer_id, epoch)?;
+        match self.phase.marker() {
+            Some(_) => Err(TxnError::Concurrent(self.phase)),
+            None => Ok(()),
+        }
+    }
+
+    /// A transactional batch of this producer may be appended to `partition`: the
+    /// producer may join (`check_joinable`) and its open transaction holds the
+    /// partition (INVALID_TXN_STATE otherwise, what Kafka answers Produce before v11).
+    pub fn check_batch(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        partition: &(String, i32),
+    ) -> Result<(), TxnError> {
+        self.check_joinable(producer_id, epoch)?;
+        match self.phase == Phase::Ongoing && self.partitions.contains(partition) {
+            true => Ok(()),
+            false => Err(TxnError::NotAdded {
+                producer_id,
+                epoch,
+                partition: format!("{}-{}", partition.0, partition.1),
+            }),
+        }
     }
 
     /// AddPartitionsToTxn / AddOffsetsToTxn: the transaction opens, or grows.
@@ -458,6 +534,60 @@ mod tests {
             ResponseError::InvalidProducerIdMapping
         );
         assert!(s.check_producer(7, 2).is_ok());
+    }
+
+    #[test]
+    fn a_batch_joins_only_its_producers_open_transaction_at_its_epoch() {
+        let s = ongoing();
+        let t0 = ("t".to_string(), 0);
+        assert!(s.check_batch(7, 2, &t0).is_ok());
+        let code = |r: Result<(), TxnError>, old| r.unwrap_err().code_with(old);
+        let fenced = || s.check_batch(7, 1, &t0);
+        assert_eq!(
+            code(fenced(), OldEpoch::InvalidProducerEpoch),
+            ResponseError::InvalidProducerEpoch,
+            "a partition answers an old epoch 47"
+        );
+        assert_eq!(
+            code(fenced(), OldEpoch::ProducerFenced),
+            ResponseError::ProducerFenced
+        );
+        assert_eq!(
+            code(s.check_batch(8, 2, &t0), OldEpoch::InvalidProducerEpoch),
+            ResponseError::InvalidProducerIdMapping
+        );
+        let t1 = ("t".to_string(), 1);
+        assert_eq!(
+            code(s.check_batch(7, 2, &t1), OldEpoch::InvalidProducerEpoch),
+            ResponseError::InvalidTxnState,
+            "a partition not added"
+        );
+        let deciding = decided(s.end(ask(&s, true, false), -1, 30));
+        assert_eq!(
+            deciding.check_joinable(7, 2),
+            Err(TxnError::Concurrent(Phase::PrepareCommit))
+        );
+        let done = deciding.complete(31);
+        assert!(
+            done.check_joinable(7, 2).is_ok(),
+            "the next transaction may begin"
+        );
+        assert!(
+            done.check_batch(7, 2, &t0).is_err(),
+            "but holds no partition yet"
+        );
+    }
+
+    #[test]
+    fn clients_from_before_kip_588_hear_an_old_epoch_as_47() {
+        assert_eq!(OldEpoch::at(1, 2), OldEpoch::InvalidProducerEpoch);
+        assert_eq!(OldEpoch::at(2, 2), OldEpoch::ProducerFenced);
+        let other = TxnError::Concurrent(Phase::PrepareAbort);
+        assert_eq!(
+            other.code_with(OldEpoch::InvalidProducerEpoch),
+            ResponseError::ConcurrentTransactions,
+            "only an old epoch changes"
+        );
     }
 
     #[test]
