@@ -13,6 +13,7 @@ mod admin;
 mod client_quotas;
 mod cluster_apis;
 mod consumer_groups;
+mod consumer_protocol;
 mod create_partitions;
 mod delete_records;
 mod durability;

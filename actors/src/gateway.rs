@@ -134,7 +134,10 @@ impl Gateway {
         );
         let producer_ids = Arc::new(ProducerIds::start(meta.client()?));
         let coordinator = GroupCoordinator::new(
-            settings.group_initial_rebalance_delay,
+            (
+                settings.group_initial_rebalance_delay,
+                settings.consumer_groups.clone(),
+            ),
             metrics.clone(),
             (meta.client()?, membership.1.clone()),
         )

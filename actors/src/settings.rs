@@ -9,6 +9,33 @@ use crate::limits::ResourceLimits;
 use crate::sasl::SaslSettings;
 use crate::store::Endpoint;
 
+/// Kafka's `group.consumer.*` broker settings, for groups of the consumer protocol
+/// (KIP-848).
+#[derive(Clone, Debug)]
+pub struct ConsumerGroupSettings {
+    /// A member silent this long leaves the group (`group.consumer.session.timeout.ms`).
+    pub session_timeout: Duration,
+    /// How often members heartbeat (`group.consumer.heartbeat.interval.ms`).
+    pub heartbeat_interval: Duration,
+    /// The server assignors members may choose, the first the default
+    /// (`group.consumer.assignors`): `uniform`, `range`.
+    pub assignors: Vec<String>,
+    /// Most members a group takes (`group.consumer.max.size`).
+    pub max_size: usize,
+}
+
+impl Default for ConsumerGroupSettings {
+    /// Kafka's defaults.
+    fn default() -> Self {
+        ConsumerGroupSettings {
+            session_timeout: Duration::from_secs(45),
+            heartbeat_interval: Duration::from_secs(5),
+            assignors: vec!["uniform".into(), "range".into()],
+            max_size: i32::MAX as usize,
+        }
+    }
+}
+
 /// What the gateway was configured with.
 #[derive(Clone, Debug)]
 pub struct BrokerSettings {
@@ -43,6 +70,8 @@ pub struct BrokerSettings {
     pub offsets_commit_timeout: Duration,
     /// How long a rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay: Duration,
+    /// KIP-848 groups (`group.consumer.*`).
+    pub consumer_groups: ConsumerGroupSettings,
     /// How often the topic table is re-read from the backend.
     pub topic_refresh_interval: Duration,
     /// How often this gateway tells the others sharing the backend it is alive.

@@ -183,6 +183,7 @@ pub fn settings() -> BrokerSettings {
         offset_slots: 2,
         offsets_commit_timeout: Duration::from_secs(5),
         group_initial_rebalance_delay: Duration::ZERO,
+        consumer_groups: Default::default(),
         topic_refresh_interval: Duration::from_secs(60),
         node_heartbeat: Duration::from_secs(1),
         node_timeout: Duration::from_secs(5),

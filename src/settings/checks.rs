@@ -53,6 +53,14 @@ impl Settings {
             ),
             ("topic_refresh_ms", self.topic_refresh_ms as i64),
             ("node_heartbeat_ms", self.node_heartbeat_ms as i64),
+            (
+                "group_consumer_heartbeat_interval_ms",
+                self.group_consumer_heartbeat_interval_ms as i64,
+            ),
+            (
+                "group_consumer_max_size",
+                self.group_consumer_max_size as i64,
+            ),
             ("node_timeout_ms", self.node_timeout_ms as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
             (
@@ -75,6 +83,31 @@ impl Settings {
                 reason: format!(
                     "must be at most {MAX_PARTITIONS}, got {}",
                     self.num_partitions
+                ),
+            });
+        }
+        // As Kafka: the heartbeat interval must be shorter than the session.
+        if self.group_consumer_session_timeout_ms <= self.group_consumer_heartbeat_interval_ms {
+            return Err(SettingsError::Invalid {
+                name: "group_consumer_session_timeout_ms",
+                reason: format!(
+                    "must be longer than group_consumer_heartbeat_interval_ms ({}), got {}",
+                    self.group_consumer_heartbeat_interval_ms,
+                    self.group_consumer_session_timeout_ms
+                ),
+            });
+        }
+        let assignors = self.consumer_assignors();
+        if assignors.is_empty()
+            || assignors
+                .iter()
+                .any(|a| !["uniform", "range"].contains(&a.as_str()))
+        {
+            return Err(SettingsError::Invalid {
+                name: "group_consumer_assignors",
+                reason: format!(
+                    "must name one or more of uniform, range; got '{}'",
+                    self.group_consumer_assignors
                 ),
             });
         }
@@ -122,6 +155,14 @@ impl Settings {
             });
         }
         Ok(())
+    }
+
+    /// The configured KIP-848 server assignors, in order.
+    pub(super) fn consumer_assignors(&self) -> Vec<String> {
+        (self.group_consumer_assignors.split(','))
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect()
     }
 
     pub(super) fn sasl_mechanisms(&self) -> Result<Vec<Mechanism>, SettingsError> {

@@ -203,6 +203,17 @@ pub struct Settings {
     pub offsets_commit_timeout_ms: u64,
     /// How long the first rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay_ms: u64,
+    /// KIP-848 groups: a member silent this long leaves (Kafka's
+    /// `group.consumer.session.timeout.ms`).
+    pub group_consumer_session_timeout_ms: u64,
+    /// KIP-848 groups: how often members heartbeat, shorter than the session
+    /// (`group.consumer.heartbeat.interval.ms`).
+    pub group_consumer_heartbeat_interval_ms: u64,
+    /// KIP-848 groups: the server assignors members may choose, comma-separated, the
+    /// first the default (`group.consumer.assignors`): `uniform`, `range`.
+    pub group_consumer_assignors: String,
+    /// KIP-848 groups: most members of a group (`group.consumer.max.size`).
+    pub group_consumer_max_size: usize,
     /// Kafka's `max.incremental.fetch.session.cache.slots`: fetch sessions kept at once.
     pub max_incremental_fetch_session_cache_slots: usize,
     /// How long a fetch session is safe from eviction after its creation and each use
@@ -302,6 +313,10 @@ impl Default for Settings {
             offset_slots: 4,
             offsets_commit_timeout_ms: 5_000,
             group_initial_rebalance_delay_ms: 3_000,
+            group_consumer_session_timeout_ms: 45_000,
+            group_consumer_heartbeat_interval_ms: 5_000,
+            group_consumer_assignors: "uniform,range".into(),
+            group_consumer_max_size: i32::MAX as usize,
             max_incremental_fetch_session_cache_slots: 1_000,
             min_incremental_fetch_session_eviction_ms: 120_000,
             topic_refresh_ms: 5_000,

@@ -10,6 +10,7 @@ use iggy_kafka_actors::fetch_sessions::SessionLimits;
 use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
+use iggy_kafka_actors::settings::ConsumerGroupSettings;
 use iggy_kafka_actors::{BrokerSettings, TopicRules};
 
 use crate::embedded::SyncPolicy;
@@ -183,6 +184,14 @@ impl Settings {
             group_initial_rebalance_delay: Duration::from_millis(
                 self.group_initial_rebalance_delay_ms,
             ),
+            consumer_groups: ConsumerGroupSettings {
+                session_timeout: Duration::from_millis(self.group_consumer_session_timeout_ms),
+                heartbeat_interval: Duration::from_millis(
+                    self.group_consumer_heartbeat_interval_ms,
+                ),
+                assignors: self.consumer_assignors(),
+                max_size: self.group_consumer_max_size,
+            },
             topic_refresh_interval: Duration::from_millis(self.topic_refresh_ms),
             fetch_sessions: SessionLimits {
                 slots: self.max_incremental_fetch_session_cache_slots,

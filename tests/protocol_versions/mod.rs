@@ -8,6 +8,7 @@
 mod api_versions;
 mod cluster;
 mod configs;
+mod consumer_groups;
 mod groups;
 mod offsets;
 mod quotas;
@@ -115,6 +116,12 @@ fn every_served_version_of_every_api_answers_as_kafka_does(store: Store) {
                 ApiKey::DescribeGroups => describe_groups(&mut c, v),
                 ApiKey::ListGroups => list_groups(&mut c, v, &t),
                 ApiKey::DeleteGroups => delete_groups(&mut c, v, &t),
+                ApiKey::ConsumerGroupHeartbeat => {
+                    consumer_groups::consumer_group_heartbeat(&mut c, v, &t)
+                }
+                ApiKey::ConsumerGroupDescribe => {
+                    consumer_groups::consumer_group_describe(&mut c, v, &t)
+                }
                 ApiKey::OffsetCommit => offset_commit(&mut c, v, &t),
                 ApiKey::OffsetFetch => offset_fetch(&mut c, v, &t),
                 ApiKey::OffsetDelete => offset_delete(&mut c, v, &t),

@@ -28,8 +28,8 @@ const fn api(key: i16, name: &'static str, min: i16, max: i16) -> Api {
 /// minimum, KIP-896, to 4.1's newest), which the gateway serves whole. Where it serves
 /// less than Kafka 4.1, the entry holds the range served and a comment gives Kafka
 /// 4.1's and the reason (`docs/COMPATIBILITY.md`); no range is narrower today.
-/// Not served at all (not advertised, so not listed): KIP-848's ConsumerGroupHeartbeat
-/// among others, as `docs/COMPATIBILITY.md` says.
+/// Not served at all (not advertised, so not listed): share groups and the others
+/// `docs/COMPATIBILITY.md` names.
 pub const SERVED: &[Api] = &[
     api(0, "Produce", 3, 13),
     api(1, "Fetch", 4, 18),
@@ -80,6 +80,8 @@ pub const SERVED: &[Api] = &[
     api(61, "DescribeProducers", 0, 0),
     api(65, "DescribeTransactions", 0, 0),
     api(66, "ListTransactions", 0, 2),
+    api(68, "ConsumerGroupHeartbeat", 0, 1),
+    api(69, "ConsumerGroupDescribe", 0, 1),
 ];
 
 /// The pinned entry of API `key`.

@@ -348,7 +348,7 @@ pub async fn describe(
                 });
             match views.get(&name) {
                 Some(view) => described
-                    .with_group_state(s(view.state.name()))
+                    .with_group_state(s(view.state))
                     .with_protocol_type(s(view.protocol_type.clone()))
                     .with_protocol_data(s(view.protocol.clone()))
                     .with_members(
@@ -396,9 +396,9 @@ pub async fn list(
 ) -> ListGroupsResponse {
     let every = access.permits(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME);
     let views = gw.groups.ask(Describe(None)).await.unwrap_or_default();
-    let mut all: BTreeMap<String, (String, &'static str)> = views
+    let mut all: BTreeMap<String, (String, &'static str, &'static str)> = views
         .into_iter()
-        .map(|(name, v)| (name, (v.protocol_type, v.state.name())))
+        .map(|(name, v)| (name, (v.protocol_type, v.state, v.group_type)))
         .collect();
     let with_offsets = match gw.offsets.groups().await {
         Ok(g) => g,
@@ -410,7 +410,7 @@ pub async fn list(
     };
     for name in with_offsets {
         all.entry(name)
-            .or_insert_with(|| (String::new(), GroupState::Empty.name()));
+            .or_insert_with(|| (String::new(), GroupState::Empty.name(), "classic"));
     }
     let states: Vec<String> = req
         .states_filter
@@ -428,9 +428,11 @@ pub async fn list(
         .into_iter()
         .filter(|(name, _)| cluster.coordinates(name))
         .filter(|(name, _)| every || access.permits(Operation::Describe, ResourceType::Group, name))
-        .filter(|(_, (_, state))| states.is_empty() || states.contains(&state.to_ascii_lowercase()))
-        .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
-        .map(|(name, (protocol_type, state))| {
+        .filter(|(_, (_, state, _))| {
+            states.is_empty() || states.contains(&state.to_ascii_lowercase())
+        })
+        .filter(|(_, (_, _, kind))| types.is_empty() || types.iter().any(|t| t == kind))
+        .map(|(name, (protocol_type, state, kind))| {
             let listed = ListedGroup::default()
                 .with_group_id(GroupId(s(name)))
                 .with_protocol_type(s(protocol_type));
@@ -440,7 +442,7 @@ pub async fn list(
                 listed
             };
             if version >= since::LIST_GROUPS_TYPE {
-                listed.with_group_type(s("classic"))
+                listed.with_group_type(s(kind))
             } else {
                 listed
             }

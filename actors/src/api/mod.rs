@@ -11,6 +11,7 @@ mod alter_partition_reassignments;
 mod api_versions;
 mod client_quotas;
 mod config_resources;
+mod consumer_groups;
 mod create_partitions;
 mod create_topics;
 mod delete_records;
@@ -200,6 +201,14 @@ pub fn route(
         RequestKind::DeleteGroups(r) => answer(
             groups::delete(gw.clone(), r, access),
             ResponseKind::DeleteGroups,
+        ),
+        RequestKind::ConsumerGroupHeartbeat(r) => answer(
+            consumer_groups::heartbeat(gw.clone(), r, caller, access),
+            ResponseKind::ConsumerGroupHeartbeat,
+        ),
+        RequestKind::ConsumerGroupDescribe(r) => answer(
+            consumer_groups::describe(gw.clone(), r, access),
+            ResponseKind::ConsumerGroupDescribe,
         ),
         RequestKind::OffsetCommit(r) => answer(
             offsets::commit(gw.clone(), version, r, access),

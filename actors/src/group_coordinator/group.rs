@@ -249,7 +249,8 @@ impl Group {
     pub(super) fn view(&self) -> GroupView {
         let protocol = self.protocol.clone().unwrap_or_default();
         GroupView {
-            state: self.state,
+            state: self.state.name(),
+            group_type: "classic",
             protocol_type: self.protocol_type.clone().unwrap_or_default(),
             protocol: protocol.clone(),
             members: self

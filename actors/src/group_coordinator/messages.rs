@@ -118,7 +118,10 @@ pub struct Leave {
 /// A snapshot of one group for DescribeGroups, ListGroups and OffsetDelete.
 #[derive(Clone, Debug)]
 pub struct GroupView {
-    pub state: GroupState,
+    /// The state's name (a classic `GroupState`'s, or a consumer group's).
+    pub state: &'static str,
+    /// `classic`, or `consumer` for a KIP-848 group (ListGroups v5).
+    pub group_type: &'static str,
     pub protocol_type: String,
     pub protocol: String,
     /// member id, instance id, client id, host, metadata, assignment.

@@ -39,10 +39,12 @@ const TICK: Duration = Duration::from_millis(100);
 /// Kafka, whose cleanup removes an Empty group without offsets at that pass.
 const EMPTY_GROUP_CLEANUP: Duration = Duration::from_secs(600);
 
+pub mod consumer;
 mod group;
 mod messages;
 mod stored;
 
+use consumer::{ConsumerGroup, ConsumerSettings};
 use group::{Group, Member};
 pub use messages::*;
 use stored::StoredGroup;
@@ -61,6 +63,11 @@ pub struct GroupCoordinator {
     writes: VecDeque<Write>,
     writing: bool,
     cluster: watch::Receiver<Arc<Cluster>>,
+    /// KIP-848 groups (`consumer/`); a group id is in this map or in `groups`, not both.
+    consumer: HashMap<String, ConsumerGroup>,
+    consumer_settings: ConsumerSettings,
+    /// Tokens of the consumer groups' member timers (`consumer/handlers.rs`).
+    timer_tokens: u64,
 }
 
 /// A group's stored state to put (`Some`) or remove (`None`), and who waits for it.
@@ -81,7 +88,7 @@ enum Ready {
 
 impl GroupCoordinator {
     pub fn new(
-        initial_delay: Duration,
+        (initial_delay, consumer_settings): (Duration, ConsumerSettings),
         metrics: Arc<Metrics>,
         (store, cluster): (Meta, watch::Receiver<Arc<Cluster>>),
     ) -> Self {
@@ -95,6 +102,9 @@ impl GroupCoordinator {
             writes: VecDeque::new(),
             writing: false,
             cluster,
+            consumer: HashMap::new(),
+            consumer_settings,
+            timer_tokens: 0,
         }
     }
 
@@ -116,6 +126,7 @@ impl GroupCoordinator {
             }
             mine
         });
+        self.consumer.retain(|name, _| cluster.coordinates(name));
         self.absent.clear();
         self.all_loaded = false;
     }
@@ -341,6 +352,7 @@ impl GroupCoordinator {
             self.absent.insert(name.clone());
             drop(self.persist(&name, None, ctx));
         }
+        self.consumer.retain(|_, g| !g.members.is_empty());
     }
 }
 
@@ -410,6 +422,20 @@ impl Handler<Join> for GroupCoordinator {
                 let id = msg.member_id.clone();
                 return after_load(loading, ctx.address(), msg, move |e| Joined::failed(e, &id));
             }
+        }
+        match self.consumer.get(&msg.group) {
+            Some(g) if !g.members.is_empty() => {
+                return answer(Joined::failed(
+                    ResponseError::InconsistentGroupProtocol,
+                    &msg.member_id,
+                ));
+            }
+            // An empty consumer group becomes a classic one (online migration, KIP-848).
+            Some(_) => {
+                tracing::info!(group = %msg.group, "empty consumer group becomes a classic group");
+                self.consumer.remove(&msg.group);
+            }
+            None => {}
         }
         self.absent.remove(&msg.group);
         let delay = self.initial_delay;
@@ -725,6 +751,9 @@ impl Handler<CheckCommit> for GroupCoordinator {
             Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Err),
         }
         let r = msg.0;
+        if let Some(g) = self.consumer.get(&r.group) {
+            return answer(g.check_commit(&r));
+        }
         let g = match self.groups.get_mut(&r.group) {
             // Admin tools and simple consumers commit outside any generation.
             None
@@ -833,6 +862,11 @@ impl Handler<Describe> for GroupCoordinator {
             .iter()
             .filter(|(name, _)| msg.0.as_ref().is_none_or(|n| n.contains(name)))
             .map(|(name, g)| (name.clone(), g.view()))
+            .chain(
+                (self.consumer.iter())
+                    .filter(|(name, _)| msg.0.as_ref().is_none_or(|n| n.contains(name)))
+                    .map(|(name, g)| (name.clone(), g.classic_view())),
+            )
             .collect();
         Box::pin(async move { views })
     }
@@ -853,10 +887,15 @@ impl Handler<Forget> for GroupCoordinator {
             .groups
             .get(&name)
             .is_some_and(|g| !g.members.is_empty())
+            || self
+                .consumer
+                .get(&name)
+                .is_some_and(|g| !g.members.is_empty())
         {
             return answer(Err(ResponseError::NonEmptyGroup));
         }
         self.groups.remove(&name);
+        self.consumer.remove(&name);
         self.absent.insert(name.clone());
         let removed = self.persist(&name, None, ctx);
         Box::pin(async move {
@@ -891,7 +930,13 @@ mod tests {
         };
         let (_, cluster) = watch::channel(Arc::new(Cluster::single(me)));
         let metrics = crate::metrics::Metrics::new();
-        GroupCoordinator::new(Duration::ZERO, metrics, (store.clone(), cluster)).start()
+        let consumer = crate::settings::ConsumerGroupSettings::default();
+        GroupCoordinator::new(
+            (Duration::ZERO, consumer),
+            metrics,
+            (store.clone(), cluster),
+        )
+        .start()
     }
 
     fn join(member_id: &str) -> Join {
@@ -963,7 +1008,7 @@ mod tests {
         assert_eq!(b.send(Heartbeat(member(&joined))).await.unwrap(), None);
         assert_eq!(b.send(CheckCommit(member(&joined))).await.unwrap(), Ok(()));
         let view = &b.send(Describe(Some(vec!["g".into()]))).await.unwrap()["g"];
-        assert_eq!(view.state, GroupState::Stable);
+        assert_eq!(view.state, GroupState::Stable.name());
         assert_eq!(view.members[0].0, joined.member_id);
         assert_eq!(view.members[0].5, Bytes::from_static(b"p0"));
         // A member of another generation is still refused, as before.
@@ -994,7 +1039,7 @@ mod tests {
             Some(ResponseError::UnknownMemberId)
         );
         let views = b.send(Describe(None)).await.unwrap();
-        assert_eq!(views["g"].state, GroupState::Empty);
+        assert_eq!(views["g"].state, GroupState::Empty.name());
         assert_eq!(b.send(Forget("g".into())).await.unwrap(), Ok(()));
         assert!(stored(&store).await.is_empty());
         // Never stored: described by nobody (DescribeGroups answers Dead).

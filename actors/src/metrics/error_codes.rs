@@ -133,6 +133,10 @@ pub(super) fn of(response: &ResponseKind) -> Vec<i16> {
         ResponseKind::DescribeGroups(r) => codes.extend(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ListGroups(r) => codes.push(r.error_code),
         ResponseKind::DeleteGroups(r) => codes.extend(r.results.iter().map(|g| g.error_code)),
+        ResponseKind::ConsumerGroupHeartbeat(r) => codes.push(r.error_code),
+        ResponseKind::ConsumerGroupDescribe(r) => {
+            codes.extend(r.groups.iter().map(|g| g.error_code))
+        }
         ResponseKind::OffsetCommit(r) => codes.extend(
             r.topics
                 .iter()
