@@ -22,6 +22,7 @@ use iggy_kafka_actors::limits::ConnectionLimits;
 use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{LogStore, Meta, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
+use iggy_kafka_actors::metrics::MeteredMeta;
 use iggy_kafka_actors::{server, Gateway, Metrics};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
@@ -178,8 +179,9 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
     };
     let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
-    // The store's own handle, beside the gateway's: readiness pings it, shutdown flushes it.
-    let store_meta = Meta::new(meta.clone());
+    // A metered handle of the store beside the gateway's: readiness pings it (a failed
+    // ping counted as any store call), shutdown flushes it.
+    let store_meta = Meta::new(Arc::new(MeteredMeta::new(meta.clone(), metrics.clone())));
     let gateway = Gateway::start(
         settings.broker(&endpoints),
         logs,

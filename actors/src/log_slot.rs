@@ -65,6 +65,9 @@ pub struct Append {
     /// For a transactional batch: whether its transaction may write here, asked in the
     /// slot's turn so appends keep their order.
     pub verify: Option<Verify>,
+    /// For a marker of transactions v2 (WriteTxnMarkers v2, KIP-1228): its epoch must
+    /// be above the producer's, as the coordinator bumped it to end the transaction.
+    pub strict_marker: bool,
     /// In the slot's queue until the append is done.
     pub queued: Queued,
     /// The request's span, entered for the write (the first append's, for a group).
@@ -205,15 +208,18 @@ impl LogSlot {
         let span = group[0].msg.span.clone();
         let known = self.producers.contains_key(&tp);
         let mut batches = Vec::with_capacity(group.len());
+        let mut strict = Vec::with_capacity(group.len());
         let mut answers = Vec::with_capacity(group.len());
         let mut first_verify = None;
         for (i, w) in group.into_iter().enumerate() {
             let Append {
                 batch,
                 verify,
+                strict_marker,
                 queued,
                 ..
             } = w.msg;
+            strict.push(strict_marker);
             if i == 0 {
                 first_verify = verify;
             }
@@ -254,7 +260,9 @@ impl LogSlot {
                                 .insert(tp.clone(), ProducerStates::from_history(history));
                         }
                         let states = act.producers.get(&tp);
-                        (batches.iter()).map(|b| check(states, &b.header)).collect()
+                        (batches.iter().zip(&strict))
+                            .map(|(b, &strict)| check(states, &b.header, strict))
+                            .collect()
                     }
                 };
                 let mut to_write = Vec::new();
@@ -373,12 +381,17 @@ enum Outcome {
 
 /// A batch's idempotence check against its partition's producer state: `Some` offset
 /// for a retry of a batch already written. Markers carry the producer's id but no
-/// sequence: only their epoch is checked.
-fn check(states: Option<&ProducerStates>, h: &BatchHeader) -> Result<Option<i64>, AppendError> {
+/// sequence: only their epoch is checked (strictly above the producer's for a
+/// transactions v2 marker, `Append::strict_marker`).
+fn check(
+    states: Option<&ProducerStates>,
+    h: &BatchHeader,
+    strict_marker: bool,
+) -> Result<Option<i64>, AppendError> {
     match states {
         Some(states) if h.is_idempotent() && !h.control => Ok(states.check(h)?),
         Some(states) if h.is_idempotent() => {
-            states.check_marker(h)?;
+            states.check_marker(h, strict_marker)?;
             Ok(None)
         }
         _ => Ok(None),
@@ -558,6 +571,7 @@ mod tests {
         .start();
         let send = |partition, producer| {
             slot.send(Append {
+                strict_marker: false,
                 tp: tp(partition),
                 batch: batch(producer),
                 verify: None,

@@ -65,12 +65,23 @@ impl Partitions {
         batch: AppendBatch,
         verify: Option<Verify>,
     ) -> Request<LogSlot, Append> {
+        self.send(tp, batch, verify, false)
+    }
+
+    fn send(
+        &self,
+        tp: TopicPartition,
+        batch: AppendBatch,
+        verify: Option<Verify>,
+        strict_marker: bool,
+    ) -> Request<LogSlot, Append> {
         let slot = tp.slot(self.slots.len());
         let queued = self.metrics.log_slots.enter(slot);
         self.slots[slot].send(Append {
             tp,
             batch,
             verify,
+            strict_marker,
             queued,
             span: tracing::Span::current(),
         })
@@ -78,13 +89,14 @@ impl Partitions {
 
     /// Sends a transaction marker (commit or abort) of `(producer id, epoch)` to the
     /// partition's log slot, as `append` does: how a transaction's end reaches its
-    /// partitions.
+    /// partitions. `strict_epoch`: a marker of transactions v2 (KIP-1228), refused
+    /// unless its epoch is above the producer's (`Append::strict_marker`).
     pub fn append_marker(
         &self,
         tp: TopicPartition,
         marker: Marker,
         (producer_id, epoch): (i64, i16),
-        coordinator_epoch: i32,
+        (coordinator_epoch, strict_epoch): (i32, bool),
         timestamp: i64,
     ) -> Request<LogSlot, Append> {
         let bytes = markers::batch(marker, producer_id, epoch, coordinator_epoch, timestamp);
@@ -93,7 +105,7 @@ impl Partitions {
             bytes,
             records: Bytes::new(),
         };
-        self.append(tp, batch, None)
+        self.send(tp, batch, None, strict_epoch)
     }
 
     /// The partition's producers (DescribeProducers), from its log slot's producer

@@ -97,13 +97,15 @@ impl ProducerStates {
     /// A transaction marker: refused when older than its producer's epoch here, as
     /// Kafka's `ProducerAppendInfo` refuses it (a stale abort must not end a newer
     /// incarnation's transaction).
-    pub fn check_marker(&self, h: &BatchHeader) -> Result<(), SequenceError> {
+    pub fn check_marker(&self, h: &BatchHeader, strict: bool) -> Result<(), SequenceError> {
         match self.producers.get(&h.producer_id) {
-            Some(p) if h.producer_epoch < p.epoch => Err(SequenceError::FencedEpoch {
-                producer_id: h.producer_id,
-                epoch: h.producer_epoch,
-                current: p.epoch,
-            }),
+            Some(p) if h.producer_epoch < p.epoch || (strict && h.producer_epoch == p.epoch) => {
+                Err(SequenceError::FencedEpoch {
+                    producer_id: h.producer_id,
+                    epoch: h.producer_epoch,
+                    current: p.epoch,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -313,16 +315,23 @@ mod tests {
             ..header(epoch, 0, 1)
         };
         assert_eq!(
-            s.check_marker(&marker(2)).unwrap_err().code(),
+            s.check_marker(&marker(2), false).unwrap_err().code(),
             ResponseError::InvalidProducerEpoch
         );
-        assert_eq!(s.check_marker(&marker(3)), Ok(()));
-        assert_eq!(s.check_marker(&marker(4)), Ok(()));
+        assert_eq!(s.check_marker(&marker(3), false), Ok(()));
+        assert_eq!(s.check_marker(&marker(4), false), Ok(()));
         let unknown = BatchHeader {
             producer_id: 1,
             ..marker(0)
         };
-        assert_eq!(s.check_marker(&unknown), Ok(()));
+        assert_eq!(s.check_marker(&unknown, false), Ok(()));
+        // A transactions v2 marker (KIP-1228) needs an epoch above the producer's.
+        assert_eq!(
+            s.check_marker(&marker(3), true).unwrap_err().code(),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(s.check_marker(&marker(4), true), Ok(()));
+        assert_eq!(s.check_marker(&unknown, true), Ok(()));
         // A marker of a newer epoch fences the old one and starts the new at zero.
         s.record_marker(&marker(4));
         assert_eq!(

@@ -44,6 +44,34 @@ pub(super) fn api_versions(c: &mut RawClient, v: i16) {
         );
         assert!(r.finalized_features_epoch >= 0, "{r:?}");
     }
+    if v >= 5 {
+        rebootstrap_when_misrouted(c, v);
+    }
+}
+
+/// v5 (KIP-1242): a client names the cluster and node it means to reach; the right
+/// ones (or none) are answered as usual, another cluster or node REBOOTSTRAP_REQUIRED
+/// (129), the signal KIP-1102's clients rebootstrap on.
+fn rebootstrap_when_misrouted(c: &mut RawClient, v: i16) {
+    let metadata = MetadataRequest::default().with_topics(Some(Vec::new()));
+    let m = call!(c, Metadata, 12, metadata);
+    let cluster = m.cluster_id.expect("a cluster id");
+    let node = m.brokers[0].node_id.0;
+    let ask = |c: &mut RawClient, cluster: Option<StrBytes>, node: i32| {
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("protocol-versions"))
+            .with_client_software_version(StrBytes::from_static_str("1.0"))
+            .with_cluster_id(cluster)
+            .with_node_id(node);
+        let r = call!(c, ApiVersions, v, request);
+        (r.error_code, !r.api_keys.is_empty())
+    };
+    assert_eq!(ask(c, Some(cluster.clone()), node), (0, true), "this node");
+    assert_eq!(ask(c, Some(cluster.clone()), -1), (0, true), "this cluster");
+    assert_eq!(ask(c, None, node), (0, true), "this node, no cluster");
+    let elsewhere = StrBytes::from_static_str("another-cluster");
+    assert_eq!(ask(c, Some(elsewhere), node).0, 129, "another cluster");
+    assert_eq!(ask(c, Some(cluster), node + 1).0, 129, "another node");
 }
 
 pub(super) fn update_features(c: &mut RawClient, v: i16) {

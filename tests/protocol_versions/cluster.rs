@@ -75,6 +75,24 @@ pub(super) fn describe_log_dirs(c: &mut RawClient, v: i16, t: &Topic) {
     let logs = &dirs[0].logs;
     assert_eq!(logs.len(), 1, "{logs:?}");
     assert_eq!((logs[0].1, logs[0].2 > 0), (0, true), "{logs:?}");
+    assert!(!dirs[0].is_cordoned, "{dirs:?}");
+    if v >= 5 {
+        // KIP-1066: cordoned once `cordoned.log.dirs` names every directory (`*`),
+        // and no longer when the configuration is deleted (SET 0, DELETE 1).
+        // A per-broker configuration: set on this gateway's node id, not cluster-wide.
+        let metadata = MetadataRequest::default().with_topics(Some(Vec::new()));
+        let node = call!(c, Metadata, 12, metadata).brokers[0]
+            .node_id
+            .0
+            .to_string();
+        for (op, value, cordoned) in [(0, Some("*"), true), (1, None, false)] {
+            let ops: &[_] = &[("cordoned.log.dirs", op, value)];
+            let set = support::configs::incremental(c, 1, &[((4, node.as_str()), ops)], false);
+            assert_eq!(set, [(0, None)]);
+            let (_, dirs) = log_dirs(c, v, Some(&[(t.name.as_str(), &[0])]));
+            assert_eq!(dirs[0].is_cordoned, cordoned, "{dirs:?}");
+        }
+    }
 }
 
 /// The test topic's one partition, with the topic's id.

@@ -266,7 +266,16 @@ pub(super) fn delete_groups(c: &mut RawClient, v: i16, t: &Topic) {
         );
         let results = r.results.into_iter();
         results
-            .map(|x| (x.group_id, x.error_code))
+            .map(|x| {
+                // v3+: a message says why a group stays; none when it goes (older
+                // versions carry no message).
+                let said = x.error_message.as_deref().unwrap_or_default();
+                match (v >= 3, x.error_code) {
+                    (true, 0) | (false, _) => assert_eq!(x.error_message, None, "{x:?}"),
+                    (true, _) => assert!(!said.is_empty(), "no message: {x:?}"),
+                }
+                (x.group_id, x.error_code)
+            })
             .collect::<Vec<_>>()
     };
     // An empty group goes, with its offsets; one with members stays (NON_EMPTY_GROUP,

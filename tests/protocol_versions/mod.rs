@@ -1,5 +1,5 @@
 //! Versions as data: every (API, version) pinned in `tests/support/versions.rs` (Kafka
-//! 4.1's ranges, written down apart from the gateway's `SERVED`) gets a valid request
+//! 4.4's ranges, written down apart from the gateway's `SERVED`) gets a valid request
 //! built with `kafka-protocol` at exactly that version, and its answer must decode at
 //! that version and say what a Kafka broker would. ApiVersions must advertise exactly
 //! the pinned ranges, so a range narrowed or widened in SERVED fails here; an API added
@@ -10,6 +10,7 @@ mod cluster;
 mod configs;
 mod consumer_groups;
 mod groups;
+mod java;
 mod offsets;
 mod quotas;
 mod records;
@@ -324,7 +325,7 @@ fn commit_at(
     v: i16,
     group: &GroupId,
     (generation, member): (i32, &StrBytes),
-    topic: &TopicName,
+    (topic, topic_id): (&TopicName, Uuid),
     (offset, epoch): (i64, i32),
     metadata: &str,
 ) -> i16 {
@@ -334,7 +335,11 @@ fn commit_at(
     if v >= 6 {
         p = p.with_committed_leader_epoch(epoch);
     }
-    let t = OffsetCommitRequestTopic::default().with_name(topic.clone());
+    // v10+ names the topic by id (KIP-848), and is answered by id.
+    let t = match v >= 10 {
+        true => OffsetCommitRequestTopic::default().with_topic_id(topic_id),
+        false => OffsetCommitRequestTopic::default().with_name(topic.clone()),
+    };
     let request = OffsetCommitRequest::default()
         .with_group_id(group.clone())
         .with_generation_id_or_member_epoch(generation)
@@ -343,9 +348,13 @@ fn commit_at(
     let r = call!(c, OffsetCommit, v, request);
     let answered = r.topics.iter().flat_map(|x| {
         let ps = x.partitions.iter();
-        ps.map(|p| (x.name.clone(), p.partition_index))
+        ps.map(|p| (x.name.clone(), x.topic_id, p.partition_index))
     });
-    assert_eq!(answered.collect::<Vec<_>>(), [(topic.clone(), 0)]);
+    let want = match v >= 10 {
+        true => (TopicName::default(), topic_id, 0),
+        false => (topic.clone(), Uuid::nil(), 0),
+    };
+    assert_eq!(answered.collect::<Vec<_>>(), [want]);
     r.topics[0].partitions[0].error_code
 }
 
@@ -353,7 +362,8 @@ fn commit_at(
 fn admin_commit(c: &mut RawClient, group: &str, t: &Topic, offset: i64) {
     let group = GroupId(s(group));
     let admin = (-1, &StrBytes::default());
-    let code = commit_at(c, 9, &group, admin, &t.name, (offset, 4), "admin");
+    let topic = (&t.name, t.id);
+    let code = commit_at(c, 9, &group, admin, topic, (offset, 4), "admin");
     assert_eq!(code, 0, "admin commit to {group:?}");
 }
 

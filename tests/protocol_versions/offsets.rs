@@ -12,12 +12,13 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use support::configs::s;
 use support::{call, topic_name as name, RawClient};
+use uuid::Uuid;
 
 use super::{admin_commit, commit_at, committed, member, Topic};
 
 pub(super) fn offset_commit(c: &mut RawClient, v: i16, t: &Topic) {
     let m = member(c, &format!("commit-v{v}"));
-    let commit = |c: &mut RawClient, generation: i32, id: &StrBytes, topic: &TopicName| {
+    let commit = |c: &mut RawClient, generation: i32, id: &StrBytes, topic: (&TopicName, Uuid)| {
         let metadata = format!("committed at v{v}");
         commit_at(
             c,
@@ -29,18 +30,22 @@ pub(super) fn offset_commit(c: &mut RawClient, v: i16, t: &Topic) {
             &metadata,
         )
     };
-    assert_eq!(commit(c, m.generation, &m.id, &t.name), 0);
+    let topic = (&t.name, t.id);
+    assert_eq!(commit(c, m.generation, &m.id, topic), 0);
     // Stored as sent; the leader epoch only from v6, where the request has one.
     let epoch = if v >= 6 { 7 } else { -1 };
     let want = (100 + v as i64, epoch, format!("committed at v{v}"));
     assert_eq!(committed(c, &m.group, t), want);
     // Checked like Kafka's validateOffsetCommit: a stale generation is ILLEGAL_GENERATION
     // (22); an unknown member, or none while the group has members, UNKNOWN_MEMBER_ID (25).
-    assert_eq!(commit(c, m.generation - 1, &m.id, &t.name), 22);
-    assert_eq!(commit(c, m.generation, &s("stranger"), &t.name), 25);
-    assert_eq!(commit(c, -1, &StrBytes::default(), &t.name), 25);
-    // A topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (3).
-    assert_eq!(commit(c, m.generation, &m.id, &name("missing")), 3);
+    assert_eq!(commit(c, m.generation - 1, &m.id, topic), 22);
+    assert_eq!(commit(c, m.generation, &s("stranger"), topic), 25);
+    assert_eq!(commit(c, -1, &StrBytes::default(), topic), 25);
+    // A topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (3); from v10, named by
+    // an id no topic has, UNKNOWN_TOPIC_ID (100).
+    let missing = (&name("missing"), Uuid::from_u128(0x5eed));
+    let unknown = if v >= 10 { 100 } else { 3 };
+    assert_eq!(commit(c, m.generation, &m.id, missing), unknown);
 }
 
 pub(super) fn offset_fetch(c: &mut RawClient, v: i16, t: &Topic) {
@@ -51,7 +56,7 @@ pub(super) fn offset_fetch(c: &mut RawClient, v: i16, t: &Topic) {
         9,
         &GroupId(s(&group)),
         admin,
-        &t.name,
+        (&t.name, t.id),
         (42, 4),
         "fetched",
     );
@@ -82,8 +87,13 @@ pub(super) fn offset_fetch(c: &mut RawClient, v: i16, t: &Topic) {
         let groups = cases.iter().map(|(g, topics, _)| {
             let topics = topics.clone().map(|ts| {
                 let ts = ts.into_iter().map(|(name, ps)| {
-                    let t = OffsetFetchRequestTopics::default().with_name(name);
-                    t.with_partition_indexes(ps)
+                    // v10+ names topics by id (KIP-848).
+                    let asked = OffsetFetchRequestTopics::default();
+                    let asked = match v >= 10 {
+                        true => asked.with_topic_id(t.id),
+                        false => asked.with_name(name),
+                    };
+                    asked.with_partition_indexes(ps)
                 });
                 ts.collect()
             });
@@ -98,12 +108,20 @@ pub(super) fn offset_fetch(c: &mut RawClient, v: i16, t: &Topic) {
                 (answer.group_id.as_str(), answer.error_code),
                 (g.as_str(), 0)
             );
-            let read = answer.topics.iter().flat_map(|t| {
-                t.partitions.iter().map(|p| {
+            let read = answer.topics.iter().flat_map(|topic| {
+                // v10+ answers by id: the test topic's, and no name.
+                let named = match v >= 10 {
+                    true => {
+                        (topic.topic_id == t.id && topic.name.is_empty()).then(|| t.name.clone())
+                    }
+                    false => (topic.topic_id.is_nil()).then(|| topic.name.clone()),
+                };
+                let named = named.unwrap_or_else(|| panic!("{topic:?}"));
+                topic.partitions.iter().map(move |p| {
                     let metadata = p.metadata.clone().unwrap_or_default();
                     let offset = (p.committed_offset, p.committed_leader_epoch);
                     (
-                        t.name.clone(),
+                        named.clone(),
                         p.partition_index,
                         offset.0,
                         offset.1,
@@ -113,6 +131,25 @@ pub(super) fn offset_fetch(c: &mut RawClient, v: i16, t: &Topic) {
                 })
             });
             assert_eq!(&read.collect::<Vec<_>>(), want, "group {g}");
+        }
+        if v >= 10 {
+            // An id no topic has: UNKNOWN_TOPIC_ID (100) for its partitions.
+            let unknown = Uuid::from_u128(0x5eed);
+            let asked = OffsetFetchRequestTopics::default().with_topic_id(unknown);
+            let asked = asked.with_partition_indexes(vec![0]);
+            let group = OffsetFetchRequestGroup::default().with_group_id(GroupId(s(&group)));
+            let request = OffsetFetchRequest::default()
+                .with_groups(vec![group.with_topics(Some(vec![asked]))]);
+            let r = call!(c, OffsetFetch, v, request);
+            let topic = &r.groups[0].topics[0];
+            let p = &topic.partitions[0];
+            let read = (
+                topic.topic_id,
+                p.partition_index,
+                p.committed_offset,
+                p.error_code,
+            );
+            assert_eq!(read, (unknown, 0, -1, 100), "{r:?}");
         }
         return;
     }

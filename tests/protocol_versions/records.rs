@@ -77,6 +77,13 @@ pub(super) fn list_offsets(c: &mut RawClient, v: i16, t: &Topic) {
     if v >= 8 {
         cases.push((-4, 0, -1)); // EARLIEST_LOCAL_TIMESTAMP (KIP-405)
     }
+    if v >= 9 {
+        cases.push((-5, -1, -1)); // LATEST_TIERED_TIMESTAMP (KIP-1005): nothing tiered
+    }
+    if v >= 11 {
+        // EARLIEST_PENDING_UPLOAD_TIMESTAMP (KIP-1023): no remote storage, no offset.
+        cases.push((-6, -1, -1));
+    }
     for (timestamp, offset, found) in cases {
         let partition = ListOffsetsPartition::default().with_timestamp(timestamp);
         let topic = ListOffsetsTopic::default().with_name(t.name.clone());

@@ -8,7 +8,7 @@ use crate::support;
 
 use kafka_protocol::messages::*;
 use support::configs::s;
-use support::transactions::{self as txn, add, end, init, latest, produce, write_markers};
+use support::transactions::{self as txn, add, end, init, latest, produce};
 use support::RawClient;
 
 use super::create;
@@ -40,8 +40,9 @@ pub(super) fn write_txn_markers(c: &mut RawClient, v: i16) {
     assert_eq!(latest(c, topic, 0, READ_COMMITTED), first, "held open");
     let stale = [(topic, &[0, 5][..])];
     let current = [(topic, &[0][..])];
-    let answers = write_markers(
+    let answers = txn::write_markers_at(
         c,
+        (v, 0),
         &[
             (p.pid, p.epoch - 1, false, &stale),
             (p.pid, p.epoch, false, &current),
@@ -62,6 +63,30 @@ pub(super) fn write_txn_markers(c: &mut RawClient, v: i16) {
         high,
         "aborted, no longer open"
     );
+    if v >= 2 {
+        // KIP-1228: a transactions v2 marker carries the epoch its coordinator bumped
+        // to end the transaction, so one at the producer's epoch is stale (47); one
+        // above it is written. Transaction version 1 at the same epoch is written.
+        let at = |epoch| [(p.pid, epoch, false, &current[..])];
+        let written = |c: &mut RawClient, tv, epoch| txn::write_markers_at(c, (v, tv), &at(epoch));
+        assert_eq!(
+            written(c, 2, p.epoch),
+            [vec![named(0, 47)]],
+            "TV2, same epoch"
+        );
+        assert_eq!(latest(c, topic, 0, 0), high, "nothing written");
+        assert_eq!(
+            written(c, 1, p.epoch),
+            [vec![named(0, 0)]],
+            "TV1, same epoch"
+        );
+        assert_eq!(
+            written(c, 2, p.epoch + 1),
+            [vec![named(0, 0)]],
+            "TV2, bumped"
+        );
+        assert_eq!(latest(c, topic, 0, 0), high + 2, "two more markers");
+    }
 }
 
 pub(super) fn describe_producers(c: &mut RawClient, v: i16) {

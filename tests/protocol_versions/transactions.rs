@@ -12,7 +12,8 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::*;
 use support::configs::s;
-use support::{call, RawClient};
+use support::{call, topic_name, RawClient};
+use uuid::Uuid;
 
 use super::{committed, Topic};
 
@@ -135,18 +136,44 @@ pub(super) fn txn_offset_commit(c: &mut RawClient, v: i16, t: &Topic) {
         .with_committed_offset(42)
         .with_committed_leader_epoch(-1)
         .with_committed_metadata(Some(s("txn")));
-    let topic = TxnOffsetCommitRequestTopic::default()
-        .with_name(t.name.clone())
-        .with_partitions(vec![partition]);
-    let request = TxnOffsetCommitRequest::default()
-        .with_transactional_id(TransactionalId(s(&id)))
-        .with_group_id(GroupId(s(&group)))
-        .with_producer_id(pid)
-        .with_producer_epoch(epoch)
-        .with_generation_id(-1)
-        .with_topics(vec![topic]);
-    let r = call!(c, TxnOffsetCommit, v, request);
-    assert_eq!(r.topics[0].partitions[0].error_code, 0, "{r:?}");
+    // v6+ names topics by id (KIP-1319), and is answered by id.
+    let by_id = v >= 6;
+    let topic = |name: &TopicName, id: Uuid| {
+        let topic = TxnOffsetCommitRequestTopic::default();
+        let topic = match by_id {
+            true => topic.with_topic_id(id),
+            false => topic.with_name(name.clone()),
+        };
+        topic.with_partitions(vec![partition.clone()])
+    };
+    let commit = |c: &mut RawClient, topic: TxnOffsetCommitRequestTopic| {
+        let request = TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(s(&id)))
+            .with_group_id(GroupId(s(&group)))
+            .with_producer_id(pid)
+            .with_producer_epoch(epoch)
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![topic]);
+        let r = call!(c, TxnOffsetCommit, v, request);
+        let answered = &r.topics[0];
+        let named = match by_id {
+            true => (TopicName::default(), answered.topic_id),
+            false => (answered.name.clone(), Uuid::nil()),
+        };
+        (named, answered.partitions[0].error_code)
+    };
+    let name_or_id = |n: &TopicName, id| match by_id {
+        true => (TopicName::default(), id),
+        false => (n.clone(), Uuid::nil()),
+    };
+    // A topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (3); from v6, an id
+    // no topic has: UNKNOWN_TOPIC_ID (100).
+    let (missing, missing_id) = (topic_name("versions-missing"), Uuid::from_u128(0x5eed));
+    let unknown = if by_id { 100 } else { 3 };
+    let answer = commit(c, topic(&missing, missing_id));
+    assert_eq!(answer, (name_or_id(&missing, missing_id), unknown));
+    let answer = commit(c, topic(&t.name, t.id));
+    assert_eq!(answer, (name_or_id(&t.name, t.id), 0));
     // Held until the commit, then the group's.
     assert_eq!(committed(c, &group, t).0, -1);
     let request = EndTxnRequest::default()

@@ -21,6 +21,8 @@ pub struct LogDir {
     pub logs: Vec<Log>,
     pub total_bytes: i64,
     pub usable_bytes: i64,
+    /// v5+ (KIP-1066): `cordoned.log.dirs` names the directory.
+    pub is_cordoned: bool,
 }
 
 /// DescribeLogDirs at `v` of the partitions named (None: every partition): the
@@ -55,6 +57,7 @@ pub fn log_dirs(c: &mut RawClient, v: i16, asked: Option<&[(&str, &[i32])]>) -> 
                 .collect(),
             total_bytes: d.total_bytes,
             usable_bytes: d.usable_bytes,
+            is_cordoned: d.is_cordoned,
         })
         .collect();
     (r.error_code, dirs)

@@ -210,7 +210,7 @@ pub fn commit_offset_as(
         .with_group_id(GroupId(s(group)))
         .with_producer_id(ProducerId(p.pid))
         .with_producer_epoch(p.epoch)
-        .with_generation_id(-1)
+        .with_generation_id_or_member_epoch(-1)
         .with_member_id(s(""))
         .with_topics(vec![TxnOffsetCommitRequestTopic::default()
             .with_name(topic_name(topic))
@@ -257,6 +257,15 @@ pub type MarkerSpec<'a> = (i64, i16, bool, &'a [(&'a str, &'a [i32])]);
 
 /// WriteTxnMarkers v1 (coordinator epoch 0): each marker's (topic, partition, code).
 pub fn write_markers(c: &mut RawClient, markers: &[MarkerSpec]) -> Vec<Vec<(String, i32, i16)>> {
+    write_markers_at(c, (1, 0), markers)
+}
+
+/// The same at version `v`, each marker of transaction version `tv` (v2+, KIP-1228).
+pub fn write_markers_at(
+    c: &mut RawClient,
+    (v, tv): (i16, i8),
+    markers: &[MarkerSpec],
+) -> Vec<Vec<(String, i32, i16)>> {
     let markers = markers.iter().map(|&(pid, epoch, commit, topics)| {
         let topics = topics.iter().map(|(topic, partitions)| {
             WritableTxnMarkerTopic::default()
@@ -268,10 +277,11 @@ pub fn write_markers(c: &mut RawClient, markers: &[MarkerSpec]) -> Vec<Vec<(Stri
             .with_producer_epoch(epoch)
             .with_transaction_result(commit)
             .with_coordinator_epoch(0)
+            .with_transaction_version(tv)
             .with_topics(topics.collect())
     });
     let request = WriteTxnMarkersRequest::default().with_markers(markers.collect());
-    let r = call!(c, WriteTxnMarkers, 1, request);
+    let r = call!(c, WriteTxnMarkers, v, request);
     let results = r.markers.iter().map(|m| {
         let partitions = m.topics.iter().flat_map(|t| {
             let name = t.name.to_string();

@@ -127,7 +127,7 @@ async fn transactional_misuse_is_refused_with_kafkas_codes(store: Store) {
         .with_group_id(group.clone())
         .with_producer_id(pid)
         .with_producer_epoch(epoch)
-        .with_generation_id(-1)
+        .with_generation_id_or_member_epoch(-1)
         .with_topics(vec![TxnOffsetCommitRequestTopic::default()
             .with_name(topic_name("txn-refusals"))
             .with_partitions(vec![partition])]);

@@ -2,7 +2,9 @@
 //! and `transaction.version` (KIP-890), the levels supported and the levels
 //! finalized, with their epoch (a feature at level 0 is not listed as finalized). A client asking with a
 //! newer version than served gets a v0 answer with UNSUPPORTED_VERSION and the list
-//! (KIP-511); that case is built by the connection from [`unsupported`].
+//! (KIP-511); that case is built by the connection from [`unsupported`]. From v5 a
+//! client names the cluster and node it means to reach, and one meant for another is
+//! answered REBOOTSTRAP_REQUIRED (KIP-1242).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
@@ -20,7 +22,14 @@ pub fn handle(
     version: i16,
     req: &ApiVersionsRequest,
     (finalized, transaction_version): (Finalized, i16),
+    this: This<'_>,
 ) -> ApiVersionsResponse {
+    if version >= since::API_VERSIONS_NODE_CHECK && misrouted(req, this) {
+        tracing::info!(cluster = ?req.cluster_id.as_deref(), node = req.node_id,
+            "ApiVersions meant for another cluster or node: REBOOTSTRAP_REQUIRED");
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::RebootstrapRequired.code());
+    }
     let names = [&req.client_software_name, &req.client_software_version];
     if version >= since::API_VERSIONS_CLIENT_INFO && !names.iter().all(|n| valid_client_info(n)) {
         tracing::info!(name = %req.client_software_name.as_str(), version = %req.client_software_version.as_str(),
@@ -57,6 +66,26 @@ pub fn handle(
         .with_finalized_features(finalized_features.collect())
 }
 
+/// The cluster id and node id of the gateway answering.
+#[derive(Clone, Copy, Debug)]
+pub struct This<'a> {
+    pub cluster_id: &'a str,
+    pub node_id: i32,
+}
+
+/// A v5+ request that names a cluster (not null) or a node (not -1) other than this
+/// gateway's: the client's metadata sent it to the wrong place, as after an address was
+/// reused, and Kafka answers REBOOTSTRAP_REQUIRED (KIP-1242) so the client goes back to
+/// its bootstrap servers (KIP-1102's rebootstrap).
+fn misrouted(req: &ApiVersionsRequest, this: This<'_>) -> bool {
+    let other_cluster = req
+        .cluster_id
+        .as_deref()
+        .is_some_and(|id| id != this.cluster_id);
+    let other_node = req.node_id != -1 && req.node_id != this.node_id;
+    other_cluster || other_node
+}
+
 /// Kafka's rule for client software names and versions:
 /// `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
 fn valid_client_info(s: &str) -> bool {
@@ -91,7 +120,30 @@ pub fn unsupported() -> ApiVersionsResponse {
 
 #[cfg(test)]
 mod tests {
-    use super::valid_client_info;
+    use super::{misrouted, valid_client_info, This};
+    use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
+    use kafka_protocol::protocol::StrBytes;
+
+    #[test]
+    fn misrouted_when_another_cluster_or_node_is_named() {
+        let this = This {
+            cluster_id: "c1",
+            node_id: 2,
+        };
+        let ask = |cluster: Option<&'static str>, node| {
+            let req = ApiVersionsRequest::default()
+                .with_cluster_id(cluster.map(StrBytes::from_static_str))
+                .with_node_id(node);
+            misrouted(&req, this)
+        };
+        assert!(!ask(None, -1), "nothing named");
+        assert!(!ask(Some("c1"), 2));
+        assert!(!ask(Some("c1"), -1));
+        assert!(!ask(None, 2));
+        assert!(ask(Some("c0"), 2), "another cluster");
+        assert!(ask(Some("c1"), 3), "another node");
+        assert!(ask(None, 3), "another node");
+    }
 
     #[test]
     fn client_names_follow_kafka_rules() {

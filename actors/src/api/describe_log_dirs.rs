@@ -4,7 +4,9 @@
 //! answers it (`ReplicaManager.describeLogDirs`): partitions of unknown topics, and
 //! unknown partitions, are left out; no replica is ever a future one or behind, so
 //! `offset_lag` is 0 and `is_future_key` false. The volume's total and usable bytes
-//! (v4) are unknown (-1): neither store measures its disk.
+//! (v4) are unknown (-1): neither store measures its disk. The directory is cordoned
+//! (v5, KIP-1066) when `cordoned.log.dirs` names it or is `*`, as Kafka reads that
+//! configuration.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -90,12 +92,27 @@ pub async fn handle(
                 .with_partitions(partitions),
         );
     }
+    let cordoned = is_cordoned(
+        gw.topics.config().broker_value("cordoned.log.dirs"),
+        dir.as_str(),
+    );
     let result = DescribeLogDirsResult::default()
+        .with_is_cordoned(cordoned)
         .with_log_dir(dir)
         .with_topics(topics)
         .with_total_bytes(-1)
         .with_usable_bytes(-1);
     DescribeLogDirsResponse::default().with_results(vec![result])
+}
+
+/// Whether `cordoned.log.dirs` (a comma-separated list, or `*` for every directory)
+/// names the log directory `dir`.
+fn is_cordoned(configured: Option<&str>, dir: &str) -> bool {
+    configured
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .any(|entry| entry == "*" || entry == dir)
 }
 
 /// The topics and partitions to describe, by name; the known ones only. A topic
@@ -127,4 +144,18 @@ async fn wanted(gw: &Gateway, req: DescribeLogDirsRequest) -> Vec<(Arc<TopicMeta
             (!known.is_empty()).then(|| (topic.clone(), known))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_cordoned;
+
+    #[test]
+    fn cordoned_when_listed_or_every_directory() {
+        assert!(is_cordoned(Some("/data/a, /data/b"), "/data/b"));
+        assert!(is_cordoned(Some("*"), "iggy://127.0.0.1:8090"));
+        assert!(!is_cordoned(Some("/data/a"), "/data/b"));
+        assert!(!is_cordoned(Some(""), "/data/b"));
+        assert!(!is_cordoned(None, "/data/b"));
+    }
 }

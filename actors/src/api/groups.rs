@@ -459,11 +459,7 @@ pub async fn delete(gw: Gateway, req: DeleteGroupsRequest, access: Access) -> De
         let checked = group_denied(&access, Operation::Delete, &group)
             .or_else(|| not_coordinator(&gw, &group));
         if let Some(e) = checked {
-            results.push(
-                DeletableGroupResult::default()
-                    .with_group_id(name)
-                    .with_error_code(e.code()),
-            );
+            results.push(deleted(name, Some(e)));
             continue;
         }
         let known = gw
@@ -483,11 +479,16 @@ pub async fn delete(gw: Gateway, req: DeleteGroupsRequest, access: Access) -> De
         if let Err(e) = outcome {
             tracing::info!(%group, error = ?e, "group not deleted");
         }
-        results.push(
-            DeletableGroupResult::default()
-                .with_group_id(name)
-                .with_error_code(outcome.err().map_or(0, |e| e.code())),
-        );
+        results.push(deleted(name, outcome.err()));
     }
     DeleteGroupsResponse::default().with_results(results)
+}
+
+/// A group's result: its error code and, from v3, a message saying why it is
+/// not deleted (null when it is); older versions carry the code only.
+fn deleted(name: GroupId, error: Option<ResponseError>) -> DeletableGroupResult {
+    DeletableGroupResult::default()
+        .with_group_id(name)
+        .with_error_code(error.map_or(0, |e| e.code()))
+        .with_error_message(error.map(|e| StrBytes::from_string(e.to_string())))
 }

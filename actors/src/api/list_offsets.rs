@@ -19,6 +19,11 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 /// Earliest kept locally (tiered storage): the same as earliest here.
 const EARLIEST_LOCAL: i64 = -4;
+/// Latest offset in tiered storage (v9, KIP-1005): nothing is tiered here.
+const LATEST_TIERED: i64 = -5;
+/// Earliest offset not yet uploaded to tiered storage (v11, KIP-1023): none here,
+/// answered as Kafka answers it for a topic without remote storage (no offset, -1).
+const EARLIEST_PENDING_UPLOAD: i64 = -6;
 
 /// Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED for its partitions otherwise).
 pub async fn handle(
@@ -124,7 +129,8 @@ async fn lookup(
                 .offset_for_timestamp(tp.clone(), t)
                 .await?
         }
-        // Anything else, such as -5 (latest tiered offset): nothing is tiered here.
+        LATEST_TIERED | EARLIEST_PENDING_UPLOAD => None,
+        // Any other negative timestamp names no offset either.
         _ => None,
     })
 }

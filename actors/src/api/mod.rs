@@ -62,8 +62,12 @@ pub fn route(
     Ok(match body {
         RequestKind::ApiVersions(r) => {
             let finalized = (gw.topics.config().finalized(), gw.transactions.version());
+            let this = api_versions::This {
+                cluster_id: &gw.settings.cluster_id,
+                node_id: gw.settings.node_id,
+            };
             answered(ResponseKind::ApiVersions(api_versions::handle(
-                version, &r, finalized,
+                version, &r, finalized, this,
             )))
         }
         RequestKind::Metadata(r) => answer(

@@ -32,13 +32,14 @@ use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
+use uuid::Uuid;
 
 /// Kafka's `offset.metadata.max.bytes` default.
 const MAX_METADATA: usize = 4096;
 
 /// Per topic, per partition: the answer known up front, or the index of the entry
 /// sent to the slots.
-type Planned = Vec<(TopicName, Vec<(i32, Result<usize, ResponseError>)>)>;
+type Planned = Vec<(TopicName, Uuid, Vec<(i32, Result<usize, ResponseError>)>)>;
 
 /// Commits (or deletes) through the slots; results in the order given.
 /// Each within the offset slots' timeout (Kafka's `offsets.commit.timeout.ms`).
@@ -98,9 +99,21 @@ pub async fn commit(
     // Per partition: the answer known now, or the entry to store.
     let mut planned: Planned = Vec::new();
     let mut entries = Vec::new();
+    // From v10 topics are named by id (KIP-848): an unknown id is UNKNOWN_TOPIC_ID, and
+    // READ is checked once the id is known, as Fetch does.
+    let by_id = version >= since::OFFSET_COMMIT_TOPIC_IDS;
     for topic in req.topics {
-        let meta = table.get(&topic.name).cloned();
-        let denied = checked.is_ok() && !access.topic(Operation::Read, &topic.name);
+        let meta = match by_id {
+            true => table.by_id(&topic.topic_id).cloned(),
+            false => table.get(&topic.name).cloned(),
+        };
+        let name = meta.as_ref().map_or(topic.name.as_str(), |m| &m.name);
+        let denied =
+            checked.is_ok() && (meta.is_some() || !by_id) && !access.topic(Operation::Read, name);
+        let unknown = match meta {
+            None if by_id => ResponseError::UnknownTopicId,
+            _ => ResponseError::UnknownTopicOrPartition,
+        };
         let partitions = topic
             .partitions
             .into_iter()
@@ -111,7 +124,7 @@ pub async fn commit(
                 let outcome = match (&checked, known) {
                     (Err(e), _) => Err(*e),
                     _ if denied => Err(ResponseError::TopicAuthorizationFailed),
-                    (_, None) => Err(ResponseError::UnknownTopicOrPartition),
+                    (_, None) => Err(unknown),
                     _ if p
                         .committed_metadata
                         .as_ref()
@@ -144,7 +157,7 @@ pub async fn commit(
                 (p.partition_index, outcome)
             })
             .collect();
-        planned.push((topic.name, partitions));
+        planned.push((topic.name, topic.topic_id, partitions));
     }
     if let Err(e) = &checked {
         tracing::info!(%group, error = ?e, "offset commit refused");
@@ -152,7 +165,7 @@ pub async fn commit(
     let results = commit_all(&gw, &group, entries).await;
     let topics = planned
         .into_iter()
-        .map(|(name, partitions)| {
+        .map(|(name, topic_id, partitions)| {
             let partitions = partitions
                 .into_iter()
                 .map(|(index, outcome)| {
@@ -164,6 +177,7 @@ pub async fn commit(
                 .collect();
             OffsetCommitResponseTopic::default()
                 .with_name(name)
+                .with_topic_id(topic_id)
                 .with_partitions(partitions)
         })
         .collect();
@@ -262,6 +276,29 @@ async fn fetch_group(
 /// Topics asked for, by name with their partitions; `None` asks for every one.
 type Wanted = Option<Vec<(TopicName, Vec<i32>)>>;
 
+/// Topics asked for by id (v10+), with their partitions.
+type ById = Vec<(Uuid, Vec<i32>)>;
+
+/// Topics asked for by id (v10+, KIP-848), by name: those of known ids, and the ids
+/// no topic has, answered UNKNOWN_TOPIC_ID.
+fn named(gw: &Gateway, topics: Option<ById>) -> (Wanted, ById) {
+    let Some(topics) = topics else {
+        return (None, Vec::new());
+    };
+    let table = gw.topics.table();
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for (id, partitions) in topics {
+        match table.by_id(&id) {
+            Some(m) => known.push((
+                TopicName(StrBytes::from_string(m.name.to_string())),
+                partitions,
+            )),
+            None => unknown.push((id, partitions)),
+        }
+    }
+    (Some(known), unknown)
+}
+
 /// OffsetFetch. From v8 a request names several groups, before one at the top level;
 /// both are answered by one path, in the v8 shape, then moved to the top level for the
 /// older versions.
@@ -271,13 +308,24 @@ pub async fn fetch(
     req: OffsetFetchRequest,
     access: Access,
 ) -> OffsetFetchResponse {
-    let groups: Vec<(GroupId, Wanted)> = if version >= since::OFFSET_FETCH_GROUPS {
-        let each = req.groups.into_iter().map(|g| {
-            let topics = g.topics.map(|ts| {
-                let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
-                each.collect()
-            });
-            (g.group_id, topics)
+    let by_id = version >= since::OFFSET_FETCH_TOPIC_IDS;
+    let groups: Vec<(GroupId, Wanted, ById)> = if version >= since::OFFSET_FETCH_GROUPS {
+        let each = req.groups.into_iter().map(|g| match by_id {
+            true => {
+                let ids = g.topics.map(|ts| {
+                    let each = ts.into_iter().map(|t| (t.topic_id, t.partition_indexes));
+                    each.collect()
+                });
+                let (topics, unknown) = named(&gw, ids);
+                (g.group_id, topics, unknown)
+            }
+            false => {
+                let topics = g.topics.map(|ts| {
+                    let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
+                    each.collect()
+                });
+                (g.group_id, topics, Vec::new())
+            }
         });
         each.collect()
     } else {
@@ -285,12 +333,29 @@ pub async fn fetch(
             let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
             each.collect()
         });
-        vec![(req.group_id, topics)]
+        vec![(req.group_id, topics, Vec::new())]
     };
     let mut answers = Vec::with_capacity(groups.len());
-    for (group, topics) in groups {
+    for (group, topics, unknown) in groups {
         let stable = req.require_stable;
-        answers.push(answer_group(&gw, &access, version, (group, topics), stable).await);
+        let mut answer = answer_group(&gw, &access, version, (group, topics), stable).await;
+        // Ids no topic has: UNKNOWN_TOPIC_ID for each partition, unless the whole
+        // group was refused.
+        if answer.error_code == 0 {
+            let code = ResponseError::UnknownTopicId.code();
+            answer.topics.extend(unknown.into_iter().map(|(id, ps)| {
+                let partitions = ps.into_iter().map(|p| {
+                    OffsetFetchResponsePartitions::default()
+                        .with_partition_index(p)
+                        .with_committed_offset(-1)
+                        .with_error_code(code)
+                });
+                OffsetFetchResponseTopics::default()
+                    .with_topic_id(id)
+                    .with_partitions(partitions.collect())
+            }));
+        }
+        answers.push(answer);
     }
     if version >= since::OFFSET_FETCH_GROUPS {
         return OffsetFetchResponse::default().with_groups(answers);
@@ -339,7 +404,10 @@ async fn answer_group(
     } else {
         None
     };
+    let table = gw.topics.table();
     let topics = read.into_iter().map(|(name, ps)| {
+        // v10+ names topics by id: a topic deleted since its offsets were read has none.
+        let topic_id = table.get(&name).map_or(Uuid::nil(), |m| m.id);
         let partitions = ps.into_iter().map(|(p, c): (i32, Read)| {
             let (c, error) = match c {
                 Ok(c) => (c, partition_error),
@@ -362,6 +430,7 @@ async fn answer_group(
         });
         OffsetFetchResponseTopics::default()
             .with_name(name)
+            .with_topic_id(topic_id)
             .with_partitions(partitions.collect())
     });
     OffsetFetchResponseGroup::default()
@@ -446,12 +515,12 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> Of
                 (p.partition_index, outcome)
             })
             .collect();
-        planned.push((t.name, ps));
+        planned.push((t.name, Uuid::nil(), ps));
     }
     let results = commit_all(&gw, &group, entries).await;
     let topics = planned
         .into_iter()
-        .map(|(name, ps)| {
+        .map(|(name, _, ps)| {
             OffsetDeleteResponseTopic::default()
                 .with_name(name)
                 .with_partitions(

@@ -366,15 +366,16 @@ async fn join_group(
 /// rebalance moved, or a member from before a restart, cannot commit for the group.
 /// One that names none (v0-2, or a producer outside group management) is let through.
 async fn member_refused(gw: &Gateway, req: &TxnOffsetCommitRequest) -> Option<ResponseError> {
-    let named =
-        req.generation_id >= 0 || !req.member_id.is_empty() || req.group_instance_id.is_some();
+    let named = req.generation_id_or_member_epoch >= 0
+        || !req.member_id.is_empty()
+        || req.group_instance_id.is_some();
     if !named {
         return None;
     }
     gw.groups
         .ask(CheckCommit(MemberRef {
             group: req.group_id.to_string(),
-            generation: req.generation_id,
+            generation: req.generation_id_or_member_epoch,
             member_id: req.member_id.to_string(),
             instance_id: req.group_instance_id.as_ref().map(|i| i.to_string()),
         }))
@@ -408,13 +409,26 @@ pub async fn commit_offsets(
     let table = gw.topics.table();
     let mut staged = Vec::new();
     let mut answers: Vec<(usize, i32, Option<ResponseError>)> = Vec::new();
+    let by_id = version >= since::TXN_OFFSET_COMMIT_TOPIC_IDS;
     for (t, topic) in req.topics.iter().enumerate() {
-        let meta = table.get(&topic.name);
-        let denied = !access.topic(Operation::Read, &topic.name);
+        // From v6 topics are named by id (KIP-1319): an unknown id is UNKNOWN_TOPIC_ID,
+        // and the topic's name is checked only once the id is known, as Fetch does.
+        let meta = match by_id {
+            true => table.by_id(&topic.topic_id),
+            false => table.get(&topic.name),
+        };
+        let name = meta.map_or(topic.name.as_str(), |m| &m.name);
+        let denied = (meta.is_some() || !by_id) && !access.topic(Operation::Read, name);
+        let unknown = match by_id {
+            true => ResponseError::UnknownTopicId,
+            false => ResponseError::UnknownTopicOrPartition,
+        };
         for p in &topic.partitions {
             let metadata = p.committed_metadata.as_deref().unwrap_or_default();
             let error = whole.or(if denied {
                 Some(ResponseError::TopicAuthorizationFailed)
+            } else if meta.is_none() {
+                Some(unknown)
             } else if !meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index)) {
                 Some(ResponseError::UnknownTopicOrPartition)
             } else if metadata.len() > MAX_METADATA {
@@ -424,7 +438,7 @@ pub async fn commit_offsets(
             });
             if error.is_none() {
                 let tp = TopicPartition {
-                    topic: topic.name.as_str().into(),
+                    topic: name.into(),
                     partition: p.partition_index,
                 };
                 let committed = CommittedOffset {
@@ -451,7 +465,11 @@ pub async fn commit_offsets(
     let mut topics: Vec<TxnOffsetCommitResponseTopic> = req
         .topics
         .iter()
-        .map(|t| TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()))
+        .map(|t| {
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_topic_id(t.topic_id)
+        })
         .collect();
     for (t, partition, error) in answers {
         let code = match (error, &stored) {

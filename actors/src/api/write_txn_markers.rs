@@ -5,7 +5,9 @@
 //! admins ending a hanging transaction: `Admin.abortTransaction`,
 //! `kafka-transactions.sh abort`. Read-committed readers then move past it
 //! (`txn_index.rs` learns the end from the log). A marker older than the producer's
-//! epoch in the partition answers INVALID_PRODUCER_EPOCH (`ProducerStates::check_marker`).
+//! epoch in the partition answers INVALID_PRODUCER_EPOCH (`ProducerStates::check_marker`);
+//! from v2 a marker names its transaction version (KIP-1228), and one of transactions
+//! v2 needs an epoch above the producer's (its coordinator bumped it), not equal.
 //!
 //! As Kafka's `handleWriteTxnMarkersRequest`: ALTER or CLUSTER_ACTION on the cluster,
 //! else CLUSTER_AUTHORIZATION_FAILED for every partition; unknown partitions
@@ -26,6 +28,9 @@ use crate::protocol::markers::Marker;
 use crate::store::TopicPartition;
 use crate::topic_admin::internal::is_internal;
 use crate::transactions::slot::now_ms;
+
+/// The transaction version from which a marker's epoch is the bumped one (KIP-890).
+const TRANSACTIONS_V2: i8 = 2;
 
 /// Each partition of `marker` answered with `code`.
 fn every_partition(marker: &WritableTxnMarker, code: i16) -> WritableTxnMarkerResult {
@@ -94,12 +99,14 @@ pub async fn handle(
                     topic: topic.name.as_str().into(),
                     partition: index,
                 };
-                let coordinator_epoch = marker.coordinator_epoch;
+                // v2 (KIP-1228): a transactions v2 marker's epoch must be above the
+                // producer's, as its coordinator bumped it to end the transaction.
+                let strict = marker.transaction_version >= TRANSACTIONS_V2;
                 let append = (gw.partitions).append_marker(
                     tp.clone(),
                     kind,
                     producer,
-                    coordinator_epoch,
+                    (marker.coordinator_epoch, strict),
                     now,
                 );
                 appends.push(((m, t, p), tp, name, append));

@@ -1,5 +1,6 @@
 //! Which APIs are served, and which versions of each: from Kafka 4's minimum
-//! (KIP-896) to the newest `kafka-protocol` encodes. ApiVersions advertises exactly
+//! (KIP-896) to Kafka 4.4's newest (the vendored `kafka-protocol` is generated from
+//! Kafka 4.4's message specs, `vendor/README.md`). ApiVersions advertises exactly
 //! this list, and the decoder refuses anything outside it.
 
 use kafka_protocol::messages::ApiKey;
@@ -9,16 +10,16 @@ use kafka_protocol::protocol::VersionRange;
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
-    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::ListOffsets, 1, 11),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::Metadata, 0, 13),
     (ApiKey::DescribeTopicPartitions, 0, 0),
-    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::ApiVersions, 0, 5),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteRecords, 0, 2),
-    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::DescribeLogDirs, 1, 5),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
@@ -26,9 +27,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::EndTxn, 0, 5),
-    (ApiKey::TxnOffsetCommit, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 6),
     // Kafka 4 serves WriteTxnMarkers from v1 only (KIP-896).
-    (ApiKey::WriteTxnMarkers, 1, 1),
+    (ApiKey::WriteTxnMarkers, 1, 2),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
@@ -39,12 +40,12 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::ListGroups, 0, 5),
-    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::DeleteGroups, 0, 3),
     // KIP-848's consumer group protocol; v1 carries SubscribedTopicRegex.
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
-    (ApiKey::OffsetCommit, 2, 9),
-    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::OffsetCommit, 2, 10),
+    (ApiKey::OffsetFetch, 1, 10),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
@@ -83,6 +84,9 @@ pub mod since {
     pub const ADD_PARTITIONS_TO_TXN_PRODUCER_FENCED: i16 = 2;
     /// ApiVersions: client software name and version checked (KIP-511).
     pub const API_VERSIONS_CLIENT_INFO: i16 = 3;
+    /// ApiVersions: the cluster and node the client means to reach, checked
+    /// (REBOOTSTRAP_REQUIRED, KIP-1242).
+    pub const API_VERSIONS_NODE_CHECK: i16 = 5;
     /// CreateTopics: partitions, replication factor and configurations answered.
     pub const CREATE_TOPICS_DETAILS: i16 = 5;
     /// CreateTopics: the topic id answered.
@@ -145,10 +149,14 @@ pub mod since {
     pub const METADATA_TOPIC_ID: i16 = 10;
     /// OffsetCommit: leader epochs carried.
     pub const OFFSET_COMMIT_LEADER_EPOCH: i16 = 6;
+    /// OffsetCommit: topics named by id, not by name (KIP-848).
+    pub const OFFSET_COMMIT_TOPIC_IDS: i16 = 10;
     /// OffsetFetch: several groups in one request.
     pub const OFFSET_FETCH_GROUPS: i16 = 8;
     /// OffsetFetch: a group-level error (before, each partition carries it).
     pub const OFFSET_FETCH_GROUP_ERROR: i16 = 2;
+    /// OffsetFetch: topics named by id, not by name (KIP-848).
+    pub const OFFSET_FETCH_TOPIC_IDS: i16 = 10;
     /// OffsetFetch: leader epochs answered.
     pub const OFFSET_FETCH_LEADER_EPOCH: i16 = 5;
     /// Produce: record errors and an error message answered.
@@ -169,6 +177,8 @@ pub mod since {
     /// TxnOffsetCommit: the group joins the transaction without AddOffsetsToTxn
     /// (transactions v2, KIP-890).
     pub const TXN_OFFSET_COMMIT_IMPLICIT_ADD: i16 = 5;
+    /// TxnOffsetCommit: topics named by id, not by name (KIP-1319).
+    pub const TXN_OFFSET_COMMIT_TOPIC_IDS: i16 = 6;
     /// UpdateFeatures: the top-level error only.
     pub const UPDATE_FEATURES_TOP_LEVEL_ONLY: i16 = 2;
     /// UpdateFeatures: an upgrade type instead of `allow_downgrade`.

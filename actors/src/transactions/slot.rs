@@ -246,9 +246,9 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
                 topic: topic.as_str().into(),
                 partition: *partition,
             };
-            let append = deps
-                .partitions
-                .append_marker(tp.clone(), marker, producer, 0, now);
+            let append =
+                deps.partitions
+                    .append_marker(tp.clone(), marker, producer, (0, false), now);
             (tp, append)
         })
         .collect();
