@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use actix::Arbiter;
 use iggy_kafka_actors::limits::ConnectionLimits;
+use iggy_kafka_actors::metrics::MeteredMeta;
 use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{LogStore, Meta, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
-use iggy_kafka_actors::metrics::MeteredMeta;
 use iggy_kafka_actors::{server, Gateway, Metrics};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};

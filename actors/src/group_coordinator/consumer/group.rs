@@ -21,7 +21,6 @@ use super::{
     Beat, BeatRequest, ConsumerGroupView, ConsumerMemberView, ConsumerSettings, MemberRef,
 };
 use crate::session::Caller;
-use crate::topic_admin::internal::is_internal;
 use crate::topic_admin::TopicTable;
 
 /// Member epochs with a meaning of their own in a heartbeat.
@@ -388,7 +387,8 @@ impl ConsumerGroup {
             }
             if let Some(r) = &m.regex {
                 for t in table.all() {
-                    if !is_internal(&t.name) && r.is_match(&t.name) {
+                    // Internal topics too, as Kafka's coordinator resolves a regex.
+                    if r.is_match(&t.name) {
                         ids.insert(t.id);
                         topics.insert(t.id, t.partitions);
                     }
