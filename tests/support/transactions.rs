@@ -340,3 +340,14 @@ pub fn list_transactions(
     listed.sort();
     (r.error_code, unknown, listed)
 }
+
+/// EndTxn v5 succeeded and moved the producer to its next epoch, which it returns.
+pub fn end_bumped(c: &mut RawClient, p: &Producer, commit: bool) -> Producer {
+    let r = end_as(c, 5, p, commit);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert_eq!((r.producer_id.0, r.producer_epoch), (p.pid, p.epoch + 1));
+    Producer {
+        epoch: r.producer_epoch,
+        ..p.clone()
+    }
+}

@@ -133,17 +133,6 @@ async fn a_fenced_producer_is_told_so_at_every_api_and_version(store: Store) {
     assert_eq!(got.get(&1), None, "{got:?}");
 }
 
-/// EndTxn v5 succeeded: the producer at the epoch it answered.
-fn ended(c: &mut RawClient, p: &Producer, commit: bool) -> Producer {
-    let r = end_as(c, 5, p, commit);
-    assert_eq!(r.error_code, 0, "{r:?}");
-    assert_eq!((r.producer_id.0, r.producer_epoch), (p.pid, p.epoch + 1));
-    Producer {
-        epoch: r.producer_epoch,
-        ..p.clone()
-    }
-}
-
 async fn a_producers_own_v2_end_bumps_its_epoch_without_fencing_it(store: Store) {
     let Some(gw) = Gateway::start_on(store, &[]) else {
         return;
@@ -156,7 +145,7 @@ async fn a_producers_own_v2_end_bumps_its_epoch_without_fencing_it(store: Store)
     let r = produce_as(&mut c, 12, &first, (TOPIC, 0), (0, 2), TS);
     assert_eq!(r.error_code, 0, "{r:?}");
     assert_eq!(commit_offset(&mut c, &first, (GROUP, TOPIC), 2), 0);
-    let bumped = ended(&mut c, &first, true);
+    let bumped = end_bumped(&mut c, &first, true);
 
     // Its next transaction, at the epoch its end gave it, on the partition it wrote
     // (whose commit marker carries the new epoch) and on one it never wrote.
@@ -183,7 +172,7 @@ async fn a_producers_own_v2_end_bumps_its_epoch_without_fencing_it(store: Store)
     // The open transaction was not disturbed: it commits, and its end's retry (one
     // epoch behind the new bump) is answered again, not fenced (Kafka, which answers
     // before its markers are out, may first answer CONCURRENT_TRANSACTIONS).
-    let last = ended(&mut c, &bumped, true);
+    let last = end_bumped(&mut c, &bumped, true);
     let deadline = std::time::Instant::now() + CONCURRENT_LIMIT;
     let again = loop {
         let again = end_as(&mut c, 5, &bumped, true);

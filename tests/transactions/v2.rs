@@ -22,17 +22,6 @@ const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
 const TS: i64 = 1_700_000_000_000;
 
-/// EndTxn v5 succeeded and moved the producer to its next epoch, which it returns.
-fn end_bumped(c: &mut RawClient, p: &Producer, commit: bool) -> Producer {
-    let r = end_as(c, 5, p, commit);
-    assert_eq!(r.error_code, 0, "{r:?}");
-    assert_eq!((r.producer_id.0, r.producer_epoch), (p.pid, p.epoch + 1));
-    Producer {
-        epoch: r.producer_epoch,
-        ..p.clone()
-    }
-}
-
 async fn transactions_v2_add_where_batches_arrive_and_bump_every_end(store: Store) {
     let Some(gw) = Gateway::start_on(store, &[]) else {
         return;
