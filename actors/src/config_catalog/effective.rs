@@ -85,13 +85,19 @@ impl ClusterConfig {
     }
 
     fn typed(self) -> ClusterConfig {
-        let in_force = Some(InForce::of(&self));
+        let in_force = Some(self.parse_in_force());
         ClusterConfig { in_force, ..self }
+    }
+
+    fn parse_in_force(&self) -> InForce {
+        let none = BTreeMap::new();
+        let topic = |name: &str| self.topic_value(&none, name).map(|(v, _)| v);
+        InForce::of(topic, |name| self.broker_value(name))
     }
 
     /// The typed values request paths act on.
     pub fn in_force(&self) -> InForce {
-        self.in_force.unwrap_or_else(|| InForce::of(self))
+        self.in_force.unwrap_or_else(|| self.parse_in_force())
     }
 
     /// The same statics with these dynamic broker configurations.
@@ -631,5 +637,50 @@ mod tests {
             )
         );
         assert_eq!(entries.iter().filter(|e| e.name == "no.such").count(), 1);
+    }
+
+    #[test]
+    fn typed_values_follow_kafka_defaults_then_the_broker_then_the_topic() {
+        use crate::config_catalog::TopicInForce;
+        let kafka = ClusterConfig::default().in_force();
+        let expected = TopicInForce {
+            max_message_bytes: 1_048_588,
+            log_append_time: false,
+            compacted: false,
+        };
+        assert_eq!(kafka.topic_defaults, expected);
+        assert_eq!(kafka.transactional_id_expiration_ms, 604_800_000);
+        assert_eq!(kafka.transaction_max_timeout_ms, 900_000);
+        let broker = ClusterConfig::default().with_dynamic(
+            map(&[
+                ("message.max.bytes", "2000"),
+                ("log.message.timestamp.type", "LogAppendTime"),
+                ("log.cleanup.policy", "compact,delete"),
+                ("transaction.max.timeout.ms", "60000"),
+            ]),
+            BTreeMap::new(),
+        );
+        let set = broker.in_force();
+        let expected = TopicInForce {
+            max_message_bytes: 2000,
+            log_append_time: true,
+            compacted: true,
+        };
+        assert_eq!(set.topic_defaults, expected);
+        assert_eq!(set.transaction_max_timeout_ms, 60_000);
+        let own = map(&[
+            ("max.message.bytes", "100"),
+            ("message.timestamp.type", "CreateTime"),
+            ("cleanup.policy", "delete"),
+        ]);
+        let expected = TopicInForce {
+            max_message_bytes: 100,
+            log_append_time: false,
+            compacted: false,
+        };
+        assert_eq!(set.topic(&own), expected);
+        let partly = map(&[("cleanup.policy", "compact")]);
+        assert_eq!(set.topic(&partly).max_message_bytes, 2000);
+        assert!(set.topic(&partly).compacted);
     }
 }

@@ -1,13 +1,12 @@
 //! Typed views of the configurations request paths act on, so a hot path reads a field
 //! rather than a configuration by its name: a misspelt name cannot compile there. The
-//! broker-wide part is parsed once per [`ClusterConfig`] the catalog publishes (a
+//! broker-wide part is parsed once per `ClusterConfig` the catalog publishes (a
 //! change publishes a new one); a topic's own values, checked by the catalog when
 //! they were set, are laid over it when asked.
 
 use std::collections::BTreeMap;
 
 use super::definitions::{broker_config, topic_config};
-use super::effective::ClusterConfig;
 use super::rules::list_items;
 
 /// What a topic's records are checked and stamped by at Produce.
@@ -45,36 +44,33 @@ fn compacted(value: &str) -> bool {
 }
 
 impl InForce {
-    /// Parsed from `config`'s values; a value that does not parse (the catalog checks
-    /// each before it is stored) falls back to Kafka's default.
-    pub fn of(config: &ClusterConfig) -> InForce {
+    /// Parsed from the values in force: `topic` a topic configuration's where a topic
+    /// sets none, `broker` a broker configuration's. A value that does not parse (the
+    /// catalog checks each before it is stored) falls back to Kafka's default.
+    pub fn of<'a>(
+        topic: impl Fn(&str) -> Option<&'a str>,
+        broker: impl Fn(&str) -> Option<&'a str>,
+    ) -> InForce {
         fn parsed<T: std::str::FromStr>(value: Option<&str>, default: Option<&str>) -> T {
             (value.and_then(|v| v.parse().ok()))
                 .or_else(|| default.and_then(|d| d.parse().ok()))
                 .expect("Kafka's default parses")
         }
-        let none = BTreeMap::new();
-        let topic = |name| {
-            let default = topic_config(name).and_then(|d| d.default);
-            (config.topic_value(&none, name).map(|(v, _)| v), default)
-        };
-        let broker = |name| {
-            let default = broker_config(name).and_then(|b| b.definition().default);
-            (config.broker_value(name), default)
-        };
-        let (max, max_default) = topic(MAX_MESSAGE_BYTES);
-        let stamp = topic(TIMESTAMP_TYPE).0.unwrap_or_default();
-        let policy = topic(CLEANUP_POLICY).0.unwrap_or_default();
-        let (expiration, expiration_default) = broker("transactional.id.expiration.ms");
-        let (max_timeout, max_timeout_default) = broker("transaction.max.timeout.ms");
+        let topic_default = |name| topic_config(name).and_then(|d| d.default);
+        let broker_default = |name| broker_config(name).and_then(|b| b.definition().default);
+        let expiration = "transactional.id.expiration.ms";
+        let max_timeout = "transaction.max.timeout.ms";
         InForce {
             topic_defaults: TopicInForce {
-                max_message_bytes: parsed(max, max_default),
-                log_append_time: log_append_time(stamp),
-                compacted: compacted(policy),
+                max_message_bytes: parsed(
+                    topic(MAX_MESSAGE_BYTES),
+                    topic_default(MAX_MESSAGE_BYTES),
+                ),
+                log_append_time: log_append_time(topic(TIMESTAMP_TYPE).unwrap_or_default()),
+                compacted: compacted(topic(CLEANUP_POLICY).unwrap_or_default()),
             },
-            transactional_id_expiration_ms: parsed(expiration, expiration_default),
-            transaction_max_timeout_ms: parsed(max_timeout, max_timeout_default),
+            transactional_id_expiration_ms: parsed(broker(expiration), broker_default(expiration)),
+            transaction_max_timeout_ms: parsed(broker(max_timeout), broker_default(max_timeout)),
         }
     }
 
@@ -91,61 +87,5 @@ impl InForce {
             log_append_time: own(TIMESTAMP_TYPE).map_or(defaults.log_append_time, log_append_time),
             compacted: own(CLEANUP_POLICY).map_or(defaults.compacted, compacted),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn typed_values_follow_kafka_defaults_then_the_broker_then_the_topic() {
-        let kafka = InForce::of(&ClusterConfig::default());
-        let expected = TopicInForce {
-            max_message_bytes: 1_048_588,
-            log_append_time: false,
-            compacted: false,
-        };
-        assert_eq!(kafka.topic_defaults, expected);
-        assert_eq!(kafka.transactional_id_expiration_ms, 604_800_000);
-        assert_eq!(kafka.transaction_max_timeout_ms, 900_000);
-        let broker = ClusterConfig::default().with_dynamic(
-            map(&[
-                ("message.max.bytes", "2000"),
-                ("log.message.timestamp.type", "LogAppendTime"),
-                ("log.cleanup.policy", "compact,delete"),
-                ("transaction.max.timeout.ms", "60000"),
-            ]),
-            BTreeMap::new(),
-        );
-        let set = broker.in_force();
-        let expected = TopicInForce {
-            max_message_bytes: 2000,
-            log_append_time: true,
-            compacted: true,
-        };
-        assert_eq!(set.topic_defaults, expected);
-        assert_eq!(set.transaction_max_timeout_ms, 60_000);
-        let own = map(&[
-            ("max.message.bytes", "100"),
-            ("message.timestamp.type", "CreateTime"),
-            ("cleanup.policy", "delete"),
-        ]);
-        let expected = TopicInForce {
-            max_message_bytes: 100,
-            log_append_time: false,
-            compacted: false,
-        };
-        assert_eq!(set.topic(&own), expected);
-        let partly = map(&[("cleanup.policy", "compact")]);
-        assert_eq!(set.topic(&partly).max_message_bytes, 2000);
-        assert!(set.topic(&partly).compacted);
     }
 }
