@@ -348,8 +348,10 @@ check_mirror_maker() {
     gw_start dst
     tool create "${FW_ADDR[src]}" orders 2 retention.ms=3600000 cleanup.policy=delete max.message.bytes=200000 ||
         { WHY="creating orders on src failed (tool.log)"; return 1; }
+    # min.insync.replicas: set for the whole cluster, as Kafka 4.1+ does (KIP-966).
     ORDERS_CONFIGS="cleanup.policy=delete (DYNAMIC_TOPIC_CONFIG)
 max.message.bytes=200000 (DYNAMIC_TOPIC_CONFIG)
+min.insync.replicas=1 (DYNAMIC_DEFAULT_BROKER_CONFIG)
 retention.ms=3600000 (DYNAMIC_TOPIC_CONFIG)"
     # The group commits the partitions' ends: MM2 translates an offset at the end of its
     # offset syncs exactly; one in the middle only if a sync for it is at hand, which
