@@ -1,7 +1,7 @@
 // Java kafka-clients AdminClient reading what `kafka-topics --describe` and
 // `kafka-log-dirs` read (issue 17):
 //   apis       a raw ApiVersions v0 request: DescribeTopicPartitions (75) v0 and
-//              DescribeLogDirs (35) v1-4 advertised, so the client uses them.
+//              DescribeLogDirs (35) v1-5 advertised, so the client uses them.
 //   topics     describeTopics with partitionSizeLimitPerResponse 2 of a 5- and a
 //              3-partition topic: every partition once, in order, the ids listTopics
 //              gives, leaders among describeCluster's nodes; the requests sent show the
@@ -104,7 +104,7 @@ public class DescribeJava {
     static void apis() throws Exception {
         Map<Integer, int[]> apis = apiVersions();
         check(Arrays.equals(apis.get(75), new int[] {0, 0}), "DescribeTopicPartitions " + Arrays.toString(apis.get(75)));
-        check(Arrays.equals(apis.get(35), new int[] {1, 4}), "DescribeLogDirs " + Arrays.toString(apis.get(35)));
+        check(Arrays.equals(apis.get(35), new int[] {1, 5}), "DescribeLogDirs " + Arrays.toString(apis.get(35)));
     }
 
     static double requestsSent() {
