@@ -4,6 +4,7 @@
 //! (`handlers.rs`) owns the groups and runs the timers.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
 
 use actix::SpawnHandle;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -70,6 +71,10 @@ pub struct ConsumerGroup {
     pub target: BTreeMap<String, Partitions>,
     /// The subscribed topics and their partition counts at `epoch`.
     pub topics: BTreeMap<Uuid, i32>,
+    /// The topic table (published whole at each change) the subscriptions were last
+    /// resolved against: a heartbeat resolves them again only when it moved or the
+    /// members or their subscriptions changed, not at every beat.
+    resolved_for: Weak<TopicTable>,
 }
 
 /// The consumer group states Kafka's describes and lists name.
@@ -179,7 +184,7 @@ impl ConsumerGroup {
     pub fn heartbeat(
         &mut self,
         req: BeatRequest,
-        table: &TopicTable,
+        table: &Arc<TopicTable>,
         settings: &ConsumerSettings,
     ) -> Result<Beat, ConsumerGroupError> {
         let assignor = match &req.assignor {
@@ -219,7 +224,9 @@ impl ConsumerGroup {
         if req.rebalance_timeout_ms > 0 {
             member.rebalance_timeout_ms = req.rebalance_timeout_ms;
         }
-        if self.resolve(table) || changed {
+        let table_moved = !Weak::ptr_eq(&self.resolved_for, &Arc::downgrade(table));
+        let resolved = (changed || table_moved) && self.resolve(table);
+        if resolved || changed {
             self.bump(settings);
         }
         Ok(self.step(&id, req.owned.as_ref()))
@@ -232,6 +239,8 @@ impl ConsumerGroup {
         req: &BeatRequest,
         settings: &ConsumerSettings,
     ) -> Result<String, ConsumerGroupError> {
+        // A member coming in: its subscription is resolved at this beat.
+        self.resolved_for = Weak::new();
         if req.topic_names.is_none() && req.regex.is_none() {
             return Err(ConsumerGroupError::InvalidRequest(
                 "subscribed_topic_names or subscribed_topic_regex must be set when joining".into(),
@@ -367,6 +376,7 @@ impl ConsumerGroup {
             }
         }
         self.target.remove(id);
+        self.resolved_for = Weak::new();
         self.epoch += 1;
         self.assign();
         true
@@ -374,7 +384,8 @@ impl ConsumerGroup {
 
     /// Resolves every member's subscription against the topic table; whether a
     /// subscription or the subscribed topics' partitions changed.
-    fn resolve(&mut self, table: &TopicTable) -> bool {
+    fn resolve(&mut self, table: &Arc<TopicTable>) -> bool {
+        self.resolved_for = Arc::downgrade(table);
         let mut topics = BTreeMap::new();
         let mut changed = false;
         for m in self.members.values_mut() {
