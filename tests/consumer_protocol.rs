@@ -13,9 +13,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-
 use crate::support;
 use support::admin::eventually;
 use support::groups::{create_topic, produce};
@@ -205,34 +202,6 @@ fn settled(dir: &Path, live: &[&str], topic: &str, partitions: i32) {
     assert!(ok, "the group never settled on {live:?}: {owned:?}");
 }
 
-/// Produces numbered records to `topic` until `stop`; how many.
-fn producing(
-    bootstrap: String,
-    topic: &'static str,
-    stop: Arc<AtomicBool>,
-) -> thread::JoinHandle<u64> {
-    thread::spawn(move || {
-        let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .set("linger.ms", "5")
-            .set("acks", "all")
-            .set("enable.idempotence", "true")
-            .create()
-            .expect("producer");
-        let mut n = 0u64;
-        while !stop.load(Ordering::Relaxed) {
-            let (key, value) = (format!("k{n}"), n.to_string());
-            let record = BaseRecord::to(topic).key(&key).payload(&value);
-            if producer.send(record).is_ok() {
-                n += 1;
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
-        producer.flush(Duration::from_secs(60)).expect("flush");
-        n
-    })
-}
-
 /// Three members share a topic; one leaves, one is SIGKILLed, a new one joins, while a
 /// producer writes on. No partition is owned by two members at once, every record is
 /// read, and only the killed member's partitions are read twice (from its last commit).
@@ -244,7 +213,7 @@ fn members_come_and_go_without_sharing_a_partition(store: Store) {
     create_topic(&b, topic, 6);
     let dir = tempfile::tempdir().unwrap();
     let stop_producing = Arc::new(AtomicBool::new(false));
-    let producer = producing(b.clone(), topic, stop_producing.clone());
+    let producer = support::groups::producing(b.clone(), topic, stop_producing.clone());
     let mut members: BTreeMap<&str, Member> = ["m1", "m2", "m3"]
         .into_iter()
         .map(|n| (n, start(&b, (topic, group), dir.path(), n)))

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::ClientContext;
 
 use support::groups::create_topic;
@@ -175,40 +174,6 @@ fn gateways(server: &IggyServer) -> Vec<Gateway> {
     (0..3).map(|_| Gateway::process_with(&settings)).collect()
 }
 
-/// Values produced to `topic` one every 5 ms through every gateway until `stop`;
-/// returns how many.
-fn producing(
-    bootstrap: String,
-    topic: &'static str,
-    stop: Arc<AtomicBool>,
-) -> thread::JoinHandle<u64> {
-    thread::spawn(move || {
-        let producer: ThreadedProducer<rdkafka::producer::DefaultProducerContext> =
-            ClientConfig::new()
-                .set("bootstrap.servers", &bootstrap)
-                .set("linger.ms", "5")
-                .set("acks", "all")
-                .set("enable.idempotence", "true")
-                .set("message.timeout.ms", "120000")
-                .set("reconnect.backoff.max.ms", "500")
-                .create()
-                .expect("producer");
-        let mut n = 0u64;
-        while !stop.load(Ordering::Relaxed) {
-            let value = n.to_string();
-            if producer
-                .send(BaseRecord::<(), _>::to(topic).payload(&value))
-                .is_ok()
-            {
-                n += 1;
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
-        producer.flush(Duration::from_secs(120)).expect("flush");
-        n
-    })
-}
-
 /// Runs `restart` on a group of four librdkafka members reading a stream through three
 /// gateways on one Iggy: afterwards no member has rebalanced since the group settled,
 /// and every value produced was read exactly once.
@@ -224,7 +189,7 @@ fn group_carries_on_through(restart: impl FnOnce(&mut [Gateway], &[&Member], &mu
         .join(",");
     create_topic(&bootstrap, TOPIC, 8);
     let stop = Arc::new(AtomicBool::new(false));
-    let producer = producing(bootstrap.clone(), TOPIC, stop.clone());
+    let producer = support::groups::producing(bootstrap.clone(), TOPIC, stop.clone());
     let members: Vec<(Member, Rebalances)> = (0..4).map(|_| member(&bootstrap)).collect();
     let refs: Vec<&Member> = members.iter().map(|(m, _)| m).collect();
     let counts: Vec<&Rebalances> = members.iter().map(|(_, c)| c).collect();
@@ -306,7 +271,7 @@ fn a_rolling_restart_keeps_java_groups_dynamic_and_static_without_a_rebalance() 
         create_topic(&bootstrap, topic, 6);
         let dir = tempfile::tempdir().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let producer = producing(bootstrap.clone(), topic, stop.clone());
+        let producer = support::groups::producing(bootstrap.clone(), topic, stop.clone());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/java_check.sh");
         let mut java = std::process::Command::new("bash")
             .args([script, "RollingGroupJava", &bootstrap, topic, topic, mode])

@@ -148,3 +148,36 @@ pub fn node_id(gw: &super::Gateway) -> i32 {
         .map(|b| b.node_id.0)
         .expect("the gateway lists itself")
 }
+
+/// Produces numbered values (`0`, `1`, …, keyed `k0`, `k1`, …) to `topic`, one every
+/// 5 ms, idempotently with acks=all, until `stop`; returns how many.
+pub fn producing(
+    bootstrap: String,
+    topic: &'static str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("linger.ms", "5")
+            .set("acks", "all")
+            .set("enable.idempotence", "true")
+            .set("message.timeout.ms", "120000")
+            .set("reconnect.backoff.max.ms", "500")
+            .create()
+            .expect("producer");
+        let mut n = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let (key, value) = (format!("k{n}"), n.to_string());
+            if producer
+                .send(BaseRecord::to(topic).key(&key).payload(&value))
+                .is_ok()
+            {
+                n += 1;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        producer.flush(Duration::from_secs(120)).expect("flush");
+        n
+    })
+}
