@@ -321,8 +321,14 @@ async fn transactions_v2_add_on_any_gateway_and_end_at_the_coordinator() {
     until("the timed-out transaction is aborted", || {
         latest(&mut at_away, V2_TOPIC, 0, 1) == latest(&mut at_away, V2_TOPIC, 0, 0)
     });
-    let t = &describe_transactions(&mut at_home, &[&short])[0];
-    assert_eq!(t.transaction_state.as_str(), "CompleteAbort", "{t:?}");
+    // The markers are written before the coordinator records CompleteAbort, as
+    // Kafka's coordinator does; the state follows them.
+    until("the coordinator records the abort", || {
+        describe_transactions(&mut at_home, &[&short])[0]
+            .transaction_state
+            .as_str()
+            == "CompleteAbort"
+    });
 
     // Adds a gateway died before withdrawing: to the epoch that timed out, and to an
     // id with no state (expired). The coordinator sweeps them on a rescan.
