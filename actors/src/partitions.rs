@@ -3,7 +3,8 @@
 //! keep the order they arrived in, and the slot checks idempotent producers); reads
 //! and lookups go straight to the log store; a Fetch waiting at the end of a log
 //! subscribes to the partition's appends. A read-committed reader is served first what
-//! was read for it before and not served (`unserved.rs`).
+//! was read for it before and not served (`unserved.rs`); a Fetch's read is bounded by
+//! its deadline (`partition_read.rs`).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::append_signals::AppendSignals;
+use crate::late_reads::LateReads;
 use crate::log_slot::{Append, ForgetProducers, ForgetTopic, LogSlot, ReadProducers, Verify};
 use crate::metrics::Metrics;
 use crate::producer_state::ActiveProducer;
@@ -32,6 +34,7 @@ pub struct Partitions {
     signals: Arc<AppendSignals>,
     txns: TxnIndexes,
     unserved: Arc<Unserved>,
+    late_reads: Arc<LateReads>,
     metrics: Arc<Metrics>,
 }
 
@@ -53,6 +56,7 @@ impl Partitions {
             signals,
             txns,
             unserved: Arc::default(),
+            late_reads: Arc::default(),
             metrics,
         }
     }
@@ -192,6 +196,11 @@ impl Partitions {
         &self.logs
     }
 
+    /// Reads that outlived their Fetch (`partition_read.rs`).
+    pub(crate) fn late_reads(&self) -> &LateReads {
+        &self.late_reads
+    }
+
     /// A receiver that changes whenever the partition's high watermark moves.
     pub fn subscribe(&self, tp: &TopicPartition) -> watch::Receiver<i64> {
         self.signals.subscribe(tp)
@@ -201,6 +210,7 @@ impl Partitions {
     pub fn forget_topic(&self, topic: &Arc<str>) {
         self.txns.forget_topic(topic);
         self.unserved.forget_topic(topic);
+        self.late_reads.forget_topic(topic);
         for slot in self.slots.iter() {
             slot.do_send(ForgetTopic(topic.clone()));
         }

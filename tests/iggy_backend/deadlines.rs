@@ -1,7 +1,7 @@
 //! Deadlines a request carries, met while Iggy does not answer (the server paused with
 //! SIGSTOP): OffsetCommit at `offsets_commit_timeout_ms` (Kafka's
-//! `offsets.commit.timeout.ms`), DeleteTopics at its `timeout_ms` (Produce's is in
-//! `lifecycle.rs`). Each is
+//! `offsets.commit.timeout.ms`), DeleteTopics at its `timeout_ms`, Fetch at its
+//! `max_wait_ms` (Produce's is in `lifecycle.rs`). Each is
 //! answered as Kafka answers within its deadline plus a margin, and once Iggy answers
 //! again the next request is served; nothing is left half done.
 
@@ -9,6 +9,7 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
+use crate::wire_abuse::{fetch_request, one_record, produce, record_values};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -17,7 +18,7 @@ use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::*;
 use support::configs::s;
 use support::iggy::IggyServer;
-use support::kafka::create_topic;
+use support::kafka::{create_topic, read_values};
 use support::{call, topic_name, RawClient};
 
 /// What a late answer may take beyond its deadline on a loaded machine.
@@ -126,4 +127,44 @@ fn a_delete_topics_iggy_does_not_answer_times_out_at_its_own_timeout() {
         assert!(Instant::now() < deadline, "the topic never went: {code}");
         assert!([0, 7].contains(&code), "DeleteTopics answered {code}");
     }
+}
+
+#[test]
+fn a_fetch_iggy_does_not_answer_is_answered_empty_at_its_max_wait() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(create_topic(&gw.bootstrap(), "fetch-deadline", 1, &[]));
+    let mut c = RawClient::connect(gw.addr);
+    for v in ["a", "b", "c"] {
+        assert_eq!(produce(&mut c, "fetch-deadline", 0, one_record(v), -1).0, 0);
+    }
+    let fetch = |c: &mut RawClient, offset: i64| {
+        let started = Instant::now();
+        let r = call!(c, Fetch, 12, fetch_request("fetch-deadline", offset, 500));
+        let p = r.responses[0].partitions[0].clone();
+        let took = started.elapsed();
+        (record_values(&p), p.high_watermark, took)
+    };
+
+    server.pause();
+    // The read waits on Iggy past the Fetch; the next Fetch from there takes it, and
+    // one from elsewhere starts no second read: each is answered at its max wait.
+    let answers = [fetch(&mut c, 0), fetch(&mut c, 0), fetch(&mut c, 1)];
+    server.resume();
+    for (values, high, took) in answers {
+        assert!(values.is_empty(), "served {values:?} while Iggy was paused");
+        assert_eq!(high, -1, "a watermark Iggy never gave");
+        within(took, Duration::from_millis(500), "the Fetch");
+    }
+    let (values, high, took) = fetch(&mut c, 0);
+    assert_eq!(values, ["a", "b", "c"], "the Fetch after Iggy came back");
+    assert_eq!(high, 3);
+    within(took, Duration::from_millis(500), "the next Fetch");
+    // A real consumer reads on.
+    let mut config = rdkafka::ClientConfig::new();
+    config.set("bootstrap.servers", gw.bootstrap());
+    assert_eq!(read_values(&config, "fetch-deadline", 3), ["a", "b", "c"]);
 }

@@ -77,7 +77,7 @@ fn assert_served_list(r: &ApiVersionsResponse) {
 }
 
 /// One uncompressed batch holding one record.
-fn one_record(value: &str) -> Bytes {
+pub(crate) fn one_record(value: &str) -> Bytes {
     batch(
         &[record(None, value.as_bytes(), 1_700_000_000_000)],
         Compression::None,
@@ -131,7 +131,7 @@ fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> Pr
     request.with_acks(acks).with_topic_data(topics)
 }
 
-fn fetch_request(topic: &str, offset: i64, max_wait_ms: i32) -> FetchRequest {
+pub(crate) fn fetch_request(topic: &str, offset: i64, max_wait_ms: i32) -> FetchRequest {
     let partition = FetchPartition::default().with_fetch_offset(offset);
     let partitions = vec![partition.with_partition_max_bytes(1 << 20)];
     let topic = FetchTopic::default().with_topic(name(topic));
@@ -142,7 +142,7 @@ fn fetch_request(topic: &str, offset: i64, max_wait_ms: i32) -> FetchRequest {
 }
 
 /// Produce v9 of one batch to one partition: (error code, base offset).
-fn produce(c: &mut RawClient, t: &str, p: i32, batch: Bytes, acks: i16) -> (i16, i64) {
+pub(crate) fn produce(c: &mut RawClient, t: &str, p: i32, batch: Bytes, acks: i16) -> (i16, i64) {
     let answer = call!(c, Produce, 9, produce_request(t, p, batch, acks));
     let p = &answer.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
@@ -154,7 +154,7 @@ fn fetch_values(c: &mut RawClient, topic: &str, offset: i64) -> Vec<String> {
     record_values(&answer.responses[0].partitions[0])
 }
 
-fn record_values(p: &PartitionData) -> Vec<String> {
+pub(crate) fn record_values(p: &PartitionData) -> Vec<String> {
     assert_eq!(p.error_code, 0, "fetch: {p:?}");
     let mut records = p.records.clone().unwrap_or_default();
     let sets = RecordBatchDecoder::decode_all(&mut records).unwrap();

@@ -21,14 +21,15 @@ use uuid::Uuid;
 use crate::authorizer::{Access, Operation};
 use crate::fetch_sessions::{Answered, FetchMetadata, FetchParams, Opened, PartitionKey};
 use crate::gateway::Gateway;
+use crate::late_reads::ReadAt;
+use crate::partition_read::{fitting, PartitionRead};
 use crate::protocol::fetch_answer::FetchAnswer;
-use crate::protocol::records;
 use crate::protocol::versions::since;
-use crate::store::{ReadBatches, StoreError, TopicMeta, TopicPartition};
-use crate::topic_admin::internal::is_internal;
-use crate::txn_index::Aborted;
+use crate::store::{TopicMeta, TopicPartition};
 
 const READ_COMMITTED: i8 = 1;
+/// A read gets this long even when the Fetch's own wait is shorter or spent.
+const READ_AT_LEAST: Duration = Duration::from_millis(100);
 /// Bounds of the re-reads of a waiting fetch when others append to the backend.
 const FIRST_POLL: Duration = Duration::from_millis(20);
 const MAX_POLL: Duration = Duration::from_millis(500);
@@ -76,7 +77,7 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
             .map(|tp| gw.partitions.subscribe(tp))
             .collect();
         let (answers, bytes, failed) =
-            read_all(&gw, version, &wanted, max_bytes, read_committed).await;
+            read_all(&gw, version, &wanted, max_bytes, read_committed, deadline).await;
         if bytes >= min_bytes || failed || signals.is_empty() || Instant::now() >= deadline {
             break answers;
         }
@@ -88,7 +89,7 @@ pub async fn handle(gw: Gateway, version: i16, req: FetchRequest, access: Access
         poll = poll.map(|every| (every * 2).min(MAX_POLL));
         if timeout_at(wake_at, any_append).await.is_err() && wake_at == deadline {
             // One last read: the answer carries the latest watermarks.
-            break read_all(&gw, version, &wanted, max_bytes, read_committed)
+            break read_all(&gw, version, &wanted, max_bytes, read_committed, deadline)
                 .await
                 .0;
         }
@@ -243,28 +244,40 @@ struct PartitionAnswer {
     batches: Vec<Bytes>,
 }
 
-/// Reads every wanted partition within the request's byte budget. Returns each
-/// partition's answer (in order), the record bytes in them, and whether any had an
-/// error.
+/// Reads every wanted partition within the request's byte budget and by its deadline.
+/// Returns each partition's answer (in order), the record bytes in them, and whether
+/// any had an error.
 ///
 /// Partitions are read concurrently, then trimmed in order to `max_bytes`; only the
 /// first batch of the answer may go over it (KIP-74), so a batch larger than every
-/// limit still reaches the consumer.
+/// limit still reaches the consumer. A partition whose read is not done by the deadline
+/// (`partition_read.rs`) is answered empty, its watermarks unknown (-1), as Kafka
+/// answers a partition it has nothing of yet; its consumer fetches again.
 async fn read_all(
     gw: &Gateway,
     version: i16,
     wanted: &[Wanted],
     max_bytes: usize,
     read_committed: bool,
+    deadline: Instant,
 ) -> (Vec<PartitionAnswer>, usize, bool) {
+    let deadline = deadline.max(Instant::now() + READ_AT_LEAST);
     let reads = wanted.iter().map(|w| async move {
-        match &w.target {
-            Err(code) => Err(*code),
-            Ok(tp) => {
-                let max = w.max_bytes.min(max_bytes);
-                read_partition(gw, tp, w.offset, max, read_committed).await
-            }
-        }
+        let tp = w.target.as_ref().map_err(|code: &ResponseError| *code)?;
+        let at = ReadAt {
+            offset: w.offset,
+            max_bytes: w.max_bytes.min(max_bytes),
+            read_committed,
+        };
+        let late = PartitionRead {
+            batches: Vec::new(),
+            log_start: -1,
+            high: -1,
+            stable: -1,
+            aborted: Vec::new(),
+        };
+        let read = gw.partitions.read_by(deadline, tp, at).await?;
+        Ok::<_, ResponseError>(read.unwrap_or(late))
     });
     let reads = join_all(reads).await;
     let mut total = 0;
@@ -315,117 +328,10 @@ async fn read_all(
     (out, total, failed)
 }
 
-/// How many leading batches fit in `max_bytes` beside the `used` bytes, an answer's
-/// first batch whatever its size (KIP-74).
-fn fitting(batches: &[Bytes], used: usize, max_bytes: usize) -> usize {
-    let mut total = used;
-    let fit = batches.iter().take_while(|b| {
-        let first = total == 0;
-        total += b.len();
-        first || total <= max_bytes
-    });
-    fit.count()
-}
-
 /// The leading batches that fit in what is left of `max_bytes` (the answer's first
 /// batch always does): the partition's record set, as the store gave it.
 fn within_budget(mut batches: Vec<Bytes>, total: &mut usize, max_bytes: usize) -> Vec<Bytes> {
     batches.truncate(fitting(&batches, *total, max_bytes));
     *total += batches.iter().map(|b| b.len()).sum::<usize>();
     batches
-}
-
-/// What one partition gives a fetch.
-struct PartitionRead {
-    batches: Vec<Bytes>,
-    log_start: i64,
-    high: i64,
-    /// The last stable offset; the high watermark for a read-uncommitted fetch.
-    stable: i64,
-    /// Aborted transactions among the batches (read committed only).
-    aborted: Vec<Aborted>,
-}
-
-/// One partition's batches from `offset`. Read committed, they stop at the last
-/// stable offset, leave out fenced batches, and come with the aborted transactions
-/// among them, whose records consumers drop (`txn_index.rs`).
-async fn read_partition(
-    gw: &Gateway,
-    tp: &TopicPartition,
-    offset: i64,
-    max_bytes: usize,
-    read_committed: bool,
-) -> Result<PartitionRead, ResponseError> {
-    if is_internal(&tp.topic) {
-        // Its contents live in the offset store: an empty log.
-        return match offset {
-            0 => Ok(PartitionRead {
-                batches: Vec::new(),
-                log_start: 0,
-                high: 0,
-                stable: 0,
-                aborted: Vec::new(),
-            }),
-            _ => Err(ResponseError::OffsetOutOfRange),
-        };
-    }
-    let read = if read_committed {
-        gw.partitions
-            .read_committed(tp, offset, max_bytes.max(1))
-            .await
-    } else {
-        let logs = gw.partitions.logs();
-        logs.read(tp.clone(), offset, max_bytes.max(1)).await
-    };
-    let failed = |e: StoreError| {
-        // A topic deleted while a fetch waits on it is routine (Iggy names it an
-        // unknown partition: its server says the same for both); anything else is not.
-        match e {
-            StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. } => {
-                tracing::debug!(partition = %tp, "fetched topic was deleted")
-            }
-            _ => tracing::warn!(partition = %tp, error = %e, "fetch read failed"),
-        }
-        e.code()
-    };
-    let ReadBatches {
-        mut batches,
-        watermarks: w,
-    } = read.map_err(failed)?;
-    if offset < w.log_start || offset > w.high {
-        tracing::debug!(partition = %tp, offset, log_start = w.log_start, high = w.high, "fetch offset out of range");
-        return Err(ResponseError::OffsetOutOfRange);
-    }
-    let (stable, aborted) = if read_committed {
-        let stable = gw
-            .partitions
-            .stable(tp, (offset, w.high), &batches)
-            .await
-            .map_err(failed)?;
-        // What lies past the stable offset or `max_bytes`, and what the index read past
-        // the fetch, is what this reader reads next: kept for it.
-        let stable_end = batches.partition_point(|b| records::base_offset(b) < stable.offset);
-        let mut unserved = batches.split_off(stable_end.min(fitting(&batches, 0, max_bytes)));
-        unserved.extend(stable.read_past);
-        gw.partitions.keep_unserved(tp, unserved);
-        batches.retain(|b| {
-            !stable
-                .fenced
-                .iter()
-                .any(|f| f.base == records::base_offset(b))
-        });
-        let end = batches.last().map_or(offset, |b| records::end_offset(b));
-        let mut aborted = stable.aborted;
-        aborted.retain(|a| a.first_offset < end);
-        (stable.offset, aborted)
-    } else {
-        (w.high, Vec::new())
-    };
-    Ok(PartitionRead {
-        batches,
-        log_start: w.log_start,
-        high: w.high,
-        stable,
-        aborted,
-    })
 }

@@ -1,0 +1,79 @@
+//! Partition reads that outlived their Fetch (`partition_read.rs`), kept for the next
+//! Fetch of the partition from the same place. At most one per partition, so a store
+//! that stops answering holds one task per partition read, not one per Fetch; a read
+//! nobody took is dropped once it is done and stale.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::{BoxFuture, Shared};
+use parking_lot::Mutex;
+
+use crate::partition_read::ReadOutcome;
+use crate::store::TopicPartition;
+
+/// A done read nobody took by then is stale: its consumer moved on or left.
+const KEPT_FOR: Duration = Duration::from_secs(30);
+
+/// A read in flight, shared by the Fetch that started it and the one that takes it.
+pub type LateRead = Shared<BoxFuture<'static, ReadOutcome>>;
+
+/// Where a partition read starts and what it may bring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadAt {
+    pub offset: i64,
+    pub max_bytes: usize,
+    pub read_committed: bool,
+}
+
+struct Late {
+    at: ReadAt,
+    read: LateRead,
+    kept: Instant,
+}
+
+/// How a partition read goes on from what is kept.
+pub enum Next {
+    Late(LateRead),
+    New,
+    Busy,
+}
+
+#[derive(Default)]
+pub struct LateReads {
+    reads: Mutex<HashMap<TopicPartition, Late>>,
+}
+
+impl LateReads {
+    /// What a read of the partition from `at` starts from: the late read from exactly
+    /// there, or a new one (a finished late read from elsewhere is dropped), or none
+    /// while a late read from elsewhere still runs.
+    pub fn take(&self, tp: &TopicPartition, at: ReadAt) -> Next {
+        let mut reads = self.reads.lock();
+        let Some(late) = reads.get(tp) else {
+            return Next::New;
+        };
+        if late.at != at && late.read.peek().is_none() {
+            return Next::Busy;
+        }
+        match reads.remove(tp) {
+            Some(late) if late.at == at => Next::Late(late.read),
+            _ => Next::New,
+        }
+    }
+
+    /// Keeps a read that did not finish in time; stale finished ones go.
+    pub fn keep(&self, tp: &TopicPartition, at: ReadAt, read: LateRead) {
+        let mut reads = self.reads.lock();
+        let now = Instant::now();
+        reads.retain(|_, l| l.read.peek().is_none() || now - l.kept < KEPT_FOR);
+        let kept = now;
+        reads.insert(tp.clone(), Late { at, read, kept });
+    }
+
+    /// A deleted topic's reads go with it.
+    pub fn forget_topic(&self, topic: &Arc<str>) {
+        self.reads.lock().retain(|tp, _| tp.topic != *topic);
+    }
+}
