@@ -193,6 +193,44 @@ fn a_silent_member_is_removed_after_its_session_timeout(store: Store) {
     assert_eq!(b.roster.len(), 1);
 }
 
+fn phases_left_unfinished_end_at_the_rebalance_timeout(store: Store) {
+    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    create_topic(&mut c, "t", 2);
+    let mut a = Member::new(gw.addr, "g", &["t"]);
+    a.join_alone();
+    let mut b = Member::new(gw.addr, "g", &["t"]);
+    b.start_join();
+    // `a` heartbeats on (its session never runs out) but never rejoins: the join phase
+    // ends at its deadline without it. Bounded only so that a phase never ended fails.
+    let limit = || Instant::now() + Duration::from_millis(MIN_SESSION_MS as u64 * 5);
+    let until_not = |m: &mut Member, code: i16, what: &str| {
+        let limit = limit();
+        loop {
+            let error = m.heartbeat();
+            if error != code {
+                return error;
+            }
+            assert!(Instant::now() < limit, "{what} never ended");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    eventually("the first member hears of the rebalance", || {
+        a.heartbeat() == 27
+    });
+    assert_eq!(until_not(&mut a, 27, "the join phase"), 25, "a left out");
+    let r = b.receive_join();
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert_eq!((b.generation, &b.leader, b.roster.len()), (2, &b.id, 1));
+    // The leader heartbeats but never sends its assignments: the sync phase ends at
+    // its deadline and the group rebalances.
+    assert_eq!(until_not(&mut b, 0, "the sync phase"), 27);
+    assert_eq!(b.join().error_code, 0);
+    assert_eq!(b.generation, 3);
+}
+
 /// `a` alone and Stable, then `b` joins: `a` learns of the rebalance from its
 /// heartbeat and rejoins, and both are answered with the next generation.
 fn rebalance(a: &mut Member, b: &mut Member) {
@@ -212,4 +250,5 @@ support::on_every_store!(
     a_leader_joining_again_before_it_syncs_gets_its_answer_again,
     a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id,
     a_silent_member_is_removed_after_its_session_timeout,
+    phases_left_unfinished_end_at_the_rebalance_timeout,
 );

@@ -23,6 +23,8 @@ pub(super) struct Member {
     pub(super) protocols: Vec<(String, Bytes)>,
     pub(super) assignment: Bytes,
     pub(super) last_seen: Instant,
+    /// The token of the timer watching this member's session (`watch_session`).
+    pub(super) watch: u64,
     pub(super) awaiting_join: Option<oneshot::Sender<Joined>>,
     pub(super) awaiting_sync: Option<oneshot::Sender<Synced>>,
 }
@@ -49,7 +51,12 @@ pub(super) struct Group {
     pub(super) assigned: bool,
     /// The generation and state last written to the store.
     pub(super) stored: Option<(i32, GroupState)>,
+    /// The phase whose deadline a timer is set for (`phase_changed`).
+    pub(super) armed: Option<Phase>,
 }
+
+/// A join or sync phase with its deadline: (generation, state, due).
+pub(super) type Phase = (i32, GroupState, Instant);
 
 impl Group {
     pub(super) fn new(rebalances: Counter) -> Self {
@@ -67,6 +74,7 @@ impl Group {
             rebalances,
             assigned: false,
             stored: None,
+            armed: None,
         }
     }
 

@@ -6,15 +6,16 @@
 //! Stable. A join, a leave or an expired session sends it back to PreparingRebalance;
 //! other members learn it from REBALANCE_IN_PROGRESS on their next heartbeat.
 //! Assignments are relayed unread, so every client assignor works. Waiting answers
-//! are oneshot channels kept in the member; a tick every 100 ms completes rebalances
-//! whose members have all joined or whose time ran out, and expires silent members.
+//! are oneshot channels kept in the member. Deadlines are actor timers: one per member
+//! watches its session (`watch_session`), one per group ends a join or sync phase whose
+//! time ran out (`phase_changed`).
 //!
 //! The actor owns the groups this gateway coordinates and their stored state
 //! (`stored.rs`, table `groups`, through a metadata client of its own, one write at a
 //! time): a group is loaded from the store the first time it is touched, so after a
 //! restart, or when the group moves here from another gateway, its members carry on in
-//! their generation. It follows the live gateways: a group it no longer coordinates is
-//! dropped from memory, and loaded again if it comes back.
+//! their generation. It follows the live gateways as they change: a group it no longer
+//! coordinates is dropped from memory, and loaded again if it comes back.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
+use futures_util::stream;
 use kafka_protocol::error::ResponseError;
 use tokio::sync::{oneshot, watch};
 
@@ -33,7 +35,8 @@ use crate::store::{Meta, StoreResult};
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
 const MIN_SESSION: Duration = Duration::from_secs(6);
 const MAX_SESSION: Duration = Duration::from_secs(1800);
-const TICK: Duration = Duration::from_millis(100);
+/// How often the metrics' count of groups per state is taken.
+const COUNT_STATES: Duration = Duration::from_secs(1);
 /// Kafka's `offsets.retention.check.interval.ms` default: how often groups left empty
 /// are dropped. Until then an empty group is described, listed and deletable, as in
 /// Kafka, whose cleanup removes an Empty group without offsets at that pass.
@@ -45,7 +48,7 @@ mod messages;
 mod stored;
 
 use consumer::{ConsumerGroup, ConsumerSettings};
-use group::{Group, Member};
+use group::{Group, Member, Phase};
 pub use messages::*;
 use stored::StoredGroup;
 
@@ -195,7 +198,7 @@ impl GroupCoordinator {
         ctx: &mut Context<Self>,
     ) -> oneshot::Receiver<Result<(), ResponseError>> {
         let (tell, loaded) = oneshot::channel();
-        ctx.wait(read.into_actor(self).map(move |read, act, _| {
+        ctx.wait(read.into_actor(self).map(move |read, act, ctx| {
             let outcome = read
                 .and_then(|found| {
                     let now = Instant::now();
@@ -209,7 +212,11 @@ impl GroupCoordinator {
                                 let group = StoredGroup::decode(&name, &value)?
                                     .into_group(&name, counter, now)?;
                                 tracing::info!(group = %name, generation = group.generation, members = group.members.len(), "group loaded from the store");
-                                act.groups.insert(name, group);
+                                let members: Vec<String> = group.members.keys().cloned().collect();
+                                act.groups.insert(name.clone(), group);
+                                for member in members {
+                                    act.watch_session(&name, &member, ctx);
+                                }
                             }
                         }
                     }
@@ -275,57 +282,117 @@ impl GroupCoordinator {
         }));
     }
 
-    /// Stores the groups that emptied since they were last stored (the last member
-    /// left or expired), so a gateway that takes one over does not bring its members
-    /// back.
-    fn store_emptied(&mut self, ctx: &mut Context<Self>) {
-        let emptied: Vec<(String, Bytes)> = self
-            .groups
-            .iter_mut()
-            .filter(|(_, g)| {
-                g.state == GroupState::Empty && g.stored != Some((g.generation, GroupState::Empty))
-            })
-            .map(|(name, g)| {
-                g.stored = Some((g.generation, GroupState::Empty));
-                (name.clone(), StoredGroup::of(g).encode())
-            })
-            .collect();
-        for (name, value) in emptied {
-            drop(self.persist(&name, Some(value), ctx));
+    /// Stores `group` if it emptied since it was last stored (the last member left or
+    /// expired), so a gateway that takes it over does not bring its members back.
+    fn store_emptied(&mut self, group: &str, ctx: &mut Context<Self>) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        if g.state == GroupState::Empty && g.stored != Some((g.generation, GroupState::Empty)) {
+            g.stored = Some((g.generation, GroupState::Empty));
+            let value = StoredGroup::of(g).encode();
+            drop(self.persist(group, Some(value), ctx));
         }
     }
 
-    fn tick(&mut self, ctx: &mut Context<Self>) {
-        self.follow_cluster();
-        let now = Instant::now();
-        let delay = self.initial_delay;
-        for (name, g) in self.groups.iter_mut() {
-            // Members that stopped heartbeating (those waiting in a join are not expected to).
-            let expired: Vec<String> = g
-                .members
-                .iter()
-                .filter(|(_, m)| {
-                    m.awaiting_join.is_none() && now.duration_since(m.last_seen) > m.session
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in &expired {
-                tracing::info!(group = %name, member = %id, "session expired");
-                g.remove_member(id, ResponseError::UnknownMemberId);
-            }
-            if !expired.is_empty() && g.state != GroupState::Empty {
-                g.prepare_rebalance(delay);
-            }
-            if g.state == GroupState::CompletingRebalance && now >= g.deadline {
-                // The leader never sent its assignments: start over without the silent.
-                tracing::info!(group = %name, "sync phase timed out");
-                g.prepare_rebalance(delay);
-            }
-            g.pending
-                .retain(|_, handed_out| now.duration_since(*handed_out) < MAX_SESSION);
-            g.try_complete_join(now);
+    /// Watches `member`'s session from now: it is removed once silent past its session
+    /// timeout. One timer per member, moved on lazily: a heartbeat only notes the time,
+    /// and the timer, when it fires early, waits again for what is left.
+    fn watch_session(&mut self, group: &str, member: &str, ctx: &mut Context<Self>) {
+        let Some(m) = self
+            .groups
+            .get_mut(group)
+            .and_then(|g| g.members.get_mut(member))
+        else {
+            return;
+        };
+        self.timer_tokens += 1;
+        m.watch = self.timer_tokens;
+        Self::session_timer(group, member, (m.watch, m.session), ctx);
+    }
+
+    fn session_timer(
+        group: &str,
+        member: &str,
+        (token, after): (u64, Duration),
+        ctx: &mut Context<Self>,
+    ) {
+        let (group, member) = (group.to_string(), member.to_string());
+        ctx.run_later(after, move |act, ctx| {
+            act.session_due(&group, &member, token, ctx)
+        });
+    }
+
+    fn session_due(&mut self, group: &str, member: &str, token: u64, ctx: &mut Context<Self>) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        let Some(m) = g.members.get(member).filter(|m| m.watch == token) else {
+            return;
+        };
+        // A member waiting in a join is not expected to heartbeat.
+        let silent = match m.awaiting_join {
+            Some(_) => Duration::ZERO,
+            None => m.last_seen.elapsed(),
+        };
+        if silent <= m.session {
+            let left = (token, m.session - silent);
+            return Self::session_timer(group, member, left, ctx);
         }
-        self.store_emptied(ctx);
+        tracing::info!(group, member, "session expired");
+        g.remove_member(member, ResponseError::UnknownMemberId);
+        if g.state != GroupState::Empty {
+            g.prepare_rebalance(self.initial_delay);
+        }
+        self.phase_changed(group, ctx);
+    }
+
+    /// After a group's phase may have changed: arms the timer that ends the join or
+    /// sync phase at its deadline, and stores the group if it emptied.
+    fn phase_changed(&mut self, group: &str, ctx: &mut Context<Self>) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        let now = Instant::now();
+        g.try_complete_join(now);
+        let due = match g.state {
+            // Joins wait for the initial delay, then for every member or the deadline.
+            GroupState::PreparingRebalance if now < g.not_before => g.not_before,
+            GroupState::PreparingRebalance | GroupState::CompletingRebalance => g.deadline,
+            _ => {
+                g.armed = None;
+                return self.store_emptied(group, ctx);
+            }
+        };
+        let phase = (g.generation, g.state, due);
+        if g.armed != Some(phase) {
+            g.armed = Some(phase);
+            let group = group.to_string();
+            ctx.run_later(due.saturating_duration_since(now), move |act, ctx| {
+                act.phase_due(&group, phase, ctx)
+            });
+        }
+    }
+
+    fn phase_due(&mut self, group: &str, phase: Phase, ctx: &mut Context<Self>) {
+        let Some(g) = self
+            .groups
+            .get_mut(group)
+            .filter(|g| g.armed == Some(phase))
+        else {
+            return; // The phase ended before its deadline.
+        };
+        g.armed = None;
+        if g.state == GroupState::CompletingRebalance {
+            // The leader never sent its assignments: start over without the silent.
+            tracing::info!(group, "sync phase timed out");
+            g.prepare_rebalance(self.initial_delay);
+        }
+        self.phase_changed(group, ctx);
+    }
+
+    /// The number of groups in each state, for the metrics.
+    fn count_states(&mut self) {
         let mut counts = [0; GroupState::ALL.len()];
         for g in self.groups.values() {
             counts[g.state as usize] += 1;
@@ -339,6 +406,10 @@ impl GroupCoordinator {
     /// state. One with committed offsets is still known by them (listed and described
     /// Empty, deletable).
     fn drop_empty_groups(&mut self, ctx: &mut Context<Self>) {
+        for g in self.groups.values_mut() {
+            g.pending
+                .retain(|_, handed_out| handed_out.elapsed() < MAX_SESSION);
+        }
         let dropped: Vec<String> = self
             .groups
             .iter()
@@ -360,9 +431,30 @@ impl Actor for GroupCoordinator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
+        ctx.run_interval(COUNT_STATES, |act, _| act.count_states());
         ctx.run_interval(EMPTY_GROUP_CLEANUP, |act, ctx| act.drop_empty_groups(ctx));
+        // Groups coordinated elsewhere now go as soon as the live gateways change.
+        let changes = stream::unfold(self.cluster.clone(), |mut cluster| async move {
+            cluster
+                .changed()
+                .await
+                .ok()
+                .map(|()| (ClusterChanged, cluster))
+        });
+        ctx.add_stream(changes);
     }
+}
+
+/// The live gateways changed (`membership.rs`).
+struct ClusterChanged;
+
+impl StreamHandler<ClusterChanged> for GroupCoordinator {
+    fn handle(&mut self, _: ClusterChanged, _: &mut Self::Context) {
+        self.follow_cluster();
+    }
+
+    /// The membership actor stopped: the view stays as it was, and groups are served.
+    fn finished(&mut self, _: &mut Self::Context) {}
 }
 
 /// What a handler answers while its groups load: the message, sent again to the
@@ -512,6 +604,7 @@ impl Handler<Join> for GroupCoordinator {
             .members
             .get(&member_id)
             .is_some_and(|m| m.protocols == msg.protocols && m.protocol_type == msg.protocol_type);
+        let new_member = !g.members.contains_key(&member_id);
         let member = g
             .members
             .entry(member_id.clone())
@@ -524,9 +617,16 @@ impl Handler<Join> for GroupCoordinator {
                 protocols: Vec::new(),
                 assignment: Bytes::new(),
                 last_seen: now,
+                watch: 0,
                 awaiting_join: None,
                 awaiting_sync: None,
             });
+        if new_member || replaced_static {
+            // A member under a new id: the old id's timer finds nobody and ends.
+            self.timer_tokens += 1;
+            member.watch = self.timer_tokens;
+            Self::session_timer(&msg.group, &member_id, (member.watch, session), ctx);
+        }
         member.session = session;
         member.rebalance =
             Duration::from_millis(msg.rebalance_timeout_ms.max(0) as u64).max(session);
@@ -596,9 +696,9 @@ impl Handler<Join> for GroupCoordinator {
                     }
                 }
                 g.prepare_rebalance(delay);
-                g.try_complete_join(now);
             }
         }
+        self.phase_changed(&msg.group, ctx);
         Box::pin(async move {
             rx.await
                 .unwrap_or_else(|_| Joined::failed(ResponseError::CoordinatorNotAvailable, ""))
@@ -660,14 +760,11 @@ impl Handler<Sync> for GroupCoordinator {
                     let value = StoredGroup::of(g).encode();
                     let stored = self.persist(&msg.group, Some(value), ctx);
                     let group = msg.group.clone();
-                    ctx.spawn(stored.into_actor(self).map(move |stored, act, _| {
-                        act.assignments_stored(
-                            &group,
-                            generation,
-                            stored.unwrap_or_else(|_| {
-                                Err(crate::store::StoreError::unavailable("group writer gone"))
-                            }),
-                        )
+                    ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
+                        let stored = stored.unwrap_or_else(|_| {
+                            Err(crate::store::StoreError::unavailable("group writer gone"))
+                        });
+                        act.assignments_stored(&group, generation, stored, ctx)
                     }));
                 }
                 Box::pin(async move {
@@ -682,7 +779,13 @@ impl Handler<Sync> for GroupCoordinator {
 impl GroupCoordinator {
     /// The leader's assignments for `generation` are stored (or not): the members
     /// waiting get theirs and the group is Stable, or they are told to rejoin.
-    fn assignments_stored(&mut self, name: &str, generation: i32, stored: StoreResult<()>) {
+    fn assignments_stored(
+        &mut self,
+        name: &str,
+        generation: i32,
+        stored: StoreResult<()>,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(g) = self.groups.get_mut(name) else {
             return;
         };
@@ -708,6 +811,7 @@ impl GroupCoordinator {
                     }
                 }
                 g.prepare_rebalance(self.initial_delay);
+                self.phase_changed(name, ctx);
             }
         }
     }
@@ -827,8 +931,7 @@ impl Handler<Leave> for GroupCoordinator {
         if left {
             tracing::info!(group = %msg.group, "member left; rebalancing");
             g.prepare_rebalance(delay);
-            g.try_complete_join(Instant::now());
-            self.store_emptied(ctx);
+            self.phase_changed(&msg.group, ctx);
         }
         Box::pin(async move { out })
     }

@@ -149,6 +149,7 @@ impl StoredGroup {
                     protocols,
                     assignment: bytes(&m.assignment)?,
                     last_seen: now,
+                    watch: 0,
                     awaiting_join: None,
                     awaiting_sync: None,
                 },
@@ -194,6 +195,7 @@ mod tests {
             ],
             assignment: Bytes::from_static(b"\x00\x03assigned\xff"),
             last_seen: Instant::now(),
+            watch: 0,
             awaiting_join: None,
             awaiting_sync: None,
         }
