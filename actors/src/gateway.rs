@@ -144,7 +144,7 @@ impl Gateway {
         .start();
         let groups = Groups::new(coordinator, membership);
         let transactions = Transactions::start(
-            (&meta, settings.offset_slots),
+            (&meta, settings.transaction_slots),
             (partitions.clone(), offsets.clone(), producer_ids.clone()),
             (groups.watch_cluster(), topics.watch_config()),
             arbiters,

@@ -65,6 +65,8 @@ pub struct BrokerSettings {
     pub log_slots: usize,
     /// Number of offset-slot actors commits and offset reads are spread over.
     pub offset_slots: usize,
+    /// Number of transaction-slot actors transactional ids are spread over.
+    pub transaction_slots: usize,
     /// Each offset commit's and read's deadline on the offset slots (Kafka's
     /// `offsets.commit.timeout.ms`).
     pub offsets_commit_timeout: Duration,

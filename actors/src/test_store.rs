@@ -181,6 +181,7 @@ pub fn settings() -> BrokerSettings {
         },
         log_slots: 1,
         offset_slots: 2,
+        transaction_slots: 2,
         offsets_commit_timeout: Duration::from_secs(5),
         group_initial_rebalance_delay: Duration::ZERO,
         consumer_groups: Default::default(),

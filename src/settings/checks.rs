@@ -47,6 +47,7 @@ impl Settings {
             ),
             ("log_slots", self.log_slots as i64),
             ("offset_slots", self.offset_slots as i64),
+            ("transaction_slots", self.transaction_slots as i64),
             (
                 "offsets_commit_timeout_ms",
                 self.offsets_commit_timeout_ms as i64,

@@ -197,6 +197,8 @@ pub struct Settings {
     pub log_slots: usize,
     /// Actors that commit and read consumer-group offsets (a partition always uses the same one).
     pub offset_slots: usize,
+    /// Actors that coordinate transactional ids (an id always uses the same one).
+    pub transaction_slots: usize,
     /// Kafka's `offsets.commit.timeout.ms`: how long an offset commit (OffsetCommit, a
     /// transaction's offsets at its commit, admin deletes) and an offset read may wait
     /// for the store before REQUEST_TIMED_OUT.
@@ -311,6 +313,7 @@ impl Default for Settings {
             delete_topics_max_names: 100,
             log_slots: 4,
             offset_slots: 4,
+            transaction_slots: 4,
             offsets_commit_timeout_ms: 5_000,
             group_initial_rebalance_delay_ms: 3_000,
             group_consumer_session_timeout_ms: 45_000,

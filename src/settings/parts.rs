@@ -180,6 +180,7 @@ impl Settings {
             },
             log_slots: self.log_slots,
             offset_slots: self.offset_slots,
+            transaction_slots: self.transaction_slots,
             offsets_commit_timeout: Duration::from_millis(self.offsets_commit_timeout_ms),
             group_initial_rebalance_delay: Duration::from_millis(
                 self.group_initial_rebalance_delay_ms,

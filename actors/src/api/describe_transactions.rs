@@ -41,7 +41,7 @@ pub async fn handle(
                 Ok(Ok(Some(state))) => Ok(state),
                 Ok(Ok(None)) => Err(TxnError::UnknownId(id.to_string())),
                 Ok(Err(e)) => Err(e),
-                Err(e) => Err(TxnError::Store(format!("transaction slot: {e}"))),
+                Err(e) => Err(TxnError::Gone(e.into())),
             }
             .map_err(|e| {
                 tracing::info!(transactional_id = %id.as_str(), error = %e, "DescribeTransactions refused");

@@ -91,8 +91,7 @@ async fn transactional(
         known,
     };
     let answer = gw.transactions.ask(id, init).await;
-    let (producer_id, epoch) =
-        answer.map_err(|e| TxnError::Store(format!("transaction slot: {e}")))??;
+    let (producer_id, epoch) = answer.map_err(|e| TxnError::Gone(e.into()))??;
     Ok(InitProducerIdResponse::default()
         .with_producer_id(ProducerId(producer_id))
         .with_producer_epoch(epoch))

@@ -88,7 +88,7 @@ impl StoredGroup {
 
     pub fn decode(name: &str, value: &[u8]) -> Result<StoredGroup, StoreError> {
         serde_json::from_slice(value).map_err(|e| {
-            StoreError::fatal(format!("stored state of group '{name}' is unreadable: {e}"))
+            StoreError::fatal_from(format!("stored state of group '{name}' is unreadable"), e)
         })
     }
 

@@ -146,7 +146,7 @@ pub const TRANSACTION_VERSION: &str = "transaction.version";
 pub const MAX_TRANSACTION_VERSION: i16 = 2;
 
 impl Transactions {
-    /// One slot per offset slot (`offset_slots`), spread over `arbiters`, each on a
+    /// `transaction_slots` slots, spread over `arbiters`, each on a
     /// metadata client of its own.
     pub fn start(
         (meta, n): (&Meta, usize),
@@ -206,10 +206,7 @@ impl Transactions {
         if self.remote.holds(producer, &added) {
             return Ok(());
         }
-        let store = |e: StoreError| TxnError::Store(e.to_string());
-        remote_adds::write(&self.meta, id, producer, &added)
-            .await
-            .map_err(store)?;
+        remote_adds::write(&self.meta, id, producer, &added).await?;
         let state = slot::load(&self.meta, id).await?;
         let undecided = state
             .ok_or_else(|| TxnError::NoProducer(id.to_string()))
@@ -264,10 +261,9 @@ impl Transactions {
     /// it is never behind one; with what other gateways added to each open transaction
     /// (`remote_adds.rs`), as `Describe` gives it.
     pub async fn stored(&self) -> Result<Vec<(String, TxnState)>, TxnError> {
-        let store = |e: StoreError| TxnError::Store(e.to_string());
-        let scan = (self.meta.scan(slot::TABLE, "").await).map_err(store)?;
+        let scan = (self.meta.scan(slot::TABLE, "").await)?;
         let adds = match self.meta.shared() {
-            true => remote_adds::all(&self.meta).await.map_err(store)?,
+            true => remote_adds::all(&self.meta).await?,
             false => Vec::new(),
         };
         let now = slot::now_ms();
@@ -322,7 +318,7 @@ impl Transactions {
                 Some(allowed) => allowed,
                 None => {
                     // Unread, the batch may still be allowed: a retriable answer.
-                    let unread = |e: TxnError| StoreError::unavailable(e.to_string());
+                    let unread = |e| StoreError::unavailable_from("transaction state", e);
                     let state = slot::load(&meta, &id).await.map_err(unread)?;
                     let partition = (tp.topic.to_string(), tp.partition);
                     state
@@ -344,7 +340,6 @@ impl Transactions {
         tp: &TopicPartition,
         added: Added,
     ) -> futures_util::future::BoxFuture<'static, Result<(), TxnError>> {
-        let gone = |e: &dyn std::fmt::Display| TxnError::Store(e.to_string());
         if self.coordinates(id) {
             let ask = self.ask(
                 id,
@@ -356,11 +351,13 @@ impl Transactions {
                     group: None,
                 },
             );
-            return Box::pin(async move { ask.await.unwrap_or_else(|e| Err(gone(&e))) });
+            return Box::pin(
+                async move { ask.await.unwrap_or_else(|e| Err(TxnError::Gone(e.into()))) },
+            );
         }
         let (me, id) = (self.clone(), id.to_string());
         let task =
             tokio::spawn(async move { me.add_remotely(&id, (producer_id, epoch), added).await });
-        Box::pin(async move { task.await.unwrap_or_else(|e| Err(gone(&e))) })
+        Box::pin(async move { task.await.unwrap_or_else(|e| Err(TxnError::Gone(e.into()))) })
     }
 }

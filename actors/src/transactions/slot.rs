@@ -185,7 +185,7 @@ impl Actor for TxnSlot {
 
 /// The stored state of `id`, if any.
 pub(super) async fn load(meta: &Meta, id: &str) -> Result<Option<TxnState>, TxnError> {
-    let scan = meta.scan(TABLE, id).await.map_err(store)?;
+    let scan = meta.scan(TABLE, id).await?;
     scan.entries
         .iter()
         .find(|(key, _)| key == id)
@@ -198,14 +198,8 @@ async fn save(meta: &Meta, id: &str, state: &TxnState) -> Result<(), TxnError> {
         key: id.to_string(),
         value: state.encode(),
     };
-    meta.write(TABLE, vec![put])
-        .await
-        .map(|_| ())
-        .map_err(store)
-}
-
-fn store(e: StoreError) -> TxnError {
-    TxnError::Store(e.to_string())
+    meta.write(TABLE, vec![put]).await?;
+    Ok(())
 }
 
 /// What other gateways added to `state`'s transaction at `epoch` (none on a store no
@@ -218,7 +212,7 @@ async fn adds_of(
 ) -> Result<remote_adds::Adds, TxnError> {
     match deps.meta.shared() {
         false => Ok(remote_adds::Adds::default()),
-        true => (remote_adds::of(&deps.meta, id, (state.producer_id, epoch)).await).map_err(store),
+        true => Ok(remote_adds::of(&deps.meta, id, (state.producer_id, epoch)).await?),
     }
 }
 
@@ -258,8 +252,11 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
             Ok(Err(crate::log_slot::AppendError::Backend(
                 StoreError::UnknownTopic(_) | StoreError::UnknownPartition { .. },
             ))) => tracing::info!(partition = %tp, "no marker for a deleted partition"),
-            Ok(Err(e)) => return Err(TxnError::Store(format!("marker to {tp}: {e}"))),
-            Err(e) => return Err(TxnError::Store(format!("marker to {tp}: {e}"))),
+            Ok(Err(cause)) => {
+                let partition = tp.to_string();
+                return Err(TxnError::Marker { partition, cause });
+            }
+            Err(e) => return Err(TxnError::Gone(e.into())),
         }
     }
     let commit = decided.phase == Phase::PrepareCommit;
@@ -269,7 +266,10 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
             .offsets
             .settle(&group, decided.producer_id, commit)
             .await)
-            .map_err(|e| TxnError::Store(format!("offsets of {group}: {e}")))?;
+            .map_err(|cause| TxnError::Offsets {
+                group: group.to_string(),
+                cause,
+            })?;
     }
     let done = decided.complete(now_ms());
     save(&deps.meta, id, &done).await?;
@@ -368,14 +368,14 @@ impl Handler<Init> for TxnSlot {
                     }
                 }
                 None => {
-                    let pid = deps.producer_ids.allocate().await.map_err(store)?;
+                    let pid = deps.producer_ids.allocate().await?;
                     TxnState::new(pid, msg.timeout_ms, now_ms())
                 }
             };
             let mut next = state;
             if next.epoch_exhausted() {
                 // Epochs exhausted: a new producer id starts again from 0.
-                next.producer_id = deps.producer_ids.allocate().await.map_err(store)?;
+                next.producer_id = deps.producer_ids.allocate().await?;
                 next.epoch = -1;
             }
             next.epoch += 1;
@@ -430,7 +430,7 @@ impl Handler<Add> for TxnSlot {
             if next != state {
                 save(&meta, &id, &next).await?;
             }
-            Ok(next)
+            Ok::<_, TxnError>(next)
         };
         AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
             let state = r?;
@@ -473,7 +473,7 @@ impl Handler<End> for TxnSlot {
                 .ok_or_else(|| TxnError::NoProducer(id.clone()))?;
             let state = merged(&deps, &id, state).await?;
             let next_producer_id = match ask.bump && state.epoch_exhausted() {
-                true => deps.producer_ids.allocate().await.map_err(store)?,
+                true => deps.producer_ids.allocate().await?,
                 false => -1,
             };
             let ended = state.end(ask, next_producer_id, now_ms())?;
@@ -481,7 +481,7 @@ impl Handler<End> for TxnSlot {
                 save(&deps.meta, &id, decided).await?;
                 deps.open.close(decided.producer_id);
             }
-            Ok((state, ended))
+            Ok::<_, TxnError>((state, ended))
         };
         AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, ctx| {
             let (state, ended) = r?;

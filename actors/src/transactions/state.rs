@@ -11,7 +11,10 @@ use std::collections::BTreeSet;
 use kafka_protocol::error::ResponseError;
 use serde::{Deserialize, Serialize};
 
+use crate::log_slot::AppendError;
+use crate::offsets::OffsetError;
 use crate::protocol::markers::Marker;
+use crate::store::StoreError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
@@ -110,7 +113,7 @@ pub enum Ended {
     Decided(TxnState),
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum TxnError {
     #[error("producer id {got} is not the one of this transactional id ({current})")]
     ProducerIdMismatch { got: i64, current: i64 },
@@ -137,8 +140,24 @@ pub enum TxnError {
     UnknownId(String),
     #[error("no producer has initialized transactional id {0}: InitProducerId first")]
     NoProducer(String),
-    #[error("transaction state: {0}")]
-    Store(String),
+    #[error("transaction state not read or written")]
+    Store(#[from] StoreError),
+    #[error("a stored transaction state is unreadable")]
+    Unreadable(#[source] serde_json::Error),
+    #[error("the transaction's marker not written to {partition}")]
+    Marker {
+        partition: String,
+        #[source]
+        cause: AppendError,
+    },
+    #[error("the transaction's offsets of group {group} not settled")]
+    Offsets {
+        group: String,
+        #[source]
+        cause: OffsetError,
+    },
+    #[error("the transaction coordinator's task ended before answering")]
+    Gone(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// How an API answers an old epoch (Kafka's `KafkaApis` and `AddPartitionsToTxnManager`).
@@ -187,7 +206,11 @@ impl TxnError {
             TxnError::NotCoordinator => ResponseError::NotCoordinator,
             TxnError::UnknownId(_) => ResponseError::TransactionalIdNotFound,
             TxnError::NoProducer(_) => ResponseError::InvalidProducerIdMapping,
-            TxnError::Store(_) => ResponseError::CoordinatorNotAvailable,
+            TxnError::Store(_)
+            | TxnError::Unreadable(_)
+            | TxnError::Marker { .. }
+            | TxnError::Offsets { .. }
+            | TxnError::Gone(_) => ResponseError::CoordinatorNotAvailable,
         }
     }
 }
@@ -220,7 +243,7 @@ impl TxnState {
     }
 
     pub fn decode(b: &[u8]) -> Result<TxnState, TxnError> {
-        serde_json::from_slice(b).map_err(|e| TxnError::Store(format!("a stored state: {e}")))
+        serde_json::from_slice(b).map_err(TxnError::Unreadable)
     }
 
     /// A transaction open or being decided: a new producer incarnation must see it
@@ -499,10 +522,10 @@ mod tests {
         let decided = decided(s.end(ask(&s, true, false), -1, 30));
         assert_eq!(decided.phase.marker(), Some(Marker::Commit));
         assert_eq!(decided.epoch, s.epoch, "v1 ends keep the epoch");
-        assert_eq!(
+        assert!(matches!(
             decided.add([("t".into(), 2)], None, 31),
             Err(TxnError::Concurrent(Phase::PrepareCommit))
-        );
+        ));
         assert_eq!(decided.start_ms(), 10);
         let done = decided.complete(40);
         assert_eq!(
@@ -510,7 +533,10 @@ mod tests {
             (Phase::CompleteCommit, 0, -1)
         );
         // A retried commit is answered again; an abort after it is refused.
-        assert_eq!(done.end(ask(&done, true, false), -1, 41), Ok(Ended::Again));
+        assert!(matches!(
+            done.end(ask(&done, true, false), -1, 41),
+            Ok(Ended::Again)
+        ));
         assert_eq!(
             done.end(ask(&done, false, false), -1, 41)
                 .unwrap_err()
@@ -563,10 +589,10 @@ mod tests {
             "a partition not added"
         );
         let deciding = decided(s.end(ask(&s, true, false), -1, 30));
-        assert_eq!(
+        assert!(matches!(
             deciding.check_joinable(7, 2),
             Err(TxnError::Concurrent(Phase::PrepareCommit))
-        );
+        ));
         let done = deciding.complete(31);
         assert!(
             done.check_joinable(7, 2).is_ok(),
@@ -658,12 +684,15 @@ mod tests {
         assert_eq!((prepared.epoch, prepared.last_epoch), (3, 2));
         // The retry carries the old epoch: while deciding it waits, once done it is
         // answered again; the new epoch is the next transaction's.
-        assert_eq!(
+        assert!(matches!(
             prepared.end(ask(&s, true, true), -1, 31),
             Err(TxnError::Concurrent(Phase::PrepareCommit))
-        );
+        ));
         let done = prepared.complete(40);
-        assert_eq!(done.end(ask(&s, true, true), -1, 41), Ok(Ended::Again));
+        assert!(matches!(
+            done.end(ask(&s, true, true), -1, 41),
+            Ok(Ended::Again)
+        ));
         assert_eq!(
             done.end(ask(&done, true, true), -1, 41).unwrap_err().code(),
             ResponseError::InvalidTxnState,
@@ -707,7 +736,10 @@ mod tests {
             (done.producer_id, done.epoch, done.previous_producer_id),
             (99, 0, 7)
         );
-        assert_eq!(done.end(ask(&s, false, true), -1, 41), Ok(Ended::Again));
+        assert!(matches!(
+            done.end(ask(&s, false, true), -1, 41),
+            Ok(Ended::Again)
+        ));
         assert!(decided(done.end(ask(&done, false, true), -1, 42)).next_producer_id < 0);
     }
 
