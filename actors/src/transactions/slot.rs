@@ -36,7 +36,7 @@ use crate::store::meta::Change;
 use crate::store::{Meta, StoreError, TopicPartition};
 
 pub const TABLE: &str = "transactions";
-/// How often timeouts, expirations and unfinished ends are looked for.
+/// How often other gateways' adds, expirations and unfinished ends are looked for.
 const TICK: Duration = Duration::from_millis(500);
 /// Every this many ticks the whole table is read again, for ids to expire or to take
 /// over.
@@ -71,8 +71,13 @@ pub struct TxnSlot {
     seen: Arc<Cluster>,
     /// Ids whose decided end is being completed (`finish`).
     completing: HashSet<String>,
+    /// The open transaction each timeout timer is set for (`watch_timeout`).
+    timers: HashMap<String, Opened>,
     ticks: u32,
 }
+
+/// An open transaction: its producer id, epoch and start (ms).
+type Opened = (i64, i16, i64);
 
 impl TxnSlot {
     pub fn new(deps: Deps) -> TxnSlot {
@@ -82,6 +87,7 @@ impl TxnSlot {
             states: HashMap::new(),
             seen,
             completing: HashSet::new(),
+            timers: HashMap::new(),
             ticks: 0,
         }
     }
@@ -130,12 +136,29 @@ impl TxnSlot {
         done_rx
     }
 
+    /// Sets the timer that aborts `id`'s transaction at its timeout, when it is open
+    /// and has none yet.
+    fn watch_timeout(&mut self, id: &str, ctx: &mut Context<Self>) {
+        let Some(s) = self.states.get(id).filter(|s| s.phase == Phase::Ongoing) else {
+            return;
+        };
+        let open = (s.producer_id, s.epoch, s.started_ms);
+        if self.timers.get(id) == Some(&open) {
+            return;
+        }
+        let due = s.started_ms + s.timeout_ms as i64 + 1 - now_ms();
+        self.timers.insert(id.to_string(), open);
+        let after = Duration::from_millis(due.max(0) as u64);
+        ctx.notify_later(TimedOut(id.to_string(), open), after);
+    }
+
     /// The live gateways now; every state is forgotten when they changed since the
     /// states were loaded (another gateway may have coordinated their ids meanwhile).
     fn rebase(&mut self) -> Arc<Cluster> {
         let cluster = self.deps.cluster.borrow().clone();
         if !Arc::ptr_eq(&cluster, &self.seen) {
             self.states.clear();
+            self.timers.clear();
             self.seen = cluster.clone();
         }
         cluster
@@ -432,10 +455,11 @@ impl Handler<Add> for TxnSlot {
             }
             Ok::<_, TxnError>(next)
         };
-        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, _| {
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, ctx| {
             let state = r?;
             act.deps.open.opened(&state);
-            act.states.insert(msg.id, state);
+            act.states.insert(msg.id.clone(), state);
+            act.watch_timeout(&msg.id, ctx);
             Ok(())
         })))
     }
@@ -529,8 +553,8 @@ impl Handler<Describe> for TxnSlot {
     }
 }
 
-/// Aborts transactions past their timeout and completes stored decisions; now and
-/// then reads the whole table for this slot's ids (taken over from a gateway gone, or
+/// Takes in what other gateways added and completes stored decisions; now and then
+/// reads the whole table for this slot's ids (taken over from a gateway gone, or
 /// left by this one before a restart) and forgets those unused past
 /// `transactional.id.expiration.ms`.
 #[derive(Message)]
@@ -624,15 +648,7 @@ impl Handler<Tick> for TxnSlot {
             let now = now_ms();
             let (mut decided, mut expired) = (Vec::new(), Vec::new());
             for (id, state) in states.iter().filter(|(id, _)| !busy.contains(*id)) {
-                if state.timed_out(now) {
-                    tracing::info!(transactional_id = %id, timeout_ms = state.timeout_ms, "transaction timed out: aborting");
-                    match fence(&deps, id, state.clone()).await {
-                        Ok(fenced) => decided.push((id.clone(), fenced)),
-                        Err(e) => {
-                            tracing::warn!(transactional_id = %id, error = %e, "timed-out transaction not aborted yet")
-                        }
-                    }
-                } else if state.phase.marker().is_some() {
+                if state.phase.marker().is_some() {
                     decided.push((id.clone(), state.clone()));
                 } else if rescan && state.expired(now, expiration_ms) {
                     let gone = Change::Delete { key: id.clone() };
@@ -653,11 +669,13 @@ impl Handler<Tick> for TxnSlot {
         AtomicResponse::new(Box::pin(work.into_actor(self).map(
             |(found, absorbed, decided, expired), act, ctx| {
                 for (id, state) in found {
-                    act.states.entry(id).or_insert(state);
+                    act.states.entry(id.clone()).or_insert(state);
+                    act.watch_timeout(&id, ctx);
                 }
                 for (id, state) in absorbed {
                     act.deps.open.opened(&state);
-                    act.states.insert(id, state);
+                    act.states.insert(id.clone(), state);
+                    act.watch_timeout(&id, ctx);
                 }
                 for id in expired {
                     act.states.remove(&id);
@@ -666,6 +684,52 @@ impl Handler<Tick> for TxnSlot {
                     if !act.completing.contains(&id) {
                         act.finish(ctx, id, state);
                     }
+                }
+            },
+        )))
+    }
+}
+
+/// `id`'s transaction reached its timeout, if it is still the one opened then: it is
+/// aborted with the epoch bumped, fencing its producer (Kafka's timed-out transaction
+/// abort).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct TimedOut(String, Opened);
+
+/// A timed-out transaction whose abort could not be stored is tried again this late.
+const ABORT_RETRY: Duration = Duration::from_secs(1);
+
+impl Handler<TimedOut> for TxnSlot {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, TimedOut(id, open): TimedOut, ctx: &mut Self::Context) -> Self::Result {
+        let done = || AtomicResponse::new(Box::pin(fut::ready(())));
+        if self.timers.get(&id) == Some(&open) {
+            self.timers.remove(&id);
+        }
+        let state = match self.states.get(&id) {
+            Some(s) if (s.producer_id, s.epoch, s.started_ms) == open => s.clone(),
+            _ => return done(), // ended, or another transaction since
+        };
+        if self.completing.contains(&id) || !state.timed_out(now_ms()) {
+            self.watch_timeout(&id, ctx);
+            return done();
+        }
+        tracing::info!(transactional_id = %id, timeout_ms = state.timeout_ms, "transaction timed out: aborting");
+        let deps = self.deps.clone();
+        let work = {
+            let id = id.clone();
+            async move { fence(&deps, &id, state).await }
+        };
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(
+            move |fenced, act, ctx| match fenced {
+                Ok(fenced) if !act.completing.contains(&id) => drop(act.finish(ctx, id, fenced)),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(transactional_id = %id, error = %e, "timed-out transaction not aborted yet");
+                    act.timers.insert(id.clone(), open);
+                    ctx.notify_later(TimedOut(id, open), ABORT_RETRY);
                 }
             },
         )))
