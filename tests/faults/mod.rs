@@ -1,0 +1,9 @@
+//! Faults the real world brings, each injected under a workload of idempotent
+//! producers, a transactional producer and a consumer group (`workload`), whose
+//! history (`history`) a Jepsen-style checker (`checker`) then judges: its verdict is
+//! each test's assertion.
+
+mod checker;
+mod history;
+mod iggy_restart;
+mod workload;
