@@ -4,6 +4,7 @@
 //! each test's assertion.
 
 mod checker;
+mod disk_full;
 mod history;
 mod iggy_restart;
 mod workload;
