@@ -7,4 +7,5 @@ mod checker;
 mod disk_full;
 mod history;
 mod iggy_restart;
+mod link;
 mod workload;
