@@ -147,6 +147,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
                         dir: settings.data_dir.clone(),
                         source,
                     })?;
+                store.keep_free(settings.embedded_min_free_bytes);
                 let store = Arc::new(store);
                 (store.clone(), store.clone(), store)
             }

@@ -17,6 +17,7 @@ mod consumer_protocol;
 mod create_partitions;
 mod delete_records;
 mod durability;
+mod faults;
 mod feature_levels;
 mod fetch_sessions;
 mod group_protocol;

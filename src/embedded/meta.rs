@@ -58,6 +58,7 @@ impl MetaTables {
 
 impl Inner {
     fn meta_write(&self, table: &'static str, changes: &[Change]) -> StoreResult<Version> {
+        self.room()?;
         let tables = &self.tables;
         let mut known = tables.known.lock();
         let version = tables.version_of(&mut known, table)? + 1;

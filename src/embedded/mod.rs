@@ -22,6 +22,7 @@ mod partition_file;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +60,23 @@ pub enum EmbeddedError {
     BadIndex { topic: String, detail: String },
     #[error(transparent)]
     File(#[from] FileError),
+    /// Fewer bytes free than `embedded_min_free_bytes`: refused before the engine's
+    /// journal meets ENOSPC, which would poison it until a restart.
+    #[error(
+        "disk full: {free} bytes free under {}, fewer than the {reserve} kept in reserve \
+         (embedded_min_free_bytes); writes resume once space returns",
+        dir.display()
+    )]
+    DiskFull {
+        dir: PathBuf,
+        free: u64,
+        reserve: u64,
+    },
+    #[error("free space of {}: {source}", dir.display())]
+    FreeSpace {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl From<EmbeddedError> for StoreError {
@@ -131,6 +149,9 @@ struct Inner {
     append_persist: PersistMode,
     /// `durability=batch`: each append syncs its file before its index entry.
     sync_each: bool,
+    /// Bytes that must stay free on the data directory's disk for a write to start
+    /// (`keep_free`); none unless set.
+    reserve: AtomicU64,
 }
 
 impl EmbeddedStore {
@@ -185,12 +206,58 @@ impl EmbeddedStore {
                 SyncPolicy::Every(_) | SyncPolicy::Never => PersistMode::Buffer,
             },
             sync_each: sync == SyncPolicy::EveryBatch,
+            reserve: AtomicU64::new(0),
         });
         if let SyncPolicy::Every(interval) = sync {
             spawn_syncer(Arc::downgrade(&inner), interval);
         }
         Ok(EmbeddedStore { inner })
     }
+
+    /// Refuses writes while fewer than `bytes` are free on the data directory's disk,
+    /// so what the engine still has to write (its journal, a checkpoint) finds room.
+    pub fn keep_free(&self, bytes: u64) {
+        self.inner.reserve.store(bytes, Ordering::Relaxed);
+    }
+}
+
+impl Inner {
+    /// Whether a write may start: the disk has more than the reserve free.
+    fn room(&self) -> Result<(), EmbeddedError> {
+        let reserve = self.reserve.load(Ordering::Relaxed);
+        if reserve == 0 {
+            return Ok(());
+        }
+        let free = free_bytes(&self.dir).map_err(|source| EmbeddedError::FreeSpace {
+            dir: self.dir.clone(),
+            source,
+        })?;
+        if free < reserve {
+            return Err(EmbeddedError::DiskFull {
+                dir: self.dir.clone(),
+                free,
+                reserve,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Bytes an unprivileged writer may still use on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: statvfs writes the struct it is given; `path` is a valid C string for
+    // the call, and the struct is read only after it returned success.
+    let done = unsafe { libc::statvfs(path.as_ptr(), stats.as_mut_ptr()) };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: initialised by the successful call above.
+    let stats = unsafe { stats.assume_init() };
+    Ok(stats.f_bavail.saturating_mul(stats.f_frsize))
 }
 
 /// Checkpoints on an interval until the store is dropped.
@@ -343,6 +410,7 @@ impl Inner {
     /// Writes `batches` one after the other into the partition's file, then their index
     /// entries in one journal write (one sync with `durability=batch`).
     fn append(&self, tp: &TopicPartition, batches: Vec<AppendBatch>) -> StoreResult<Vec<Appended>> {
+        self.room()?;
         let log = self.log(tp)?;
         let partition = &log.partitions[tp.partition as usize];
         let file = &partition.file;

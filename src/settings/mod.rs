@@ -131,6 +131,9 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub fsync_interval_ms: u64,
+    /// The embedded store refuses writes (KAFKA_STORAGE_ERROR) while fewer bytes than
+    /// this are free on its data directory's disk, and takes them again once there are.
+    pub embedded_min_free_bytes: u64,
     /// `text` or `json` (`RUST_LOG` picks what is logged).
     pub log_format: LogFormat,
     /// Iggy server (TCP) of the `iggy` backend.
@@ -277,6 +280,7 @@ impl Default for Settings {
             durability: Durability::Interval,
             log_format: LogFormat::Text,
             fsync_interval_ms: 1_000,
+            embedded_min_free_bytes: 64 << 20,
             iggy_address: "127.0.0.1:8090".into(),
             iggy_username: "iggy".into(),
             iggy_password: Secret("iggy".into()),
