@@ -53,14 +53,9 @@ fn a_leader_joining_again_before_it_syncs_gets_its_answer_again(store: Store) {
     // Kafka's GroupCoordinator (CompletingRebalance, metadata unchanged): a member that
     // joins again while the leader owes the assignment only missed its answer. The
     // leader gets the same generation and the members again, and nobody rebalances.
-    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+    let Some((_gw, mut c, mut a, mut b)) = one_member_and_a_newcomer(store) else {
         return;
     };
-    let mut c = RawClient::connect(gw.addr);
-    create_topic(&mut c, "t", 2);
-    let mut a = Member::new(gw.addr, "g", &["t"]);
-    a.join_alone();
-    let mut b = Member::new(gw.addr, "g", &["t"]);
     rebalance(&mut a, &mut b);
     let generation = a.generation;
     let (leader, follower) = if a.leader == a.id {
@@ -158,14 +153,9 @@ fn a_static_member_rejoining_keeps_the_generation_and_fences_its_old_id(store: S
 }
 
 fn a_silent_member_is_removed_after_its_session_timeout(store: Store) {
-    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+    let Some((_gw, mut c, mut a, mut b)) = one_member_and_a_newcomer(store) else {
         return;
     };
-    let mut c = RawClient::connect(gw.addr);
-    create_topic(&mut c, "t", 2);
-    let mut a = Member::new(gw.addr, "g", &["t"]);
-    a.join_alone();
-    let mut b = Member::new(gw.addr, "g", &["t"]);
     rebalance(&mut a, &mut b);
     sync_both(&mut a, &mut b);
     // From here `a` says nothing; `b` heartbeats as a consumer does. Going silent does
@@ -194,14 +184,9 @@ fn a_silent_member_is_removed_after_its_session_timeout(store: Store) {
 }
 
 fn phases_left_unfinished_end_at_the_rebalance_timeout(store: Store) {
-    let Some(gw) = Gateway::start_on(store, NO_DELAY) else {
+    let Some((_gw, _c, mut a, mut b)) = one_member_and_a_newcomer(store) else {
         return;
     };
-    let mut c = RawClient::connect(gw.addr);
-    create_topic(&mut c, "t", 2);
-    let mut a = Member::new(gw.addr, "g", &["t"]);
-    a.join_alone();
-    let mut b = Member::new(gw.addr, "g", &["t"]);
     b.start_join();
     // `a` heartbeats on (its session never runs out) but never rejoins: the join phase
     // ends at its deadline without it. Bounded only so that a phase never ended fails.
@@ -229,6 +214,18 @@ fn phases_left_unfinished_end_at_the_rebalance_timeout(store: Store) {
     assert_eq!(until_not(&mut b, 0, "the sync phase"), 27);
     assert_eq!(b.join().error_code, 0);
     assert_eq!(b.generation, 3);
+}
+
+/// A gateway on `store` with topic `t`; `a` alone and Stable in group `g`, `b` not
+/// joined yet.
+fn one_member_and_a_newcomer(store: Store) -> Option<(Gateway, RawClient, Member, Member)> {
+    let gw = Gateway::start_on(store, NO_DELAY)?;
+    let mut c = RawClient::connect(gw.addr);
+    create_topic(&mut c, "t", 2);
+    let mut a = Member::new(gw.addr, "g", &["t"]);
+    a.join_alone();
+    let b = Member::new(gw.addr, "g", &["t"]);
+    Some((gw, c, a, b))
 }
 
 /// `a` alone and Stable, then `b` joins: `a` learns of the rebalance from its
