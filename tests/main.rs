@@ -12,6 +12,7 @@ mod acls_per_api;
 mod admin;
 mod client_quotas;
 mod cluster_apis;
+mod compaction;
 mod consumer_groups;
 mod consumer_protocol;
 mod create_partitions;

@@ -8,6 +8,7 @@ use actix::{Actor, ArbiterHandle};
 
 use crate::authorizer::store::Acls;
 use crate::authorizer::{Access, Authorizer};
+use crate::compactor::Compactor;
 use crate::config_catalog::{ConfigCatalog, StartError};
 use crate::fetch_sessions::FetchSessions;
 use crate::group_coordinator::GroupCoordinator;
@@ -131,6 +132,12 @@ impl Gateway {
             (topic_admin, table),
             (catalog, configs),
             settings.topic_rules,
+        );
+        Compactor::start(
+            partitions.logs().clone(),
+            topics.clone(),
+            metrics.clone(),
+            settings.compaction,
         );
         let producer_ids = Arc::new(ProducerIds::start(meta.client()?));
         let coordinator = GroupCoordinator::new(

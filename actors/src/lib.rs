@@ -14,6 +14,7 @@
 pub mod api;
 pub mod append_signals;
 pub mod authorizer;
+pub mod compactor;
 pub mod config_catalog;
 pub mod connection;
 pub mod fetch_sessions;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::authorizer::AuthorizerSettings;
+use crate::compactor::CompactionSettings;
 use crate::fetch_sessions::SessionLimits;
 use crate::limits::ResourceLimits;
 use crate::sasl::SaslSettings;
@@ -86,6 +87,8 @@ pub struct BrokerSettings {
     pub authorizer: Option<AuthorizerSettings>,
     /// Bounds of the incremental fetch session cache.
     pub fetch_sessions: SessionLimits,
+    /// The compactor of `cleanup.policy=compact` topics.
+    pub compaction: CompactionSettings,
 }
 
 /// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and

@@ -194,5 +194,9 @@ pub fn settings() -> BrokerSettings {
             slots: 10,
             eviction_ms: 120_000,
         },
+        compaction: crate::compactor::CompactionSettings {
+            interval: None,
+            pass_bytes: 1 << 20,
+        },
     }
 }

@@ -161,7 +161,7 @@ impl Unserved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::records::{LENGTH_AT, RECORD_COUNT_AT};
+    use crate::protocol::records::{LAST_OFFSET_DELTA_AT, LENGTH_AT, RECORD_COUNT_AT};
 
     /// A whole batch of `count` records at `base` holding `len` bytes in all.
     fn batch(base: i64, count: i32, len: usize) -> Bytes {
@@ -170,6 +170,8 @@ mod tests {
         let length = (len - records::LOG_OVERHEAD) as i32;
         b[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&length.to_be_bytes());
         b[RECORD_COUNT_AT..RECORD_COUNT_AT + 4].copy_from_slice(&count.to_be_bytes());
+        b[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4]
+            .copy_from_slice(&(count - 1).to_be_bytes());
         Bytes::from(b)
     }
 

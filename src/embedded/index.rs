@@ -26,6 +26,11 @@ pub const START_KEY: i64 = -1;
 /// only batches beyond it are checked at start.
 pub const SYNCED_KEY: i64 = -2;
 
+/// The base offset in the index key that says a compaction's new file is to take the
+/// partition file's place (`Inner::compact`): present from the commit of the new
+/// entries until the file is renamed, so a start in between finishes the rename.
+pub const PENDING_KEY: i64 = -3;
+
 /// The 8-byte big-endian value of a start or synced key.
 pub fn decode_i64(value: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(value.try_into().ok()?))
@@ -188,12 +193,12 @@ impl PartitionIndex {
             .copied()
     }
 
+    /// The log start is where DeleteRecords put it (0 before), also when compaction
+    /// removed the first batches: a consumer at an offset compaction emptied reads on
+    /// from the next record, as from a Kafka broker, rather than out of range.
     pub fn watermarks(&self) -> Watermarks {
         Watermarks {
-            log_start: self
-                .batches
-                .first()
-                .map_or(self.start, |b| b.base_offset.max(self.start)),
+            log_start: self.start,
             high: self
                 .batches
                 .last()
@@ -236,15 +241,16 @@ impl PartitionIndex {
         }
     }
 
-    /// The batches to serve a fetch from `offset`: the batch holding it, then more
-    /// while they fit in `max_bytes` (at least one); none below the log start (out of
-    /// range, answered by the caller) or at the high watermark.
+    /// The batches to serve a fetch from `offset`: the batch holding it (or the next
+    /// one, where compaction removed the batch that held it), then more while they fit
+    /// in `max_bytes` (at least one); none below the log start (out of range, answered
+    /// by the caller) or at the high watermark.
     pub fn batches_from(&self, offset: i64, max_bytes: usize) -> Vec<IndexEntry> {
         let start = self.batches.partition_point(|b| b.next_offset() <= offset);
         let Some(first) = self.batches.get(start) else {
             return Vec::new();
         };
-        if offset < first.base_offset || offset < self.start {
+        if offset < self.start {
             return Vec::new();
         }
         let mut size = first.size as usize;
@@ -257,6 +263,31 @@ impl PartitionIndex {
             n += 1;
         }
         self.batches[start..start + n].to_vec()
+    }
+
+    /// The batches wholly below `offset` (what a compaction up to it rewrites).
+    pub fn wholly_before(&self, offset: i64) -> Vec<IndexEntry> {
+        let at = self.batches.partition_point(|b| b.next_offset() <= offset);
+        self.batches[..at].to_vec()
+    }
+
+    /// The batches from the one starting at or after `base_offset` on.
+    pub fn starting_at(&self, base_offset: i64) -> Vec<IndexEntry> {
+        let at = self
+            .batches
+            .partition_point(|b| b.base_offset < base_offset);
+        self.batches[at..].to_vec()
+    }
+
+    /// Puts `batches` (a compaction's, in the new file) in place of every batch; the
+    /// log start stays.
+    pub fn replace(&mut self, batches: Vec<IndexEntry>) {
+        self.batches.clear();
+        self.max_timestamp = None;
+        self.end = 0;
+        for b in batches {
+            self.push(b);
+        }
     }
 
     /// The first batch holding a record at or after `timestamp`. Timestamps need not

@@ -106,7 +106,14 @@ impl LogStore for EmbeddedStore {
                 };
                 Box::pin(async move { sizes.map(LogAnswer::Sizes) })
             }
+            LogCall::Compact { tp, below, keep } => blocking(&self.inner, move |s| {
+                s.compact(&tp, below, &keep).map(LogAnswer::Compacted)
+            }),
         }
+    }
+
+    fn compacts(&self) -> bool {
+        true
     }
 
     fn log_dir(&self) -> String {

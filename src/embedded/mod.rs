@@ -15,6 +15,7 @@
 //! Blocking work (writes, reads, fsync) runs on tokio's blocking pool, never on an
 //! actor's thread.
 
+mod compaction;
 mod index;
 mod log;
 mod meta;
@@ -107,6 +108,12 @@ struct TopicLog {
 struct Partition {
     index: Mutex<PartitionIndex>,
     file: PartitionFile,
+    /// Held through each append, and by a compaction while its new file takes the
+    /// old one's place, so no append lands in the file being replaced.
+    appending: Mutex<()>,
+    /// Held through a compaction and a DeleteRecords: the one never frees or drops
+    /// batches the other is rewriting.
+    rewriting: Mutex<()>,
 }
 
 impl Partition {
@@ -114,6 +121,8 @@ impl Partition {
         Arc::new(Partition {
             index: Mutex::new(index),
             file: PartitionFile::new(dir.join(partition.to_string())),
+            appending: Mutex::new(()),
+            rewriting: Mutex::new(()),
         })
     }
 }
@@ -308,6 +317,7 @@ fn open_log(
         .map(|_| PartitionIndex::default())
         .collect();
     let mut synced = vec![0; partitions.len()];
+    let mut pending = vec![false; partitions.len()];
     if load {
         for kv in index.iter() {
             let (key, value) = kv.into_inner()?;
@@ -323,6 +333,7 @@ fn open_log(
             match offset {
                 index::START_KEY => partition.set_start(value_i64()?),
                 index::SYNCED_KEY => synced[p as usize] = value_i64()? as u64,
+                index::PENDING_KEY => pending[p as usize] = true,
                 _ => partition
                     .push(IndexEntry::decode(&value).ok_or_else(|| bad("short entry".into()))?),
             }
@@ -343,6 +354,9 @@ fn open_log(
         dir,
     };
     if load {
+        for (p, pending) in pending.into_iter().enumerate() {
+            compaction::settle(db, &log, p, pending)?;
+        }
         for (p, synced) in synced.into_iter().enumerate() {
             recover(db, &log, p, synced)?;
         }
@@ -414,6 +428,7 @@ impl Inner {
         let log = self.log(tp)?;
         let partition = &log.partitions[tp.partition as usize];
         let file = &partition.file;
+        let _appending = partition.appending.lock();
         // Appends to one partition never overlap (its log slot serializes them), so the
         // offset and position read here are still the next ones when the writes land.
         let (mut next_offset, mut position) = {
@@ -492,6 +507,7 @@ impl Inner {
     fn delete_records(&self, tp: &TopicPartition, offset: i64) -> StoreResult<Watermarks> {
         let log = self.log(tp)?;
         let partition = &log.partitions[tp.partition as usize];
+        let _rewriting = partition.rewriting.lock();
         let (watermarks, free) = {
             let mut index = partition.index.lock();
             let w = index.watermarks();

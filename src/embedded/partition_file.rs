@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -20,8 +20,8 @@ use super::index::IndexEntry;
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {source}", path.display())]
 pub struct FileError {
-    path: PathBuf,
-    source: io::Error,
+    pub(super) path: PathBuf,
+    pub(super) source: io::Error,
 }
 
 type FileResult<T> = Result<T, FileError>;
@@ -170,11 +170,59 @@ impl PartitionFile {
         self.named(self.handle().and_then(|f| f.set_len(len)))
     }
 
+    /// Where a compaction writes the partition's new file before it takes this one's
+    /// place (`<partition>.compacted`).
+    pub fn compacted_path(&self) -> PathBuf {
+        self.path.with_extension("compacted")
+    }
+
+    /// Makes the file at [`Self::compacted_path`] empty, to be written and synced by
+    /// the caller.
+    pub fn create_compacted(&self) -> FileResult<File> {
+        let path = self.compacted_path();
+        File::create(&path).map_err(|source| FileError { path, source })
+    }
+
+    /// Renames the compacted file over this one and syncs the directory, then runs
+    /// `then` (the index's swap), with reads held off throughout: none reads the new
+    /// file by the old index or the old file by the new one.
+    pub fn take_compacted(&self, then: impl FnOnce()) -> FileResult<()> {
+        let _holes = self.holes.write();
+        let mut file = self.file.lock();
+        self.named(std::fs::rename(self.compacted_path(), &self.path))?;
+        self.named(sync_dir(&self.path))?;
+        *file = None;
+        then();
+        Ok(())
+    }
+
+    /// At start: finishes the rename of a compaction whose entries the index took
+    /// (`pending`), or removes the file of one it never took.
+    pub fn settle_compaction(&self, pending: bool) -> FileResult<()> {
+        let compacted = self.compacted_path();
+        match (pending, compacted.exists()) {
+            (true, true) => {
+                self.named(std::fs::rename(&compacted, &self.path))?;
+                self.named(sync_dir(&self.path))
+            }
+            (false, true) => self.named(std::fs::remove_file(&compacted)),
+            (_, false) => Ok(()),
+        }
+    }
+
     /// Gives the space below `end` back to the file system (DeleteRecords freed it).
     /// Where the file system cannot punch holes the bytes stay, unread.
     pub fn free_below(&self, end: u64) -> FileResult<()> {
         let _holes = self.holes.write();
         self.named(self.handle().and_then(|f| punch_hole(&f, end)))
+    }
+}
+
+/// fsyncs the directory holding `file`, so a rename or a new file in it lasts.
+pub fn sync_dir(file: &Path) -> io::Result<()> {
+    match file.parent() {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => Ok(()),
     }
 }
 

@@ -374,6 +374,12 @@ impl LogStore for IggyBackend {
                     LogAnswer::ProducerHistory(s.producer_batches(&tp).await?)
                 }
                 LogCall::Sizes(name) => LogAnswer::Sizes(s.sizes(&name).await?),
+                // No compactor runs on Iggy (`compacts` is false): `docs/IGGY_MAPPING.md`.
+                LogCall::Compact { tp, .. } => {
+                    return Err(StoreError::fatal(format!(
+                        "{tp}: compaction is not carried out on Iggy yet"
+                    )))
+                }
             })
         })
     }

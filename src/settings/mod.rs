@@ -134,6 +134,11 @@ pub struct Settings {
     /// The embedded store refuses writes (KAFKA_STORAGE_ERROR) while fewer bytes than
     /// this are free on its data directory's disk, and takes them again once there are.
     pub embedded_min_free_bytes: u64,
+    /// How often the compactor of `cleanup.policy=compact` topics looks for a partition
+    /// to compact (Kafka's `log.cleaner.backoff.ms`); 0 turns it off.
+    pub compaction_interval_ms: u64,
+    /// Most bytes one compaction pass reads of a partition (bounds its memory and I/O).
+    pub compaction_pass_bytes: u64,
     /// `text` or `json` (`RUST_LOG` picks what is logged).
     pub log_format: LogFormat,
     /// Iggy server (TCP) of the `iggy` backend.
@@ -281,6 +286,8 @@ impl Default for Settings {
             log_format: LogFormat::Text,
             fsync_interval_ms: 1_000,
             embedded_min_free_bytes: 64 << 20,
+            compaction_interval_ms: 15_000,
+            compaction_pass_bytes: 256 << 20,
             iggy_address: "127.0.0.1:8090".into(),
             iggy_username: "iggy".into(),
             iggy_password: Secret("iggy".into()),

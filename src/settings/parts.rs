@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use iggy_kafka_actors::authorizer::AuthorizerSettings;
+use iggy_kafka_actors::compactor::CompactionSettings;
 use iggy_kafka_actors::fetch_sessions::SessionLimits;
 use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{PlainUsers, SaslSettings};
@@ -197,6 +198,11 @@ impl Settings {
             fetch_sessions: SessionLimits {
                 slots: self.max_incremental_fetch_session_cache_slots,
                 eviction_ms: self.min_incremental_fetch_session_eviction_ms,
+            },
+            compaction: CompactionSettings {
+                interval: (self.compaction_interval_ms > 0)
+                    .then(|| Duration::from_millis(self.compaction_interval_ms)),
+                pass_bytes: usize::try_from(self.compaction_pass_bytes).unwrap_or(usize::MAX),
             },
             node_heartbeat: Duration::from_millis(self.node_heartbeat_ms),
             node_timeout: Duration::from_millis(self.node_timeout_ms),

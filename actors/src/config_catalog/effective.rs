@@ -14,7 +14,7 @@ use super::definitions::{
     TOPIC_CONFIGS,
 };
 use super::features::Finalized;
-use super::in_force::InForce;
+use super::in_force::{self, CompactionInForce, InForce};
 use super::rules::list_items;
 use crate::settings::{BrokerSettings, TopicRules};
 use crate::store::TopicLimits;
@@ -337,6 +337,26 @@ impl ClusterConfig {
             retention_bytes: set("retention.bytes").filter(|_| deletes),
             segment_bytes: set("segment.bytes"),
         }
+    }
+}
+
+impl ClusterConfig {
+    /// What the compactor acts on for a topic: `None` unless its `cleanup.policy`
+    /// holds `compact`. Values set on the topic or the broker, else Kafka's defaults.
+    pub fn compaction(&self, overrides: &BTreeMap<String, String>) -> Option<CompactionInForce> {
+        let value = |name: &str| self.topic_value(overrides, name).map(|(v, _)| v);
+        if !in_force::compacted(value("cleanup.policy").unwrap_or_default()) {
+            return None;
+        }
+        let long = |name: &str| value(name).and_then(|v| v.parse::<i64>().ok());
+        Some(CompactionInForce {
+            min_cleanable_dirty_ratio: value("min.cleanable.dirty.ratio")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.5),
+            min_compaction_lag_ms: long("min.compaction.lag.ms").unwrap_or(0),
+            max_compaction_lag_ms: long("max.compaction.lag.ms").unwrap_or(i64::MAX),
+            delete_retention_ms: long("delete.retention.ms").unwrap_or(86_400_000),
+        })
     }
 }
 

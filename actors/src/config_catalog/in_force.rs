@@ -20,6 +20,22 @@ pub struct TopicInForce {
     pub compacted: bool,
 }
 
+/// What the compactor acts on for a topic whose `cleanup.policy` holds `compact`
+/// (`ClusterConfig::compaction`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompactionInForce {
+    /// `min.cleanable.dirty.ratio`: the share of a partition's bytes written since its
+    /// last pass that makes it due.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: records younger than this are not compacted.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a partition with bytes written since its last pass is
+    /// due this long after that pass, whatever its dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms`: how long a tombstone stays once compaction reached it.
+    pub delete_retention_ms: i64,
+}
+
 /// The broker-wide values of the configurations [`InForce`] types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InForce {
@@ -39,7 +55,7 @@ fn log_append_time(value: &str) -> bool {
     value == "LogAppendTime"
 }
 
-fn compacted(value: &str) -> bool {
+pub(super) fn compacted(value: &str) -> bool {
     list_items(value).contains(&"compact")
 }
 

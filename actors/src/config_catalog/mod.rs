@@ -34,7 +34,7 @@ use definitions::{
 };
 pub use effective::{static_configs, ClusterConfig, ConfigSource, Entry, StaticConfig, Synonym};
 pub use features::{Finalized, UpgradeType, FEATURE, MAX_LEVEL, MIN_LEVEL};
-pub use in_force::{InForce, TopicInForce};
+pub use in_force::{CompactionInForce, InForce, TopicInForce};
 use stored::ClusterMaps;
 
 /// Shared map holding the dynamic broker configurations of every gateway.

@@ -109,6 +109,10 @@ impl LogStore for MeteredLog {
         self.inner.splits_batches()
     }
 
+    fn compacts(&self) -> bool {
+        self.inner.compacts()
+    }
+
     fn committed(&self, commits: &[GroupCommit]) {
         self.inner.committed(commits)
     }

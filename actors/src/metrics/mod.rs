@@ -13,7 +13,8 @@
 //!   puts around the stores;
 //! - slot queues: the [`Queued`] ticket every log- and offset-slot message carries;
 //! - groups and rebalances: the group coordinator ([`GroupMetrics`]);
-//! - fetch sessions: the session cache ([`FetchSessionMetrics`]).
+//! - fetch sessions: the session cache ([`FetchSessionMetrics`]);
+//! - log compaction: the compactor ([`CompactionMetrics`]).
 
 mod error_codes;
 mod metered_stores;
@@ -132,6 +133,7 @@ pub struct Metrics {
     pub offset_slots: SlotQueues,
     pub groups: GroupMetrics,
     pub fetch_sessions: Arc<FetchSessionMetrics>,
+    pub compaction: CompactionMetrics,
 }
 
 impl Metrics {
@@ -204,6 +206,7 @@ impl Metrics {
         );
         let groups = GroupMetrics::register(&mut registry);
         let fetch_sessions = Arc::new(FetchSessionMetrics::register(&mut registry));
+        let compaction = CompactionMetrics::register(&mut registry);
         Arc::new(Metrics {
             registry,
             requests,
@@ -219,6 +222,7 @@ impl Metrics {
             offset_slots,
             groups,
             fetch_sessions,
+            compaction,
         })
     }
 
@@ -387,6 +391,63 @@ impl GroupMetrics {
     /// A handle that counts one rebalance per call, kept by each group.
     pub fn rebalance_counter(&self) -> Counter {
         self.rebalances.clone()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PartitionLabels {
+    topic: String,
+    partition: i32,
+}
+
+/// The compactor's progress (`compactor`), as Kafka's `LogCleaner` metrics show it.
+pub struct CompactionMetrics {
+    passes: Counter,
+    reclaimed: Counter,
+    dirty_ratio: Family<PartitionLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+}
+
+impl CompactionMetrics {
+    fn register(registry: &mut Registry) -> CompactionMetrics {
+        let passes = Counter::default();
+        registry.register(
+            "compaction_passes",
+            "Compaction passes over a partition of a compacted topic",
+            passes.clone(),
+        );
+        let reclaimed = Counter::default();
+        registry.register_with_unit(
+            "compaction_reclaimed",
+            "Bytes of partition logs compaction gave back",
+            Unit::Bytes,
+            reclaimed.clone(),
+        );
+        let dirty_ratio = Family::default();
+        registry.register(
+            "compaction_dirty_ratio",
+            "Share of a compacted partition's bytes written since its last compaction \
+             (Kafka's max-dirty-percent, per partition), as of the compactor's last look",
+            dirty_ratio.clone(),
+        );
+        CompactionMetrics {
+            passes,
+            reclaimed,
+            dirty_ratio,
+        }
+    }
+
+    /// A pass over a partition ended, giving back `reclaimed` bytes.
+    pub fn passed(&self, reclaimed: u64) {
+        self.passes.inc();
+        self.reclaimed.inc_by(reclaimed);
+    }
+
+    pub fn dirty_ratio(&self, topic: &str, partition: i32, ratio: f64) {
+        let labels = PartitionLabels {
+            topic: topic.to_string(),
+            partition,
+        };
+        self.dirty_ratio.get_or_create(&labels).set(ratio);
     }
 }
 

@@ -8,6 +8,7 @@ pub mod framing;
 pub mod keys;
 pub mod markers;
 pub mod records;
+pub mod retained;
 pub mod versions;
 
 use bytes::Bytes;

@@ -26,6 +26,7 @@ const LEADER_EPOCH_AT: usize = 12;
 const MAGIC_AT: usize = 16;
 pub const CRC_AT: usize = 17;
 pub const ATTRIBUTES_AT: usize = 21;
+pub const LAST_OFFSET_DELTA_AT: usize = 23;
 pub const MAX_TIMESTAMP_AT: usize = 35;
 pub const RECORD_COUNT_AT: usize = 57;
 /// Bytes before the length field's end: base offset and the length itself.
@@ -338,9 +339,10 @@ pub fn base_offset(batch: &[u8]) -> i64 {
     (&batch[..8]).get_i64()
 }
 
-/// The offset after a stored batch's last record.
+/// The offset after a stored batch's last record, by its last offset delta: a batch
+/// compaction rewrote holds fewer records than its offsets span (`retained.rs`).
 pub fn end_offset(batch: &[u8]) -> i64 {
-    base_offset(batch) + (&batch[RECORD_COUNT_AT..]).get_i32() as i64
+    base_offset(batch) + (&batch[LAST_OFFSET_DELTA_AT..]).get_i32() as i64 + 1
 }
 
 /// True when a stored batch is all there, not its header alone (`LogCall::ReadHeaders`).

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use crate::store::{
-    AppendBatch, Appended, ProducerBatch, ReadBatches, StoreError, StoreFuture, StoreResult,
-    TimestampedOffset, TopicLimits, TopicPartition, Watermarks,
+    AppendBatch, Appended, Compacted, ProducerBatch, ReadBatches, StoreError, StoreFuture,
+    StoreResult, TimestampedOffset, TopicLimits, TopicPartition, Watermarks,
 };
 
 /// A topic's partition logs as the store holds them.
@@ -92,6 +92,16 @@ pub enum LogCall {
     /// Bytes each of a topic's partitions takes in the store, by partition number
     /// (DescribeLogDirs): what the engine keeps, its own framing included.
     Sizes(Arc<str>),
+    /// Removes every record below `below` whose offset `keep` (sorted) does not hold;
+    /// the offsets of the records kept never change. The compactor decides what stays
+    /// (`compactor`); the engine only carries it out, and only where
+    /// [`LogStore::compacts`] says it can. `below` is a batch boundary under the high
+    /// watermark; the partition's log start stays where it is.
+    Compact {
+        tp: TopicPartition,
+        below: i64,
+        keep: Arc<[i64]>,
+    },
 }
 
 impl LogCall {
@@ -112,6 +122,7 @@ impl LogCall {
             LogCall::DeleteRecords { .. } => "delete_records",
             LogCall::ProducerHistory(_) => "producer_batches",
             LogCall::Sizes(_) => "sizes",
+            LogCall::Compact { .. } => "compact",
         }
     }
 }
@@ -128,6 +139,7 @@ pub enum LogAnswer {
     Record(Option<TimestampedOffset>),
     ProducerHistory(Vec<ProducerBatch>),
     Sizes(Vec<u64>),
+    Compacted(Compacted),
 }
 
 /// Partition logs: the embedded store's keyspaces, or Iggy's partitions.
@@ -144,6 +156,11 @@ pub trait LogStore: Send + Sync + 'static {
     /// then keeps the records it decompressed to check them (`AppendBatch::records`),
     /// so they are decompressed once. Otherwise it only checks them and keeps nothing.
     fn splits_batches(&self) -> bool {
+        false
+    }
+    /// True when the engine carries out [`LogCall::Compact`]; the gateway starts its
+    /// compactor only then.
+    fn compacts(&self) -> bool {
         false
     }
     /// Offsets a consumer group committed (`None`: deleted), once they stand: an
@@ -199,6 +216,8 @@ typed_calls! {
     producer_history(tp: TopicPartition) -> Vec<ProducerBatch> =
         LogCall::ProducerHistory(tp) => ProducerHistory;
     sizes(name: Arc<str>) -> Vec<u64> = LogCall::Sizes(name) => Sizes;
+    compact(tp: TopicPartition, below: i64, keep: Arc<[i64]>) -> Compacted =
+        LogCall::Compact { tp, below, keep } => Compacted;
 }
 
 impl Logs {
@@ -264,5 +283,9 @@ impl Logs {
 
     pub fn splits_batches(&self) -> bool {
         self.0.splits_batches()
+    }
+
+    pub fn compacts(&self) -> bool {
+        self.0.compacts()
     }
 }

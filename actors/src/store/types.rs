@@ -179,6 +179,15 @@ pub struct AppendBatch {
     pub records: Bytes,
 }
 
+/// A partition's stored bytes before and after a [`crate::store::LogCall::Compact`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compacted {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    /// Of `bytes_after`, those below the compaction's end: the clean part.
+    pub cleaned_bytes: u64,
+}
+
 /// Offsets that bound a partition's log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Watermarks {

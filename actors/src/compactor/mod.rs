@@ -1,0 +1,261 @@
+//! The compactor: the one owner of log compaction (`cleanup.policy=compact`). On a
+//! timer it looks at every partition of the compacted topics, picks the one most due
+//! and makes one pass over it: reads it from its log start (at most
+//! `compaction_pass_bytes`), decides which records stay ([`plan`]) and has the engine
+//! remove the others (`LogCall::Compact`). One pass at a time, on an arbiter of its
+//! own, so its work is bounded per tick and never on a request thread.
+//!
+//! What it remembers of each partition lives in memory: a restart forgets it, and the
+//! first pass after one looks at every compacted partition again (Kafka keeps a
+//! checkpoint file instead); a tombstone's clock restarts then, which only keeps it
+//! longer.
+
+mod plan;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, ActorFutureExt, Arbiter, AsyncContext, Context, WrapFuture};
+use uuid::Uuid;
+
+use crate::config_catalog::CompactionInForce;
+use crate::metrics::Metrics;
+use crate::protocol::records;
+use crate::protocol::retained::RecordsError;
+use crate::store::{Logs, StoreError, TopicPartition};
+use crate::topic_admin::internal::is_internal;
+use crate::topics::Topics;
+use crate::transactions::slot::now_ms;
+
+use plan::Planner;
+
+/// Bytes asked of the log store per read of a pass.
+const READ_BYTES: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+enum PassError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Records(#[from] RecordsError),
+}
+
+/// How often the compactor looks, and how much one pass reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionSettings {
+    /// `None`: no compactor.
+    pub interval: Option<Duration>,
+    pub pass_bytes: usize,
+}
+
+pub struct Compactor {
+    logs: Logs,
+    topics: Topics,
+    metrics: Arc<Metrics>,
+    settings: CompactionSettings,
+    /// By topic id and partition; `None` while a pass has it.
+    partitions: Option<HashMap<(Uuid, i32), PartitionState>>,
+}
+
+/// What the compactor knows of one partition from its passes.
+#[derive(Clone, Debug, Default)]
+struct PartitionState {
+    /// The partition's bytes after its last pass, and of those the ones below that
+    /// pass's end: what is written since is dirty.
+    size_after: Option<u64>,
+    cleaned_bytes: u64,
+    last_pass_ms: i64,
+    /// The end of each pass that moved it, with its time: when compaction first reached
+    /// an offset, which a tombstone's `delete.retention.ms` counts from.
+    reached: Vec<(i64, i64)>,
+    /// When a tombstone kept by the last pass may go.
+    tombstones_due: Option<i64>,
+    /// When records the last pass found too young may be compacted.
+    ripe_at: Option<i64>,
+}
+
+impl PartitionState {
+    fn reached_at(&self, offset: i64, now: i64) -> i64 {
+        (self.reached.iter())
+            .find(|(end, _)| *end > offset)
+            .map_or(now, |(_, at)| *at)
+    }
+
+    /// Notes a pass's end; forgets the ends every tombstone below is past its retention
+    /// of, but the last of them (offsets below it stay reached that long ago).
+    fn reach(&mut self, below: i64, now: i64, retention: i64) {
+        if self.reached.last().is_none_or(|(end, _)| *end < below) {
+            self.reached.push((below, now));
+        }
+        let old = (self.reached.iter())
+            .take_while(|(_, at)| at.saturating_add(retention) <= now)
+            .count();
+        self.reached.drain(..old.saturating_sub(1));
+    }
+
+    /// Share of `size` written since the last pass.
+    fn dirty_ratio(&self, size: u64) -> f64 {
+        match size {
+            0 => 0.0,
+            _ => size.saturating_sub(self.cleaned_bytes) as f64 / size as f64,
+        }
+    }
+
+    /// Whether a pass is due: bytes came since the last one and the dirty ratio or
+    /// `max.compaction.lag.ms` says so, or a tombstone may go, or records too young at
+    /// the last pass no longer are.
+    fn due(&self, size: u64, rules: &CompactionInForce, now: i64) -> bool {
+        let written = self.size_after != Some(size) && size > 0;
+        let ratio = self.dirty_ratio(size);
+        let lagging = now.saturating_sub(self.last_pass_ms) >= rules.max_compaction_lag_ms;
+        (written && ratio > 0.0 && (ratio >= rules.min_cleanable_dirty_ratio || lagging))
+            || self.tombstones_due.is_some_and(|due| due <= now)
+            || self.ripe_at.is_some_and(|ripe| ripe <= now)
+    }
+}
+
+/// One partition picked for a pass.
+struct Pick {
+    tp: TopicPartition,
+    key: (Uuid, i32),
+    rules: CompactionInForce,
+    size: u64,
+}
+
+impl Compactor {
+    /// Starts the compactor on an arbiter of its own, when the settings ask for it and
+    /// the engine can compact.
+    pub fn start(logs: Logs, topics: Topics, metrics: Arc<Metrics>, settings: CompactionSettings) {
+        if settings.interval.is_none() || !logs.compacts() {
+            return;
+        }
+        let compactor = Compactor {
+            logs,
+            topics,
+            metrics,
+            settings,
+            partitions: Some(HashMap::new()),
+        };
+        Compactor::start_in_arbiter(&Arbiter::new().handle(), |_| compactor);
+    }
+
+    /// A tick: unless a pass is under way, picks the partition most due and passes
+    /// over it.
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        let Some(mut partitions) = self.partitions.take() else {
+            return;
+        };
+        let table = self.topics.table();
+        let config = self.topics.config();
+        let compacted: Vec<_> = (table.all().into_iter())
+            .filter(|t| !is_internal(&t.name))
+            .filter_map(|t| Some((t.clone(), config.compaction(&t.configs)?)))
+            .collect();
+        let (logs, metrics) = (self.logs.clone(), self.metrics.clone());
+        let pass_bytes = self.settings.pass_bytes;
+        let work = async move {
+            partitions.retain(|(id, _), _| compacted.iter().any(|(t, _)| t.id == *id));
+            let now = now_ms();
+            let mut best: Option<(f64, Pick)> = None;
+            for (topic, rules) in compacted {
+                let sizes = match logs.sizes(topic.name.clone()).await {
+                    Ok(sizes) => sizes,
+                    Err(e) => {
+                        tracing::warn!(topic = %topic.name, error = %e, "compactor: no sizes");
+                        continue;
+                    }
+                };
+                for (p, size) in sizes.into_iter().enumerate() {
+                    let key = (topic.id, p as i32);
+                    let state = partitions.entry(key).or_default();
+                    if state.cleaned_bytes > size {
+                        *state = PartitionState::default(); // records deleted under it
+                    }
+                    let ratio = state.dirty_ratio(size);
+                    metrics.compaction.dirty_ratio(&topic.name, p as i32, ratio);
+                    if state.due(size, &rules, now) && best.as_ref().is_none_or(|b| ratio > b.0) {
+                        let tp = TopicPartition {
+                            topic: topic.name.clone(),
+                            partition: p as i32,
+                        };
+                        let pick = Pick {
+                            tp,
+                            key,
+                            rules,
+                            size,
+                        };
+                        best = Some((ratio, pick));
+                    }
+                }
+            }
+            if let Some((_, pick)) = best {
+                let state = partitions.entry(pick.key).or_default();
+                if let Err(e) = pass(&logs, &pick, state, (pass_bytes, now), &metrics).await {
+                    tracing::warn!(partition = %pick.tp, error = %e, "compaction pass failed");
+                }
+            }
+            partitions
+        };
+        ctx.spawn(
+            work.into_actor(self)
+                .map(|partitions, act, _| act.partitions = Some(partitions)),
+        );
+    }
+}
+
+/// One pass over a partition: reads it from its log start, plans, has the engine
+/// remove what the plan does not keep, and notes what it did.
+async fn pass(
+    logs: &Logs,
+    pick: &Pick,
+    state: &mut PartitionState,
+    (pass_bytes, now): (usize, i64),
+    metrics: &Metrics,
+) -> Result<(), PassError> {
+    let watermarks = logs.watermarks(pick.tp.clone()).await?;
+    let mut planner = Planner::new(pick.rules, now, watermarks);
+    let (mut offset, mut read) = (watermarks.log_start, 0);
+    'reading: while offset < watermarks.high && read < pass_bytes {
+        let got = logs.read(pick.tp.clone(), offset, READ_BYTES).await?;
+        if got.batches.is_empty() {
+            break;
+        }
+        for batch in got.batches {
+            if !planner.take(&batch)? {
+                break 'reading;
+            }
+            read += batch.len();
+            offset = records::end_offset(&batch);
+        }
+    }
+    let plan = planner.finish(|offset| state.reached_at(offset, now));
+    let (cleaned_bytes, size_after, reclaimed) = if plan.removes {
+        let done = logs
+            .compact(pick.tp.clone(), plan.below, plan.keep.into())
+            .await?;
+        let reclaimed = done.bytes_before.saturating_sub(done.bytes_after);
+        tracing::debug!(partition = %pick.tp, below = plan.below, reclaimed, "compacted");
+        (done.cleaned_bytes, done.bytes_after, reclaimed)
+    } else {
+        (plan.bytes_below, pick.size, 0)
+    };
+    metrics.compaction.passed(reclaimed);
+    state.cleaned_bytes = cleaned_bytes;
+    state.size_after = Some(size_after);
+    state.last_pass_ms = now;
+    state.tombstones_due = plan.tombstones_due;
+    state.ripe_at = plan.ripe_at;
+    state.reach(plan.below, now, pick.rules.delete_retention_ms);
+    Ok(())
+}
+
+impl Actor for Compactor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(every) = self.settings.interval {
+            ctx.run_interval(every, Self::tick);
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Which records of a partition stay: the compaction decision, made here once for
+//! every engine, from the partition's batches read in offset order from its log start.
+//!
+//! As Kafka's cleaner decides: the latest record of each key stays; a tombstone stays
+//! until `delete.retention.ms` after compaction first reached it; records of aborted
+//! transactions go, markers stay (Kafka drops a marker later, once no record of its
+//! transaction is left and `delete.retention.ms` passed: not done here); keyless records
+//! go. Nothing at or past the end is touched: the batch ending at the high watermark
+//! (the active tail), batches with a record younger than `min.compaction.lag.ms`, and
+//! transactions still open.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use crate::config_catalog::CompactionInForce;
+use crate::protocol::markers::{self, Marker};
+use crate::protocol::records::{self, BatchHeader};
+use crate::protocol::retained::{self, RecordsError, StoredRecord};
+use crate::store::Watermarks;
+
+/// Most bytes a stored batch's records decompress to here; Produce checked each batch
+/// within its own bound when it came.
+const RECORDS_BUDGET: usize = 256 << 20;
+
+/// What a pass removes: every record below `below` whose offset `keep` lacks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub below: i64,
+    /// Sorted.
+    pub keep: Vec<i64>,
+    /// Whether `keep` lacks any record below `below`: a pass with nothing to remove
+    /// leaves the log alone.
+    pub removes: bool,
+    /// When the first tombstone kept may go (ms since the epoch).
+    pub tombstones_due: Option<i64>,
+    /// Bytes of the batches below `below`, as read.
+    pub bytes_below: u64,
+    /// When the first batch too young to compact (`min.compaction.lag.ms`) will not be.
+    pub ripe_at: Option<i64>,
+}
+
+/// The latest record of a key seen so far.
+#[derive(Clone, Copy)]
+struct Latest {
+    offset: i64,
+    tombstone: bool,
+}
+
+/// A transaction not yet ended in what was read: its first offset and its keyed
+/// records, which count only once its commit is read.
+#[derive(Default)]
+struct OpenTxn {
+    first: i64,
+    records: Vec<StoredRecord>,
+}
+
+/// Takes a partition's batches one by one ([`Planner::take`]), then makes the
+/// [`Plan`] ([`Planner::finish`]).
+pub struct Planner {
+    rules: CompactionInForce,
+    now_ms: i64,
+    watermarks: Watermarks,
+    latest: HashMap<Bytes, Latest>,
+    markers: Vec<i64>,
+    open: HashMap<i64, OpenTxn>,
+    /// Each batch taken: the offset after it, its record count and size.
+    taken: Vec<(i64, i64, u64)>,
+    ripe_at: Option<i64>,
+}
+
+impl Planner {
+    pub fn new(rules: CompactionInForce, now_ms: i64, watermarks: Watermarks) -> Planner {
+        Planner {
+            rules,
+            now_ms,
+            watermarks,
+            latest: HashMap::new(),
+            markers: Vec::new(),
+            open: HashMap::new(),
+            taken: Vec::new(),
+            ripe_at: None,
+        }
+    }
+
+    /// Takes the next batch; `false` (and the batch not taken) when it may not be
+    /// compacted, and no later one either: reading may stop.
+    pub fn take(&mut self, batch: &Bytes) -> Result<bool, RecordsError> {
+        let end = records::end_offset(batch);
+        let header = BatchHeader::parse(batch);
+        let ripe_at = header
+            .max_timestamp
+            .saturating_add(self.rules.min_compaction_lag_ms);
+        if end >= self.watermarks.high {
+            return Ok(false);
+        }
+        if ripe_at > self.now_ms {
+            self.ripe_at = Some(ripe_at);
+            return Ok(false);
+        }
+        let stored = retained::records_of(batch, RECORDS_BUDGET)?;
+        if header.control {
+            self.markers.extend(stored.iter().map(|r| r.offset));
+            let ended = self.open.remove(&header.producer_id);
+            if let (Some(Marker::Commit), Some(txn)) = (markers::read(batch), ended) {
+                txn.records.into_iter().for_each(|r| self.note(r));
+            }
+        } else if header.transactional {
+            let txn = self
+                .open
+                .entry(header.producer_id)
+                .or_insert_with(|| OpenTxn {
+                    first: records::base_offset(batch),
+                    records: Vec::new(),
+                });
+            txn.records.extend(stored);
+        } else {
+            stored.into_iter().for_each(|r| self.note(r));
+        }
+        let size = batch.len() as u64;
+        self.taken.push((end, i64::from(header.record_count), size));
+        Ok(true)
+    }
+
+    /// A record that counts: the latest of its key if it is later than the one known.
+    fn note(&mut self, record: StoredRecord) {
+        let Some(key) = record.key else { return };
+        if record.offset < self.watermarks.log_start {
+            return;
+        }
+        let latest = Latest {
+            offset: record.offset,
+            tombstone: record.tombstone,
+        };
+        self.latest
+            .entry(key)
+            .and_modify(|l| {
+                if l.offset < latest.offset {
+                    *l = latest
+                }
+            })
+            .or_insert(latest);
+    }
+
+    /// The plan: what stays below the end of what may be compacted. `reached_at` says
+    /// when compaction first reached an offset (now, for one reached by this pass).
+    pub fn finish(self, reached_at: impl Fn(i64) -> i64) -> Plan {
+        let taken_end = self.taken.last().map_or(self.watermarks.log_start, |t| t.0);
+        let open_from = self.open.values().map(|t| t.first).min();
+        let below = open_from.map_or(taken_end, |first| first.min(taken_end));
+        let retention = self.rules.delete_retention_ms;
+        let mut tombstones_due: Option<i64> = None;
+        let mut keep: Vec<i64> = self.markers.into_iter().filter(|&o| o < below).collect();
+        for latest in self.latest.values().filter(|l| l.offset < below) {
+            if latest.tombstone {
+                let due = reached_at(latest.offset).saturating_add(retention);
+                if due <= self.now_ms {
+                    continue;
+                }
+                tombstones_due = Some(tombstones_due.map_or(due, |d| d.min(due)));
+            }
+            keep.push(latest.offset);
+        }
+        keep.sort_unstable();
+        let below_batches = self.taken.iter().filter(|t| t.0 <= below);
+        let (records, bytes_below) = below_batches.fold((0, 0), |(n, b), t| (n + t.1, b + t.2));
+        Plan {
+            below,
+            removes: (keep.len() as i64) < records,
+            keep,
+            tombstones_due,
+            bytes_below,
+            ripe_at: self.ripe_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::markers;
+    use bytes::BytesMut;
+    use indexmap::IndexMap;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    const NOW: i64 = 1_000_000;
+
+    fn rules(min_lag: i64, delete_retention: i64) -> CompactionInForce {
+        CompactionInForce {
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: min_lag,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: delete_retention,
+        }
+    }
+
+    /// One batch at `base` of `(key, value)` records, written at `ts`; `producer`
+    /// makes it transactional.
+    fn batch(base: i64, kvs: &[(&str, Option<&str>)], ts: i64, producer: Option<i64>) -> Bytes {
+        let records: Vec<Record> = (kvs.iter().enumerate())
+            .map(|(i, (k, v))| Record {
+                transactional: producer.is_some(),
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: producer.unwrap_or(-1),
+                producer_epoch: if producer.is_some() { 0 } else { -1 },
+                timestamp_type: TimestampType::Creation,
+                offset: base + i as i64,
+                // One batch only while offset - sequence stays the same.
+                sequence: if producer.is_some() {
+                    i as i32
+                } else {
+                    i as i32 - 1
+                },
+                timestamp: ts,
+                key: Some(Bytes::from(k.to_string())),
+                value: v.map(|v| Bytes::from(v.to_string())),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut out = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut out, &records, &options).unwrap();
+        out.freeze()
+    }
+
+    fn marker(base: i64, producer: i64, marker: Marker) -> Bytes {
+        let mut b = BytesMut::from(&markers::batch(marker, producer, 0, 0, NOW - 10)[..]);
+        b[..8].copy_from_slice(&base.to_be_bytes());
+        b.freeze()
+    }
+
+    fn plan(rules: CompactionInForce, high: i64, batches: &[Bytes], reached: i64) -> Plan {
+        let watermarks = Watermarks { log_start: 0, high };
+        let mut planner = Planner::new(rules, NOW, watermarks);
+        for b in batches {
+            if !planner.take(b).unwrap() {
+                break;
+            }
+        }
+        planner.finish(|_| reached)
+    }
+
+    #[test]
+    fn keeps_the_latest_of_each_key_and_never_touches_the_active_tail() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("1")), ("b", Some("1"))], old, None),
+            batch(2, &[("a", Some("2")), ("c", Some("1"))], old, None),
+            batch(4, &[("a", Some("3")), ("b", Some("2"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 6, &batches, NOW);
+        assert_eq!(p.below, 4, "the batch at the high watermark stays as it is");
+        assert_eq!(p.keep, vec![1, 2, 3]);
+        assert!(p.removes);
+        let p = plan(rules(200, 1_000), 6, &batches, NOW);
+        assert_eq!(p.below, 0, "younger than min.compaction.lag.ms");
+        assert!(!p.removes);
+        assert_eq!(p.ripe_at, Some(NOW + 100));
+    }
+
+    #[test]
+    fn tombstones_stay_delete_retention_ms_after_compaction_reached_them() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("1")), ("b", Some("1"))], old, None),
+            batch(2, &[("a", None)], old, None),
+            batch(3, &[("b", Some("2"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 4, &batches, NOW);
+        assert_eq!(
+            p.keep,
+            vec![1, 2],
+            "the tombstone stays, reached just now; b's next version is in the active tail"
+        );
+        assert_eq!(p.tombstones_due, Some(NOW + 1_000));
+        let p = plan(rules(0, 1_000), 4, &batches, NOW - 1_000);
+        assert_eq!(p.keep, vec![1], "reached long enough ago");
+        assert_eq!(p.tombstones_due, None);
+    }
+
+    #[test]
+    fn aborted_records_go_markers_stay_and_open_transactions_end_the_pass() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("1"))], old, None),
+            batch(1, &[("a", Some("aborted"))], old, Some(7)),
+            marker(2, 7, Marker::Abort),
+            batch(3, &[("b", Some("1"))], old, Some(8)),
+            marker(4, 8, Marker::Commit),
+            batch(5, &[("b", Some("open"))], old, Some(9)),
+            batch(6, &[("a", Some("2"))], old, None),
+            batch(7, &[("c", Some("tail"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 8, &batches, NOW);
+        assert_eq!(p.below, 5, "up to the transaction still open");
+        assert_eq!(
+            p.keep,
+            vec![2, 3, 4],
+            "a is superseded above the end, the abort's record goes, markers stay"
+        );
+    }
+}

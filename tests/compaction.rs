@@ -1,0 +1,288 @@
+//! Log compaction through real clients, on the embedded store (the Iggy store does not
+//! compact yet: `docs/IGGY_MAPPING.md`). A topic written by rdkafka with many versions
+//! of each key and tombstones, turned to `cleanup.policy=compact` by AlterConfigs:
+//! after the compactor's passes a consumer from the beginning reads exactly the latest
+//! value of each live key and no deleted key, and the partition's file shrank
+//! (printed). While it compacts, every read sees each key's versions in order and its
+//! latest one. SIGKILLs of the gateway process while it compacts lose nothing that must
+//! stay, and compaction resumes after each restart.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::support;
+use support::kafka::{admin, create_topic};
+use support::Gateway;
+
+const KEYS: usize = 50;
+/// Keys from this one on are deleted (a tombstone each) halfway.
+const DELETED_FROM: usize = 40;
+const VALUE_BYTES: usize = 2_000;
+
+/// Settings of the compacted topic: every bit of dirt cleanable, tombstones kept 1 s.
+const COMPACTED: &[(&str, &str)] = &[
+    ("cleanup.policy", "compact"),
+    ("min.cleanable.dirty.ratio", "0.01"),
+    ("delete.retention.ms", "1000"),
+    ("min.compaction.lag.ms", "0"),
+];
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn key(k: usize) -> String {
+    format!("key-{k:03}")
+}
+
+/// Version `round` of key `k`'s value: the round first, then padding.
+fn value(k: usize, round: usize) -> String {
+    let head = format!("{round:05}:{k:03}:");
+    format!("{head}{}", "x".repeat(VALUE_BYTES - head.len()))
+}
+
+fn round_of(value: &[u8]) -> usize {
+    std::str::from_utf8(&value[..5]).unwrap().parse().unwrap()
+}
+
+fn producer(bootstrap: &str) -> ThreadedProducer<DefaultProducerContext> {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "0")
+        .create()
+        .expect("producer")
+}
+
+/// The key of a record written after each round on its own: the partition's last
+/// batch, which compaction never touches (the active tail), holds it alone.
+const TAIL: &str = "tail";
+
+/// Writes round `round` of every key (a tombstone for a deleted key from `tombstones`
+/// on, nothing for it after), each round its own batches, then a [`TAIL`] record;
+/// acknowledged when it returns.
+fn write_round(
+    p: &ThreadedProducer<DefaultProducerContext>,
+    topic: &str,
+    round: usize,
+    tombstones: usize,
+) {
+    for k in 0..KEYS {
+        let key = key(k);
+        let deleted = k >= DELETED_FROM;
+        if deleted && round > tombstones {
+            continue;
+        }
+        let value = value(k, round);
+        let record = BaseRecord::to(topic).partition(0).key(&key);
+        let record = match deleted && round == tombstones {
+            true => record,
+            false => record.payload(&value),
+        };
+        p.send(record).map_err(|(e, _)| e).expect("queued");
+    }
+    p.flush(Duration::from_secs(30)).expect("acknowledged");
+    let tail = BaseRecord::to(topic).partition(0).key(TAIL).payload("");
+    p.send(tail).map_err(|(e, _)| e).expect("queued");
+    p.flush(Duration::from_secs(30)).expect("acknowledged");
+}
+
+/// What a consumer from the beginning reads of partition 0, up to its end: each
+/// record's offset, key and value (`None`: a tombstone).
+fn read_all(bootstrap: &str, topic: &str) -> Vec<(i64, String, Option<Vec<u8>>)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .create()
+        .expect("consumer");
+    let mut at = TopicPartitionList::new();
+    at.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&at).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut got = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no end of the partition: read {}",
+            got.len()
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => got.push((
+                m.offset(),
+                String::from_utf8(m.key().unwrap().to_vec()).unwrap(),
+                m.payload().map(<[u8]>::to_vec),
+            )),
+            Some(Err(KafkaError::PartitionEOF(_))) => return got,
+            Some(Err(e)) => panic!("consumer: {e}"),
+            None => {}
+        }
+    }
+}
+
+/// Checks what a reader saw against the rounds acknowledged (`rounds` of them, deleted
+/// keys' tombstones at round `tombstones`): offsets grow, each key's versions come in
+/// order, and each key's last version is there, its latest value or its tombstone (the
+/// tombstone may be gone). [`TAIL`] records are left out. Answers whether the view is the compacted one: one record
+/// per live key and nothing of the deleted ones.
+fn check_view(read: &[(i64, String, Option<Vec<u8>>)], rounds: usize, tombstones: usize) -> bool {
+    let mut last: BTreeMap<&str, (i64, Option<usize>)> = BTreeMap::new();
+    let mut versions: BTreeMap<&str, usize> = BTreeMap::new();
+    for (offset, key, value) in read.iter().filter(|r| r.1 != TAIL) {
+        let round = value.as_deref().map(round_of);
+        if let Some((before, previous)) = last.get(key.as_str()) {
+            assert!(
+                before < offset,
+                "offsets grow: {key} at {before} then {offset}"
+            );
+            assert!(
+                previous.is_some_and(|p| round.is_none_or(|r| r > p)),
+                "{key}: version {round:?} after {previous:?}"
+            );
+        }
+        last.insert(key, (*offset, round));
+        *versions.entry(key).or_default() += 1;
+    }
+    for k in 0..KEYS {
+        let key = key(k);
+        let latest = last.get(key.as_str()).map(|l| l.1);
+        if k < DELETED_FROM {
+            assert_eq!(latest, Some(Some(rounds - 1)), "{key}: its latest value");
+        } else {
+            assert!(
+                matches!(latest, None | Some(None)) || rounds <= tombstones,
+                "{key} deleted, read {latest:?}"
+            );
+        }
+    }
+    let live = last.values().filter(|l| l.1.is_some()).count();
+    last.len() == live && versions.values().all(|&n| n == 1) && live == DELETED_FROM
+}
+
+/// Bytes of the partition files under the data directory.
+fn stored_bytes(data: &Path) -> u64 {
+    let mut total = 0;
+    for topic in std::fs::read_dir(data.join("logs")).unwrap().flatten() {
+        for file in std::fs::read_dir(topic.path()).unwrap().flatten() {
+            total += file.metadata().unwrap().len();
+        }
+    }
+    total
+}
+
+/// Reads until the view is the compacted one, checking each read on the way.
+fn await_compacted(bootstrap: &str, topic: &str, rounds: usize, tombstones: usize) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if check_view(&read_all(bootstrap, topic), rounds, tombstones) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never compacted");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn a_compacted_topic_keeps_the_latest_value_of_each_key() {
+    let gw = Gateway::start_with(&[("compaction_interval_ms", "100")]);
+    let b = gw.bootstrap();
+    let topic = "versions";
+    // Not compacted until AlterConfigs says so: the size before is all versions'.
+    let not_yet: Vec<_> = (COMPACTED.iter().skip(1)).copied().collect();
+    runtime().block_on(create_topic(&b, topic, 1, &not_yet));
+    let (rounds, tombstones) = (20, 10);
+    let p = producer(&b);
+    for round in 0..rounds {
+        write_round(&p, topic, round, tombstones);
+    }
+    let everything = read_all(&b, topic);
+    assert!(
+        !check_view(&everything, rounds, tombstones),
+        "every version is there"
+    );
+    let before = stored_bytes(gw.data_dir());
+
+    let mut compact = AlterConfig::new(ResourceSpecifier::Topic(topic));
+    for (k, v) in COMPACTED {
+        compact = compact.set(k, v);
+    }
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let altered = runtime().block_on(admin(&b).alter_configs(&[compact], &options));
+    assert!(altered.unwrap().iter().all(Result::is_ok));
+    await_compacted(&b, topic, rounds, tombstones);
+    let after = stored_bytes(gw.data_dir());
+    println!(
+        "partition file: {before} bytes with {} records, {after} bytes compacted",
+        everything.len()
+    );
+    assert!(after < before, "storage fell: {before} -> {after}");
+
+    // Compaction goes on with what comes next.
+    write_round(&p, topic, rounds, tombstones);
+    write_round(&p, topic, rounds + 1, tombstones);
+    await_compacted(&b, topic, rounds + 2, tombstones);
+}
+
+#[test]
+fn sigkills_while_compacting_lose_nothing_that_must_stay() {
+    // A process: SIGKILLed again and again while it compacts.
+    let mut gw = Gateway::process_with(&[("compaction_interval_ms", "10")]);
+    let b = gw.bootstrap();
+    let topic = "killed";
+    // Rounds pile up for a while, so each pass has some to do.
+    let lagging = [&COMPACTED[..3], &[("min.compaction.lag.ms", "300")]].concat();
+    runtime().block_on(create_topic(&b, topic, 1, &lagging));
+    let tombstones = 3;
+    let (mut rounds, mut interrupted) = (0, 0);
+    const KILLS: u64 = 15;
+    for kill in 0..KILLS {
+        let p = producer(&b);
+        for _ in 0..10 {
+            write_round(&p, topic, rounds, tombstones);
+            rounds += 1;
+        }
+        drop(p);
+        // Once a pass has begun its new file, at a different moment each time.
+        let began = wait_for(Duration::from_secs(3), || compacting(gw.data_dir()));
+        std::thread::sleep(Duration::from_micros(400 * kill));
+        gw.kill();
+        interrupted += usize::from(began && compacting(gw.data_dir()));
+        gw.restart_after_kill();
+        check_view(&read_all(&b, topic), rounds, tombstones);
+    }
+    println!("{interrupted} of {KILLS} SIGKILLs left a pass's new file behind");
+    await_compacted(&b, topic, rounds, tombstones);
+}
+
+/// Polls `done` until it holds or `limit` passed; whether it held.
+fn wait_for(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    true
+}
+
+/// Whether a compaction's new file is there: a pass was under way.
+fn compacting(data: &Path) -> bool {
+    let topics = std::fs::read_dir(data.join("logs")).unwrap().flatten();
+    let mut files = topics.flat_map(|t| std::fs::read_dir(t.path()).unwrap().flatten());
+    files.any(|f| f.path().extension().is_some_and(|e| e == "compacted"))
+}
