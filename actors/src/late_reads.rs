@@ -7,14 +7,31 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures_util::future::{BoxFuture, Shared};
+use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
 
-use crate::partition_read::ReadOutcome;
 use crate::store::TopicPartition;
+use crate::txn_index::Aborted;
 
 /// A done read nobody took by then is stale: its consumer moved on or left.
 const KEPT_FOR: Duration = Duration::from_secs(30);
+
+/// What one partition gives a fetch.
+#[derive(Clone, Debug)]
+pub struct PartitionRead {
+    pub batches: Vec<Bytes>,
+    pub log_start: i64,
+    pub high: i64,
+    /// The last stable offset; the high watermark for a read-uncommitted fetch.
+    pub stable: i64,
+    /// Aborted transactions among the batches (read committed only).
+    pub aborted: Vec<Aborted>,
+}
+
+/// A partition read's outcome: its answer, or the Kafka error for the partition.
+pub type ReadOutcome = Result<PartitionRead, ResponseError>;
 
 /// A read in flight, shared by the Fetch that started it and the one that takes it.
 pub type LateRead = Shared<BoxFuture<'static, ReadOutcome>>;

@@ -11,27 +11,11 @@ use futures_util::future::FutureExt;
 use kafka_protocol::error::ResponseError;
 use tokio::time::{timeout_at, Instant};
 
-use crate::late_reads::{Next, ReadAt};
+use crate::late_reads::{Next, PartitionRead, ReadAt, ReadOutcome};
 use crate::partitions::Partitions;
 use crate::protocol::records;
 use crate::store::{ReadBatches, StoreError, TopicPartition};
 use crate::topic_admin::internal::is_internal;
-use crate::txn_index::Aborted;
-
-/// What one partition gives a fetch.
-#[derive(Clone, Debug)]
-pub struct PartitionRead {
-    pub batches: Vec<Bytes>,
-    pub log_start: i64,
-    pub high: i64,
-    /// The last stable offset; the high watermark for a read-uncommitted fetch.
-    pub stable: i64,
-    /// Aborted transactions among the batches (read committed only).
-    pub aborted: Vec<Aborted>,
-}
-
-/// A partition read's outcome: its answer, or the Kafka error for the partition.
-pub type ReadOutcome = Result<PartitionRead, ResponseError>;
 
 impl Partitions {
     /// The partition read from `at`, or `None` when it is not done by `deadline`

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use crate::authorizer::AuthorizerSettings;
-use crate::compactor::CompactionSettings;
 use crate::fetch_sessions::SessionLimits;
 use crate::limits::ResourceLimits;
 use crate::sasl::SaslSettings;
@@ -122,4 +121,12 @@ impl TopicRules {
             asked
         }
     }
+}
+
+/// How often the compactor looks, and how much one pass reads (`compactor/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionSettings {
+    /// `None`: no compactor.
+    pub interval: Option<Duration>,
+    pub pass_bytes: usize,
 }

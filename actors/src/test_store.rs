@@ -194,7 +194,7 @@ pub fn settings() -> BrokerSettings {
             slots: 10,
             eviction_ms: 120_000,
         },
-        compaction: crate::compactor::CompactionSettings {
+        compaction: crate::settings::CompactionSettings {
             interval: None,
             pass_bytes: 1 << 20,
         },

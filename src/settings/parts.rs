@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use iggy_kafka_actors::authorizer::AuthorizerSettings;
-use iggy_kafka_actors::compactor::CompactionSettings;
 use iggy_kafka_actors::fetch_sessions::SessionLimits;
 use iggy_kafka_actors::limits::ResourceLimits;
 use iggy_kafka_actors::sasl::{PlainUsers, SaslSettings};
 use iggy_kafka_actors::session::SecurityProtocol;
+use iggy_kafka_actors::settings::CompactionSettings;
 use iggy_kafka_actors::settings::ConsumerGroupSettings;
 use iggy_kafka_actors::{BrokerSettings, TopicRules};
 

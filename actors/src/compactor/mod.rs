@@ -14,7 +14,6 @@ mod plan;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, Arbiter, AsyncContext, Context, WrapFuture};
 use uuid::Uuid;
@@ -23,6 +22,7 @@ use crate::config_catalog::CompactionInForce;
 use crate::metrics::Metrics;
 use crate::protocol::records;
 use crate::protocol::retained::RecordsError;
+use crate::settings::CompactionSettings;
 use crate::store::{Logs, StoreError, TopicPartition};
 use crate::topic_admin::internal::is_internal;
 use crate::topics::Topics;
@@ -39,14 +39,6 @@ enum PassError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Records(#[from] RecordsError),
-}
-
-/// How often the compactor looks, and how much one pass reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CompactionSettings {
-    /// `None`: no compactor.
-    pub interval: Option<Duration>,
-    pub pass_bytes: usize,
 }
 
 pub struct Compactor {
