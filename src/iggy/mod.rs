@@ -21,6 +21,7 @@
 
 mod errors;
 mod gateway_log;
+mod in_doubt;
 mod kafka_batch;
 mod log;
 mod log_starts;
@@ -45,6 +46,8 @@ use iggy_kafka_actors::store::{
 };
 use parking_lot::Mutex;
 use tracing::Instrument;
+
+use in_doubt::InDoubt;
 
 use errors::{backend_error, named, partition_id};
 use mirror::{MirrorReceiver, MirrorUpdate, MIRROR_QUEUE};
@@ -124,6 +127,7 @@ pub struct IggyBackend {
     handle: tokio::runtime::Handle,
     inner: Arc<Inner>,
     request_timeout: Duration,
+    in_doubt: InDoubt,
     _runtime: Runtime,
 }
 
@@ -178,6 +182,7 @@ impl IggyBackend {
             handle,
             inner,
             request_timeout,
+            in_doubt: InDoubt::default(),
             _runtime: runtime,
         })
     }
@@ -295,7 +300,22 @@ impl LogStore for IggyBackend {
     }
 
     fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
+        // Settled first: an append that outlived its caller (`in_doubt.rs`).
+        let unsettled = match &call {
+            LogCall::Append { tp, .. } | LogCall::ProducerHistory(tp) | LogCall::Watermarks(tp) => {
+                self.in_doubt.unsettled(tp)
+            }
+            _ => None,
+        };
+        let appending = match &call {
+            LogCall::Append { tp, .. } => Some(self.in_doubt.begin(tp)),
+            _ => None,
+        };
         self.run(move |s| async move {
+            if let Some(earlier) = unsettled {
+                earlier.await;
+            }
+            let _appending = appending;
             Ok(match call {
                 LogCall::List => LogAnswer::Listed(s.list_logs().await?),
                 LogCall::Create {
