@@ -299,7 +299,7 @@ impl At<'_> {
         match e {
             LoadError::Iggy(e) => self.iggy_error(e, log),
             // A hole or a broken snapshot: retrying will not mend it.
-            other => StoreError::fatal_from("a table of the gateway's stream", other),
+            other => StoreError::fatal(other.to_string()),
         }
     }
 }
