@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,13 +24,42 @@ use crate::store::Meta;
 use crate::store::{Endpoint, Node, StoreError, StoreResult, TopicPartition};
 
 /// The live nodes as this gateway last saw them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Cluster {
     pub me: Node,
     /// Live nodes by id; holds `me` unless it is leaving.
     pub nodes: Vec<Node>,
     /// This node has announced itself and read the others at least once.
     pub registered: bool,
+    /// Counts the lease's lapses: a view of a later term means what was held under an
+    /// earlier one may have been changed by others meanwhile.
+    pub term: u64,
+    /// How long this view may be acted on as coordinator; shared by every view.
+    lease: Arc<Lease>,
+}
+
+/// How long a gateway may act on its view: `node_timeout` from the start of its last
+/// heartbeat round that reached the store. Past it the others may have dropped it and
+/// taken its groups and transactions over (the process was paused, its link cut), so it
+/// coordinates nothing until a round succeeds again, and then it publishes a new view,
+/// so what its coordinators held from before is read again from the store.
+#[derive(Debug)]
+struct Lease {
+    base: Instant,
+    /// Milliseconds after `base`; `u64::MAX` on a store no other gateway shares.
+    until_ms: AtomicU64,
+}
+
+impl Lease {
+    fn held(&self) -> bool {
+        (self.base.elapsed().as_millis() as u64) < self.until_ms.load(Ordering::Acquire)
+    }
+
+    fn renew(&self, round_started: Instant, timeout: Duration) {
+        let until = round_started.saturating_duration_since(self.base) + timeout;
+        self.until_ms
+            .store(until.as_millis() as u64, Ordering::Release);
+    }
 }
 
 impl Cluster {
@@ -38,6 +68,11 @@ impl Cluster {
             nodes: vec![me.clone()],
             me,
             registered: false,
+            term: 0,
+            lease: Arc::new(Lease {
+                base: Instant::now(),
+                until_ms: AtomicU64::new(u64::MAX),
+            }),
         }
     }
 
@@ -74,9 +109,15 @@ impl Cluster {
             .expect("routable nodes are never empty")
     }
 
-    /// Whether this gateway coordinates `group` now.
+    /// Whether this gateway coordinates `group` now: its view names it, and the view
+    /// is held (`Lease`).
     pub fn coordinates(&self, group: &str) -> bool {
-        !self.nodes.is_empty() && self.coordinator_of(group).id == self.me.id
+        !self.nodes.is_empty() && self.coordinator_of(group).id == self.me.id && self.held()
+    }
+
+    /// Whether this view may be acted on as coordinator now (`Lease`).
+    pub fn held(&self) -> bool {
+        self.lease.held()
     }
 
     /// The node Kafka clients are told is the controller.
@@ -287,7 +328,8 @@ impl Membership {
     ) -> Result<(Addr<Membership>, watch::Receiver<Arc<Cluster>>), StoreError> {
         let meta = meta.client()?;
         let seen = Arc::new(tokio::sync::Mutex::new(Seen::default()));
-        let live = if meta.shared() {
+        let (shared, started) = (meta.shared(), Instant::now());
+        let live = if shared {
             round(&meta, &seen, (&me, true, 0), timeout).await?
         } else {
             Vec::new()
@@ -305,11 +347,14 @@ impl Membership {
             partitions,
             view,
         };
-        actor.publish(live);
+        actor.publish(live, shared.then_some(started));
         Ok((actor.start(), rx))
     }
 
-    fn publish(&mut self, mut nodes: Vec<Node>) {
+    /// Publishes the view of `nodes`, seen by a heartbeat round that started at
+    /// `round`, which renews the lease; a new view also when the lease had lapsed,
+    /// though the nodes are the same.
+    fn publish(&mut self, mut nodes: Vec<Node>, round: Option<Instant>) {
         nodes.retain(|n| n.id != self.me.id);
         if !self.leaving {
             nodes.push(self.me.clone());
@@ -317,7 +362,11 @@ impl Membership {
         nodes.sort_by_key(|n| n.id);
         nodes.dedup_by_key(|n| n.id);
         let was = self.view.borrow().clone();
-        if was.nodes == nodes {
+        let lapsed = !was.lease.held();
+        if let Some(started) = round {
+            was.lease.renew(started, self.timeout);
+        }
+        if was.nodes == nodes && !lapsed {
             if !was.registered {
                 tracing::info!(node = self.me.id, "registered in the cluster");
                 self.view.send_replace(Arc::new(Cluster {
@@ -329,15 +378,17 @@ impl Membership {
         }
         tracing::info!(
             nodes = ?nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
+            lapsed,
             "cluster membership changed"
         );
         // Partitions may have been appended to through other nodes: idempotent
         // producer state is read again from the store before its next use.
         self.partitions.forget_producers();
         self.view.send_replace(Arc::new(Cluster {
-            me: self.me.clone(),
             nodes,
             registered: true,
+            term: was.term + u64::from(lapsed),
+            ..(*was).clone()
         }));
     }
 
@@ -349,11 +400,12 @@ impl Membership {
         self.beats += 1;
         let (meta, seen, me) = (self.meta.clone(), self.seen.clone(), self.me.clone());
         let (beat, timeout) = (self.beats, self.timeout);
+        let started = Instant::now();
         let round = async move { round(&meta, &seen, (&me, true, beat), timeout).await };
-        ctx.spawn(round.into_actor(self).map(|seen, act, _| {
+        ctx.spawn(round.into_actor(self).map(move |seen, act, _| {
             act.busy = false;
             match seen {
-                Ok(nodes) => act.publish(nodes),
+                Ok(nodes) => act.publish(nodes, Some(started)),
                 // The last view stands; clients keep being served from it.
                 Err(e) => tracing::warn!(error = %e, "cluster heartbeat failed"),
             }
@@ -380,7 +432,7 @@ impl Handler<Leave> for Membership {
     fn handle(&mut self, _: Leave, _: &mut Self::Context) -> Self::Result {
         self.leaving = true;
         let others = self.view.borrow().nodes.clone();
-        self.publish(others);
+        self.publish(others, None);
         let (meta, me, beat) = (self.meta.clone(), self.me.clone(), self.beats + 1);
         Box::pin(async move {
             if !meta.shared() {
@@ -411,9 +463,9 @@ mod tests {
 
     fn cluster(me: i32, ids: &[i32]) -> Cluster {
         Cluster {
-            me: node(me),
             nodes: ids.iter().map(|&i| node(i)).collect(),
             registered: true,
+            ..Cluster::single(node(me))
         }
     }
 

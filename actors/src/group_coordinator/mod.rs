@@ -69,8 +69,10 @@ pub struct GroupCoordinator {
     /// KIP-848 groups (`consumer/`); a group id is in this map or in `groups`, not both.
     consumer: HashMap<String, ConsumerGroup>,
     consumer_settings: ConsumerSettings,
-    /// Tokens of the consumer groups' member timers (`consumer/handlers.rs`).
+    /// Tokens of the member timers (`watch_session`, `consumer/handlers.rs`).
     timer_tokens: u64,
+    /// The term of the view the groups were loaded under (`Cluster::term`).
+    term: u64,
 }
 
 /// A group's stored state to put (`Some`) or remove (`None`), and who waits for it.
@@ -95,6 +97,7 @@ impl GroupCoordinator {
         metrics: Arc<Metrics>,
         (store, cluster): (Meta, watch::Receiver<Arc<Cluster>>),
     ) -> Self {
+        let term = cluster.borrow().term;
         GroupCoordinator {
             groups: HashMap::new(),
             absent: HashSet::new(),
@@ -104,6 +107,7 @@ impl GroupCoordinator {
             store,
             writes: VecDeque::new(),
             writing: false,
+            term,
             cluster,
             consumer: HashMap::new(),
             consumer_settings,
@@ -119,8 +123,10 @@ impl GroupCoordinator {
             return;
         }
         let cluster = self.cluster.borrow_and_update().clone();
+        // After a lapse of the lease others may have changed every group held here.
+        let lapsed = std::mem::replace(&mut self.term, cluster.term) != cluster.term;
         self.groups.retain(|name, g| {
-            let mine = cluster.coordinates(name);
+            let mine = !lapsed && cluster.coordinates(name);
             if !mine {
                 tracing::info!(group = %name, "group coordinated by another gateway now");
                 for id in g.members.keys().cloned().collect::<Vec<_>>() {
@@ -129,7 +135,8 @@ impl GroupCoordinator {
             }
             mine
         });
-        self.consumer.retain(|name, _| cluster.coordinates(name));
+        self.consumer
+            .retain(|name, _| !lapsed && cluster.coordinates(name));
         self.absent.clear();
         self.all_loaded = false;
     }
@@ -324,6 +331,9 @@ impl GroupCoordinator {
     }
 
     fn session_due(&mut self, group: &str, member: &str, token: u64, ctx: &mut Context<Self>) {
+        if !self.cluster.borrow().coordinates(group) {
+            return; // Not acted on: the view decides the group's fate (`follow_cluster`).
+        }
         let Some(g) = self.groups.get_mut(group) else {
             return;
         };
@@ -375,6 +385,9 @@ impl GroupCoordinator {
     }
 
     fn phase_due(&mut self, group: &str, phase: Phase, ctx: &mut Context<Self>) {
+        if !self.cluster.borrow().coordinates(group) {
+            return;
+        }
         let Some(g) = self
             .groups
             .get_mut(group)

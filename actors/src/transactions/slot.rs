@@ -569,6 +569,10 @@ impl Handler<Tick> for TxnSlot {
         let rescan = moved || self.ticks.is_multiple_of(RESCAN_TICKS);
         self.ticks = self.ticks.wrapping_add(1);
         let cluster = self.rebase();
+        if !cluster.held() {
+            // Others may be completing these transactions (`Cluster::held`).
+            return AtomicResponse::new(Box::pin(fut::ready(())));
+        }
         let known = self.states.clone();
         let busy = self.completing.clone();
         let deps = self.deps.clone();
@@ -707,6 +711,9 @@ impl Handler<TimedOut> for TxnSlot {
         let done = || AtomicResponse::new(Box::pin(fut::ready(())));
         if self.timers.get(&id) == Some(&open) {
             self.timers.remove(&id);
+        }
+        if !self.rebase().coordinates(&id) {
+            return done(); // Another gateway may have it now (`Cluster::held`).
         }
         let state = match self.states.get(&id) {
             Some(s) if (s.producer_id, s.epoch, s.started_ms) == open => s.clone(),
