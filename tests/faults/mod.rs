@@ -8,4 +8,5 @@ mod disk_full;
 mod history;
 mod iggy_restart;
 mod link;
+mod paused_gateway;
 mod workload;

@@ -21,7 +21,7 @@ use super::checker::{check, Verdict};
 use super::history::{History, Op, Outcome};
 
 pub const PARTITIONS: i32 = 4;
-const GROUP: &str = "faults-group";
+pub const GROUP: &str = "faults-group";
 /// How long a transaction may stay open before the coordinator aborts it: short, so a
 /// transaction its producer lost in a fault ends before the final read.
 const TXN_TIMEOUT_MS: &str = "10000";
@@ -427,7 +427,8 @@ impl ConsumerContext for Rebalances {
 }
 
 /// One more reader, read_committed, reads every partition from its start to its high
-/// watermark (or until nothing more comes for five seconds), recording what it reads.
+/// watermark (or until nothing more comes for longer than a transaction's timeout),
+/// recording what it reads.
 fn read_to_end(bootstrap: &str, topic: &str, history: &History) {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -457,7 +458,10 @@ fn read_to_end(bootstrap: &str, topic: &str, history: &History) {
         partitions: (0..PARTITIONS).collect(),
     });
     let mut quiet_since = Instant::now();
-    while Instant::now() < deadline && quiet_since.elapsed() < Duration::from_secs(5) {
+    // Quiet for longer than a transaction may stay open: one a fault left open holds
+    // the last stable offset, and so this reader, until the coordinator aborts it.
+    let quiet = Duration::from_millis(TXN_TIMEOUT_MS.parse::<u64>().unwrap() + 5_000);
+    while Instant::now() < deadline && quiet_since.elapsed() < quiet {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
             quiet_since = Instant::now();
             history.record(Op::Poll {

@@ -1,0 +1,118 @@
+//! The gateway coordinating the consumer group and the transactional id SIGSTOPped,
+//! one of three on one Iggy, for longer than the node timeout and the members' session
+//! timeout, then SIGCONTed, under the checked workload: the others take its groups and
+//! transactional ids over while it is away, and once it is back every gateway names
+//! the same coordinators again and the history stays clean (no committed offset moves
+//! backwards, nothing acknowledged lost, no aborted read).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::FindCoordinatorRequest;
+use kafka_protocol::protocol::StrBytes;
+
+use super::workload::{Workload, GROUP, PARTITIONS};
+use crate::support::iggy::IggyServer;
+use crate::support::kafka::create_topic;
+use crate::support::{call, Gateway, RawClient};
+
+const TOPIC: &str = "faults-paused";
+const NODE_TIMEOUT_MS: &str = "2000";
+/// Past the node timeout and the workload members' 10 s session timeout.
+const PAUSE: Duration = Duration::from_secs(12);
+
+#[test]
+fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let mut settings = server.gateway_settings();
+    settings.extend([
+        ("node_heartbeat_ms", "200".to_string()),
+        ("node_timeout_ms", NODE_TIMEOUT_MS.to_string()),
+        ("group_initial_rebalance_delay_ms", "0".to_string()),
+        ("iggy_request_timeout_ms", "3000".to_string()),
+    ]);
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let gws: Vec<Gateway> = (0..3).map(|_| Gateway::process_with(&settings)).collect();
+    let bootstrap = gws
+        .iter()
+        .map(Gateway::bootstrap)
+        .collect::<Vec<_>>()
+        .join(",");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(create_topic(&bootstrap, TOPIC, PARTITIONS, &[]));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let workload = Workload::start(&bootstrap, TOPIC, dir.path());
+    workload.wait_for_acks(1_000, Duration::from_secs(60));
+
+    let txn_id = format!("{TOPIC}-tx0");
+    let paused: BTreeSet<u16> = [coordinator(&gws[0], GROUP_KEY, GROUP)]
+        .into_iter()
+        .chain([coordinator(&gws[0], TRANSACTION_KEY, &txn_id)])
+        .collect();
+    let victims: Vec<&Gateway> = gws
+        .iter()
+        .filter(|g| paused.contains(&g.addr.port()))
+        .collect();
+    println!("pausing the coordinators at {paused:?}");
+    victims.iter().for_each(|g| g.signal("STOP"));
+    let stopped = Instant::now();
+    let others: Vec<&Gateway> = gws
+        .iter()
+        .filter(|g| !paused.contains(&g.addr.port()))
+        .collect();
+    // The others take over: they name another coordinator, and the clients go on.
+    let moved = eventually(|| {
+        !paused.contains(&coordinator(others[0], GROUP_KEY, GROUP))
+            && !paused.contains(&coordinator(others[0], TRANSACTION_KEY, &txn_id))
+    });
+    let carried_on = workload.wait_for_acks(500, Duration::from_secs(60));
+    println!(
+        "coordinators moved {moved:?} after the pause; 500 records acknowledged {carried_on:?} \
+         later"
+    );
+    std::thread::sleep(PAUSE.saturating_sub(stopped.elapsed()));
+
+    victims.iter().for_each(|g| g.signal("CONT"));
+    // Every gateway, the resumed ones too, names one coordinator for each key again.
+    let agreed = eventually(|| {
+        [(GROUP_KEY, GROUP), (TRANSACTION_KEY, txn_id.as_str())]
+            .iter()
+            .all(|(kind, key)| {
+                let named: BTreeSet<u16> = gws.iter().map(|g| coordinator(g, *kind, key)).collect();
+                named.len() == 1
+            })
+    });
+    let recovered = workload.wait_for_acks(500, Duration::from_secs(60));
+    println!(
+        "after SIGCONT the gateways agreed on the coordinators in {agreed:?}; 500 records \
+         acknowledged {recovered:?} after it resumed",
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    workload.finish().assert_valid();
+}
+
+const GROUP_KEY: i8 = 0;
+const TRANSACTION_KEY: i8 = 1;
+
+/// The port of the gateway coordinating `key`, as `gw` answers FindCoordinator.
+fn coordinator(gw: &Gateway, key_type: i8, key: &str) -> u16 {
+    let mut c = RawClient::connect(gw.addr);
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(key_type)
+        .with_key(StrBytes::from_string(key.into()));
+    let r = call!(c, FindCoordinator, 3, request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    r.port as u16
+}
+
+/// Waits (up to a minute) until `done` holds; how long it took.
+fn eventually(done: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(60), "never happened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    start.elapsed()
+}
