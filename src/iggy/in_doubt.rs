@@ -2,20 +2,31 @@
 //! `iggy_request_timeout_ms` is answered Unavailable, but its task goes on and may still
 //! land. The producer's retry must not be written before it is settled: the log slot
 //! reads the partition's producer state again for the retry, and a state read before the
-//! first append landed would let the retry be written a second time. So every append to
-//! a partition, and every read of its producer state or watermarks, first waits for the
-//! partition's previous append (within its own deadline: one still unsettled leaves the
-//! caller Unavailable again).
+//! first append landed would let the retry be written a second time. So a read of a
+//! partition's producer state or watermarks first waits for its last append (within the
+//! read's own deadline), and another append to it is refused (Unavailable, which the
+//! producer retries) while that one is unsettled: the log slot checked it against a
+//! state that may not show the first. A log slot writes one append at a time, so an
+//! append still running when the next to its partition comes is one that outlived its
+//! caller.
 
 use std::collections::HashMap;
 
-use futures_util::future::{BoxFuture, FutureExt, Shared};
 use iggy_kafka_actors::store::TopicPartition;
 use parking_lot::Mutex;
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 
-/// Done when the append it stands for has ended, whichever way.
-pub type Settled = Shared<BoxFuture<'static, ()>>;
+/// Says `true` once the append it stands for has ended, whichever way.
+pub type Settled = watch::Receiver<bool>;
+
+/// Held by an append's task: dropped when it ends, which settles it.
+pub struct Appending(watch::Sender<bool>);
+
+impl Drop for Appending {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
+}
 
 #[derive(Default)]
 pub struct InDoubt {
@@ -28,16 +39,15 @@ impl InDoubt {
     /// The partition's last append, while it has not ended.
     pub fn unsettled(&self, tp: &TopicPartition) -> Option<Settled> {
         let last = self.last.lock();
-        last.get(tp).filter(|s| s.peek().is_none()).cloned()
+        last.get(tp).filter(|s| !*s.borrow()).cloned()
     }
 
-    /// Notes an append to `tp` beginning; it has ended when the sender is dropped.
-    pub fn begin(&self, tp: &TopicPartition) -> oneshot::Sender<()> {
-        let (ended, settled) = oneshot::channel::<()>();
-        let settled = settled.map(drop).boxed().shared();
+    /// Notes an append to `tp` beginning; it has ended when the guard is dropped.
+    pub fn begin(&self, tp: &TopicPartition) -> Appending {
+        let (ended, settled) = watch::channel(false);
         let mut last = self.last.lock();
-        last.retain(|_, s| s.peek().is_none());
+        last.retain(|_, s| !*s.borrow());
         last.insert(tp.clone(), settled);
-        ended
+        Appending(ended)
     }
 }

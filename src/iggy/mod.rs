@@ -300,20 +300,27 @@ impl LogStore for IggyBackend {
     }
 
     fn call(&self, call: LogCall) -> StoreFuture<'_, LogAnswer> {
-        // Settled first: an append that outlived its caller (`in_doubt.rs`).
+        // An append that outlived its caller (`in_doubt.rs`): a read of the partition's
+        // producer state waits for it; another append is refused until it settled, as
+        // it was checked against a producer state that may not show it.
         let unsettled = match &call {
-            LogCall::Append { tp, .. } | LogCall::ProducerHistory(tp) | LogCall::Watermarks(tp) => {
-                self.in_doubt.unsettled(tp)
-            }
+            LogCall::ProducerHistory(tp) | LogCall::Watermarks(tp) => self.in_doubt.unsettled(tp),
             _ => None,
         };
         let appending = match &call {
+            LogCall::Append { tp, .. } if self.in_doubt.unsettled(tp).is_some() => {
+                let e = StoreError::unavailable(format!(
+                    "an earlier append to {tp} is not settled yet"
+                ));
+                return Box::pin(std::future::ready(Err(e)));
+            }
             LogCall::Append { tp, .. } => Some(self.in_doubt.begin(tp)),
             _ => None,
         };
         self.run(move |s| async move {
-            if let Some(earlier) = unsettled {
-                earlier.await;
+            if let Some(mut earlier) = unsettled {
+                // An error means its task is gone: settled too.
+                let _ = earlier.wait_for(|settled| *settled).await;
             }
             let _appending = appending;
             Ok(match call {
