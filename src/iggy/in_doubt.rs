@@ -45,9 +45,9 @@ impl InDoubt {
     /// Notes an append to `tp` beginning; it has ended when the guard is dropped.
     pub fn begin(&self, tp: &TopicPartition) -> Appending {
         let (ended, settled) = watch::channel(false);
-        let mut last = self.last.lock();
-        last.retain(|_, s| !*s.borrow());
-        last.insert(tp.clone(), settled);
+        // One entry per partition ever appended to, replaced by each append: no sweep
+        // over the others on this per-append path.
+        self.last.lock().insert(tp.clone(), settled);
         Appending(ended)
     }
 }
