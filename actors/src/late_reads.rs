@@ -2,15 +2,22 @@
 //! Fetch of the partition from the same place. At most one per partition, so a store
 //! that stops answering holds one task per partition read, not one per Fetch; a read
 //! nobody took is dropped once it is done and stale.
+//!
+//! Each read runs as a task that publishes its outcome on a watch channel: whether it
+//! ended is then known without anyone polling it (a `Shared` future only learns that
+//! when polled, so a kept read nobody took looked unfinished forever and kept every
+//! other Fetch of its partition waiting).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::future::Future;
+
 use bytes::Bytes;
-use futures_util::future::{BoxFuture, Shared};
 use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
+use tokio::sync::watch;
 
 use crate::store::TopicPartition;
 use crate::txn_index::Aborted;
@@ -33,8 +40,36 @@ pub struct PartitionRead {
 /// A partition read's outcome: its answer, or the Kafka error for the partition.
 pub type ReadOutcome = Result<PartitionRead, ResponseError>;
 
-/// A read in flight, shared by the Fetch that started it and the one that takes it.
-pub type LateRead = Shared<BoxFuture<'static, ReadOutcome>>;
+/// A read running as a task of its own, shared by the Fetch that started it and the
+/// one that takes it.
+#[derive(Clone)]
+pub struct LateRead(watch::Receiver<Option<ReadOutcome>>);
+
+impl LateRead {
+    /// Runs `read` as a task of its own.
+    pub fn start(read: impl Future<Output = ReadOutcome> + Send + 'static) -> LateRead {
+        let (outcome, read_outcome) = watch::channel(None);
+        tokio::spawn(async move {
+            outcome.send_replace(Some(read.await));
+        });
+        LateRead(read_outcome)
+    }
+
+    /// Whether the read ended, a panicked one (its sender gone) too.
+    fn ended(&self) -> bool {
+        self.0.borrow().is_some() || self.0.has_changed().is_err()
+    }
+
+    /// The read's outcome, once it ended.
+    pub async fn outcome(mut self) -> ReadOutcome {
+        match self.0.wait_for(Option::is_some).await {
+            Ok(outcome) => outcome
+                .clone()
+                .unwrap_or(Err(ResponseError::UnknownServerError)),
+            Err(_) => Err(ResponseError::UnknownServerError),
+        }
+    }
+}
 
 /// Where a partition read starts and what it may bring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +106,7 @@ impl LateReads {
         let Some(late) = reads.get(tp) else {
             return Next::New;
         };
-        if late.at != at && late.read.peek().is_none() {
+        if late.at != at && !late.read.ended() {
             return Next::Busy;
         }
         match reads.remove(tp) {
@@ -84,7 +119,7 @@ impl LateReads {
     pub fn keep(&self, tp: &TopicPartition, at: ReadAt, read: LateRead) {
         let mut reads = self.reads.lock();
         let now = Instant::now();
-        reads.retain(|_, l| l.read.peek().is_none() || now - l.kept < KEPT_FOR);
+        reads.retain(|_, l| !l.read.ended() || now - l.kept < KEPT_FOR);
         let kept = now;
         reads.insert(tp.clone(), Late { at, read, kept });
     }

@@ -7,11 +7,10 @@
 //! from the same place takes that read instead of starting another.
 
 use bytes::Bytes;
-use futures_util::future::FutureExt;
 use kafka_protocol::error::ResponseError;
 use tokio::time::{timeout_at, Instant};
 
-use crate::late_reads::{Next, PartitionRead, ReadAt, ReadOutcome};
+use crate::late_reads::{LateRead, Next, PartitionRead, ReadAt, ReadOutcome};
 use crate::partitions::Partitions;
 use crate::protocol::records;
 use crate::store::{ReadBatches, StoreError, TopicPartition};
@@ -32,12 +31,10 @@ impl Partitions {
             Next::Busy => return Ok(None),
             Next::New => {
                 let (me, tp) = (self.clone(), tp.clone());
-                let task = tokio::spawn(async move { me.read(&tp, at).await });
-                let done = task.map(|r| r.unwrap_or(Err(ResponseError::UnknownServerError)));
-                done.boxed().shared()
+                LateRead::start(async move { me.read(&tp, at).await })
             }
         };
-        match timeout_at(deadline, read.clone()).await {
+        match timeout_at(deadline, read.clone().outcome()).await {
             Ok(outcome) => outcome.map(Some),
             Err(_) => {
                 tracing::debug!(partition = %tp, offset = at.offset, "read outlived its fetch");

@@ -159,6 +159,19 @@ fn a_fetch_iggy_does_not_answer_is_answered_empty_at_its_max_wait() {
         assert_eq!(high, -1, "a watermark Iggy never gave");
         within(took, Duration::from_millis(500), "the Fetch");
     }
+    // Once the kept read has ended, unasked for, a Fetch from elsewhere is served.
+    let started = Instant::now();
+    let from_one = loop {
+        let (values, ..) = fetch(&mut c, 1);
+        if !values.is_empty() || started.elapsed() > Duration::from_secs(10) {
+            break values;
+        }
+    };
+    assert_eq!(
+        from_one,
+        ["b", "c"],
+        "a Fetch from elsewhere after Iggy came back"
+    );
     let (values, high, took) = fetch(&mut c, 0);
     assert_eq!(values, ["a", "b", "c"], "the Fetch after Iggy came back");
     assert_eq!(high, 3);
