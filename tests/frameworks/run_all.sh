@@ -32,7 +32,9 @@ done
 run() { # RUN: its check, bounded; its exit status and duration in LOGS/RUN.rc
     local name=${1%@*} backend=embedded started=$SECONDS rc=0
     [[ $1 == *@iggy ]] && backend=iggy
-    FW_BACKEND=$backend timeout --kill-after=10 "$TIMEOUT" bash "$HERE/$name/check.sh" \
+    # FW_DEADLINE: when the check is killed, for checks that bound their own steps.
+    FW_DEADLINE=$(($(date +%s) + TIMEOUT)) FW_BACKEND=$backend \
+        timeout --kill-after=10 "$TIMEOUT" bash "$HERE/$name/check.sh" \
         >"$LOGS/$1.log" 2>&1 || rc=$?
     [ $rc -eq 124 ] && echo "FAIL $1: not done within $TIMEOUT s" >>"$LOGS/$1.log"
     echo "$rc $((SECONDS - started))" >"$LOGS/$1.rc"

@@ -325,11 +325,7 @@ fn framework_config_calls_through_real_admin_clients_work_on_iggy() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let (python, jars) = (root.join(".venv/bin/python"), root.join(".venv/kafka-java"));
     if !python.is_file() || !jars.is_dir() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED real-client config checks on Iggy: run .ci/client-deps.sh"
-        );
+        support::skipped("real-client config checks on Iggy: run .ci/client-deps.sh");
         return;
     }
     let Some(server) = IggyServer::start() else {

@@ -16,7 +16,7 @@ pub fn java_jars() -> Vec<PathBuf> {
         .filter(|jars| {
             let there = jars.join("kafka-clients.jar").is_file();
             if !there {
-                eprintln!("SKIPPED {}: run .ci/client-deps.sh", jars.display());
+                super::skipped(&format!("{}: run .ci/client-deps.sh", jars.display()));
             }
             there
         })

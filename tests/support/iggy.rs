@@ -21,8 +21,7 @@ use iggy::prelude::{Client, TcpClient, TcpClientConfig, UserClient};
 
 use super::Gateway;
 
-pub const SKIPPED: &str =
-    "SKIPPED iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
+pub const SKIPPED: &str = "iggy backend tests: set IGGY_SERVER_BIN to an iggy-server binary";
 
 /// What iggy-server 0.9.0-edge.5 logs when it cannot reopen a partition after a SIGKILL
 /// ("failed to open sparse index during recovery", or its kin for the index's first or
@@ -53,32 +52,9 @@ pub fn server_bin() -> Option<PathBuf> {
         )
         .find(|p| p.is_file());
     if found.is_none() {
-        // Written to the stream directly: the test harness captures `println!`.
-        SKIP_NOTICE.call_once(|| {
-            let _ = writeln!(std::io::stderr(), "{SKIPPED}");
-        });
+        SKIP_NOTICE.call_once(|| super::skipped(SKIPPED));
     }
     found
-}
-
-/// Appends the running test's name to `IGGY_TESTS_RECORD`, when set: the harness names
-/// each test's thread after the test.
-fn record_test() {
-    let Some(path) = std::env::var_os("IGGY_TESTS_RECORD") else {
-        return;
-    };
-    let name = std::thread::current()
-        .name()
-        .unwrap_or("unnamed")
-        .to_string();
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .unwrap_or_else(|e| panic!("IGGY_TESTS_RECORD={}: {e}", Path::new(&path).display()));
-    // One write of one line: appends from parallel tests do not interleave.
-    file.write_all(format!("{name}\n").as_bytes())
-        .expect("record an Iggy test");
 }
 
 /// `line` without the terminal colours iggy-server writes even into a file.
@@ -185,7 +161,7 @@ impl IggyServer {
             };
             if server.bound() {
                 server.wait_ready();
-                record_test();
+                super::record_test("IGGY_TESTS_RECORD");
                 return Some(server);
             }
             let _ = std::fs::remove_file(server.dir.path().join("server.log"));

@@ -143,6 +143,9 @@ impl Gateway {
     /// A gateway of `kind` on a fresh data directory, on port 0 unless `listeners` is
     /// among the settings.
     fn fresh(kind: Kind, settings: &[(&str, &str)]) -> Gateway {
+        if !settings.contains(&("backend", "iggy")) {
+            record_test("EMBEDDED_TESTS_RECORD");
+        }
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let settings = settings
@@ -320,6 +323,11 @@ impl Gateway {
         let _ = child.wait();
     }
 
+    /// How the process ended, if it has (a signal's number says who ended it).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child().try_wait().expect("the gateway's status")
+    }
+
     /// Sends signal `name` (`HUP`, ...) to the process.
     pub fn signal(&self, name: &str) {
         let sent = Command::new("kill")
@@ -491,3 +499,32 @@ macro_rules! on_every_store {
     };
 }
 pub(crate) use on_every_store;
+
+/// Says a test skipped itself: one `SKIPPED` line written to stderr directly, as the
+/// harness captures `eprintln!` of a passing test and CI fails a run on that line.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {why}");
+}
+
+/// Appends the running test's name to the file the variable `record` names, when set,
+/// so CI counts the tests that ran on each store: the harness names each test's thread
+/// after the test.
+pub fn record_test(record: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os(record) else {
+        return;
+    };
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{record}={}: {e}", Path::new(&path).display()));
+    // One write of one line: appends from parallel tests do not interleave.
+    file.write_all(format!("{name}\n").as_bytes())
+        .unwrap_or_else(|e| panic!("record a test in {record}: {e}"));
+}

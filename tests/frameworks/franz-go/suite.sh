@@ -16,7 +16,8 @@
 # KIP-848 (no ConsumerGroupHeartbeat), share groups (no ShareFetch), SCRAM/OAuth unless
 # KGO_TEST_SCRAM_SEEDS (a SASL_PLAINTEXT address) with KGO_TEST_SCRAM=user:password:512,
 # or KGO_TEST_OAUTH_SEEDS, are set; they pass through from the environment. The whole run is bounded by
-# FRANZ_GO_TIMEOUT seconds (default 900); the log goes to FRANZ_GO_LOG (default
+# FRANZ_GO_TIMEOUT seconds (default 900, or what is left before FW_DEADLINE when
+# run_all.sh set it); the log goes to FRANZ_GO_LOG (default
 # target/franz-go.log). Exit status 0 when every test run passed.
 set -euo pipefail
 
@@ -27,6 +28,8 @@ FRANZ_GO_VERSION=v1.22.3
 KADM_VERSION=v1.20.0 # the kadm release that requires franz-go v1.22.3
 CACHE=${FRANZ_GO_CACHE:-$ROOT/.venv/franz-go}
 TIMEOUT=${FRANZ_GO_TIMEOUT:-900}
+# Inside run_all.sh, whatever is left before it kills the check, less a margin to report.
+[ -n "${FW_DEADLINE:-}" ] && TIMEOUT=$((FW_DEADLINE - $(date +%s) - 20))
 LOG=${FRANZ_GO_LOG:-$ROOT/target/franz-go.log}
 fail() { echo "FAIL franz-go: $*" >&2; exit 1; }
 
@@ -64,11 +67,24 @@ export KGO_TEST_RF=${KGO_TEST_RF:-1}
 export KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-10000}
 export KGO_LOG_LEVEL=${KGO_LOG_LEVEL:-none}
 status=0
-# go test's own -timeout panics with every goroutine's stack, naming the test that hung;
-# the outer timeout catches a hung build or download.
-(cd "$SRC" && timeout --kill-after=10 "$TIMEOUT" \
-    go test -count=1 -v -timeout "$((TIMEOUT - 30))s" "${skip_args[@]}" ./pkg/kgo) >>"$LOG" 2>&1 || status=$?
-(cd "$KADM" && timeout --kill-after=10 120 go test -count=1 -v .) >>"$LOG" 2>&1 || status=$?
+# The test binaries are built first, so go's own -timeout (which panics with every
+# goroutine's stack, naming the test that hung) counts only the run, and is set to what
+# is left of TIMEOUT: a hang is reported before anything outside kills the check.
+started=$SECONDS
+bins=$CACHE/bin
+mkdir -p "$bins"
+(cd "$SRC" && timeout --kill-after=10 "$TIMEOUT" go test -c -o "$bins/kgo.test" ./pkg/kgo) >>"$LOG" 2>&1 ||
+    fail "building franz-go's tests: see $LOG"
+(cd "$KADM" && timeout --kill-after=10 "$TIMEOUT" go test -c -o "$bins/kadm.test" .) >>"$LOG" 2>&1 ||
+    fail "building kadm's tests: see $LOG"
+KADM_LIMIT=120
+left=$((TIMEOUT - (SECONDS - started) - KADM_LIMIT - 30))
+[ "$left" -ge 300 ] || fail "only ${left}s left for franz-go's suite after building it"
+skip_args=("${skip_args[@]/#-skip/-test.skip}")
+(cd "$SRC/pkg/kgo" && timeout --kill-after=10 "$((left + 20))" \
+    "$bins/kgo.test" -test.count=1 -test.v -test.timeout "${left}s" "${skip_args[@]}") >>"$LOG" 2>&1 || status=$?
+(cd "$KADM" && timeout --kill-after=10 "$KADM_LIMIT" \
+    "$bins/kadm.test" -test.count=1 -test.v -test.timeout "$((KADM_LIMIT - 10))s") >>"$LOG" 2>&1 || status=$?
 
 count() { grep -cE "^[[:space:]]*--- $1: " "$LOG" || true; }
 grep -E '^[[:space:]]*--- FAIL: ' "$LOG" >&2 || true
