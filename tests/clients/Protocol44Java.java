@@ -4,8 +4,8 @@
 // FAIL and exits non-zero.
 //   ApiVersions v5 (KIP-1242): every connection, naming the cluster and node it meant
 //   TxnOffsetCommit v6 (KIP-1319): sendOffsetsToTransaction, topics by id
-//   (OffsetCommit / OffsetFetch: a classic group's commitSync and committed, still v9 from
-//   Java: v10 only comes with KIP-848 groups)
+//   OffsetCommit / OffsetFetch v10: a KIP-848 group's commitSync and committed, topics
+//   by id (the Java client sends v10 only for KIP-848 groups)
 //   ListOffsets v11 (KIP-1023): earliestPendingUpload, no offset (-1): nothing tiered
 //   DescribeLogDirs v5 (KIP-1066): isCordoned, following cordoned.log.dirs
 //   DeleteGroups v3: an unknown group's GroupIdNotFoundException
@@ -81,10 +81,10 @@ public class Protocol44Java {
                 .partitionsToOffsetAndMetadata().get().get(TP).offset();
             check(txnCommitted == 3, "transactional offset 3, got " + txnCommitted);
 
-            // OffsetCommit / OffsetFetch: a classic group reads the three and commits.
+            // OffsetCommit / OffsetFetch v10: a KIP-848 group reads the three and commits.
             Properties c = common(bootstrap);
             c.put("group.id", "protocol44-group");
-            c.put("group.protocol", "classic");
+            c.put("group.protocol", "consumer");
             c.put("auto.offset.reset", "earliest");
             c.put("enable.auto.commit", "false");
             c.put("isolation.level", "read_committed");

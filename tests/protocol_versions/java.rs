@@ -8,15 +8,15 @@ use crate::support;
 use support::client_checks;
 use support::proxy::Proxy;
 use support::versions::served;
-use support::Gateway;
+use support::{Gateway, Store};
 
-/// The APIs Kafka 4.2-4.4 gave a new version, and that the check uses. OffsetCommit and
-/// OffsetFetch v10 (topic ids) are not among them: the Java client sends them only for
-/// KIP-848 consumer groups, which the gateway does not serve (ConsumerGroupHeartbeat);
-/// a classic group and the admin client stay at v9. `protocol_versions`' raw requests
-/// check v10.
+/// The APIs Kafka 4.2-4.4 gave a new version, and that the check uses. The Java client
+/// sends OffsetCommit and OffsetFetch v10 (topic ids) only for a KIP-848 group, so the
+/// check's group is one.
 const CHANGED: &[(i16, &str)] = &[
     (18, "ApiVersions"),
+    (8, "OffsetCommit"),
+    (9, "OffsetFetch"),
     (28, "TxnOffsetCommit"),
     (2, "ListOffsets"),
     (35, "DescribeLogDirs"),
@@ -24,13 +24,14 @@ const CHANGED: &[(i16, &str)] = &[
     (27, "WriteTxnMarkers"),
 ];
 
-#[test]
-fn java_4_4_client_uses_kafka_4_4_newest_versions() {
+support::on_every_store!(java_4_4_client_uses_kafka_4_4_newest_versions);
+
+fn java_4_4_client_uses_kafka_4_4_newest_versions(store: Store) {
     let Some(jars) = client_checks::java_jars().into_iter().find(|jars| {
         let version = std::fs::read_to_string(jars.join("kafka-clients.version"));
         version.is_ok_and(|v| v.trim().starts_with("4.4"))
     }) else {
-        eprintln!("SKIPPED: no kafka-clients 4.4 jars (run .ci/client-deps.sh)");
+        support::skipped("no kafka-clients 4.4 jars (run .ci/client-deps.sh)");
         return;
     };
     let port = support::iggy::free_port();
@@ -42,7 +43,9 @@ fn java_4_4_client_uses_kafka_4_4_newest_versions() {
         ("advertised_host", "127.0.0.1"),
         ("advertised_port", advertised.as_str()),
     ];
-    let _gw = Gateway::start_with(&settings);
+    let Some(_gw) = Gateway::start_on(store, &settings) else {
+        return;
+    };
     client_checks::java(&jars, "Protocol44Java", &proxy.addr.to_string());
     let requests = proxy.requests();
     let mut short = Vec::new();
