@@ -34,7 +34,7 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
         ("iggy_request_timeout_ms", "3000".to_string()),
     ]);
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let gws: Vec<Gateway> = (0..3).map(|_| Gateway::process_with(&settings)).collect();
+    let mut gws: Vec<Gateway> = (0..3).map(|_| Gateway::process_with(&settings)).collect();
     let bootstrap = gws
         .iter()
         .map(Gateway::bootstrap)
@@ -77,6 +77,14 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
     victims.iter().for_each(|g| g.signal("CONT"));
     // Every gateway, the resumed ones too, names one coordinator for each key again.
     let agreed = eventually(|| {
+        for g in gws.iter_mut() {
+            if let Some(status) = g.exited() {
+                panic!(
+                    "the gateway at {} ended after the SIGCONT: {status}",
+                    g.addr
+                );
+            }
+        }
         [(GROUP_KEY, GROUP), (TRANSACTION_KEY, txn_id.as_str())]
             .iter()
             .all(|(kind, key)| {
@@ -108,7 +116,7 @@ fn coordinator(gw: &Gateway, key_type: i8, key: &str) -> u16 {
 }
 
 /// Waits (up to a minute) until `done` holds; how long it took.
-fn eventually(done: impl Fn() -> bool) -> Duration {
+fn eventually(mut done: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
     while !done() {
         assert!(start.elapsed() < Duration::from_secs(60), "never happened");
