@@ -14,6 +14,9 @@ sasl=$(sed -n 's/.*listener SASL_PLAINTEXT on //p' "$FW_WORK/franz.stdout")
 log=$FW_WORK/franz-go.log
 if ! FRANZ_GO_BACKEND=$FW_BACKEND KGO_TEST_SCRAM_SEEDS=$sasl KGO_TEST_SCRAM=franz:franz-secret:512 FRANZ_GO_LOG=$log \
     bash "$HERE/suite.sh" "${FW_ADDR[franz]}" | tee "$FW_WORK/summary"; then
+    # What each failing test said (go test -v prints t.Errorf as "file_test.go:N: ..."),
+    # then the log's end.
+    grep -E '^[[:space:]]+[a-z_0-9]+_test\.go:[0-9]+: ' "$log" | head -n 40 || true
     tail -n 60 "$log"
     gw_log franz
     exit 1
