@@ -50,7 +50,7 @@ mod stored;
 use consumer::{ConsumerGroup, ConsumerSettings};
 use group::{Group, Member, Phase};
 pub use messages::*;
-use stored::StoredGroup;
+use stored::{Stored, StoredGroup};
 
 pub struct GroupCoordinator {
     groups: HashMap<String, Group>,
@@ -152,7 +152,11 @@ impl GroupCoordinator {
         }
         let missing: Vec<String> = groups
             .iter()
-            .filter(|g| !self.groups.contains_key(*g) && !self.absent.contains(*g))
+            .filter(|g| {
+                !self.groups.contains_key(*g)
+                    && !self.consumer.contains_key(*g)
+                    && !self.absent.contains(*g)
+            })
             .cloned()
             .collect();
         if missing.is_empty() {
@@ -182,7 +186,8 @@ impl GroupCoordinator {
             return None;
         }
         let (store, cluster) = (self.store.clone(), self.cluster.borrow().clone());
-        let known: HashSet<String> = self.groups.keys().cloned().collect();
+        let known: HashSet<String> =
+            (self.groups.keys().chain(self.consumer.keys()).cloned()).collect();
         let read = async move {
             let scan = store.scan(stored::TABLE, "").await?;
             Ok(scan
@@ -215,9 +220,15 @@ impl GroupCoordinator {
                                 act.absent.insert(name);
                             }
                             Some(value) => {
+                                let stored = match Stored::decode(&name, &value)? {
+                                    Stored::Classic(stored) => stored,
+                                    Stored::Consumer(stored) => {
+                                        act.loaded(&name, stored.into_group(&name)?, ctx);
+                                        continue;
+                                    }
+                                };
                                 let counter = act.metrics.groups.rebalance_counter();
-                                let group = StoredGroup::decode(&name, &value)?
-                                    .into_group(&name, counter, now)?;
+                                let group = stored.into_group(&name, counter, now)?;
                                 tracing::info!(group = %name, generation = group.generation, members = group.members.len(), "group loaded from the store");
                                 let members: Vec<String> = group.members.keys().cloned().collect();
                                 act.groups.insert(name.clone(), group);
@@ -280,6 +291,10 @@ impl GroupCoordinator {
         ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
             if let Err(e) = &stored {
                 tracing::warn!(group = %write.group, error = %e, "group state not stored");
+                // A consumer group's is written again at its next heartbeat.
+                if let Some(g) = act.consumer.get_mut(&write.group) {
+                    g.unstored = true;
+                }
             }
             if let Some(done) = write.done.take() {
                 let _ = done.send(stored);
@@ -436,7 +451,15 @@ impl GroupCoordinator {
             self.absent.insert(name.clone());
             drop(self.persist(&name, None, ctx));
         }
-        self.consumer.retain(|_, g| !g.members.is_empty());
+        let dropped: Vec<String> = (self.consumer.iter())
+            .filter(|(_, g)| g.members.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in dropped {
+            self.consumer.remove(&name);
+            self.absent.insert(name.clone());
+            drop(self.persist(&name, None, ctx));
+        }
     }
 }
 
@@ -539,6 +562,7 @@ impl Handler<Join> for GroupCoordinator {
             Some(_) => {
                 tracing::info!(group = %msg.group, "empty consumer group becomes a classic group");
                 self.consumer.remove(&msg.group);
+                drop(self.persist(&msg.group, None, ctx));
             }
             None => {}
         }
