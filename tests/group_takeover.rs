@@ -32,7 +32,8 @@ use uuid::Uuid;
 
 on_every_store!(
     a_restarted_gateway_keeps_its_groups,
-    a_restarted_gateway_keeps_its_consumer_protocol_groups
+    a_restarted_gateway_keeps_its_consumer_protocol_groups,
+    a_restarted_gateway_keeps_its_consumer_protocol_members_reading
 );
 
 const TOPIC: &str = "kept";
@@ -57,14 +58,28 @@ type Member = BaseConsumer<Rebalances>;
 
 /// A member committing by hand (`read`), quick to notice a coordinator gone.
 fn member(bootstrap: &str) -> (Member, Rebalances) {
+    let mut config = ClientConfig::new();
+    config
+        .set("session.timeout.ms", "10000")
+        .set("heartbeat.interval.ms", "500");
+    subscribed(bootstrap, config)
+}
+
+/// A member of the consumer protocol (KIP-848), its session and heartbeat the
+/// gateway's.
+fn kip848_member(bootstrap: &str) -> (Member, Rebalances) {
+    let mut config = ClientConfig::new();
+    config.set("group.protocol", "consumer");
+    subscribed(bootstrap, config)
+}
+
+fn subscribed(bootstrap: &str, mut config: ClientConfig) -> (Member, Rebalances) {
     let rebalances = Rebalances::default();
-    let m: Member = ClientConfig::new()
+    let m: Member = config
         .set("bootstrap.servers", bootstrap)
         .set("group.id", GROUP)
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "10000")
-        .set("heartbeat.interval.ms", "500")
         .set("reconnect.backoff.max.ms", "500")
         .create_with_context(rebalances.clone())
         .expect("consumer");
@@ -146,7 +161,20 @@ fn settled(members: &[&Member], counts: &[&Rebalances], read: &mut Read) -> Vec<
 /// One gateway SIGKILLed and started again on its data and port under a settled group
 /// of two: both members carry on, no rebalance, every record read once.
 fn a_restarted_gateway_keeps_its_groups(store: Store) {
-    let settings = [("group_initial_rebalance_delay_ms", "0")];
+    restarted_under_a_group(store, member);
+}
+
+/// The same with librdkafka members of the consumer protocol (KIP-848).
+fn a_restarted_gateway_keeps_its_consumer_protocol_members_reading(store: Store) {
+    restarted_under_a_group(store, kip848_member);
+}
+
+fn restarted_under_a_group(store: Store, member: fn(&str) -> (Member, Rebalances)) {
+    // KIP-848 members beat every 500 ms, as the classic ones here.
+    let settings = [
+        ("group_initial_rebalance_delay_ms", "0"),
+        ("group_consumer_heartbeat_interval_ms", "500"),
+    ];
     let Some(mut gw) = Gateway::process_on(store, &settings) else {
         return;
     };
@@ -161,6 +189,9 @@ fn a_restarted_gateway_keeps_its_groups(store: Store) {
     gw.restart_after_kill();
     support::groups::produce(&bootstrap, TOPIC, 200, 200);
     read.until(&[&a, &b], Duration::from_secs(60), |r| r.0.len() == 400);
+    // Heartbeats after the restart: a member the gateway no longer knew would be told
+    // now, and rejoin.
+    read_for(&[&a, &b], &mut read, Duration::from_secs(3));
     let after = [&count_a, &count_b].map(|c| c.0.load(Ordering::SeqCst));
     assert_eq!(
         after[..],
