@@ -438,24 +438,16 @@ impl GroupCoordinator {
             g.pending
                 .retain(|_, handed_out| handed_out.elapsed() < MAX_SESSION);
         }
-        let dropped: Vec<String> = self
-            .groups
-            .iter()
-            .filter(|(_, g)| {
-                g.state == GroupState::Empty && g.members.is_empty() && g.pending.is_empty()
-            })
-            .map(|(name, _)| name.clone())
+        let classic = (self.groups.iter()).filter(|(_, g)| {
+            g.state == GroupState::Empty && g.members.is_empty() && g.pending.is_empty()
+        });
+        let consumer = (self.consumer.iter()).filter(|(_, g)| g.members.is_empty());
+        let dropped: Vec<String> = (classic.map(|(name, _)| name))
+            .chain(consumer.map(|(name, _)| name))
+            .cloned()
             .collect();
         for name in dropped {
             self.groups.remove(&name);
-            self.absent.insert(name.clone());
-            drop(self.persist(&name, None, ctx));
-        }
-        let dropped: Vec<String> = (self.consumer.iter())
-            .filter(|(_, g)| g.members.is_empty())
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in dropped {
             self.consumer.remove(&name);
             self.absent.insert(name.clone());
             drop(self.persist(&name, None, ctx));
