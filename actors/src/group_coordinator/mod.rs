@@ -1046,6 +1046,7 @@ mod tests {
     //! coordinator on the same store carrying a group on, as a gateway taking it over
     //! (or the same one restarted) does.
 
+    use super::consumer::DescribeConsumerGroups;
     use super::*;
     use crate::session::{Caller, Principal};
     use crate::store::{Endpoint, Node};
@@ -1152,6 +1153,63 @@ mod tests {
             b.send(Heartbeat(stale)).await.unwrap(),
             Some(ResponseError::IllegalGeneration)
         );
+    }
+
+    /// A ConsumerGroupHeartbeat of member `id` at `epoch`, owning nothing.
+    fn beat(id: &str, epoch: i32) -> consumer::ConsumerHeartbeat {
+        consumer::ConsumerHeartbeat {
+            beat: consumer::BeatRequest {
+                group: "g".into(),
+                member_id: id.into(),
+                member_epoch: epoch,
+                instance_id: None,
+                rack_id: None,
+                rebalance_timeout_ms: 30_000,
+                topic_names: Some(vec!["t".into()]),
+                regex: None,
+                assignor: None,
+                owned: Some(Default::default()),
+                caller: join("").caller,
+            },
+            table: Default::default(),
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_consumer_group_is_stored_before_its_heartbeats_are_answered_and_carried_on() {
+        let store = Meta::new(Arc::new(MemoryMeta::default()));
+        let a = coordinator(&store);
+        let m1 = a.send(beat("m1", 0)).await.unwrap().unwrap();
+        let m2 = a.send(beat("m2", 0)).await.unwrap().unwrap();
+        // m1 reaches the epoch m2's joining made.
+        let m1 = a.send(beat("m1", m1.epoch)).await.unwrap().unwrap();
+        assert_eq!((m1.epoch, m2.epoch), (2, 2));
+        assert_eq!(stored(&store).await, ["g"]);
+        // Another coordinator on the store: both go on at their epochs.
+        let b = coordinator(&store);
+        for m in [&m1, &m2] {
+            let again = b.send(beat(&m.member_id, m.epoch)).await.unwrap().unwrap();
+            assert_eq!(again.epoch, m.epoch, "{}", m.member_id);
+        }
+        let views = b
+            .send(DescribeConsumerGroups(vec!["g".into()]))
+            .await
+            .unwrap();
+        let view = views[0].as_ref().unwrap();
+        assert_eq!((view.epoch, view.members.len()), (2, 2));
+        // Both leave: the group is stored empty, then deleted and removed.
+        for m in [&m1, &m2] {
+            b.send(beat(&m.member_id, -1)).await.unwrap().unwrap();
+        }
+        let c = coordinator(&store);
+        let views = c
+            .send(DescribeConsumerGroups(vec!["g".into()]))
+            .await
+            .unwrap();
+        assert!(views[0].as_ref().unwrap().members.is_empty());
+        assert!(c.send(beat("m1", m1.epoch)).await.unwrap().is_err());
+        assert_eq!(c.send(Forget("g".into())).await.unwrap(), Ok(()));
+        assert!(stored(&store).await.is_empty());
     }
 
     #[actix_rt::test]
