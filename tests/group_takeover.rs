@@ -334,6 +334,7 @@ fn gateways(server: &IggyServer) -> Vec<Gateway> {
         ("node_heartbeat_ms", "200".to_string()),
         ("node_timeout_ms", "2000".to_string()),
         ("group_initial_rebalance_delay_ms", "0".to_string()),
+        ("group_consumer_heartbeat_interval_ms", "500".to_string()),
     ]);
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     (0..3).map(|_| Gateway::process_with(&settings)).collect()
@@ -343,6 +344,14 @@ fn gateways(server: &IggyServer) -> Vec<Gateway> {
 /// gateways on one Iggy: afterwards no member has rebalanced since the group settled,
 /// and every value produced was read exactly once.
 fn group_carries_on_through(restart: impl FnOnce(&mut [Gateway], &[&Member], &mut Read)) {
+    group_of_carries_on_through(member, restart);
+}
+
+/// The same with members made by `member`.
+fn group_of_carries_on_through(
+    member: fn(&str) -> (Member, Rebalances),
+    restart: impl FnOnce(&mut [Gateway], &[&Member], &mut Read),
+) {
     let Some(server) = IggyServer::start() else {
         return;
     };
@@ -405,6 +414,14 @@ fn roll(gws: &mut [Gateway], mut wait: impl FnMut(Duration)) {
 #[test]
 fn a_rolling_restart_of_three_gateways_keeps_a_group_without_a_rebalance() {
     group_carries_on_through(|gws, members, read| {
+        roll(gws, |how_long| read_for(members, read, how_long))
+    });
+}
+
+/// The same under librdkafka members of the consumer protocol (KIP-848).
+#[test]
+fn a_rolling_restart_keeps_a_consumer_protocol_group_without_a_rebalance() {
+    group_of_carries_on_through(kip848_member, |gws, members, read| {
         roll(gws, |how_long| read_for(members, read, how_long))
     });
 }
