@@ -12,9 +12,9 @@
 //!
 //! The actor owns the groups this gateway coordinates and their stored state
 //! (`stored.rs`, table `groups`, through a metadata client of its own, one write at a
-//! time): a group is loaded from the store the first time it is touched, so after a
-//! restart, or when the group moves here from another gateway, its members carry on in
-//! their generation. It follows the live gateways as they change: a group it no longer
+//! time; KIP-848 groups' in `consumer/stored.rs`): a group is loaded from the store the
+//! first time it is touched, so after a restart, or when the group moves here from
+//! another gateway, its members carry on in their generation (or epoch). It follows the live gateways as they change: a group it no longer
 //! coordinates is dropped from memory, and loaded again if it comes back.
 
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
-
 use tokio::sync::oneshot;
 
 use super::super::{after_load, GroupCoordinator, Ready};
