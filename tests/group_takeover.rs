@@ -3,10 +3,11 @@
 //! the group over (a rolling restart, a gateway killed), its members carry on in their
 //! generation, as on a Kafka cluster: no UNKNOWN_MEMBER_ID, no rebalance at all once the
 //! group settled, and with a commit after each poll, nothing lost and nothing read twice.
+//! KIP-848 groups too: their members keep their epochs and partitions.
 
 use crate::support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -17,11 +18,23 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Reb
 use rdkafka::message::Message;
 use rdkafka::ClientContext;
 
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+    GroupId,
+};
+use support::configs::s;
 use support::groups::create_topic;
 use support::iggy::IggyServer;
+use support::{call, RawClient};
 use support::{on_every_store, Gateway, Store};
+use uuid::Uuid;
 
-on_every_store!(a_restarted_gateway_keeps_its_groups);
+on_every_store!(
+    a_restarted_gateway_keeps_its_groups,
+    a_restarted_gateway_keeps_its_consumer_protocol_groups,
+    a_restarted_gateway_keeps_its_consumer_protocol_members_reading
+);
 
 const TOPIC: &str = "kept";
 const GROUP: &str = "keepers";
@@ -45,14 +58,28 @@ type Member = BaseConsumer<Rebalances>;
 
 /// A member committing by hand (`read`), quick to notice a coordinator gone.
 fn member(bootstrap: &str) -> (Member, Rebalances) {
+    let mut config = ClientConfig::new();
+    config
+        .set("session.timeout.ms", "10000")
+        .set("heartbeat.interval.ms", "500");
+    subscribed(bootstrap, config)
+}
+
+/// A member of the consumer protocol (KIP-848), its session and heartbeat the
+/// gateway's.
+fn kip848_member(bootstrap: &str) -> (Member, Rebalances) {
+    let mut config = ClientConfig::new();
+    config.set("group.protocol", "consumer");
+    subscribed(bootstrap, config)
+}
+
+fn subscribed(bootstrap: &str, mut config: ClientConfig) -> (Member, Rebalances) {
     let rebalances = Rebalances::default();
-    let m: Member = ClientConfig::new()
+    let m: Member = config
         .set("bootstrap.servers", bootstrap)
         .set("group.id", GROUP)
         .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "10000")
-        .set("heartbeat.interval.ms", "500")
         .set("reconnect.backoff.max.ms", "500")
         .create_with_context(rebalances.clone())
         .expect("consumer");
@@ -134,7 +161,20 @@ fn settled(members: &[&Member], counts: &[&Rebalances], read: &mut Read) -> Vec<
 /// One gateway SIGKILLed and started again on its data and port under a settled group
 /// of two: both members carry on, no rebalance, every record read once.
 fn a_restarted_gateway_keeps_its_groups(store: Store) {
-    let settings = [("group_initial_rebalance_delay_ms", "0")];
+    restarted_under_a_group(store, member);
+}
+
+/// The same with librdkafka members of the consumer protocol (KIP-848).
+fn a_restarted_gateway_keeps_its_consumer_protocol_members_reading(store: Store) {
+    restarted_under_a_group(store, kip848_member);
+}
+
+fn restarted_under_a_group(store: Store, member: fn(&str) -> (Member, Rebalances)) {
+    // KIP-848 members beat every 500 ms, as the classic ones here.
+    let settings = [
+        ("group_initial_rebalance_delay_ms", "0"),
+        ("group_consumer_heartbeat_interval_ms", "500"),
+    ];
     let Some(mut gw) = Gateway::process_on(store, &settings) else {
         return;
     };
@@ -149,6 +189,9 @@ fn a_restarted_gateway_keeps_its_groups(store: Store) {
     gw.restart_after_kill();
     support::groups::produce(&bootstrap, TOPIC, 200, 200);
     read.until(&[&a, &b], Duration::from_secs(60), |r| r.0.len() == 400);
+    // Heartbeats after the restart: a member the gateway no longer knew would be told
+    // now, and rejoin.
+    read_for(&[&a, &b], &mut read, Duration::from_secs(3));
     let after = [&count_a, &count_b].map(|c| c.0.load(Ordering::SeqCst));
     assert_eq!(
         after[..],
@@ -162,6 +205,128 @@ fn a_restarted_gateway_keeps_its_groups(store: Store) {
     );
 }
 
+type Owned = BTreeSet<(Uuid, i32)>;
+
+/// A KIP-848 member as its client keeps it: id, epoch and the partitions it owns.
+struct Kip848Member {
+    id: &'static str,
+    epoch: i32,
+    owned: Owned,
+}
+
+impl Kip848Member {
+    /// One ConsumerGroupHeartbeat saying what it owns; the answer.
+    fn beat(&self, c: &mut RawClient) -> ConsumerGroupHeartbeatResponse {
+        let mut by_topic: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
+        for (topic, p) in &self.owned {
+            by_topic.entry(*topic).or_default().push(*p);
+        }
+        let owned = (by_topic.into_iter())
+            .map(|(t, ps)| {
+                TopicPartitions::default()
+                    .with_topic_id(t)
+                    .with_partitions(ps)
+            })
+            .collect();
+        let request = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(s(GROUP)))
+            .with_member_id(s(self.id))
+            .with_member_epoch(self.epoch)
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![support::topic_name(TOPIC)]))
+            .with_topic_partitions(Some(owned));
+        call!(c, ConsumerGroupHeartbeat, 1, request)
+    }
+
+    /// A heartbeat, taking in what it answers as the client does.
+    fn beat_and_follow(&mut self, c: &mut RawClient) {
+        let r = self.beat(c);
+        assert_eq!(r.error_code, 0, "{}: {r:?}", self.id);
+        self.epoch = r.member_epoch;
+        if let Some(a) = r.assignment {
+            self.owned = (a.topic_partitions.iter())
+                .flat_map(|t| t.partitions.iter().map(|p| (t.topic_id, *p)))
+                .collect();
+        }
+    }
+}
+
+/// ConsumerGroupDescribe of the group: its epoch and each member's id, epoch and
+/// partitions.
+fn described(c: &mut RawClient) -> (i32, Vec<(String, i32, Owned)>) {
+    let request = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s(GROUP))]);
+    let r = call!(c, ConsumerGroupDescribe, 0, request);
+    let g = &r.groups[0];
+    assert_eq!(g.error_code, 0, "{g:?}");
+    let members = (g.members.iter())
+        .map(|m| {
+            let owned = (m.assignment.topic_partitions.iter())
+                .flat_map(|t| t.partitions.iter().map(|p| (t.topic_id, *p)))
+                .collect();
+            (m.member_id.to_string(), m.member_epoch, owned)
+        })
+        .collect();
+    (g.group_epoch, members)
+}
+
+/// A KIP-848 group of two settled on a gateway process, SIGKILLed and started again:
+/// each member's next heartbeat, with its id and epoch, is answered in that epoch with
+/// its partitions (not UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH), and the group is
+/// described as before.
+fn a_restarted_gateway_keeps_its_consumer_protocol_groups(store: Store) {
+    let Some(mut gw) = Gateway::process_on(store, &[]) else {
+        return;
+    };
+    create_topic(&gw.bootstrap(), TOPIC, 4);
+    let mut c = RawClient::connect(gw.addr);
+    let mut members = ["m1", "m2"].map(|id| Kip848Member {
+        id,
+        epoch: 0,
+        owned: Owned::new(),
+    });
+    // Beats until both hold two partitions each at the group's epoch.
+    for _ in 0..20 {
+        for m in members.iter_mut() {
+            m.beat_and_follow(&mut c);
+        }
+        let [a, b] = &members;
+        if a.epoch == b.epoch && a.owned.len() == 2 && b.owned.len() == 2 {
+            break;
+        }
+    }
+    let [a, b] = &members;
+    assert!(
+        a.epoch == b.epoch && a.owned.len() == 2 && a.owned.is_disjoint(&b.owned),
+        "the group never settled: {:?} {:?}",
+        (a.epoch, &a.owned),
+        (b.epoch, &b.owned)
+    );
+    let before = described(&mut c);
+
+    gw.restart_after_kill();
+    let mut c = RawClient::connect(gw.addr);
+    for m in &members {
+        let r = m.beat(&mut c);
+        assert_eq!(
+            (r.error_code, r.member_epoch),
+            (0, m.epoch),
+            "{} after the restart: {r:?}",
+            m.id
+        );
+        let told: Option<Owned> = r.assignment.map(|a| {
+            (a.topic_partitions.iter())
+                .flat_map(|t| t.partitions.iter().map(|p| (t.topic_id, *p)))
+                .collect()
+        });
+        assert!(told.is_none_or(|t| t == m.owned), "{} moved", m.id);
+    }
+    assert_eq!(
+        described(&mut c),
+        before,
+        "the group changed in the restart"
+    );
+}
+
 /// Three gateways on one Iggy, quick to notice each other.
 fn gateways(server: &IggyServer) -> Vec<Gateway> {
     let mut settings = server.gateway_settings();
@@ -169,6 +334,7 @@ fn gateways(server: &IggyServer) -> Vec<Gateway> {
         ("node_heartbeat_ms", "200".to_string()),
         ("node_timeout_ms", "2000".to_string()),
         ("group_initial_rebalance_delay_ms", "0".to_string()),
+        ("group_consumer_heartbeat_interval_ms", "500".to_string()),
     ]);
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     (0..3).map(|_| Gateway::process_with(&settings)).collect()
@@ -178,6 +344,14 @@ fn gateways(server: &IggyServer) -> Vec<Gateway> {
 /// gateways on one Iggy: afterwards no member has rebalanced since the group settled,
 /// and every value produced was read exactly once.
 fn group_carries_on_through(restart: impl FnOnce(&mut [Gateway], &[&Member], &mut Read)) {
+    group_of_carries_on_through(member, restart);
+}
+
+/// The same with members made by `member`.
+fn group_of_carries_on_through(
+    member: fn(&str) -> (Member, Rebalances),
+    restart: impl FnOnce(&mut [Gateway], &[&Member], &mut Read),
+) {
     let Some(server) = IggyServer::start() else {
         return;
     };
@@ -240,6 +414,14 @@ fn roll(gws: &mut [Gateway], mut wait: impl FnMut(Duration)) {
 #[test]
 fn a_rolling_restart_of_three_gateways_keeps_a_group_without_a_rebalance() {
     group_carries_on_through(|gws, members, read| {
+        roll(gws, |how_long| read_for(members, read, how_long))
+    });
+}
+
+/// The same under librdkafka members of the consumer protocol (KIP-848).
+#[test]
+fn a_rolling_restart_keeps_a_consumer_protocol_group_without_a_rebalance() {
+    group_of_carries_on_through(kip848_member, |gws, members, read| {
         roll(gws, |how_long| read_for(members, read, how_long))
     });
 }

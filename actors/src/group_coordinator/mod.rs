@@ -12,9 +12,9 @@
 //!
 //! The actor owns the groups this gateway coordinates and their stored state
 //! (`stored.rs`, table `groups`, through a metadata client of its own, one write at a
-//! time): a group is loaded from the store the first time it is touched, so after a
-//! restart, or when the group moves here from another gateway, its members carry on in
-//! their generation. It follows the live gateways as they change: a group it no longer
+//! time; KIP-848 groups' in `consumer/stored.rs`): a group is loaded from the store the
+//! first time it is touched, so after a restart, or when the group moves here from
+//! another gateway, its members carry on in their generation (or epoch). It follows the live gateways as they change: a group it no longer
 //! coordinates is dropped from memory, and loaded again if it comes back.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -50,7 +50,7 @@ mod stored;
 use consumer::{ConsumerGroup, ConsumerSettings};
 use group::{Group, Member, Phase};
 pub use messages::*;
-use stored::StoredGroup;
+use stored::{Stored, StoredGroup};
 
 pub struct GroupCoordinator {
     groups: HashMap<String, Group>,
@@ -152,7 +152,11 @@ impl GroupCoordinator {
         }
         let missing: Vec<String> = groups
             .iter()
-            .filter(|g| !self.groups.contains_key(*g) && !self.absent.contains(*g))
+            .filter(|g| {
+                !self.groups.contains_key(*g)
+                    && !self.consumer.contains_key(*g)
+                    && !self.absent.contains(*g)
+            })
             .cloned()
             .collect();
         if missing.is_empty() {
@@ -182,7 +186,8 @@ impl GroupCoordinator {
             return None;
         }
         let (store, cluster) = (self.store.clone(), self.cluster.borrow().clone());
-        let known: HashSet<String> = self.groups.keys().cloned().collect();
+        let known: HashSet<String> =
+            (self.groups.keys().chain(self.consumer.keys()).cloned()).collect();
         let read = async move {
             let scan = store.scan(stored::TABLE, "").await?;
             Ok(scan
@@ -215,9 +220,15 @@ impl GroupCoordinator {
                                 act.absent.insert(name);
                             }
                             Some(value) => {
+                                let stored = match Stored::decode(&name, &value)? {
+                                    Stored::Classic(stored) => stored,
+                                    Stored::Consumer(stored) => {
+                                        act.loaded(&name, stored.into_group(&name)?, ctx);
+                                        continue;
+                                    }
+                                };
                                 let counter = act.metrics.groups.rebalance_counter();
-                                let group = StoredGroup::decode(&name, &value)?
-                                    .into_group(&name, counter, now)?;
+                                let group = stored.into_group(&name, counter, now)?;
                                 tracing::info!(group = %name, generation = group.generation, members = group.members.len(), "group loaded from the store");
                                 let members: Vec<String> = group.members.keys().cloned().collect();
                                 act.groups.insert(name.clone(), group);
@@ -280,6 +291,10 @@ impl GroupCoordinator {
         ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
             if let Err(e) = &stored {
                 tracing::warn!(group = %write.group, error = %e, "group state not stored");
+                // A consumer group's is written again at its next heartbeat.
+                if let Some(g) = act.consumer.get_mut(&write.group) {
+                    g.unstored = true;
+                }
             }
             if let Some(done) = write.done.take() {
                 let _ = done.send(stored);
@@ -423,20 +438,20 @@ impl GroupCoordinator {
             g.pending
                 .retain(|_, handed_out| handed_out.elapsed() < MAX_SESSION);
         }
-        let dropped: Vec<String> = self
-            .groups
-            .iter()
-            .filter(|(_, g)| {
-                g.state == GroupState::Empty && g.members.is_empty() && g.pending.is_empty()
-            })
-            .map(|(name, _)| name.clone())
+        let classic = (self.groups.iter()).filter(|(_, g)| {
+            g.state == GroupState::Empty && g.members.is_empty() && g.pending.is_empty()
+        });
+        let consumer = (self.consumer.iter()).filter(|(_, g)| g.members.is_empty());
+        let dropped: Vec<String> = (classic.map(|(name, _)| name))
+            .chain(consumer.map(|(name, _)| name))
+            .cloned()
             .collect();
         for name in dropped {
             self.groups.remove(&name);
+            self.consumer.remove(&name);
             self.absent.insert(name.clone());
             drop(self.persist(&name, None, ctx));
         }
-        self.consumer.retain(|_, g| !g.members.is_empty());
     }
 }
 
@@ -539,6 +554,7 @@ impl Handler<Join> for GroupCoordinator {
             Some(_) => {
                 tracing::info!(group = %msg.group, "empty consumer group becomes a classic group");
                 self.consumer.remove(&msg.group);
+                drop(self.persist(&msg.group, None, ctx));
             }
             None => {}
         }
@@ -1030,6 +1046,7 @@ mod tests {
     //! coordinator on the same store carrying a group on, as a gateway taking it over
     //! (or the same one restarted) does.
 
+    use super::consumer::DescribeConsumerGroups;
     use super::*;
     use crate::session::{Caller, Principal};
     use crate::store::{Endpoint, Node};
@@ -1136,6 +1153,63 @@ mod tests {
             b.send(Heartbeat(stale)).await.unwrap(),
             Some(ResponseError::IllegalGeneration)
         );
+    }
+
+    /// A ConsumerGroupHeartbeat of member `id` at `epoch`, owning nothing.
+    fn beat(id: &str, epoch: i32) -> consumer::ConsumerHeartbeat {
+        consumer::ConsumerHeartbeat {
+            beat: consumer::BeatRequest {
+                group: "g".into(),
+                member_id: id.into(),
+                member_epoch: epoch,
+                instance_id: None,
+                rack_id: None,
+                rebalance_timeout_ms: 30_000,
+                topic_names: Some(vec!["t".into()]),
+                regex: None,
+                assignor: None,
+                owned: Some(Default::default()),
+                caller: join("").caller,
+            },
+            table: Default::default(),
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_consumer_group_is_stored_before_its_heartbeats_are_answered_and_carried_on() {
+        let store = Meta::new(Arc::new(MemoryMeta::default()));
+        let a = coordinator(&store);
+        let m1 = a.send(beat("m1", 0)).await.unwrap().unwrap();
+        let m2 = a.send(beat("m2", 0)).await.unwrap().unwrap();
+        // m1 reaches the epoch m2's joining made.
+        let m1 = a.send(beat("m1", m1.epoch)).await.unwrap().unwrap();
+        assert_eq!((m1.epoch, m2.epoch), (2, 2));
+        assert_eq!(stored(&store).await, ["g"]);
+        // Another coordinator on the store: both go on at their epochs.
+        let b = coordinator(&store);
+        for m in [&m1, &m2] {
+            let again = b.send(beat(&m.member_id, m.epoch)).await.unwrap().unwrap();
+            assert_eq!(again.epoch, m.epoch, "{}", m.member_id);
+        }
+        let views = b
+            .send(DescribeConsumerGroups(vec!["g".into()]))
+            .await
+            .unwrap();
+        let view = views[0].as_ref().unwrap();
+        assert_eq!((view.epoch, view.members.len()), (2, 2));
+        // Both leave: the group is stored empty, then deleted and removed.
+        for m in [&m1, &m2] {
+            b.send(beat(&m.member_id, -1)).await.unwrap().unwrap();
+        }
+        let c = coordinator(&store);
+        let views = c
+            .send(DescribeConsumerGroups(vec!["g".into()]))
+            .await
+            .unwrap();
+        assert!(views[0].as_ref().unwrap().members.is_empty());
+        assert!(c.send(beat("m1", m1.epoch)).await.unwrap().is_err());
+        assert_eq!(c.send(Forget("g".into())).await.unwrap(), Ok(()));
+        assert!(stored(&store).await.is_empty());
     }
 
     #[actix_rt::test]

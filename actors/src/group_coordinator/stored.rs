@@ -6,7 +6,9 @@
 //! (before the members get their assignments), when a static member comes back under
 //! a new id, and when the group empties; removed when the group is deleted or dropped
 //! empty. A group is stored Stable or Empty only: a rebalance under way is not kept,
-//! the members rejoin the generation they last completed.
+//! the members rejoin the generation they last completed. KIP-848 groups share the
+//! table, their values marked (`consumer/stored.rs`); a value without a mark is a
+//! classic group's.
 
 use std::time::{Duration, Instant};
 
@@ -17,12 +19,79 @@ use indexmap::IndexMap;
 use prometheus_client::metrics::counter::Counter;
 use serde::{Deserialize, Serialize};
 
+use super::consumer::StoredConsumerGroup;
 use super::group::{Group, Member};
 use super::messages::GroupState;
 use crate::session::{Caller, Principal};
 use crate::store::StoreError;
 
 pub const TABLE: &str = "groups";
+
+/// What table `groups` holds for a group id: a classic group or a KIP-848 one.
+#[derive(Debug)]
+pub enum Stored {
+    Classic(StoredGroup),
+    Consumer(StoredConsumerGroup),
+}
+
+impl Stored {
+    pub fn decode(name: &str, value: &[u8]) -> Result<Stored, StoreError> {
+        #[derive(Deserialize)]
+        struct Mark {
+            kind: Option<String>,
+        }
+        let garbage =
+            |e| StoreError::fatal_from(format!("stored state of group '{name}' is unreadable"), e);
+        let mark: Mark = serde_json::from_slice(value).map_err(garbage)?;
+        match mark.kind.as_deref() {
+            None => serde_json::from_slice(value).map(Stored::Classic),
+            Some(_) => serde_json::from_slice(value).map(Stored::Consumer),
+        }
+        .map_err(garbage)
+    }
+}
+
+/// Who a member is, as both kinds of group keep it (inline in the member's JSON).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub(super) struct StoredCaller {
+    client_id: String,
+    host: String,
+    /// `kind:name`.
+    principal: String,
+    listener: String,
+}
+
+impl StoredCaller {
+    pub(super) fn of(caller: &Caller) -> StoredCaller {
+        StoredCaller {
+            client_id: caller.client_id.clone(),
+            host: caller.host.clone(),
+            principal: caller.principal.to_string(),
+            listener: caller.listener.to_string(),
+        }
+    }
+
+    pub(super) fn into_caller(self, group: &str) -> Result<Caller, StoreError> {
+        let (kind, name) = (self.principal.split_once(':'))
+            .ok_or_else(|| unreadable("principal", group, &self.principal))?;
+        Ok(Caller {
+            principal: Principal {
+                kind: kind.into(),
+                name: name.into(),
+            },
+            client_id: self.client_id,
+            host: self.host,
+            listener: self.listener.into(),
+        })
+    }
+}
+
+/// A part of `group`'s stored state that does not read back.
+pub(super) fn unreadable(what: &str, group: &str, e: &dyn std::fmt::Display) -> StoreError {
+    StoreError::fatal(format!(
+        "stored {what} of group '{group}' is unreadable: {e}"
+    ))
+}
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredGroup {
@@ -37,10 +106,8 @@ pub struct StoredGroup {
 struct StoredMember {
     id: String,
     instance_id: Option<String>,
-    client_id: String,
-    host: String,
-    principal: String,
-    listener: String,
+    #[serde(flatten)]
+    caller: StoredCaller,
     session_ms: u64,
     rebalance_ms: u64,
     protocol_type: String,
@@ -64,10 +131,7 @@ impl StoredGroup {
                 .map(|(id, m)| StoredMember {
                     id: id.clone(),
                     instance_id: m.instance_id.clone(),
-                    client_id: m.caller.client_id.clone(),
-                    host: m.caller.host.clone(),
-                    principal: m.caller.principal.to_string(),
-                    listener: m.caller.listener.to_string(),
+                    caller: StoredCaller::of(&m.caller),
                     session_ms: m.session.as_millis() as u64,
                     rebalance_ms: m.rebalance.as_millis() as u64,
                     protocol_type: m.protocol_type.clone(),
@@ -86,12 +150,6 @@ impl StoredGroup {
         Bytes::from(serde_json::to_vec(self).expect("a stored group encodes"))
     }
 
-    pub fn decode(name: &str, value: &[u8]) -> Result<StoredGroup, StoreError> {
-        serde_json::from_slice(value).map_err(|e| {
-            StoreError::fatal_from(format!("stored state of group '{name}' is unreadable"), e)
-        })
-    }
-
     /// The group again, Stable with its members or Empty, every member's session
     /// starting `now` (as Kafka schedules a loaded group's heartbeats).
     pub fn into_group(
@@ -100,16 +158,11 @@ impl StoredGroup {
         rebalances: Counter,
         now: Instant,
     ) -> Result<Group, StoreError> {
-        let unreadable = |what: &str, e: &dyn std::fmt::Display| {
-            StoreError::fatal(format!(
-                "stored {what} of group '{name}' is unreadable: {e}"
-            ))
-        };
         let bytes = |s: &str| {
             BASE64
                 .decode(s)
                 .map(Bytes::from)
-                .map_err(|e| unreadable("member data", &e))
+                .map_err(|e| unreadable("member data", name, &e))
         };
         let mut group = Group::new(rebalances);
         group.generation = self.generation;
@@ -118,10 +171,6 @@ impl StoredGroup {
         group.leader = self.leader;
         let mut members = IndexMap::with_capacity(self.members.len());
         for m in self.members {
-            let (kind, principal) = m
-                .principal
-                .split_once(':')
-                .ok_or_else(|| unreadable("principal", &m.principal))?;
             if let Some(instance) = &m.instance_id {
                 group.instances.insert(instance.clone(), m.id.clone());
             }
@@ -134,15 +183,7 @@ impl StoredGroup {
                 m.id,
                 Member {
                     instance_id: m.instance_id,
-                    caller: Caller {
-                        client_id: m.client_id,
-                        host: m.host,
-                        principal: Principal {
-                            kind: kind.into(),
-                            name: principal.into(),
-                        },
-                        listener: m.listener.into(),
-                    },
+                    caller: m.caller.into_caller(name)?,
                     session: Duration::from_millis(m.session_ms),
                     rebalance: Duration::from_millis(m.rebalance_ms),
                     protocol_type: m.protocol_type,
@@ -216,7 +257,9 @@ mod tests {
         group.instances.insert("static-b".into(), "b".into());
         let stored = StoredGroup::of(&group);
         let value = stored.encode();
-        let decoded = StoredGroup::decode("g", &value).unwrap();
+        let Stored::Classic(decoded) = Stored::decode("g", &value).unwrap() else {
+            panic!("a classic group decodes as one");
+        };
         assert_eq!(decoded, stored);
         let now = Instant::now();
         let back = decoded.into_group("g", Counter::default(), now).unwrap();
@@ -253,7 +296,29 @@ mod tests {
             .into_group("g", Counter::default(), Instant::now())
             .unwrap();
         assert_eq!((back.state, back.generation), (GroupState::Empty, 3));
-        let e = StoredGroup::decode("broken", b"{").unwrap_err();
+        let e = Stored::decode("broken", b"{").unwrap_err();
         assert!(e.to_string().contains("group 'broken'"), "{e}");
+    }
+
+    #[test]
+    fn a_value_stored_before_consumer_groups_were_kept_reads_as_a_classic_group() {
+        let value = br#"{"protocol_type":"consumer","protocol":"range","generation":4,
+            "leader":"m","members":[{"id":"m","instance_id":null,"client_id":"c",
+            "host":"/10.0.0.1","principal":"User:ANONYMOUS","listener":"PLAINTEXT",
+            "session_ms":10000,"rebalance_ms":30000,"protocol_type":"consumer",
+            "protocols":[["range","AAE="]],"assignment":"cDA="}]}"#;
+        let Stored::Classic(stored) = Stored::decode("old", value).unwrap() else {
+            panic!("an unmarked value is a classic group");
+        };
+        let g = stored
+            .into_group("old", Counter::default(), Instant::now())
+            .unwrap();
+        assert_eq!((g.generation, g.state), (4, GroupState::Stable));
+        let m = &g.members["m"];
+        assert_eq!(
+            (m.caller.host.as_str(), &m.assignment[..]),
+            ("/10.0.0.1", &b"p0"[..])
+        );
+        assert_eq!(m.caller.principal.to_string(), "User:ANONYMOUS");
     }
 }

@@ -34,9 +34,14 @@ const ANCHOR_OPEN: &str = "^(?:";
 const ANCHOR_CLOSE: &str = ")$";
 
 /// The regex as the member sent it.
-fn regex_source(r: &Regex) -> &str {
+pub(super) fn regex_source(r: &Regex) -> &str {
     let s = r.as_str();
     &s[ANCHOR_OPEN.len()..s.len() - ANCHOR_CLOSE.len()]
+}
+
+/// A member's subscription regex, from its source as the member sent it.
+pub(super) fn subscription_regex(source: &str) -> Result<Regex, regex::Error> {
+    Regex::new(&format!("{ANCHOR_OPEN}{source}{ANCHOR_CLOSE}"))
 }
 
 pub struct ConsumerMember {
@@ -71,6 +76,9 @@ pub struct ConsumerGroup {
     pub target: BTreeMap<String, Partitions>,
     /// The subscribed topics and their partition counts at `epoch`.
     pub topics: BTreeMap<Uuid, i32>,
+    /// Changed since its state was last handed to the store (`stored.rs`): its epochs,
+    /// its target, a member joined, left or moved in its reconciliation.
+    pub unstored: bool,
     /// The topic table (published whole at each change) the subscriptions were last
     /// resolved against: a heartbeat resolves them again only when it moved or the
     /// members or their subscriptions changed, not at every beat.
@@ -198,13 +206,17 @@ impl ConsumerGroup {
         let regex = match &req.regex {
             None => None,
             Some(r) => Some(
-                Regex::new(&format!("{ANCHOR_OPEN}{r}{ANCHOR_CLOSE}"))
+                subscription_regex(r)
                     .map_err(|e| ConsumerGroupError::InvalidRegex(r.clone(), e))?,
             ),
         };
         let id = match req.member_epoch {
             LEAVING | LEAVING_STATIC => return Ok(self.leave(&req)),
-            JOINING => self.join(&req, settings)?,
+            JOINING => {
+                let id = self.join(&req, settings)?;
+                self.unstored = true;
+                id
+            }
             _ => self.check_epoch(&req)?,
         };
         let member = self.members.get_mut(&id).expect("joined or checked");
@@ -221,8 +233,9 @@ impl ConsumerGroup {
         member.assignor = assignor;
         member.rack_id = req.rack_id;
         member.caller = req.caller;
-        if req.rebalance_timeout_ms > 0 {
+        if req.rebalance_timeout_ms > 0 && req.rebalance_timeout_ms != member.rebalance_timeout_ms {
             member.rebalance_timeout_ms = req.rebalance_timeout_ms;
+            self.unstored = true;
         }
         let table_moved = !Weak::ptr_eq(&self.resolved_for, &Arc::downgrade(table));
         let resolved = (changed || table_moved) && self.resolve(table);
@@ -342,6 +355,7 @@ impl ConsumerGroup {
             LEAVING_STATIC if req.instance_id.is_some() => {
                 if let Some(m) = self.members.get_mut(&req.member_id) {
                     m.away = true;
+                    self.unstored = true;
                 }
             }
             _ => {
@@ -448,6 +462,7 @@ impl ConsumerGroup {
         let assignor = self.assignor.unwrap_or(Assignor::Uniform);
         self.target = assignor.assign(&specs, &self.topics);
         self.assignment_epoch = self.epoch;
+        self.unstored = true;
     }
 
     /// Takes member `id` one step towards its target, and answers it.
@@ -464,6 +479,7 @@ impl ConsumerGroup {
             others.iter().any(|o| o.owns(tp))
         });
         let m = self.members.get_mut(id).expect("stepped member");
+        self.unstored |= m.state != state;
         m.state = state;
         let fresh = reported.is_some() || m.sent.as_ref() != Some(&m.state.assigned);
         let assignment = fresh.then(|| m.state.assigned.clone());

@@ -8,11 +8,14 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use kafka_protocol::error::ResponseError;
+use tokio::sync::oneshot;
 
 use super::super::{after_load, GroupCoordinator, Ready};
 use super::{
-    Beat, ConsumerGroupError, ConsumerGroupView, ConsumerHeartbeat, DescribeConsumerGroups,
+    Beat, ConsumerGroup, ConsumerGroupError, ConsumerGroupView, ConsumerHeartbeat,
+    DescribeConsumerGroups, StoredConsumerGroup,
 };
+use crate::store::StoreResult;
 
 /// Which of a member's deadlines a timer is for.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +43,35 @@ impl GroupCoordinator {
         self.absent.insert(name.to_string());
         drop(self.persist(name, None, ctx));
         Ok(())
+    }
+
+    /// Takes in a group loaded from the store: each member's deadlines start now, as a
+    /// loaded group's do in Kafka.
+    pub(in super::super) fn loaded(
+        &mut self,
+        name: &str,
+        group: ConsumerGroup,
+        ctx: &mut Context<Self>,
+    ) {
+        let members: Vec<String> = group.members.keys().cloned().collect();
+        tracing::info!(group = %name, epoch = group.epoch, members = members.len(), "consumer group loaded from the store");
+        self.consumer.insert(name.to_string(), group);
+        for member in members {
+            self.arm(name, &member, ctx);
+        }
+    }
+
+    /// Queues a write of group `name`'s state if it changed since the last one; the
+    /// answer says when it stands.
+    pub(in super::super) fn store_consumer(
+        &mut self,
+        name: &str,
+        ctx: &mut Context<Self>,
+    ) -> Option<oneshot::Receiver<StoreResult<()>>> {
+        let g = self.consumer.get_mut(name).filter(|g| g.unstored)?;
+        g.unstored = false;
+        let value = StoredConsumerGroup::of(g).encode();
+        Some(self.persist(name, Some(value), ctx))
     }
 
     /// Arms `member`'s session timer again, and its revocation timer while it holds
@@ -108,6 +140,7 @@ impl GroupCoordinator {
         }
         tracing::info!(group = %group, member = %member, ?deadline, "consumer group member removed: deadline passed");
         g.remove(member);
+        drop(self.store_consumer(group, ctx));
     }
 }
 
@@ -139,7 +172,19 @@ impl Handler<ConsumerHeartbeat> for GroupCoordinator {
         if let Ok(b) = &beat {
             self.arm(&name, &b.member_id, ctx);
         }
-        answer(beat)
+        // What the answer tells the member stands in the store first.
+        let Some(stored) = self.store_consumer(&name, ctx) else {
+            return answer(beat);
+        };
+        Box::pin(async move {
+            match stored.await {
+                Ok(Ok(())) => beat,
+                Ok(Err(e)) => Err(ConsumerGroupError::Coordinator(e.code())),
+                Err(_) => Err(ConsumerGroupError::Coordinator(
+                    ResponseError::CoordinatorNotAvailable,
+                )),
+            }
+        })
     }
 }
 

@@ -4,7 +4,8 @@
 //! (`reconcile.rs`), so a rebalance never stops the whole group. The groups live in
 //! the group coordinator actor beside the classic ones (`handlers.rs`); a group id is
 //! one or the other, and an empty group changes kind when a member of the other
-//! protocol arrives.
+//! protocol arrives. Each group's state is kept in the store (`stored.rs`), so its
+//! members keep their epochs across a restart or a takeover.
 
 use std::sync::Arc;
 
@@ -18,12 +19,14 @@ mod error;
 mod group;
 mod handlers;
 mod reconcile;
+mod stored;
 
 pub use super::messages::MemberRef;
 pub use crate::settings::ConsumerGroupSettings as ConsumerSettings;
 pub use assignor::{Partitions, TopicPartition};
 pub use error::ConsumerGroupError;
 pub use group::{ConsumerGroup, ConsumerGroupState};
+pub use stored::StoredConsumerGroup;
 
 /// One ConsumerGroupHeartbeat, as the coordinator needs it.
 pub struct BeatRequest {
