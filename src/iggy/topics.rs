@@ -1,20 +1,23 @@
 //! Kafka topics as Iggy topics (`docs/IGGY_MAPPING.md`, "Topics"): which Iggy topics
 //! are Kafka topics, and how a topic's limits become Iggy topic options.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iggy::prelude::{
     Identifier, IggyByteSize, IggyDuration, IggyError, IggyExpiry, MaxTopicSize, PartitionClient,
-    TopicClient, TopicCreateOptions, TopicUpdateOptions,
+    PollingStrategy, TopicClient, TopicCreateOptions, TopicUpdateOptions,
 };
 use iggy_kafka_actors::store::log::LogInfo;
-use iggy_kafka_actors::store::{StoreError, StoreResult, TopicLimits};
+use iggy_kafka_actors::store::{StoreError, StoreResult, TopicLimits, TopicPartition};
 
 use super::errors::{backend_error, named};
 use super::{gateway_log, Inner};
 
 /// The most partitions Iggy adds in one call (`MAX_PARTITIONS_COUNT` of its SDK).
 const PARTITIONS_PER_CALL: u32 = 1000;
+/// How long a topic just made may read another's messages before CreateTopics gives up
+/// on it (`until_empty`; measured: about 12 ms).
+const EMPTY_WITHIN: Duration = Duration::from_secs(5);
 
 /// Kafka topic names Kafka clients accept; native Iggy topics named otherwise are
 /// not served.
@@ -174,6 +177,7 @@ impl Inner {
             .check(c.create_topic(&stream_id, &topic_name, &options).await)
             .map_err(err)?;
         drop(c);
+        self.until_empty(name, details.partitions_count).await?;
         let topic_id = named(&topic_name)?;
         // The size cap needs the segment size the topic got (see `max_topic_size`).
         if limits.retention_bytes.is_some() {
@@ -197,6 +201,42 @@ impl Inner {
         );
         self.seen_incarnation(&made);
         Ok(made)
+    }
+
+    /// Waits until every partition of a topic just made reads empty. For a few
+    /// milliseconds after a topic is deleted, iggy-server (0.9.0-edge.5) serves that
+    /// topic's messages through a topic made right after it, partition by partition
+    /// (`iggy_backend::topics::a_topic_made_right_after_a_deletion_reads_only_its_own_records`):
+    /// a consumer told of the new topic at once would read them as its own.
+    async fn until_empty(&self, name: &str, partitions: u32) -> StoreResult<()> {
+        let started = Instant::now();
+        let mut waiting: Vec<u32> = (0..partitions).collect();
+        loop {
+            let mut still = Vec::new();
+            for p in waiting {
+                let tp = TopicPartition {
+                    topic: name.into(),
+                    partition: p as i32,
+                };
+                let polled =
+                    (self.poll(self.pools.reader(), &tp, PollingStrategy::offset(0), 1)).await?;
+                if !polled.messages.is_empty() {
+                    still.push(p);
+                }
+            }
+            if still.is_empty() {
+                return Ok(());
+            }
+            if started.elapsed() > EMPTY_WITHIN {
+                return Err(StoreError::unavailable(format!(
+                    "topic {name} still reads a deleted topic's messages in {} partitions after {EMPTY_WITHIN:?}",
+                    still.len()
+                )));
+            }
+            tracing::debug!(topic = %name, partitions = still.len(), "a topic just made reads a deleted topic's messages; waiting");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            waiting = still;
+        }
     }
 
     /// Deletes a Kafka topic's Iggy topic and forgets what was kept of its partitions.

@@ -606,3 +606,58 @@ topic = "orders-v1"
         "{stderr}"
     );
 }
+
+/// For a few milliseconds after a topic is deleted, iggy-server (0.9.0-edge.5) serves
+/// its messages through a topic made right after it (found by franz-go's TestGroupETL:
+/// KIP-848 members read the deleted topic's records at offset 0). CreateTopics answers
+/// only once every partition of the new topic reads empty, so nothing of the old one
+/// reaches a consumer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_topic_made_right_after_a_deletion_reads_only_its_own_records() {
+    use support::records::{fetch_from, produce_n};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let mut c = RawClient::connect(gw.addr);
+    const PARTITIONS: i32 = 30;
+    let admin = admin(&gw.bootstrap());
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let topics = |prefix: &str| (0..4).map(|i| format!("{prefix}-{i}")).collect::<Vec<_>>();
+    fn new(names: &[String]) -> Vec<NewTopic<'_>> {
+        (names.iter())
+            .map(|n| NewTopic::new(n, PARTITIONS, TopicReplication::Fixed(1)))
+            .collect()
+    }
+    for round in 0..3 {
+        let (gone, fresh) = (
+            topics(&format!("gone{round}")),
+            topics(&format!("fresh{round}")),
+        );
+        admin
+            .create_topics(&new(&gone), &options)
+            .await
+            .expect("create");
+        for t in &gone {
+            for p in 0..PARTITIONS {
+                produce_n(&mut c, t, p, 2);
+            }
+        }
+        let names: Vec<&str> = gone.iter().map(String::as_str).collect();
+        admin.delete_topics(&names, &options).await.expect("delete");
+        admin
+            .create_topics(&new(&fresh), &options)
+            .await
+            .expect("create");
+        for t in &fresh {
+            for p in 0..PARTITIONS {
+                let (code, _, high, offsets) = fetch_from(&mut c, t, p, 0);
+                assert_eq!(
+                    (code, offsets),
+                    (0, Vec::new()),
+                    "round {round}: {t}-{p}, made right after deletions, served records (high {high})"
+                );
+            }
+        }
+    }
+}
