@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -198,7 +199,10 @@ impl IggyServer {
             .expect("server log");
         // Run in the temp dir: the server reads `core/server/config.toml` and `.env`
         // from its working directory when present, its embedded defaults otherwise.
+        // A process group of its own, as the gateways' (`support::Gateway::spawn`): a
+        // paused server must not be sent SIGHUP with an orphaned group.
         Command::new(bin)
+            .process_group(0)
             .current_dir(dir.path())
             .env("IGGY_TCP_ADDRESS", addr.to_string())
             .env("IGGY_SYSTEM_PATH", dir.path().join("data"))

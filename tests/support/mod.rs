@@ -22,6 +22,7 @@ pub use raw::*;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Once};
@@ -223,7 +224,11 @@ impl Gateway {
             Some(file) => Stdio::from(std::fs::File::create(file).expect("log file")),
             None => Stdio::inherit(),
         };
+        // A process group of its own: a SIGSTOPped gateway in the tests' group would let
+        // the kernel send the whole group SIGHUP (then SIGCONT) when it finds the group
+        // orphaned with a stopped member, which ended paused gateways mid-test.
         let mut child = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"))
+            .process_group(0)
             .envs(variables(data, bind, &settings))
             .env("RUST_LOG", log)
             .stdout(Stdio::piped())
