@@ -8,13 +8,11 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::FindCoordinatorRequest;
-use kafka_protocol::protocol::StrBytes;
-
 use super::workload::{Workload, GROUP, PARTITIONS};
+use crate::support::groups::{coordinator_port, GROUP_KEY, TRANSACTION_KEY};
 use crate::support::iggy::IggyServer;
 use crate::support::kafka::create_topic;
-use crate::support::{call, Gateway, RawClient};
+use crate::support::Gateway;
 
 const TOPIC: &str = "faults-paused";
 const NODE_TIMEOUT_MS: &str = "2000";
@@ -47,25 +45,25 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
     workload.wait_for_acks(1_000, Duration::from_secs(60));
 
     let txn_id = format!("{TOPIC}-tx0");
-    let paused: BTreeSet<u16> = [coordinator(&gws[0], GROUP_KEY, GROUP)]
+    let paused: BTreeSet<i32> = [coordinator_port(&gws[0], GROUP_KEY, GROUP)]
         .into_iter()
-        .chain([coordinator(&gws[0], TRANSACTION_KEY, &txn_id)])
+        .chain([coordinator_port(&gws[0], TRANSACTION_KEY, &txn_id)])
         .collect();
     let victims: Vec<&Gateway> = gws
         .iter()
-        .filter(|g| paused.contains(&g.addr.port()))
+        .filter(|g| paused.contains(&(g.addr.port() as i32)))
         .collect();
     println!("pausing the coordinators at {paused:?}");
     victims.iter().for_each(|g| g.signal("STOP"));
     let stopped = Instant::now();
     let others: Vec<&Gateway> = gws
         .iter()
-        .filter(|g| !paused.contains(&g.addr.port()))
+        .filter(|g| !paused.contains(&(g.addr.port() as i32)))
         .collect();
     // The others take over: they name another coordinator, and the clients go on.
     let moved = eventually(|| {
-        !paused.contains(&coordinator(others[0], GROUP_KEY, GROUP))
-            && !paused.contains(&coordinator(others[0], TRANSACTION_KEY, &txn_id))
+        !paused.contains(&coordinator_port(others[0], GROUP_KEY, GROUP))
+            && !paused.contains(&coordinator_port(others[0], TRANSACTION_KEY, &txn_id))
     });
     let carried_on = workload.wait_for_acks(500, Duration::from_secs(60));
     println!(
@@ -88,7 +86,10 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
         [(GROUP_KEY, GROUP), (TRANSACTION_KEY, txn_id.as_str())]
             .iter()
             .all(|(kind, key)| {
-                let named: BTreeSet<u16> = gws.iter().map(|g| coordinator(g, *kind, key)).collect();
+                let named: BTreeSet<i32> = gws
+                    .iter()
+                    .map(|g| coordinator_port(g, *kind, key))
+                    .collect();
                 named.len() == 1
             })
     });
@@ -99,20 +100,6 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
     );
     std::thread::sleep(Duration::from_secs(3));
     workload.finish().assert_valid();
-}
-
-const GROUP_KEY: i8 = 0;
-const TRANSACTION_KEY: i8 = 1;
-
-/// The port of the gateway coordinating `key`, as `gw` answers FindCoordinator.
-fn coordinator(gw: &Gateway, key_type: i8, key: &str) -> u16 {
-    let mut c = RawClient::connect(gw.addr);
-    let request = FindCoordinatorRequest::default()
-        .with_key_type(key_type)
-        .with_key(StrBytes::from_string(key.into()));
-    let r = call!(c, FindCoordinator, 3, request);
-    assert_eq!(r.error_code, 0, "{r:?}");
-    r.port as u16
 }
 
 /// Waits (up to a minute) until `done` holds; how long it took.

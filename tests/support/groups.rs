@@ -131,6 +131,24 @@ pub fn coordinator_of(gw: &super::Gateway, group: &str) -> i32 {
     super::call!(c, FindCoordinator, 3, req).node_id.0
 }
 
+/// FindCoordinator's key types.
+pub const GROUP_KEY: i8 = 0;
+pub const TRANSACTION_KEY: i8 = 1;
+
+/// The port of the gateway coordinating `key` (a group or a transactional id), as
+/// `gw` answers FindCoordinator.
+pub fn coordinator_port(gw: &super::Gateway, key_type: i8, key: &str) -> i32 {
+    use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let mut c = super::RawClient::connect(gw.addr);
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(key_type)
+        .with_key(StrBytes::from_string(key.into()));
+    let r = super::call!(c, FindCoordinator, 3, request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    r.port
+}
+
 /// `gw`'s own node id: the broker its Metadata lists at its own address.
 pub fn node_id(gw: &super::Gateway) -> i32 {
     use kafka_protocol::messages::MetadataRequest;

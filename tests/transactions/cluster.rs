@@ -63,20 +63,7 @@ fn await_brokers(gws: &[&Gateway], want: usize) {
     }
 }
 
-const GROUP_KEY: i8 = 0;
-const TRANSACTION_KEY: i8 = 1;
-
-/// The port of the gateway coordinating `key` (a group or a transactional id), as
-/// `gw` answers FindCoordinator.
-fn coordinator(gw: &Gateway, key_type: i8, key: &str) -> i32 {
-    let mut c = RawClient::connect(gw.addr);
-    let request = FindCoordinatorRequest::default()
-        .with_key_type(key_type)
-        .with_key(s(key));
-    let r = call!(c, FindCoordinator, 3, request);
-    assert_eq!(r.error_code, 0, "{r:?}");
-    r.port
-}
+use crate::support::groups::{coordinator_port as coordinator, GROUP_KEY, TRANSACTION_KEY};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_coordinator_killed_mid_transaction_another_commits_it() {
