@@ -548,6 +548,7 @@ mod tests {
             },
             bytes: Bytes::new(),
             records: Bytes::new(),
+            whole: false,
         }
     }
 

@@ -108,6 +108,7 @@ impl Partitions {
             header: BatchHeader::parse(&bytes),
             bytes,
             records: Bytes::new(),
+            whole: false,
         };
         self.send(tp, batch, None, strict_epoch)
     }

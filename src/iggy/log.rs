@@ -19,7 +19,7 @@ use iggy_kafka_actors::store::{
 
 use super::errors::{backend_error, partition_id};
 use super::kafka_batch::{self, BatchCodecError, BatchWriter, InBatch, KafkaRecord, ProducerStamp};
-use super::mapping::{self, FromIggy, IggyParts, IggyView};
+use super::mapping::{self, FromIggy, IggyParts, IggyView, Stored};
 use super::pool::Conn;
 use super::read_ahead::Read;
 use super::Inner;
@@ -44,8 +44,14 @@ fn origin_timestamps<T>(records: &[T], timestamp: impl Fn(&T) -> i64) -> Vec<u64
 }
 
 fn message(parts: IggyParts, origin_timestamp: u64) -> IggyMessage {
+    with_id(parts, origin_timestamp, 0)
+}
+
+/// A message with the id `id` (0: Iggy picks a random one).
+fn with_id(parts: IggyParts, origin_timestamp: u64, id: u128) -> IggyMessage {
     IggyMessage {
         header: IggyMessageHeader {
+            id,
             origin_timestamp,
             user_headers_length: parts.headers.len() as u32,
             payload_length: parts.payload.len() as u32,
@@ -75,6 +81,9 @@ fn to_messages(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError>
             mapping::marker_to_iggy(marker, stamp, h.max_timestamp, h.log_append_time, origin);
         return Ok(vec![message(parts, origin)]);
     }
+    if batch.whole {
+        return whole(batch);
+    }
     let decoded = kafka_batch::decode(batch)?;
     let origins = origin_timestamps(&decoded.records, |r| r.timestamp);
     let transactional = h.transactional && h.is_idempotent();
@@ -93,8 +102,33 @@ fn to_messages(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError>
     Ok(messages)
 }
 
+/// The batch form: the batch as produced in one message, then a header-less filler for
+/// each of its other records, so the next batch's offset is the Kafka one. Each message
+/// carries its record's timestamp (`origin_timestamps`), so lookups by time read the
+/// fillers as they read records.
+fn whole(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError> {
+    let timestamps = kafka_batch::timestamps(batch)?;
+    let origins = origin_timestamps(&timestamps, |t| *t);
+    let batch_id = uuid::Uuid::new_v4().as_u64_pair().0;
+    let mut messages = Vec::with_capacity(origins.len());
+    let mut origins = origins.into_iter();
+    let first = origins
+        .next()
+        .unwrap_or_else(|| IggyTimestamp::now().as_micros());
+    messages.push(message(mapping::batch_to_iggy(batch.bytes.clone()), first));
+    for (place, origin) in (1..).zip(origins) {
+        let filler = IggyParts {
+            payload: Bytes::new(),
+            headers: Bytes::new(),
+        };
+        messages.push(with_id(filler, origin, mapping::filler_id(batch_id, place)));
+    }
+    Ok(messages)
+}
+
 fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
     mapping::from_iggy(IggyView {
+        id: m.header.id,
         payload: &m.payload,
         user_headers: m.user_headers.as_ref(),
         timestamp_micros: m.header.timestamp,
@@ -327,8 +361,13 @@ impl Inner {
         for m in messages {
             let r = self.decode_for_kafka(tp, m)?;
             let offset = m.header.offset;
-            let taken = match (r.control, r.in_batch) {
-                (Some(marker), InBatch::First(producer)) => writer.push_marker(
+            let taken = match (r.stored, r.control, r.in_batch) {
+                (Stored::Batch(count), ..) => {
+                    let batch = r.record.value.unwrap_or_default();
+                    writer.push_whole(offset, batch, count)
+                }
+                (Stored::Filler, ..) => writer.push_filler(offset, r.record.timestamp),
+                (_, Some(marker), InBatch::First(producer)) => writer.push_marker(
                     offset,
                     marker,
                     producer,
@@ -369,6 +408,7 @@ impl Inner {
                     log_append_time: false,
                     in_batch: InBatch::Loose,
                     control: None,
+                    stored: Stored::Record,
                 })
             }
         }

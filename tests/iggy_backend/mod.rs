@@ -13,6 +13,7 @@
 //! (startup errors, Iggy restarting under load, readiness) and [`deadlines`] (requests'
 //! deadlines met while Iggy does not answer). What they share is here.
 
+mod batch_form;
 mod deadlines;
 mod lifecycle;
 mod offsets;

@@ -196,6 +196,7 @@ pub fn batch_of(mut records: Vec<Record>, compression: Compression) -> AppendBat
         header,
         bytes,
         records,
+        whole: false,
     }
 }
 

@@ -45,6 +45,7 @@ pub(super) fn marker(marker: Marker, producer_id: i64, epoch: i16) -> AppendBatc
         header: BatchHeader::parse(&bytes),
         bytes,
         records: Bytes::new(),
+        whole: false,
     }
 }
 

@@ -291,6 +291,7 @@ fn check_batch(
         } else {
             Bytes::new()
         },
+        whole: topic.whole_batches,
     };
     Ok((batch, log_append_time))
 }

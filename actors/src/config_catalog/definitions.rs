@@ -226,8 +226,21 @@ pub const GATEWAY_DYNAMIC: &[Definition] = &[
 /// and not alterable per broker.
 pub const ELR_MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
+/// The gateway's own topic configuration: how the Iggy backend stores the topic's
+/// records (`docs/IGGY_MAPPING.md`, "Stored forms"). Not Kafka's, so described only on
+/// a topic that sets it.
+pub const IGGY_MESSAGE_FORMAT: Definition = topic(
+    "iggy.message.format",
+    Str,
+    "record",
+    Rule::OneOf(&["record", "batch"]),
+    None,
+    "How the Iggy backend stores this topic's records: \"record\", one Iggy message per Kafka record, readable by Iggy's own clients; \"batch\", each Kafka batch as produced (compressed if it was) in one Iggy message, for topics only Kafka clients read. Takes effect for the batches written after a change; the embedded store always keeps batches whole.",
+);
+
+/// A topic configuration: Kafka's, or the gateway's own.
 pub fn topic_config(name: &str) -> Option<&'static Definition> {
-    TOPIC_CONFIGS.iter().find(|d| d.name == name)
+    (TOPIC_CONFIGS.iter().chain([&IGGY_MESSAGE_FORMAT])).find(|d| d.name == name)
 }
 
 /// The topic configuration whose default a broker configuration sets.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use super::definitions::{
     broker_config, broker_configs, topic_config, BrokerConfig, ConfigType, Definition,
-    TOPIC_CONFIGS,
+    IGGY_MESSAGE_FORMAT, TOPIC_CONFIGS,
 };
 use super::features::Finalized;
 use super::in_force::{self, CompactionInForce, InForce};
@@ -291,8 +291,10 @@ impl ClusterConfig {
 
     /// Every topic configuration of a topic whose own values are `overrides`.
     pub fn topic_entries(&self, overrides: &BTreeMap<String, String>) -> Vec<Entry> {
-        TOPIC_CONFIGS
-            .iter()
+        let own = overrides
+            .contains_key(IGGY_MESSAGE_FORMAT.name)
+            .then_some(&IGGY_MESSAGE_FORMAT);
+        (TOPIC_CONFIGS.iter().chain(own))
             .map(|d| self.topic_entry(d, overrides))
             .collect()
     }
@@ -667,6 +669,7 @@ mod tests {
             max_message_bytes: 1_048_588,
             log_append_time: false,
             compacted: false,
+            whole_batches: false,
         };
         assert_eq!(kafka.topic_defaults, expected);
         assert_eq!(kafka.transactional_id_expiration_ms, 604_800_000);
@@ -685,6 +688,7 @@ mod tests {
             max_message_bytes: 2000,
             log_append_time: true,
             compacted: true,
+            whole_batches: false,
         };
         assert_eq!(set.topic_defaults, expected);
         assert_eq!(set.transaction_max_timeout_ms, 60_000);
@@ -697,10 +701,17 @@ mod tests {
             max_message_bytes: 100,
             log_append_time: false,
             compacted: false,
+            whole_batches: false,
         };
         assert_eq!(set.topic(&own), expected);
         let partly = map(&[("cleanup.policy", "compact")]);
         assert_eq!(set.topic(&partly).max_message_bytes, 2000);
         assert!(set.topic(&partly).compacted);
+        let whole = map(&[("iggy.message.format", "batch")]);
+        assert!(set.topic(&whole).whole_batches);
+        assert!(
+            !set.topic(&map(&[("iggy.message.format", "record")]))
+                .whole_batches
+        );
     }
 }

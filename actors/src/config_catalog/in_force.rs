@@ -18,6 +18,8 @@ pub struct TopicInForce {
     pub log_append_time: bool,
     /// `cleanup.policy` holds `compact`: every record needs a key.
     pub compacted: bool,
+    /// `iggy.message.format=batch`: the Iggy backend keeps each batch whole.
+    pub whole_batches: bool,
 }
 
 /// What the compactor acts on for a topic whose `cleanup.policy` holds `compact`
@@ -50,6 +52,7 @@ pub struct InForce {
 const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
 const TIMESTAMP_TYPE: &str = "message.timestamp.type";
 const CLEANUP_POLICY: &str = "cleanup.policy";
+const MESSAGE_FORMAT: &str = "iggy.message.format";
 
 fn log_append_time(value: &str) -> bool {
     value == "LogAppendTime"
@@ -84,6 +87,7 @@ impl InForce {
                 ),
                 log_append_time: log_append_time(topic(TIMESTAMP_TYPE).unwrap_or_default()),
                 compacted: compacted(topic(CLEANUP_POLICY).unwrap_or_default()),
+                whole_batches: false,
             },
             transactional_id_expiration_ms: parsed(broker(expiration), broker_default(expiration)),
             transaction_max_timeout_ms: parsed(broker(max_timeout), broker_default(max_timeout)),
@@ -102,6 +106,7 @@ impl InForce {
                 .unwrap_or(defaults.max_message_bytes),
             log_append_time: own(TIMESTAMP_TYPE).map_or(defaults.log_append_time, log_append_time),
             compacted: own(CLEANUP_POLICY).map_or(defaults.compacted, compacted),
+            whole_batches: own(MESSAGE_FORMAT) == Some("batch"),
         }
     }
 }

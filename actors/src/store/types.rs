@@ -171,12 +171,15 @@ pub type ClusterConfigs = BTreeMap<String, BTreeMap<String, String>>;
 /// served back, except its base offset, which the backend assigns; `records` is its
 /// records section decompressed, as Produce checked it, for an engine that stores
 /// records one by one (`LogStore::splits_batches`; so a batch is decompressed at most
-/// once), and empty for the others.
+/// once), and empty for the others. `whole`: the topic asks an engine that splits
+/// batches to keep this one whole (`iggy.message.format=batch`); engines that keep
+/// batches anyway ignore it.
 #[derive(Clone, Debug)]
 pub struct AppendBatch {
     pub header: BatchHeader,
     pub bytes: Bytes,
     pub records: Bytes,
+    pub whole: bool,
 }
 
 /// A partition's stored bytes before and after a [`crate::store::LogCall::Compact`].

@@ -125,6 +125,39 @@ pub fn decode(batch: &AppendBatch) -> Result<DecodedBatch, BatchCodecError> {
     })
 }
 
+/// Each record's timestamp, from the records Produce decompressed: what a batch kept
+/// whole (`log.rs`, the batch form) needs of its records besides its own bytes. Only
+/// the framing and offset deltas are read; the rest stays as produced.
+pub fn timestamps(batch: &AppendBatch) -> Result<Vec<i64>, BatchCodecError> {
+    let h = &batch.header;
+    let body = &batch.records;
+    let mut cursor = Cursor {
+        data: body,
+        pos: 0,
+        end: body.len(),
+    };
+    let count = h.record_count.max(0) as usize;
+    let mut timestamps = Vec::with_capacity(count.min(body.len() / 7 + 1));
+    for index in 0..count {
+        let len = cursor.varint()?;
+        let len = usize::try_from(len).map_err(|_| BatchCodecError::Record("negative length"))?;
+        let mut r = cursor.record(len)?;
+        r.skip(1)?; // attributes
+        let timestamp = h.base_timestamp.wrapping_add(r.varlong()?);
+        if usize::try_from(r.varint()?) != Ok(index) {
+            return Err(BatchCodecError::Record("offset delta out of order"));
+        }
+        timestamps.push(match h.log_append_time {
+            true => h.max_timestamp,
+            false => timestamp,
+        });
+    }
+    if cursor.left() != 0 {
+        return Err(BatchCodecError::Record("bytes after the last record"));
+    }
+    Ok(timestamps)
+}
+
 /// The marker a control batch holds (`protocol/markers.rs` lays it out), read from the
 /// batch's own bytes: the gateway writes markers uncompressed, with no records section
 /// decompressed for them.

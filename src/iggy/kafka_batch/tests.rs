@@ -9,6 +9,7 @@ fn decode_produced(batch: &Bytes) -> Result<DecodedBatch, BatchCodecError> {
         header: BatchHeader::parse(batch),
         records: records::batch_records(batch, usize::MAX).expect("decompresses"),
         bytes: batch.clone(),
+        whole: false,
     })
 }
 
@@ -22,7 +23,7 @@ fn encode(base_offset: u64, log_append_time: bool, records: &[KafkaRecord]) -> B
     batch.finish()
 }
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
 fn sample() -> Vec<KafkaRecord> {
@@ -156,6 +157,7 @@ fn compressed_batches_from_kafka_protocol_decode() {
             header: BatchHeader::parse(&batch),
             records: records::batch_records(&batch, usize::MAX).unwrap(),
             bytes: wiped.freeze(),
+            whole: false,
         });
         assert_eq!(again.unwrap().records, decoded.records, "{compression:?}");
     }
@@ -324,6 +326,7 @@ fn marker_append(marker: markers::Marker, coordinator_epoch: i32) -> AppendBatch
         header: BatchHeader::parse(&bytes),
         bytes,
         records: Bytes::new(),
+        whole: false,
     }
 }
 
@@ -513,4 +516,73 @@ fn markers_of_log_append_time_topics_keep_the_timestamp_type() {
     assert!(h.control && h.log_append_time);
     assert_eq!(markers::read(&batches[0]), Some(markers::Marker::Abort));
     assert_eq!(shapes(&batches), [(3, 1, 5, true, true)], "and its CRC");
+}
+
+#[test]
+fn whole_batches_are_served_as_stored_and_orphan_fillers_as_empty_batches() {
+    let records: Vec<Record> = (0..4)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i,
+            sequence: i as i32 - 1,
+            timestamp: 100 + i * 10,
+            key: None,
+            value: Some(Bytes::from(vec![b'x'; 50])),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::Zstd,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    let batch = buf.freeze();
+    let appended = AppendBatch {
+        header: BatchHeader::parse(&batch),
+        records: records::batch_records(&batch, usize::MAX).unwrap(),
+        bytes: batch.clone(),
+        whole: true,
+    };
+    assert_eq!(timestamps(&appended).unwrap(), vec![100, 110, 120, 130]);
+
+    // Two fillers whose batch is gone, then a whole batch at 12 and its fillers.
+    let mut w = BatchWriter::new(1 << 20, 0);
+    assert!(w.push_filler(10, 90));
+    assert!(w.push_filler(11, 95));
+    assert!(w.push_whole(12, batch.clone(), 4));
+    for offset in 13..16 {
+        assert!(w.push_filler(offset, 0), "taken with its batch");
+    }
+    let (batches, next) = w.finish();
+    assert_eq!(next, 16);
+    assert_eq!(batches.len(), 3);
+    let served = &batches[2];
+    assert_eq!(&served[HEADER_LEN..], &batch[HEADER_LEN..], "as produced");
+    assert_eq!(records::base_offset(served), 12);
+    let mut all = BytesMut::new();
+    batches.iter().for_each(|b| all.extend_from_slice(b));
+    let sets = RecordBatchDecoder::decode_all(&mut all.freeze()).unwrap();
+    let offsets: Vec<i64> = sets
+        .iter()
+        .flat_map(|s| &s.records)
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(offsets, vec![12, 13, 14, 15]);
+    for (empty, at) in batches[..2].iter().zip([10, 11]) {
+        let h = BatchHeader::parse(empty);
+        assert_eq!((records::base_offset(empty), h.record_count), (at, 0));
+        let last_delta = &empty[records::LAST_OFFSET_DELTA_AT..][..4];
+        assert_eq!(last_delta, 0i32.to_be_bytes(), "consumers move past it");
+        assert!(
+            records::check_frame(empty).is_ok(),
+            "a whole batch, CRC and all"
+        );
+    }
 }

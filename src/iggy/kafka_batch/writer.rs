@@ -143,14 +143,47 @@ impl BatchWriter {
             let mut header = BatchHeader::parse(&batch);
             batch = records::stamp_log_append_time(batch, &mut header, timestamp);
         }
+        self.push_own(offset, records::place(batch, offset as i64), 1)
+    }
+
+    /// Adds the whole batch of `count` records stored at `offset` (the batch form), as
+    /// produced but for its base offset, unless the budget is spent: then false. Its
+    /// fillers are taken with it.
+    pub fn push_whole(&mut self, offset: u64, batch: Bytes, count: u32) -> bool {
+        self.push_own(
+            offset,
+            records::place(batch, offset as i64),
+            u64::from(count),
+        )
+    }
+
+    /// A filler at `offset`: taken with its batch when that was served; otherwise its
+    /// batch is gone (Iggy expired the segment holding it, not the one holding its
+    /// fillers), and an empty batch stands for it, as Kafka's cleaner leaves one, so
+    /// consumers move past.
+    pub fn push_filler(&mut self, offset: u64, timestamp: i64) -> bool {
+        if offset < self.next_offset {
+            return true;
+        }
+        let mut empty = OpenBatch::new(offset, timestamp, false, 0, None);
+        empty.count = 1; // a last offset delta of 0
+        let mut batch = BytesMut::from(empty.finish());
+        batch[RECORD_COUNT_AT..RECORD_COUNT_AT + 4].copy_from_slice(&0i32.to_be_bytes());
+        let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+        batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        self.push_own(offset, batch.freeze(), 1)
+    }
+
+    /// Adds `batch`, made elsewhere, standing for `count` offsets from `offset`.
+    fn push_own(&mut self, offset: u64, batch: Bytes, count: u64) -> bool {
         if self.size > 0 && self.size + batch.len() > self.max_bytes {
             return false;
         }
         self.close();
-        self.taken += 1;
+        self.taken += count as usize;
         self.size += batch.len();
-        self.done.push(records::place(batch, offset as i64));
-        self.next_offset = offset + 1;
+        self.done.push(batch);
+        self.next_offset = offset + count;
         true
     }
 

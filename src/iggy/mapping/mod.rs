@@ -34,6 +34,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use iggy_common::{HeaderKind, HeaderValue};
+use iggy_kafka_actors::protocol::records::{BatchHeader, HEADER_LEN};
 
 use super::kafka_batch::{
     marker_of_type, marker_type, ControlMarker, InBatch, KafkaHeader, KafkaRecord, ProducerStamp,
@@ -46,10 +47,17 @@ use super::kafka_batch::{
 /// messages instead of serving aborted records as plain ones. Only messages of a
 /// transaction are written as version 3: the rest stay version 2, so gateways of the
 /// previous release on the same server keep reading them during a rolling upgrade.
-/// Versions 1 and 2 are still read.
-pub const MAPPING_VERSION: u8 = 3;
+/// Versions 1 and 2 are still read. Version 4 is the batch form (`iggy.message.format=
+/// batch`): a message whose payload is a whole Kafka batch, followed by a header-less
+/// filler for each of its other records, so offsets stay Kafka's; written only on the
+/// topics that ask for it.
+pub const MAPPING_VERSION: u8 = BATCH_VERSION;
 /// The version of messages that hold nothing of a transaction.
 const PLAIN_VERSION: u8 = 2;
+/// The version of a transaction's records and markers.
+const TXN_VERSION: u8 = 3;
+/// The version of a whole batch.
+const BATCH_VERSION: u8 = 4;
 /// Header names the gateway owns; a Kafka header named like this goes to the fallback.
 pub const RESERVED_PREFIX: &str = "kafka.";
 const MARKER: &[u8] = b"kafka.mapping";
@@ -101,6 +109,61 @@ const TXN_ENTRY: &[u8] = &[
     STRING, 9, 0, 0, 0, b'k', b'a', b'f', b'k', b'a', b'.', b't', b'x', b'n', UINT32, 4, 0, 0, 0,
 ];
 
+/// The user headers of a whole batch (version 4): the marker and `kafka.batch` (a
+/// uint8, the form: 1). Shared: written without allocation, read by comparison.
+const BATCH_ONLY: &[u8] = &[
+    STRING,
+    13,
+    0,
+    0,
+    0,
+    b'k',
+    b'a',
+    b'f',
+    b'k',
+    b'a',
+    b'.',
+    b'm',
+    b'a',
+    b'p',
+    b'p',
+    b'i',
+    b'n',
+    b'g',
+    UINT8,
+    1,
+    0,
+    0,
+    0,
+    BATCH_VERSION,
+    STRING,
+    11,
+    0,
+    0,
+    0,
+    b'k',
+    b'a',
+    b'f',
+    b'k',
+    b'a',
+    b'.',
+    b'b',
+    b'a',
+    b't',
+    b'c',
+    b'h',
+    UINT8,
+    1,
+    0,
+    0,
+    0,
+    1,
+];
+
+/// A filler's message id: its batch's random half, then this tag and its place in the
+/// batch. Unique per message, as Iggy's deduplication (when on) needs.
+const FILLER_TAG: u32 = 0x6b_66_6c_72; // "kflr"
+
 /// Iggy's limits on one header field and on all of a message's headers.
 const MAX_FIELD: usize = 255;
 const MAX_HEADERS_BYTES: usize = iggy_common::MAX_USER_HEADERS_SIZE as usize;
@@ -122,6 +185,8 @@ pub enum MappingError {
     Version(u8),
     #[error("the gateway's fallback data in the message is malformed")]
     Blob,
+    #[error("the whole batch in the message is malformed")]
+    Batch,
 }
 
 /// `kafka.producer` flags (version 3; older stamps have none).
@@ -261,7 +326,7 @@ pub fn to_iggy(
     let version = match in_batch {
         InBatch::Loose => PLAIN_VERSION,
         InBatch::First(p) if !p.transactional => PLAIN_VERSION,
-        InBatch::First(_) | InBatch::Continues(_) => MAPPING_VERSION,
+        InBatch::First(_) | InBatch::Continues(_) => TXN_VERSION,
     };
     let mut tlv = leading(r.timestamp, log_append_time, origin_micros, version);
     if r.value.is_none() {
@@ -319,6 +384,28 @@ pub fn to_iggy(
     }
 }
 
+/// A whole Kafka batch as one message (the batch form): its bytes as produced, the
+/// shared [`BATCH_ONLY`] headers.
+pub fn batch_to_iggy(batch: Bytes) -> IggyParts {
+    IggyParts {
+        payload: batch,
+        headers: Bytes::from_static(BATCH_ONLY),
+    }
+}
+
+/// The id of the filler standing for record `place` (1, 2, …) of a whole batch whose
+/// random half is `batch_id`.
+pub fn filler_id(batch_id: u64, place: u32) -> u128 {
+    (u128::from(batch_id) << 64) | (u128::from(FILLER_TAG) << 32) | u128::from(place)
+}
+
+/// The place of the record a filler stands for, when `id` is a filler's and the message
+/// is empty, as fillers are.
+fn filler_place(id: u128, empty: bool) -> Option<u32> {
+    let tagged = (id >> 32) as u32 == FILLER_TAG && id as u32 > 0;
+    (empty && tagged).then_some(id as u32)
+}
+
 /// A transaction marker as an Iggy message of its own: an empty payload, its
 /// `kafka.control`, and the stamp of the producer whose transaction it ends (base
 /// sequence −1: a marker has none). The timestamp is the marker batch's.
@@ -329,7 +416,7 @@ pub fn marker_to_iggy(
     log_append_time: bool,
     origin_micros: u64,
 ) -> IggyParts {
-    let mut tlv = leading(timestamp, log_append_time, origin_micros, MAPPING_VERSION);
+    let mut tlv = leading(timestamp, log_append_time, origin_micros, TXN_VERSION);
     tlv.entry(CONTROL, RAW, &encode_control(&marker));
     tlv.entry(PRODUCER, RAW, &encode_stamp(&producer));
     IggyParts {
@@ -439,6 +526,7 @@ pub fn parse_headers(headers: &Bytes) -> Result<Vec<RawHeader>, MappingError> {
 
 /// What a record needs from an Iggy message.
 pub struct IggyView<'a> {
+    pub id: u128,
     pub payload: &'a Bytes,
     pub user_headers: Option<&'a Bytes>,
     /// Iggy's append time, in microseconds.
@@ -465,6 +553,19 @@ pub struct FromIggy {
     pub in_batch: InBatch,
     /// Set on a transaction marker, whose producer is its `in_batch` stamp.
     pub control: Option<ControlMarker>,
+    /// Whether the message holds a record, a whole batch or a filler.
+    pub stored: Stored,
+}
+
+/// What one message of a partition holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// One record (or a marker): the record form, and native messages.
+    Record,
+    /// A whole Kafka batch of this many records, as produced: the record's value.
+    Batch(u32),
+    /// A record of the whole batch `in_batch` places it in, held there.
+    Filler,
 }
 
 /// Where a plain record stands in its batch when its headers are only the marker (of
@@ -484,6 +585,24 @@ fn plain_in_batch(headers: &[u8]) -> Option<InBatch> {
 
 /// The Kafka record a message stands for.
 pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
+    let no_headers = m.user_headers.is_none_or(Bytes::is_empty);
+    if let Some(place) = filler_place(m.id, m.payload.is_empty() && no_headers) {
+        return Ok(FromIggy {
+            record: KafkaRecord {
+                timestamp: timestamp_from_origin(m.origin_micros).unwrap_or_default(),
+                key: None,
+                value: None,
+                headers: Vec::new(),
+            },
+            log_append_time: false,
+            in_batch: InBatch::Continues(place),
+            control: None,
+            stored: Stored::Filler,
+        });
+    }
+    if m.user_headers.is_some_and(|h| h.as_ref() == BATCH_ONLY) {
+        return whole_batch(m);
+    }
     if let (Some(h), Some(timestamp)) = (m.user_headers, timestamp_from_origin(m.origin_micros)) {
         if let Some(in_batch) = plain_in_batch(h) {
             return Ok(FromIggy {
@@ -496,6 +615,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
                 log_append_time: false,
                 in_batch,
                 control: None,
+                stored: Stored::Record,
             });
         }
     }
@@ -510,6 +630,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
             log_append_time: false,
             in_batch: InBatch::Loose,
             control: None,
+            stored: Stored::Record,
         });
     };
     let version = marker.value.first().copied().ok_or(MappingError::Headers)?;
@@ -615,6 +736,47 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
         log_append_time,
         in_batch,
         control,
+        stored: Stored::Record,
+    })
+}
+
+/// A whole batch: the producer stamp, timestamp type and first timestamp from its own
+/// header, the batch itself as the value.
+fn whole_batch(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
+    if m.payload.len() < HEADER_LEN {
+        return Err(MappingError::Batch);
+    }
+    let h = BatchHeader::parse(m.payload);
+    let count = u32::try_from(h.record_count).map_err(|_| MappingError::Batch)?;
+    if count == 0 || h.control {
+        return Err(MappingError::Batch);
+    }
+    let in_batch = match h.is_idempotent() {
+        true => InBatch::First(ProducerStamp {
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+            record_count: h.record_count,
+            transactional: h.transactional,
+        }),
+        false => InBatch::Loose,
+    };
+    let first = if h.log_append_time {
+        h.max_timestamp
+    } else {
+        h.base_timestamp
+    };
+    Ok(FromIggy {
+        record: KafkaRecord {
+            timestamp: timestamp_from_origin(m.origin_micros).unwrap_or(first),
+            key: None,
+            value: Some(m.payload.clone()),
+            headers: Vec::new(),
+        },
+        log_append_time: h.log_append_time,
+        in_batch,
+        control: None,
+        stored: Stored::Batch(count),
     })
 }
 

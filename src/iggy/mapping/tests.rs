@@ -43,6 +43,7 @@ fn round_trip_in(r: &KafkaRecord, log_append_time: bool, in_batch: InBatch) -> I
         assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
         iggy_binary_protocol::validate_user_headers(&parts.headers).expect("valid Iggy headers");
         let back = from_iggy(IggyView {
+            id: 0,
             payload: &parts.payload,
             user_headers: Some(&parts.headers),
             timestamp_micros: 5,
@@ -151,6 +152,7 @@ fn the_shared_marker_is_what_the_general_encoding_writes() {
     // Read back by the fast path, and by the general one when the origin differs.
     for origin_micros in [r.timestamp as u64 * 1000, 7] {
         let back = from_iggy(IggyView {
+            id: 0,
             payload: &parts.payload,
             user_headers: Some(&parts.headers),
             timestamp_micros: 5,
@@ -180,6 +182,7 @@ fn version_1_messages_still_read() {
     tlv.entry(TIMESTAMP, INT64, &42i64.to_le_bytes());
     let (payload, headers) = (b(b"v"), tlv.0.freeze());
     let back = from_iggy(IggyView {
+        id: 0,
         payload: &payload,
         user_headers: Some(&headers),
         timestamp_micros: 9_000_000,
@@ -199,6 +202,7 @@ fn native_messages_have_no_key_and_their_headers() {
     let payload = b(b"hello");
     let headers = tlv.0.freeze();
     let back = from_iggy(IggyView {
+        id: 0,
         payload: &payload,
         user_headers: Some(&headers),
         timestamp_micros: 1_700_000_000_123_456,
@@ -222,6 +226,7 @@ fn newer_mappings_are_refused_not_misread() {
     tlv.entry(MARKER, UINT8, &[MAPPING_VERSION + 1]);
     let headers = tlv.0.freeze();
     let err = from_iggy(IggyView {
+        id: 0,
         payload: &Bytes::new(),
         user_headers: Some(&headers),
         timestamp_micros: 0,
@@ -232,6 +237,7 @@ fn newer_mappings_are_refused_not_misread() {
 
 fn read(parts: &IggyParts, origin_micros: u64) -> Result<FromIggy, MappingError> {
     from_iggy(IggyView {
+        id: 0,
         payload: &parts.payload,
         user_headers: Some(&parts.headers),
         timestamp_micros: 5,
@@ -250,7 +256,7 @@ fn a_transactional_batch_after_its_first_record_is_read_without_parsing() {
     let parts = to_iggy(r.clone(), false, InBatch::Continues(7), micros);
     // A transaction's records are version 3.
     let mut fast = MARKER_ONLY.to_vec();
-    *fast.last_mut().unwrap() = MAPPING_VERSION;
+    *fast.last_mut().unwrap() = TXN_VERSION;
     fast.extend_from_slice(&tlv.0);
     assert_eq!(
         parts.headers.as_ref(),
@@ -376,5 +382,97 @@ fn a_control_header_without_its_producer_is_no_marker() {
         read(&parts, 0).unwrap_err(),
         MappingError::Headers,
         "an unknown type"
+    );
+}
+
+/// A whole batch as produced, at timestamps 1_700_000_000_000 + n.
+fn whole_batch_bytes(producer_id: i64, count: usize) -> Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let records: Vec<Record> = (0..count)
+        .map(|n| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id,
+            producer_epoch: 0,
+            timestamp_type: TimestampType::Creation,
+            offset: n as i64,
+            sequence: if producer_id < 0 {
+                n as i32 - 1
+            } else {
+                n as i32
+            },
+            timestamp: 1_700_000_000_000 + n as i64,
+            key: None,
+            value: Some(b(b"v")),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut out = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::Lz4,
+    };
+    RecordBatchEncoder::encode(&mut out, &records, &options).unwrap();
+    out.freeze()
+}
+
+#[test]
+fn a_whole_batch_reads_back_with_its_producer_and_count() {
+    let batch = whole_batch_bytes(9, 3);
+    let parts = batch_to_iggy(batch.clone());
+    assert_eq!(parts.payload, batch, "kept as produced");
+    let back = read(&parts, 1_700_000_000_000_000).unwrap();
+    assert_eq!(back.stored, Stored::Batch(3));
+    assert_eq!(back.record.value, Some(batch));
+    assert_eq!(back.record.timestamp, 1_700_000_000_000);
+    let InBatch::First(stamp) = back.in_batch else {
+        panic!("an idempotent batch is its producer's: {:?}", back.in_batch)
+    };
+    assert_eq!((stamp.producer_id, stamp.record_count), (9, 3));
+    let plain = read(&batch_to_iggy(whole_batch_bytes(-1, 2)), 0).unwrap();
+    assert_eq!(
+        (plain.stored, plain.in_batch),
+        (Stored::Batch(2), InBatch::Loose)
+    );
+    // Cut short, it is refused, not misread.
+    let cut = batch_to_iggy(parts.payload.slice(..40));
+    assert_eq!(read(&cut, 0).unwrap_err(), MappingError::Batch);
+}
+
+#[test]
+fn a_filler_is_known_by_its_id_and_emptiness_alone() {
+    let id = filler_id(0xdead_beef, 7);
+    fn view<'a>(id: u128, payload: &'a Bytes, headers: Option<&'a Bytes>) -> IggyView<'a> {
+        IggyView {
+            id,
+            payload,
+            user_headers: headers,
+            timestamp_micros: 5,
+            origin_micros: 1_700_000_000_007_000,
+        }
+    }
+    let empty = Bytes::new();
+    let filler = from_iggy(view(id, &empty, None)).unwrap();
+    assert_eq!(filler.stored, Stored::Filler);
+    assert_eq!(filler.in_batch, InBatch::Continues(7));
+    assert_eq!(filler.record.timestamp, 1_700_000_000_007);
+    // The same id on a message with a payload, or any other id, is a native message.
+    let v = b(b"v");
+    assert_eq!(
+        from_iggy(view(id, &v, None)).unwrap().stored,
+        Stored::Record
+    );
+    assert_eq!(
+        from_iggy(view(7, &empty, None)).unwrap().stored,
+        Stored::Record
+    );
+    assert_ne!(
+        filler_id(1, 1),
+        filler_id(2, 1),
+        "unique for Iggy's deduplication"
     );
 }
