@@ -51,6 +51,11 @@ pub fn create_topic(addr: &str, topic: &str) {
 /// Creates `topics` of `partitions` partitions each in one CreateTopics request and waits
 /// until metadata shows all their partitions.
 pub fn create_topics(addr: &str, topics: &[&str], partitions: i32) {
+    create_topics_with(addr, topics, partitions, &[]);
+}
+
+/// [`create_topics`], each topic with `configs`.
+pub fn create_topics_with(addr: &str, topics: &[&str], partitions: i32, configs: &[(&str, &str)]) {
     let admin: AdminClient<DefaultClientContext> = config(addr).create().unwrap();
     // Both timeouts are enforced inside librdkafka, so the future always completes. A
     // thousand partitions take a broker seconds, not milliseconds.
@@ -62,7 +67,10 @@ pub fn create_topics(addr: &str, topics: &[&str], partitions: i32) {
         .operation_timeout(timeout);
     let new: Vec<NewTopic> = topics
         .iter()
-        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
+        .map(|t| {
+            let topic = NewTopic::new(t, partitions, TopicReplication::Fixed(1));
+            configs.iter().fold(topic, |topic, (k, v)| topic.set(k, v))
+        })
         .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -35,7 +35,7 @@ mod java;
 mod procs;
 mod rdk;
 
-use common::{bounded, consume, create_topic, PARTITIONS};
+use common::{bounded, consume, create_topics_with, PARTITIONS};
 use procs::System;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -121,10 +121,12 @@ fn delete_topics(addr: &str, topics: &[String]) {
     }
 }
 
-/// Creates `topic` on `addr` (8 partitions) inside a phase, as an error rather than a panic.
-fn topic(addr: &str, topic: &str) -> Result<(), String> {
-    let (a, t) = (addr.to_string(), topic.to_string());
-    panic::catch_unwind(move || create_topic(&a, &t)).map_err(|_| format!("create {topic} failed"))
+/// Creates `topic` on `sys` (8 partitions, the system's topic configurations) inside a
+/// phase, as an error rather than a panic.
+fn topic(sys: &System, topic: &str) -> Result<(), String> {
+    let (a, t, configs) = (sys.addr.clone(), topic.to_string(), sys.topic_configs);
+    panic::catch_unwind(move || create_topics_with(&a, &[&t], PARTITIONS, configs))
+        .map_err(|_| format!("create {topic} failed"))
 }
 
 /// The six throughput tests of one size and compression on one system.
@@ -161,7 +163,7 @@ fn run_case(
     };
     for (t, k) in [(&topics[0], 1), (&topics[1], 4)] {
         out.push(java(&format!("perf-test produce ×{k}"), &|| {
-            topic(&addr, t)?;
+            topic(sys, t)?;
             java::produce(cp, &addr, t, (size, compression), (n, k), limit).map(|(rps, _)| rps)
         }));
     }
@@ -170,7 +172,7 @@ fn run_case(
     }));
     for (t, k) in [(&topics[2], 1), (&topics[3], 4)] {
         out.push(phase(sys, &format!("librdkafka produce ×{k}"), n, || {
-            topic(&addr, t)?;
+            topic(sys, t)?;
             let (a, t) = (addr.clone(), t.clone());
             Ok(bounded("produce", hard, move || {
                 rdk::produce_many(&a, &t, (size, compression), (n, k), limit)
@@ -240,6 +242,16 @@ fn main() {
 
     let kafka_name: &'static str = Box::leak(format!("Kafka {version}").into_boxed_str());
     let mut systems = procs::kafka_and_gateways((kafka_name, &cp), &gateway, iggy_bin.as_deref());
+    // The batch form (`iggy.message.format=batch`) on a server of its own: the Iggy
+    // backend for topics only Kafka clients read.
+    if let Some(iggy) = &iggy_bin {
+        let server = procs::iggy(iggy);
+        let gw = procs::gateway(&gateway, Some(&server.addr));
+        systems.push(System {
+            topic_configs: &[("iggy.message.format", "batch")],
+            ..System::of("gateway (Iggy, batch form)", vec![gw, server])
+        });
+    }
     if let Some(bin) = &baseline_bin {
         let gw = procs::gateway(bin, None);
         systems.push(System::of("baseline gateway (embedded)", vec![gw]));
@@ -258,7 +270,7 @@ fn main() {
     // Not measured: JIT-compiles Kafka's hot paths and lets every system settle.
     for sys in &systems {
         phase(sys, "warm-up", 200_000, || {
-            topic(&sys.addr, "warm-up")?;
+            topic(sys, "warm-up")?;
             let a = sys.addr.clone();
             Ok(bounded("warm-up", limit, move || {
                 let rps = rdk::produce_many(&a, "warm-up", (100, "none"), (200_000, 1), limit);
@@ -322,7 +334,7 @@ fn main() {
                 let records = (rate * latency_secs) as u64;
                 let mut got = None;
                 phase(sys, "end-to-end", records.max(1), || {
-                    topic(&sys.addr, &t)?;
+                    topic(sys, &t)?;
                     let a = sys.addr.clone();
                     let tt = t.clone();
                     let p = bounded("e2e", limit, move || {
@@ -352,7 +364,7 @@ fn main() {
             .map(|sys| {
                 let t = format!("group-{size}");
                 let m = phase(sys, "group consume", n, || {
-                    topic(&sys.addr, &t)?;
+                    topic(sys, &t)?;
                     let (a, tt) = (sys.addr.clone(), t.clone());
                     Ok(bounded(
                         "group",

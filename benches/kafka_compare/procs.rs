@@ -97,13 +97,20 @@ pub struct System {
     pub name: &'static str,
     pub addr: String,
     pub procs: Vec<Proc>,
+    /// Configurations every topic of the bench is made with on this system.
+    pub topic_configs: &'static [(&'static str, &'static str)],
 }
 
 impl System {
     /// A system served at its first process's address.
     pub fn of(name: &'static str, procs: Vec<Proc>) -> System {
         let addr = procs[0].addr.clone();
-        System { name, addr, procs }
+        System {
+            name,
+            addr,
+            procs,
+            topic_configs: &[],
+        }
     }
 
     /// CPU seconds used so far by all of the system's processes.

@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use iggy::prelude::{
     Identifier, IggyByteSize, IggyDuration, IggyError, IggyExpiry, MaxTopicSize, PartitionClient,
-    PollingStrategy, TopicClient, TopicCreateOptions, TopicUpdateOptions,
+    PollingStrategy, TopicClient, TopicCreateOptions, TopicDetails, TopicUpdateOptions,
 };
 use iggy_kafka_actors::store::log::LogInfo;
 use iggy_kafka_actors::store::{StoreError, StoreResult, TopicLimits, TopicPartition};
 
 use super::errors::{backend_error, named};
-use super::{gateway_log, Inner};
+use super::{gateway_log, pool, Inner};
 
 /// The most partitions Iggy adds in one call (`MAX_PARTITIONS_COUNT` of its SDK).
 const PARTITIONS_PER_CALL: u32 = 1000;
@@ -171,14 +171,28 @@ impl Inner {
             .await
             .map_err(err)?;
         let (stream_id, topic_name) = (named(stream)?, topic.to_string());
-        let options = topic_options(partitions, &limits, self.config.fsync);
+        // Iggy makes at most PARTITIONS_PER_CALL partitions a call: the rest are added.
+        let first = partitions.clamp(1, PARTITIONS_PER_CALL as i32);
+        let options = topic_options(first, &limits, self.config.fsync);
         let c = self.admin().await?;
-        let details = c
+        let mut details = c
             .check(c.create_topic(&stream_id, &topic_name, &options).await)
             .map_err(err)?;
+        let topic_id = named(&topic_name)?;
+        if partitions > first {
+            let ids = (&stream_id, &topic_id);
+            match self.grow(&c, name, ids, partitions as u32).await {
+                Ok(d) => details = d,
+                Err(e) => {
+                    // Half made, it would serve fewer partitions than asked: undo it.
+                    tracing::warn!(topic = %name, error = %e, "cannot add the topic's partitions; deleting it again");
+                    let _ = c.check(c.delete_topic(&stream_id, &topic_id).await);
+                    return Err(e);
+                }
+            }
+        }
         drop(c);
         self.until_empty(name, details.partitions_count).await?;
-        let topic_id = named(&topic_name)?;
         // The size cap needs the segment size the topic got (see `max_topic_size`).
         if limits.retention_bytes.is_some() {
             let capped = self
@@ -277,17 +291,7 @@ impl Inner {
                 partitions: has as i32,
             });
         }
-        let mut missing = wanted - has;
-        while missing > 0 {
-            let adding = missing.min(PARTITIONS_PER_CALL);
-            c.check(c.create_partitions(&stream_id, &topic_id, adding).await)
-                .map_err(err)?;
-            missing -= adding;
-        }
-        let details = c
-            .check(c.get_topic(&stream_id, &topic_id).await)
-            .map_err(err)?
-            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?;
+        let details = self.grow(&c, name, (&stream_id, &topic_id), wanted).await?;
         drop(c);
         tracing::info!(topic = %name, from = has, to = details.partitions_count, "partitions added to the Iggy topic");
         if limits.retention_bytes.is_some() {
@@ -295,6 +299,30 @@ impl Inner {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Adds partitions to the Iggy topic of Kafka topic `name` until it has `wanted`, at
+    /// most PARTITIONS_PER_CALL a call (Iggy's limit); its details afterwards.
+    async fn grow(
+        &self,
+        c: &pool::Lease<'_>,
+        name: &str,
+        (stream_id, topic_id): (&Identifier, &Identifier),
+        wanted: u32,
+    ) -> StoreResult<TopicDetails> {
+        let err = |e| backend_error(e, None, name);
+        loop {
+            let details = c
+                .check(c.get_topic(stream_id, topic_id).await)
+                .map_err(err)?
+                .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?;
+            if details.partitions_count >= wanted {
+                return Ok(details);
+            }
+            let adding = (wanted - details.partitions_count).min(PARTITIONS_PER_CALL);
+            c.check(c.create_partitions(stream_id, topic_id, adding).await)
+                .map_err(err)?;
+        }
     }
 
     /// Bytes each partition of a Kafka topic's Iggy topic takes, as Iggy counts them

@@ -97,6 +97,40 @@ async fn create_and_delete_topics_map_to_iggy_topics_and_keep_the_stream() {
     assert_eq!(topic_ids(&gw), metadata_before);
 }
 
+/// Iggy makes at most 1,000 partitions a call: a larger topic is made in steps, and
+/// is whole when CreateTopics answers (#33).
+#[tokio::test(flavor = "multi_thread")]
+async fn topics_of_more_than_a_thousand_partitions_are_made_whole() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    create_topic(&gw.bootstrap(), "wide", 2_500, &[]).await;
+    let sdk = server.sdk().await;
+    let details = sdk
+        .get_topic(&id(STREAM), &id("wide"))
+        .await
+        .unwrap()
+        .expect("Iggy topic made");
+    assert_eq!(details.partitions_count, 2_500);
+    // Its last partition takes and serves records like its first.
+    let records: Vec<(i32, Expected)> = [0, 2_499].map(|p| (p, record(p as usize))).to_vec();
+    let bootstrap = gw.bootstrap();
+    let copy = records.clone();
+    tokio::task::spawn_blocking(move || produce(&bootstrap, "wide", "none", &copy))
+        .await
+        .unwrap();
+    let bootstrap = gw.bootstrap();
+    let want = std::collections::HashMap::from([(0, 1), (2_499, 1)]);
+    let got =
+        tokio::task::spawn_blocking(move || support::kafka::consume(&bootstrap, "wide", &want))
+            .await
+            .unwrap();
+    for (p, r) in &records {
+        assert_eq!(&got[p][0].1, r, "partition {p}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn topic_configs_map_onto_iggy_topics() {
     let Some(server) = IggyServer::start() else {

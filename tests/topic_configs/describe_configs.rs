@@ -256,7 +256,30 @@ fn broker_describe_has_what_tools_read(store: Store) {
     }
 }
 
+/// The gateway's own `iggy.message.format` (docs/IGGY_MAPPING.md, "The batch form"):
+/// checked like Kafka's, described on a topic that sets it and nowhere else, alterable.
+fn the_gateways_own_topic_configuration_shows_only_where_set(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[]) else {
+        return;
+    };
+    let mut c = RawClient::connect(gw.addr);
+    let format = "iggy.message.format";
+    let refused = create(&mut c, 7, "odd", &[(format, Some("pages"))], false);
+    assert_eq!(refused.error_code, 40, "INVALID_CONFIG: {refused:?}");
+    assert_eq!(create(&mut c, 7, "plain", &[], false).error_code, 0);
+    assert_eq!(topic_configs(&mut c, "plain").get(format), None);
+    let whole = [(format, Some("batch"))];
+    assert_eq!(create(&mut c, 7, "whole", &whole, false).error_code, 0);
+    let batch = super::owned_value("batch", DYNAMIC_TOPIC_CONFIG);
+    assert_eq!(topic_configs(&mut c, "whole").get(format), Some(&batch));
+    let back = [((2, "whole"), &[(format, Some("record"))][..])];
+    assert_eq!(alter(&mut c, 2, &back, false), vec![(0, None)]);
+    let record = super::owned_value("record", DYNAMIC_TOPIC_CONFIG);
+    assert_eq!(topic_configs(&mut c, "whole").get(format), Some(&record));
+}
+
 support::on_every_store!(
+    the_gateways_own_topic_configuration_shows_only_where_set,
     describe_configs_reports_values_sources_and_synonyms,
     describe_configs_answers_each_resource_on_its_own,
     broker_describe_has_what_tools_read,
