@@ -87,6 +87,7 @@ fn to_messages(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError>
     let decoded = kafka_batch::decode(batch)?;
     let origins = origin_timestamps(&decoded.records, |r| r.timestamp);
     let transactional = h.transactional && h.is_idempotent();
+    let codec = kafka_batch::codec(batch);
     let messages = (decoded.records.into_iter().zip(origins).enumerate())
         .map(|(i, (r, origin_timestamp))| {
             let in_batch = match i {
@@ -95,7 +96,13 @@ fn to_messages(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError>
                 _ if transactional => InBatch::Continues(i as u32),
                 _ => InBatch::Loose,
             };
-            let parts = mapping::to_iggy(r, decoded.log_append_time, in_batch, origin_timestamp);
+            let first_codec = if i == 0 { codec } else { 0 };
+            let parts = mapping::to_iggy(
+                r,
+                decoded.log_append_time,
+                (in_batch, first_codec),
+                origin_timestamp,
+            );
             message(parts, origin_timestamp)
         })
         .collect();
@@ -374,7 +381,11 @@ impl Inner {
                     r.record.timestamp,
                     r.log_append_time,
                 ),
-                _ => writer.push(offset, &r.record, r.log_append_time, r.in_batch),
+                _ => {
+                    let codec = (r.codec != 0).then_some(i16::from(r.codec));
+                    let in_batch = (r.in_batch, codec);
+                    writer.push(offset, &r.record, r.log_append_time, in_batch)
+                }
             };
             if !taken {
                 return Ok(false);
@@ -409,6 +420,7 @@ impl Inner {
                     in_batch: InBatch::Loose,
                     control: None,
                     stored: Stored::Record,
+                    codec: 0,
                 })
             }
         }

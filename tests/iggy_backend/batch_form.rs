@@ -7,9 +7,6 @@ use crate::support;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use bytes::Buf;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{ApiKey, FetchRequest, RequestKind, ResponseKind};
 use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
@@ -19,42 +16,12 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use support::iggy::IggyServer;
 use support::kafka::{consume, create_topic, produce, Expected};
-use support::topic_name;
 use support::RawClient;
 
-use super::{header, iggy_messages, record};
+use super::{header, iggy_messages, record, served};
 use crate::transactions::{read, send, spread, txn_producer, values};
 
 const BATCH: (&str, &str) = ("iggy.message.format", "batch");
-
-/// The batches one Fetch of `partition` from `offset` serves, as (base offset, record
-/// count, compression codec), read from their headers as sent.
-fn served(c: &mut RawClient, topic: &str, partition: i32, offset: i64) -> Vec<(i64, i32, i16)> {
-    let req = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(topic_name(topic))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(partition)
-                .with_fetch_offset(offset)
-                .with_partition_max_bytes(1 << 20)])]);
-    let ResponseKind::Fetch(r) = c.call(ApiKey::Fetch, 12, RequestKind::Fetch(req)) else {
-        panic!("not a Fetch response")
-    };
-    let p = &r.responses[0].partitions[0];
-    assert_eq!(p.error_code, 0, "Fetch {topic}-{partition} at {offset}");
-    let mut data = p.records.clone().unwrap_or_default();
-    let mut batches = Vec::new();
-    while data.remaining() >= 61 {
-        let base = (&data[..8]).get_i64();
-        let len = (&data[8..12]).get_i32() as usize;
-        let attributes = (&data[21..23]).get_i16();
-        let count = (&data[57..61]).get_i32();
-        batches.push((base, count, attributes & 0x07));
-        data.advance(12 + len);
-    }
-    batches
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_form_topic_keeps_batches_as_produced_and_kafka_offsets() {
@@ -114,7 +81,7 @@ async fn a_batch_form_topic_keeps_batches_as_produced_and_kafka_offsets() {
     let mut stored_codecs = BTreeSet::new();
     for m in &messages {
         if header(m, "kafka.mapping").is_some() {
-            stored_codecs.insert((&m.payload[21..23]).get_i16() & 0x07);
+            stored_codecs.insert(i16::from_be_bytes([m.payload[21], m.payload[22]]) & 0x07);
         } else {
             assert!(m.payload.is_empty() && m.user_headers.is_none(), "a filler");
         }

@@ -24,7 +24,11 @@ use crate::support;
 
 use iggy::prelude::{Consumer, Identifier, IggyMessage, MessageClient, PollingStrategy, TcpClient};
 
+use bytes::Buf;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{ApiKey, FetchRequest, RequestKind, ResponseKind};
 use support::kafka::Expected;
+use support::{topic_name, RawClient};
 
 const STREAM: &str = "kafka";
 /// The stream of the gateway's own logs (`iggy_gateway_stream`).
@@ -32,6 +36,35 @@ const GATEWAY_STREAM: &str = "kafka-gateway";
 
 fn id(name: &str) -> Identifier {
     Identifier::named(name).unwrap()
+}
+
+/// The batches one Fetch of `partition` from `offset` serves, as (base offset, record
+/// count, compression codec), read from their headers as sent.
+pub(super) fn served(c: &mut RawClient, topic: &str, partition: i32, offset: i64) -> Vec<(i64, i32, i16)> {
+    let req = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(topic_name(topic))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1 << 20)])]);
+    let ResponseKind::Fetch(r) = c.call(ApiKey::Fetch, 12, RequestKind::Fetch(req)) else {
+        panic!("not a Fetch response")
+    };
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0, "Fetch {topic}-{partition} at {offset}");
+    let mut data = p.records.clone().unwrap_or_default();
+    let mut batches = Vec::new();
+    while data.remaining() >= 61 {
+        let base = (&data[..8]).get_i64();
+        let len = (&data[8..12]).get_i32() as usize;
+        let attributes = (&data[21..23]).get_i16();
+        let count = (&data[57..61]).get_i32();
+        batches.push((base, count, attributes & 0x07));
+        data.advance(12 + len);
+    }
+    batches
 }
 
 /// One record as written, to compare with what comes back.

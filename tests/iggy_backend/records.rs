@@ -20,7 +20,7 @@ use support::iggy::IggyServer;
 use support::kafka::{consume, create_topic, produce, Expected};
 use support::RawClient;
 
-use super::{check_native_view, header, id, iggy_messages, record, STREAM};
+use super::{check_native_view, header, id, iggy_messages, record, served, STREAM};
 
 fn records_count() -> usize {
     std::env::var("IGGY_TEST_RECORDS")
@@ -86,6 +86,50 @@ async fn kafka_records_round_trip_through_iggy_and_read_natively() {
             check_native_view(m, r);
         }
     }
+}
+
+/// The record form keeps records one message each, yet a batch produced compressed
+/// reaches consumers compressed by its codec again (its first record says which), for
+/// every codec Kafka has; consumers read the same records (#33).
+#[tokio::test(flavor = "multi_thread")]
+async fn batches_produced_compressed_are_served_compressed() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "squeezed";
+    create_topic(&gw.bootstrap(), topic, 1, &[]).await;
+    let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
+    const PER_CODEC: usize = 300;
+    let mut expected = Vec::new();
+    for (c, codec) in codecs.iter().enumerate() {
+        let records: Vec<(i32, Expected)> = (c * PER_CODEC..(c + 1) * PER_CODEC)
+            .map(|n| (0, record(n)))
+            .collect();
+        expected.extend(records.iter().map(|(_, r)| r.clone()));
+        let (bootstrap, codec) = (gw.bootstrap(), codec.to_string());
+        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
+            .await
+            .unwrap();
+    }
+    let mut raw = RawClient::connect(gw.addr);
+    let mut codecs_served = std::collections::BTreeSet::new();
+    let mut next = 0;
+    while next < expected.len() as i64 {
+        for (base, count, codec) in served(&mut raw, topic, 0, next) {
+            assert_eq!(base, next, "batches follow one another");
+            codecs_served.insert(codec);
+            next = base + i64::from(count);
+        }
+    }
+    assert_eq!(codecs_served, (0..=4).collect());
+    let bootstrap = gw.bootstrap();
+    let want = HashMap::from([(0, expected.len())]);
+    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
+        .await
+        .unwrap();
+    let back: Vec<&Expected> = got[&0].iter().map(|(_, r, _)| r).collect();
+    assert_eq!(back, expected.iter().collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -228,6 +228,49 @@ pub fn inflate(
     }
 }
 
+/// Why a records section could not be compressed.
+#[derive(Debug, thiserror::Error)]
+#[error("records do not compress with codec {codec}: {message}")]
+pub struct DeflateError {
+    codec: i16,
+    message: String,
+}
+
+/// `records` compressed by `codec` (Kafka's attribute codes 1 gzip, 2 snappy, 3 lz4,
+/// 4 zstd) into `out`, each in the framing Kafka's clients read (snappy: xerial's, as
+/// the Java client writes it). Fast levels: a backend that keeps records one by one
+/// compresses them again on every read.
+pub fn deflate(codec: i16, records: &[u8], out: &mut BytesMut) -> Result<(), DeflateError> {
+    use bytes::BufMut;
+    use kafka_protocol::compression::{Compressor, Snappy};
+    let failed = |message: String| DeflateError { codec, message };
+    let mut w = out.writer();
+    let written = match codec {
+        1 => {
+            let mut e = flate2::write::GzEncoder::new(&mut w, flate2::Compression::fast());
+            e.write_all(records).and_then(|()| e.finish().map(drop))
+        }
+        2 => {
+            let out = w.get_mut();
+            return Snappy::compress(out, |tmp: &mut BytesMut| {
+                tmp.extend_from_slice(records);
+                Ok(())
+            })
+            .map_err(|e| failed(e.to_string()));
+        }
+        3 => lz4::EncoderBuilder::new()
+            .block_mode(lz4::BlockMode::Independent)
+            .build(&mut w)
+            .and_then(|mut e| {
+                e.write_all(records)?;
+                e.finish().1
+            }),
+        4 => zstd::stream::copy_encode(records, &mut w, 1),
+        other => return Err(failed(format!("unknown codec {other}"))),
+    };
+    written.map_err(|e| failed(e.to_string()))
+}
+
 /// How many bytes the records of a whole validated batch decompress to, checked within
 /// `budget` and kept nowhere: decompressed in small steps into nothing.
 pub fn batch_records_len(batch: &[u8], budget: usize) -> Result<usize, InflateError> {

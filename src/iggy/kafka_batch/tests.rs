@@ -181,7 +181,7 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
         (11, 3, false),
     ];
     for (offset, timestamp, log_append_time) in fetched {
-        assert!(w.push(offset, &r(timestamp), log_append_time, InBatch::Loose));
+        assert!(w.push(offset, &r(timestamp), log_append_time, (InBatch::Loose, None)));
     }
     let (batches, next) = w.finish();
     let bases: Vec<i64> = batches.iter().map(|b| records::base_offset(b)).collect();
@@ -196,10 +196,10 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
 
     let mut one = BatchWriter::new(1, 1);
     assert!(
-        one.push(0, &r(1), false, InBatch::Loose),
+        one.push(0, &r(1), false, (InBatch::Loose, None)),
         "at least one record, even over budget"
     );
-    assert!(!one.push(1, &r(1), false, InBatch::Loose), "but no more");
+    assert!(!one.push(1, &r(1), false, (InBatch::Loose, None)), "but no more");
     let (one, next) = one.finish();
     assert_eq!(next, 1, "the read ahead starts after what was taken");
     assert_eq!(decode_produced(&one[0]).unwrap().records.len(), 1);
@@ -413,14 +413,14 @@ fn transactional_batches_and_markers_are_served_as_their_own_batches() {
     place.extend(transaction(5, 3));
     place.push(InBatch::Loose);
     for (offset, in_batch) in place.into_iter().enumerate() {
-        assert!(w.push(offset as u64, &rec(offset as u8), false, in_batch));
+        assert!(w.push(offset as u64, &rec(offset as u8), false, (in_batch, None)));
     }
     let commit = ControlMarker {
         marker: markers::Marker::Commit,
         coordinator_epoch: 4,
     };
     assert!(w.push_marker(6, commit, stamp(5, 1, true), 99, false));
-    assert!(w.push(7, &rec(7), false, InBatch::Loose));
+    assert!(w.push(7, &rec(7), false, (InBatch::Loose, None)));
     assert_eq!(w.missing(), 0);
     let (batches, next) = w.finish();
     assert_eq!(next, 8);
@@ -448,11 +448,11 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
     let size = approximate_size(&rec(0));
     // Room for three records: the loose one, then a transaction of three does not fit.
     let mut w = BatchWriter::new(3 * size, 0);
-    assert!(w.push(0, &rec(0), false, InBatch::Loose));
+    assert!(w.push(0, &rec(0), false, (InBatch::Loose, None)));
     let place = transaction(5, 3);
-    assert!(w.push(1, &rec(1), false, place[0]));
-    assert!(w.push(2, &rec(2), false, place[1]));
-    assert!(!w.push(3, &rec(3), false, place[2]), "over the budget");
+    assert!(w.push(1, &rec(1), false, (place[0], None)));
+    assert!(w.push(2, &rec(2), false, (place[1], None)));
+    assert!(!w.push(3, &rec(3), false, (place[2], None)), "over the budget");
     let (batches, next) = w.finish();
     assert_eq!(shapes(&batches), [(0, 1, -1, false, false)]);
     assert_eq!(next, 1, "the next read starts at the transaction");
@@ -460,20 +460,20 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
     // First in the answer, it goes whole past the budget.
     let mut w = BatchWriter::new(size, 0);
     for (i, in_batch) in transaction(5, 3).into_iter().enumerate() {
-        assert!(w.push(i as u64 + 1, &rec(1), false, in_batch));
+        assert!(w.push(i as u64 + 1, &rec(1), false, (in_batch, None)));
         assert_eq!(w.missing(), 2 - i, "read on for the rest");
     }
     assert_eq!(w.missing(), 0);
-    assert!(!w.push(4, &rec(4), false, InBatch::Loose));
+    assert!(!w.push(4, &rec(4), false, (InBatch::Loose, None)));
     let (batches, next) = w.finish();
     assert_eq!(shapes(&batches), [(1, 3, 5, true, false)]);
     assert_eq!(next, 4);
 
     // Cut short by the end of what was read, not first: left for the next read.
     let mut w = BatchWriter::new(usize::MAX, 0);
-    assert!(w.push(0, &rec(0), false, InBatch::Loose));
+    assert!(w.push(0, &rec(0), false, (InBatch::Loose, None)));
     let place = transaction(5, 3);
-    assert!(w.push(1, &rec(1), false, place[0]));
+    assert!(w.push(1, &rec(1), false, (place[0], None)));
     assert_eq!(w.missing(), 0, "not the answer's first batch");
     let (batches, next) = w.finish();
     assert_eq!((shapes(&batches).len(), next), (1, 1));
@@ -483,14 +483,14 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
 fn nothing_is_merged_into_a_transactional_batch() {
     let mut w = BatchWriter::new(usize::MAX, 0);
     let place = transaction(5, 2);
-    assert!(w.push(0, &rec(0), false, place[0]));
+    assert!(w.push(0, &rec(0), false, (place[0], None)));
     // A loose record where the stamp promised another: the batch ends where it stands.
-    assert!(w.push(1, &rec(1), false, InBatch::Loose));
+    assert!(w.push(1, &rec(1), false, (InBatch::Loose, None)));
     // Another producer's transaction right after, and one whose first record was not
     // read (a record of it alone is loose).
-    assert!(w.push(2, &rec(2), false, transaction(6, 1)[0]));
-    assert!(w.push(3, &rec(3), false, InBatch::Continues(4)));
-    assert!(w.push(4, &rec(4), false, InBatch::Loose));
+    assert!(w.push(2, &rec(2), false, (transaction(6, 1)[0], None)));
+    assert!(w.push(3, &rec(3), false, (InBatch::Continues(4), None)));
+    assert!(w.push(4, &rec(4), false, (InBatch::Loose, None)));
     let (batches, _) = w.finish();
     assert_eq!(
         shapes(&batches),
@@ -585,4 +585,39 @@ fn whole_batches_are_served_as_stored_and_orphan_fillers_as_empty_batches() {
             "a whole batch, CRC and all"
         );
     }
+}
+
+#[test]
+fn a_batch_produced_compressed_goes_back_compressed_and_whole() {
+    let stamp = ProducerStamp {
+        producer_id: 5,
+        producer_epoch: 0,
+        base_sequence: 0,
+        record_count: 3,
+        transactional: false,
+    };
+    let big = |i: u8| KafkaRecord {
+        timestamp: 10 + i64::from(i),
+        key: None,
+        value: Some(Bytes::from(vec![i; 100_000])),
+        headers: vec![],
+    };
+    // A budget far below one record: the answer's first batch still goes whole.
+    let mut w = BatchWriter::new(1_000, 0);
+    assert!(w.push(0, &big(0), false, (InBatch::First(stamp), Some(1))));
+    assert_eq!(w.missing(), 2, "read on for the rest of it");
+    assert!(w.push(1, &big(1), false, (InBatch::Loose, None)));
+    assert!(w.push(2, &big(2), false, (InBatch::Loose, None)));
+    // A loose record after it starts a batch of its own, left for the next read.
+    assert!(!w.push(3, &big(3), false, (InBatch::Loose, None)));
+    let (batches, next) = w.finish();
+    assert_eq!((batches.len(), next), (1, 3));
+    let served = &batches[0];
+    assert!(served.len() < 10_000, "gzip squeezed 300 kB of runs: {}", served.len());
+    let attributes = i16::from_be_bytes([served[ATTRIBUTES_AT], served[ATTRIBUTES_AT + 1]]);
+    assert_eq!(attributes & COMPRESSION_MASK, 1);
+    let sets = RecordBatchDecoder::decode_all(&mut served.clone()).unwrap();
+    let values: Vec<_> = sets[0].records.iter().map(|r| r.value.clone()).collect();
+    assert_eq!(values, (0..3).map(|i| big(i).value).collect::<Vec<_>>());
+    assert_eq!(sets[0].records[0].producer_id, 5, "served with its producer");
 }

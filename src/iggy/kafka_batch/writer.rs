@@ -42,19 +42,23 @@ pub(super) struct OpenBatch {
     max_timestamp: i64,
     count: usize,
     log_append_time: bool,
-    transaction: Option<Transaction>,
+    whole: Option<Whole>,
+    /// The codec the batch was produced with, served with again (0: uncompressed).
+    codec: i16,
 }
 
-/// A transactional batch being written: its stamp, and what the writer had taken before
-/// it, to take it back whole when it does not fit.
+/// A batch served whole, as appended: a transactional one (read-committed consumers
+/// judge its records by its header), or one an idempotent producer sent compressed (its
+/// records go back compressed together). Its stamp, and what the writer had taken
+/// before it, to take it back whole when it does not fit.
 #[derive(Clone, Copy)]
-pub(super) struct Transaction {
+pub(super) struct Whole {
     pub(super) stamp: ProducerStamp,
     pub(super) taken_before: usize,
     pub(super) size_before: usize,
 }
 
-impl Transaction {
+impl Whole {
     fn record_count(&self) -> usize {
         self.stamp.record_count.max(1) as usize
     }
@@ -77,19 +81,22 @@ impl BatchWriter {
 
     /// Adds the record at `offset`, standing in its batch as `in_batch` says, unless the
     /// budget is spent: then false, and the record is left for a later read (with the
-    /// rest of its transactional batch, which is served whole or not at all).
+    /// rest of its transactional batch, which is served whole or not at all). A `codec`
+    /// marks the first record of a batch produced compressed: a batch starts there and
+    /// is served compressed by it.
     pub fn push(
         &mut self,
         offset: u64,
         r: &KafkaRecord,
         log_append_time: bool,
-        in_batch: InBatch,
+        (in_batch, codec): (InBatch, Option<i16>),
     ) -> bool {
         let size = approximate_size(r);
         let open = self.open.as_ref();
-        let continues = open.is_some_and(|b| b.takes(offset, r, log_append_time, in_batch));
+        let continues = codec.is_none()
+            && open.is_some_and(|b| b.takes(offset, r, log_append_time, in_batch));
         if self.size > 0 && self.size + size > self.max_bytes {
-            match open.and_then(|b| b.transaction).filter(|_| continues) {
+            match open.and_then(|b| b.whole).filter(|_| continues) {
                 // The answer's first batch goes whole, over the budget if need be.
                 Some(t) if t.taken_before == 0 => {}
                 Some(t) => {
@@ -102,15 +109,17 @@ impl BatchWriter {
         let rest = self.expected.saturating_sub(self.size).max(size);
         if !continues {
             self.close();
-            let transaction = match in_batch {
-                InBatch::First(stamp) if stamp.transactional => Some(Transaction {
+            let whole = match in_batch {
+                InBatch::First(stamp) if stamp.transactional || codec.is_some() => Some(Whole {
                     stamp,
                     taken_before: self.taken,
                     size_before: self.size,
                 }),
                 _ => None,
             };
-            let batch = OpenBatch::new(offset, r.timestamp, log_append_time, rest, transaction);
+            let mut batch =
+                OpenBatch::new(offset, r.timestamp, log_append_time, rest, whole);
+            batch.codec = codec.unwrap_or(0);
             self.open = Some(batch);
         }
         self.taken += 1;
@@ -192,7 +201,7 @@ impl BatchWriter {
     /// whole, so the caller reads on for them.
     pub fn missing(&self) -> usize {
         let Some(b) = &self.open else { return 0 };
-        match b.transaction {
+        match b.whole {
             Some(t) if t.taken_before == 0 => t.record_count().saturating_sub(b.count),
             _ => 0,
         }
@@ -208,7 +217,7 @@ impl BatchWriter {
     /// answer's first: then it is served with the records there are.
     pub fn finish(mut self) -> (Vec<Bytes>, u64) {
         let open = self.open.as_ref();
-        let cut_short = open.and_then(|b| Some((b.transaction?, b.count)));
+        let cut_short = open.and_then(|b| Some((b.whole?, b.count)));
         match cut_short.filter(|(t, count)| t.taken_before > 0 && *count < t.record_count()) {
             Some((t, _)) => self.take_back(t),
             None => self.close(),
@@ -217,7 +226,7 @@ impl BatchWriter {
     }
 
     /// Drops the open transactional batch `t`: the next read starts at it.
-    fn take_back(&mut self, t: Transaction) {
+    fn take_back(&mut self, t: Whole) {
         if let Some(b) = self.open.take() {
             self.taken = t.taken_before;
             self.size = t.size_before;
@@ -235,13 +244,13 @@ impl BatchWriter {
 impl OpenBatch {
     /// The batch header with its length, CRC, last offset delta, max timestamp and
     /// record count left for `finish`; room for about `records_bytes` of records. A
-    /// transactional batch carries its producer; others none (consumers never need it).
+    /// batch served whole carries its producer; others none (consumers never need it).
     pub(super) fn new(
         base_offset: u64,
         base_timestamp: i64,
         log_append_time: bool,
         records_bytes: usize,
-        transaction: Option<Transaction>,
+        whole: Option<Whole>,
     ) -> OpenBatch {
         let mut attributes = if log_append_time {
             TIMESTAMP_TYPE_BIT
@@ -249,8 +258,10 @@ impl OpenBatch {
             0
         };
         let mut producer = (-1, -1, -1);
-        if let Some(t) = &transaction {
-            attributes |= TRANSACTIONAL_BIT;
+        if let Some(t) = &whole {
+            if t.stamp.transactional {
+                attributes |= TRANSACTIONAL_BIT;
+            }
             let s = t.stamp;
             producer = (s.producer_id, s.producer_epoch, s.base_sequence);
         }
@@ -275,7 +286,8 @@ impl OpenBatch {
             max_timestamp: base_timestamp,
             count: 0,
             log_append_time,
-            transaction,
+            whole,
+            codec: 0,
         }
     }
 
@@ -292,9 +304,13 @@ impl OpenBatch {
         let next = offset == self.base_offset + self.count as u64
             && log_append_time == self.log_append_time
             && (!log_append_time || self.base_timestamp == r.timestamp);
-        match (self.transaction, in_batch) {
+        match (self.whole, in_batch) {
             (Some(t), InBatch::Continues(n)) => {
                 next && self.count < t.record_count() && n as usize == self.count
+            }
+            // The rest of a compressed batch is not numbered: its stamp counts it.
+            (Some(t), InBatch::Loose) if !t.stamp.transactional => {
+                next && self.count < t.record_count()
             }
             (Some(_), _) => false,
             (None, InBatch::First(s)) => next && !s.transactional,
@@ -334,6 +350,9 @@ impl OpenBatch {
     }
 
     pub(super) fn finish(mut self) -> Bytes {
+        if self.codec != 0 {
+            self.compress();
+        }
         let out = &mut self.buf;
         let batch_length = (out.len() - LOG_OVERHEAD) as i32;
         out[8..12].copy_from_slice(&batch_length.to_be_bytes());
@@ -346,5 +365,21 @@ impl OpenBatch {
         let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         self.buf.freeze()
+    }
+
+    /// The records section compressed by the batch's codec, the attributes saying so;
+    /// left uncompressed (and logged) if that fails.
+    fn compress(&mut self) {
+        let mut out = BytesMut::with_capacity(HEADER_LEN + self.buf.len() / 2);
+        out.extend_from_slice(&self.buf[..HEADER_LEN]);
+        match records::deflate(self.codec, &self.buf[HEADER_LEN..], &mut out) {
+            Ok(()) => {
+                let attributes = i16::from_be_bytes([out[ATTRIBUTES_AT], out[ATTRIBUTES_AT + 1]]);
+                let attributes = attributes | self.codec;
+                out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+                self.buf = out;
+            }
+            Err(e) => tracing::warn!(error = %e, "serving a batch uncompressed"),
+        }
     }
 }

@@ -68,6 +68,7 @@ const VALUE: &[u8] = b"kafka.value";
 pub const PRODUCER: &[u8] = b"kafka.producer";
 const TXN: &[u8] = b"kafka.txn";
 const CONTROL: &[u8] = b"kafka.control";
+const CODEC: &[u8] = b"kafka.codec";
 const EXTRA: &str = "kafka.extra.";
 const SPLIT: &[u8] = b"kafka.split";
 const LOG_APPEND_TIME: &[u8] = b"LogAppendTime";
@@ -307,16 +308,18 @@ fn leading(timestamp: i64, log_append_time: bool, origin_micros: u64, version: u
 }
 
 /// The record as an Iggy message whose `origin_timestamp` is `origin_micros`, standing
-/// in its batch as `in_batch` says. The record is taken by value so its value moves
-/// into the payload, uncounted.
+/// in its batch as `in_batch` says; `codec` (Kafka's attribute code) on the first
+/// record of a compressed batch, so reads compress what follows it again. The record
+/// is taken by value so its value moves into the payload, uncounted.
 pub fn to_iggy(
     r: KafkaRecord,
     log_append_time: bool,
-    in_batch: InBatch,
+    (in_batch, codec): (InBatch, u8),
     origin_micros: u64,
 ) -> IggyParts {
     let timestamp_held = timestamp_from_origin(origin_micros) == Some(r.timestamp);
-    let plain = r.key.is_none() && r.headers.is_empty() && in_batch == InBatch::Loose;
+    let plain =
+        r.key.is_none() && r.headers.is_empty() && in_batch == InBatch::Loose && codec == 0;
     if plain && r.value.is_some() && !log_append_time && timestamp_held {
         return IggyParts {
             payload: r.value.unwrap_or_default(),
@@ -336,6 +339,9 @@ pub fn to_iggy(
         InBatch::Loose => {}
         InBatch::First(p) => tlv.entry(PRODUCER, RAW, &encode_stamp(&p)),
         InBatch::Continues(n) => tlv.entry(TXN, UINT32, &n.to_le_bytes()),
+    }
+    if codec != 0 {
+        tlv.entry(CODEC, UINT8, &[codec]);
     }
     let native_key = key_is_native(&r.key);
     if let (true, Some(key)) = (native_key, &r.key) {
@@ -555,6 +561,8 @@ pub struct FromIggy {
     pub control: Option<ControlMarker>,
     /// Whether the message holds a record, a whole batch or a filler.
     pub stored: Stored,
+    /// On the first record of a batch produced compressed: its codec (`kafka.codec`).
+    pub codec: u8,
 }
 
 /// What one message of a partition holds.
@@ -598,6 +606,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
             in_batch: InBatch::Continues(place),
             control: None,
             stored: Stored::Filler,
+            codec: 0,
         });
     }
     if m.user_headers.is_some_and(|h| h.as_ref() == BATCH_ONLY) {
@@ -616,6 +625,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
                 in_batch,
                 control: None,
                 stored: Stored::Record,
+                codec: 0,
             });
         }
     }
@@ -631,6 +641,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
             in_batch: InBatch::Loose,
             control: None,
             stored: Stored::Record,
+            codec: 0,
         });
     };
     let version = marker.value.first().copied().ok_or(MappingError::Headers)?;
@@ -648,6 +659,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
     let mut producer = None;
     let mut continues = None;
     let mut control = None;
+    let mut codec = 0;
     let mut extra: Vec<(Bytes, Bytes)> = Vec::new();
     let mut split = None;
     for h in headers {
@@ -678,6 +690,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
                 continues = Some(u32::from_le_bytes(b));
             }
             CONTROL => control = Some(decode_control(&h.value)?),
+            CODEC => codec = h.value.first().copied().ok_or(MappingError::Headers)?,
             SPLIT => {
                 let b: [u8; 4] = h
                     .value
@@ -737,6 +750,7 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
         in_batch,
         control,
         stored: Stored::Record,
+        codec,
     })
 }
 
@@ -777,6 +791,7 @@ fn whole_batch(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
         in_batch,
         control: None,
         stored: Stored::Batch(count),
+        codec: 0,
     })
 }
 

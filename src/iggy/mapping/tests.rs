@@ -39,7 +39,7 @@ fn round_trip_in(r: &KafkaRecord, log_append_time: bool, in_batch: InBatch) -> I
         .unwrap_or(7);
     let mut first = None;
     for origin_micros in [exact, exact + 1] {
-        let parts = to_iggy(r.clone(), log_append_time, in_batch, origin_micros);
+        let parts = to_iggy(r.clone(), log_append_time, (in_batch, 0), origin_micros);
         assert!(parts.headers.len() <= MAX_HEADERS_BYTES);
         iggy_binary_protocol::validate_user_headers(&parts.headers).expect("valid Iggy headers");
         let back = from_iggy(IggyView {
@@ -147,7 +147,7 @@ fn the_shared_marker_is_what_the_general_encoding_writes() {
     tlv.entry(MARKER, UINT8, &[2]);
     assert_eq!(tlv.0.as_ref(), MARKER_ONLY);
     let r = record(None, Some(b(b"v")), vec![]);
-    let parts = to_iggy(r.clone(), false, InBatch::Loose, r.timestamp as u64 * 1000);
+    let parts = to_iggy(r.clone(), false, (InBatch::Loose, 0), r.timestamp as u64 * 1000);
     assert_eq!(parts.headers.as_ref(), MARKER_ONLY);
     // Read back by the fast path, and by the general one when the origin differs.
     for origin_micros in [r.timestamp as u64 * 1000, 7] {
@@ -169,9 +169,9 @@ fn the_shared_marker_is_what_the_general_encoding_writes() {
 fn the_timestamp_header_is_written_only_when_the_origin_timestamp_lacks_it() {
     let r = record(None, Some(b(b"v")), vec![]);
     let micros = r.timestamp as u64 * 1000;
-    let held = to_iggy(r.clone(), false, InBatch::Loose, micros);
+    let held = to_iggy(r.clone(), false, (InBatch::Loose, 0), micros);
     assert_eq!(names(&held), vec![b(MARKER)], "only the marker");
-    let other = to_iggy(r, false, InBatch::Loose, micros + 1);
+    let other = to_iggy(r, false, (InBatch::Loose, 0), micros + 1);
     assert!(names(&other).contains(&b(TIMESTAMP)));
 }
 
@@ -253,7 +253,7 @@ fn a_transactional_batch_after_its_first_record_is_read_without_parsing() {
     assert_eq!(&tlv.0[..TXN_ENTRY.len()], TXN_ENTRY);
     let r = record(None, Some(b(b"v")), vec![]);
     let micros = r.timestamp as u64 * 1000;
-    let parts = to_iggy(r.clone(), false, InBatch::Continues(7), micros);
+    let parts = to_iggy(r.clone(), false, (InBatch::Continues(7), 0), micros);
     // A transaction's records are version 3.
     let mut fast = MARKER_ONLY.to_vec();
     *fast.last_mut().unwrap() = TXN_VERSION;
@@ -270,7 +270,7 @@ fn a_transactional_batch_after_its_first_record_is_read_without_parsing() {
     let first = to_iggy(
         record(None, Some(b(b"v")), vec![]),
         false,
-        InBatch::First(producer(true)),
+        (InBatch::First(producer(true)), 0),
         micros,
     );
     assert_eq!(plain_in_batch(&first.headers), None);
