@@ -3,6 +3,8 @@
 
 use crate::support;
 
+use std::collections::BTreeMap;
+
 use kafka_protocol::messages::ApiKey;
 use support::configs::*;
 use support::{call, Gateway, RawClient, Store};
@@ -242,28 +244,150 @@ fn read_only_broker_configs_are_refused_and_follow_the_settings(store: Store) {
         ["min.insync.replicas"],
         "nothing stored for every gateway"
     );
-    let this = broker_configs(&mut c, "0");
+    follows_the_settings(&mut c, 0, "static");
+}
+
+/// What a gateway started with [`STATIC_SETTINGS`] (node `node`) describes and does:
+/// the settings' values, read-only, as STATIC_BROKER_CONFIG; CreateTopics' -1 and
+/// Metadata's auto-creation by them (topics named after `tag`); InitProducerId taking no
+/// timeout above transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT, 50).
+fn follows_the_settings(c: &mut RawClient, node: i32, tag: &str) {
+    let r = describe(c, 4, (4, &node.to_string()), None, false);
     for &(_, setting, name, _) in STATIC_SETTINGS {
-        assert_eq!(
-            this[name],
-            owned_value(setting, STATIC_BROKER_CONFIG),
-            "{name}"
-        );
+        let e = r.configs.iter().find(|e| e.name.as_str() == name).unwrap();
+        let shown = (e.value.as_deref(), e.config_source, e.read_only);
+        assert_eq!(shown, (Some(setting), STATIC_BROKER_CONFIG, true), "{name}");
     }
-    let r = create_with(&mut c, 7, "static-default", -1, -1, &[], false);
+    let r = create_with(c, 7, &format!("{tag}-default"), -1, -1, &[], false);
     assert_eq!(
         (r.error_code, r.num_partitions, r.replication_factor),
         (0, 3, 2),
         "{r:?}"
     );
-    assert_eq!(auto_create(&mut c, "not-made"), UNKNOWN_TOPIC);
-    assert!(!exists(&mut c, "not-made"));
-    // InitProducerId takes no timeout above transaction.max.timeout.ms:
-    // INVALID_TRANSACTION_TIMEOUT (50).
+    let missing = format!("{tag}-not-made");
+    assert_eq!(auto_create(c, &missing), UNKNOWN_TOPIC);
+    assert!(!exists(c, &missing));
+    let id = format!("{tag}-timeout");
     for (timeout, code) in [(60_001, 50), (60_000, 0)] {
-        let r = init_producer_id(&mut c, "static-timeout", timeout);
+        let r = init_producer_id(c, &id, timeout);
         assert_eq!(r.error_code, code, "{timeout}: {r:?}");
     }
+}
+
+/// Values an older gateway (which let clients set the five) stored for them, for every
+/// gateway and for this one, are ignored: neither described nor in force, whether they
+/// were there when the gateway started (embedded store) or written by another gateway
+/// on the same Iggy while it runs. A dynamic configuration written beside them is taken.
+async fn values_an_older_gateway_stored_are_ignored(store: Store) {
+    use std::sync::Arc;
+
+    use iggy_kafka_actors::store::Meta;
+    use iggy_kafka_gateway::{EmbeddedStore, SyncPolicy};
+
+    let mut settings: Vec<(&str, &str)> = STATIC_SETTINGS.iter().map(|s| (s.0, s.1)).collect();
+    settings.push(("topic_refresh_ms", "200"));
+    let (gw, _server) = match store {
+        Store::Embedded => {
+            let Some(mut gw) = Gateway::process_on(store, &settings) else {
+                return;
+            };
+            gw.kill();
+            let embedded = EmbeddedStore::open(gw.data_dir(), SyncPolicy::EveryBatch)
+                .expect("the store opens");
+            let meta = Meta::new(Arc::new(embedded));
+            meta.write("cluster", stored_by_an_older_gateway(0))
+                .await
+                .unwrap();
+            meta.flush().await.unwrap();
+            drop(meta);
+            gw.restart_after_kill();
+            (gw, None)
+        }
+        Store::Iggy => {
+            let Some(server) = support::iggy::IggyServer::start() else {
+                return;
+            };
+            let gw = server.gateway_with(&settings);
+            let node = node_id(&mut RawClient::connect(gw.addr));
+            let older = crate::ports::iggy_backend(&server, |_| {}).await;
+            let meta = Meta::new(Arc::new(older));
+            meta.write("cluster", stored_by_an_older_gateway(node))
+                .await
+                .unwrap();
+            (gw, Some(server))
+        }
+    };
+    let mut c = RawClient::connect(gw.addr);
+    let node = node_id(&mut c);
+    // The dynamic one written beside them shows once the gateway has read them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let every = loop {
+        let every = broker_configs(&mut c, "");
+        if every.contains_key("log.cleaner.threads") {
+            break every;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never read: {every:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        every.keys().collect::<Vec<_>>(),
+        ["log.cleaner.threads", "min.insync.replicas"]
+    );
+    assert!(
+        broker_configs(&mut c, &node.to_string())
+            .values()
+            .all(|(_, source)| *source != DYNAMIC_BROKER_CONFIG),
+        "a per-gateway value described"
+    );
+    follows_the_settings(&mut c, node, "older");
+}
+
+/// The stored maps (table `cluster`, `config_catalog/stored.rs`) of an older gateway
+/// that let clients set the five: some for every gateway, the others for gateway
+/// `node`, and one dynamic configuration beside them.
+fn stored_by_an_older_gateway(node: i32) -> Vec<iggy_kafka_actors::store::meta::Change> {
+    use iggy_kafka_actors::store::meta::Change;
+    let map = |pairs: &[(&str, &str)]| {
+        let map: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        bytes::Bytes::from(serde_json::to_vec(&map).unwrap())
+    };
+    let every = map(&[
+        ("auto.create.topics.enable", "true"),
+        ("log.cleaner.threads", "2"),
+        ("min.insync.replicas", "1"),
+        ("num.partitions", "9"),
+    ]);
+    let this = map(&[
+        ("default.replication.factor", "5"),
+        ("transaction.max.timeout.ms", "5"),
+        ("transactional.id.expiration.ms", "7"),
+    ]);
+    vec![
+        Change::Put {
+            key: "broker-configs".into(),
+            value: every,
+        },
+        Change::Put {
+            key: format!("broker-configs/{node}"),
+            value: this,
+        },
+    ]
+}
+
+/// This gateway's node id, as Metadata lists it (allocated on a shared store).
+fn node_id(c: &mut RawClient) -> i32 {
+    use kafka_protocol::messages::MetadataRequest;
+    let r = call!(
+        c,
+        Metadata,
+        12,
+        MetadataRequest::default().with_topics(Some(vec![]))
+    );
+    assert_eq!(r.brokers.len(), 1, "{r:?}");
+    r.brokers[0].node_id.0
 }
 
 /// InitProducerId v4 for transactional id `id` with `timeout_ms`.
@@ -296,3 +420,8 @@ support::on_every_store!(
     broker_configs_are_alterable_where_kafka_allows,
     read_only_broker_configs_are_refused_and_follow_the_settings,
 );
+
+mod older_gateway {
+    support::on_every_store!(async: values_an_older_gateway_stored_are_ignored);
+    use super::*;
+}
