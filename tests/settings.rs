@@ -58,6 +58,18 @@ fn a_malformed_value_stops_startup() {
     refused_naming(&out, &["num_partitions", "at most 100000"]);
     let out = start(&[("IGGY_KAFKA_AUTO_CREATE_TOPICS_ENABLE", "maybe")], &[]);
     refused_naming(&out, &["auto_create_topics_enable"]);
+    let out = start(&[("IGGY_KAFKA_TRANSACTION_MAX_TIMEOUT_MS", "0")], &[]);
+    refused_naming(&out, &["transaction_max_timeout_ms", "at least 1"]);
+    let out = start(&[("IGGY_KAFKA_TRANSACTION_MAX_TIMEOUT_MS", "soon")], &[]);
+    refused_naming(&out, &["transaction_max_timeout_ms"]);
+    let out = start(&[("IGGY_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS", "-5")], &[]);
+    refused_naming(&out, &["transactional_id_expiration_ms", "at least 1"]);
+    // Kafka's type for both is INT: beyond 2^31 - 1 is no value.
+    let out = start(
+        &[("IGGY_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS", "2147483648")],
+        &[],
+    );
+    refused_naming(&out, &["transactional_id_expiration_ms"]);
     let out = start(&[("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "anywhere")], &[]);
     refused_naming(&out, &["admin_bind_address"]);
     let overrides = "IGGY_KAFKA_MAX_CONNECTIONS_PER_IP_OVERRIDES";

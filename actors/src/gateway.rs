@@ -153,7 +153,7 @@ impl Gateway {
         let transactions = Transactions::start(
             (&meta, settings.transaction_slots),
             (partitions.clone(), offsets.clone(), producer_ids.clone()),
-            (groups.watch_cluster(), topics.watch_config()),
+            (groups.watch_cluster(), settings.transactional_id_expiration),
             arbiters,
         )?;
         let fetch_sessions =

@@ -72,6 +72,12 @@ pub struct BrokerSettings {
     pub offsets_commit_timeout: Duration,
     /// How long a rebalance of an empty group waits for more members.
     pub group_initial_rebalance_delay: Duration,
+    /// Kafka's `transaction.max.timeout.ms`: the longest transaction timeout
+    /// InitProducerId takes.
+    pub transaction_max_timeout_ms: i32,
+    /// Kafka's `transactional.id.expiration.ms`: a transactional id with nothing open is
+    /// forgotten this long after its last change.
+    pub transactional_id_expiration: Duration,
     /// KIP-848 groups (`group.consumer.*`).
     pub consumer_groups: ConsumerGroupSettings,
     /// How often the topic table is re-read from the backend.

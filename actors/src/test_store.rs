@@ -184,6 +184,8 @@ pub fn settings() -> BrokerSettings {
         transaction_slots: 2,
         offsets_commit_timeout: Duration::from_secs(5),
         group_initial_rebalance_delay: Duration::ZERO,
+        transaction_max_timeout_ms: 900_000,
+        transactional_id_expiration: Duration::from_millis(604_800_000),
         consumer_groups: Default::default(),
         topic_refresh_interval: Duration::from_secs(60),
         node_heartbeat: Duration::from_secs(1),

@@ -23,7 +23,7 @@ pub struct Topics {
     table: watch::Receiver<Arc<TopicTable>>,
     catalog: Addr<ConfigCatalog>,
     configs: watch::Receiver<Arc<ClusterConfig>>,
-    /// The topic rules of the static settings, under the dynamic ones.
+    /// The topic rules of the static settings (Kafka keeps them read-only).
     rules: TopicRules,
 }
 
@@ -52,16 +52,10 @@ impl Topics {
         self.configs.borrow().clone()
     }
 
-    /// The configurations in force, as they change.
-    pub fn watch_config(&self) -> watch::Receiver<Arc<ClusterConfig>> {
-        self.configs.clone()
-    }
-
-    /// The topic rules in force: the dynamic broker configurations stored in the
-    /// store (`num.partitions`, …) where set, else the static settings. The one place
-    /// they are read.
+    /// The topic rules: the static settings `num.partitions`, … come from. The one
+    /// place they are read.
     pub fn rules(&self) -> TopicRules {
-        self.config().topic_rules(self.rules)
+        self.rules
     }
 
     /// The topic table read again from the store now: a topic made through another

@@ -42,6 +42,14 @@ impl Settings {
                 self.default_replication_factor as i64,
             ),
             (
+                "transaction_max_timeout_ms",
+                self.transaction_max_timeout_ms as i64,
+            ),
+            (
+                "transactional_id_expiration_ms",
+                self.transactional_id_expiration_ms as i64,
+            ),
+            (
                 "delete_topics_max_names",
                 self.delete_topics_max_names as i64,
             ),

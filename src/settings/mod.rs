@@ -200,6 +200,12 @@ pub struct Settings {
     pub num_partitions: i32,
     /// Replication factor recorded for -1 and auto-created topics (`default.replication.factor`).
     pub default_replication_factor: i16,
+    /// Kafka's `transaction.max.timeout.ms`: the longest transaction timeout a producer
+    /// may ask for (InitProducerId answers INVALID_TRANSACTION_TIMEOUT beyond it).
+    pub transaction_max_timeout_ms: i32,
+    /// Kafka's `transactional.id.expiration.ms`: a transactional id with nothing open is
+    /// forgotten this long after its last change.
+    pub transactional_id_expiration_ms: i32,
     /// Most topics one DeleteTopics request may name; beyond it none is deleted.
     pub delete_topics_max_names: usize,
     pub log_slots: usize,
@@ -321,6 +327,8 @@ impl Default for Settings {
             auto_create_topics_enable: true,
             num_partitions: 1,
             default_replication_factor: 1,
+            transaction_max_timeout_ms: 900_000,
+            transactional_id_expiration_ms: 604_800_000,
             delete_topics_max_names: 100,
             log_slots: 4,
             offset_slots: 4,

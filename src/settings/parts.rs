@@ -186,6 +186,10 @@ impl Settings {
             group_initial_rebalance_delay: Duration::from_millis(
                 self.group_initial_rebalance_delay_ms,
             ),
+            transaction_max_timeout_ms: self.transaction_max_timeout_ms,
+            transactional_id_expiration: Duration::from_millis(
+                self.transactional_id_expiration_ms as u64,
+            ),
             consumer_groups: ConsumerGroupSettings {
                 session_timeout: Duration::from_millis(self.group_consumer_session_timeout_ms),
                 heartbeat_interval: Duration::from_millis(

@@ -8,8 +8,10 @@
 //                IncrementalAlterConfigs and seen on the broker and a topic, its removal
 //                and a per-broker value refused with INVALID_CONFIG and Kafka's messages.
 //   refusals     a read-only configuration (INVALID_REQUEST "Cannot update these configs
-//                dynamically: [...]"), validateOnly too; a security configuration without
-//                a listener prefix.
+//                dynamically: [...]"), validateOnly too, among them the five static ones
+//                the gateway's settings set (auto.create.topics.enable, num.partitions,
+//                ...), their values unchanged; a security configuration without a
+//                listener prefix.
 //   unknown      a name Kafka does not define is stored and described back (null value,
 //                sensitive, read-only), then deleted.
 //
@@ -128,9 +130,17 @@ public class BrokerConfigsJava {
             get(admin.deleteTopics(List.of(topic)).all());
 
             // refusals
-            for (ConfigResource r : List.of(self, every)) {
-                refused(r, "delete.topic.enable", "false", set, InvalidRequestException.class,
-                        "Cannot update these configs dynamically: [delete.topic.enable]");
+            Map<String, String> statics = Map.of("delete.topic.enable", "false", "auto.create.topics.enable", "false",
+                    "num.partitions", "7", "default.replication.factor", "3", "transaction.max.timeout.ms", "60000",
+                    "transactional.id.expiration.ms", "1000");
+            for (var s : statics.entrySet()) {
+                String before = shown(self, s.getKey());
+                for (ConfigResource r : List.of(self, every)) {
+                    refused(r, s.getKey(), s.getValue(), set, InvalidRequestException.class,
+                            "Cannot update these configs dynamically: [" + s.getKey() + "]");
+                }
+                check(entry(self, s.getKey()).isReadOnly() && shown(self, s.getKey()).equals(before),
+                        s.getKey() + " changed: " + shown(self, s.getKey()) + ", was " + before);
             }
             refused(self, "ssl.keystore.location", "/x", set, InvalidRequestException.class,
                     "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]");

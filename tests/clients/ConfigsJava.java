@@ -213,7 +213,8 @@ public class ConfigsJava {
             check(e != null && e.value() != null && e.documentation() != null, "broker " + name + ": " + e);
         }
         check(c.get("inter.broker.protocol.version") == null, "inter.broker.protocol.version described");
-        check(c.get("delete.topic.enable").isReadOnly() && !c.get("num.partitions").isReadOnly(), "read-only flags");
+        check(c.get("delete.topic.enable").isReadOnly() && c.get("num.partitions").isReadOnly()
+                && !c.get("log.retention.ms").isReadOnly(), "read-only flags");
         check("1".equals(c.get("min.insync.replicas").value()), "min.insync.replicas " + c.get("min.insync.replicas"));
         String name = "min-isr-" + tag;
         create(name, 1, (short) 1, Map.of());

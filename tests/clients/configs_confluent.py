@@ -92,7 +92,8 @@ def run(bootstrap):
     for name in ("min.insync.replicas", "log.retention.ms", "num.partitions", "default.replication.factor",
                  "message.max.bytes", "log.cleanup.policy", "auto.create.topics.enable"):
         check(name in broker and broker[name].value is not None, f"broker {name} missing")
-    check(broker["delete.topic.enable"].is_read_only and not broker["num.partitions"].is_read_only, "read-only flags")
+    check(broker["delete.topic.enable"].is_read_only and broker["num.partitions"].is_read_only
+          and not broker["log.retention.ms"].is_read_only, "read-only flags")
     missing = admin.describe_configs([ConfigResource(ResourceType.TOPIC, f"missing-{tag}")], request_timeout=TIMEOUT)
     err = error_of(next(iter(missing.values())))
     check(err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, f"missing topic: {err}")

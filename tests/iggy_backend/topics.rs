@@ -405,7 +405,7 @@ async fn gateways_on_one_iggy_share_topic_and_broker_configs() {
         incremental(&mut c1, 1, &[((2, "shared"), &topic)], false),
         [(0, None)]
     );
-    let broker = [("num.partitions", SET, Some("4"))];
+    let broker = [("log.cleaner.threads", SET, Some("4"))];
     assert_eq!(
         incremental(&mut c1, 1, &[((4, ""), &broker)], false),
         [(0, None)]
@@ -416,7 +416,7 @@ async fn gateways_on_one_iggy_share_topic_and_broker_configs() {
             configs::exists(&mut c2, "shared")
                 .then(|| configs::topic_configs(&mut c2, "shared")["cleanup.policy"].clone()),
             configs::broker_configs(&mut c2, "")
-                .get("num.partitions")
+                .get("log.cleaner.threads")
                 .cloned(),
         );
         let want = (

@@ -1,7 +1,11 @@
-//! Dynamic broker configurations: where Kafka allows them, kept, and the topic defaults they set.
+//! Dynamic broker configurations: where Kafka allows them, kept, and the topic defaults
+//! they set; the read-only ones the gateway's settings set, refused as Kafka refuses them.
 
 use crate::support;
 
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::ApiKey;
 use support::configs::*;
 use support::{call, Gateway, RawClient, Store};
 
@@ -23,7 +27,7 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
     );
     let cluster = [
         ("log.retention.ms", SET, Some("3600000")),
-        ("num.partitions", SET, Some("3")),
+        ("log.cleaner.threads", SET, Some("3")),
         ("log.cleanup.policy", APPEND, Some("compact")),
     ];
     assert_eq!(
@@ -53,7 +57,7 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
     );
     let this = broker_configs(&mut c, "0");
     assert_eq!(
-        this["num.partitions"],
+        this["log.cleaner.threads"],
         owned_value("3", DYNAMIC_DEFAULT_BROKER_CONFIG)
     );
     assert_eq!(
@@ -103,13 +107,13 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
         ),
         (
             "",
-            &[("num.partitions", SET, Some("0"))],
+            &[("log.cleaner.threads", SET, Some("-1"))],
             INVALID_REQUEST,
-            "num.partitions",
+            "log.cleaner.threads",
         ),
         (
             "7",
-            &[("num.partitions", SET, Some("2"))],
+            &[("log.cleaner.threads", SET, Some("2"))],
             INVALID_REQUEST,
             "7",
         ),
@@ -121,11 +125,11 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
         assert!(message.contains(named), "{message:?}");
     }
     // AlterConfigs replaces every gateway's set, which may not lose min.insync.replicas
-    // (Kafka's ELR rule): only it and num.partitions stay.
+    // (Kafka's ELR rule): only it and log.cleaner.threads stay.
     let (code, message) = alter(
         &mut c,
         2,
-        &[((4, ""), &[("num.partitions", Some("2"))])],
+        &[((4, ""), &[("log.cleaner.threads", Some("2"))])],
         false,
     )
     .remove(0);
@@ -137,7 +141,7 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
         )
     );
     let kept = [
-        ("num.partitions", Some("2")),
+        ("log.cleaner.threads", Some("2")),
         ("min.insync.replicas", Some("1")),
     ];
     assert_eq!(alter(&mut c, 2, &[((4, ""), &kept)], false), [(0, None)]);
@@ -146,7 +150,7 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
     let every = broker_configs(&mut c, "");
     assert_eq!(
         every.keys().collect::<Vec<_>>(),
-        ["min.insync.replicas", "num.partitions"],
+        ["log.cleaner.threads", "min.insync.replicas"],
         "after a restart"
     );
     assert_eq!(
@@ -164,52 +168,241 @@ fn broker_configs_are_alterable_where_kafka_allows(store: Store) {
     );
 }
 
-/// `num.partitions`, `default.replication.factor` and `auto.create.topics.enable` set
-/// as dynamic broker configurations are what CreateTopics' -1 and Metadata's
-/// auto-creation use; deleting them brings the static settings back.
-fn dynamic_broker_configs_drive_topic_defaults(store: Store) {
-    let Some(gw) = Gateway::start_on(store, &[("num_partitions", "2")]) else {
+/// The broker configurations Kafka keeps read-only that the gateway's settings set
+/// (docs/CONFIGS.md), with a value other than Kafka's default: the setting and its
+/// value, the configuration, and a value a client might try.
+pub(super) const STATIC_SETTINGS: &[(&str, &str, &str, &str)] = &[
+    (
+        "auto_create_topics_enable",
+        "false",
+        "auto.create.topics.enable",
+        "true",
+    ),
+    (
+        "default_replication_factor",
+        "2",
+        "default.replication.factor",
+        "3",
+    ),
+    ("num_partitions", "3", "num.partitions", "5"),
+    (
+        "transaction_max_timeout_ms",
+        "60000",
+        "transaction.max.timeout.ms",
+        "120000",
+    ),
+    (
+        "transactional_id_expiration_ms",
+        "3600000",
+        "transactional.id.expiration.ms",
+        "1000",
+    ),
+];
+
+/// A gateway on `store` with [`STATIC_SETTINGS`].
+pub(super) fn with_static_settings(store: Store) -> Option<Gateway> {
+    let settings: Vec<(&str, &str)> = STATIC_SETTINGS.iter().map(|s| (s.0, s.1)).collect();
+    Gateway::start_on(store, &settings)
+}
+
+/// `auto.create.topics.enable`, `num.partitions`, `default.replication.factor`,
+/// `transaction.max.timeout.ms` and `transactional.id.expiration.ms` are Kafka's static
+/// configurations: AlterConfigs and IncrementalAlterConfigs setting one, for every
+/// gateway ("") or this one ("0"), at every version, validate_only or not, answer
+/// INVALID_REQUEST with Kafka's message, and the settings stay what CreateTopics' -1,
+/// Metadata's auto-creation and InitProducerId act on.
+fn read_only_broker_configs_are_refused_and_follow_the_settings(store: Store) {
+    let Some(gw) = with_static_settings(store) else {
         return;
     };
     let mut c = RawClient::connect(gw.addr);
-    let r = create_with(&mut c, 7, "static-default", -1, -1, &[], false);
+    for &(_, _, name, value) in STATIC_SETTINGS {
+        let message = format!("Cannot update these configs dynamically: [{name}]");
+        let refused = [(INVALID_REQUEST, Some(message))];
+        for broker in ["", "0"] {
+            for validate_only in [true, false] {
+                for v in versions(ApiKey::AlterConfigs) {
+                    let entries = [(name, Some(value))];
+                    let answered = alter(&mut c, v, &[((4, broker), &entries)], validate_only);
+                    assert_eq!(answered, refused, "AlterConfigs v{v} {broker:?}");
+                }
+                for v in versions(ApiKey::IncrementalAlterConfigs) {
+                    let ops = [(name, SET, Some(value))];
+                    let answered = incremental(&mut c, v, &[((4, broker), &ops)], validate_only);
+                    assert_eq!(answered, refused, "v{v} {broker:?}");
+                    // A DELETE removes whatever is stored under the name, as Kafka's
+                    // does: nothing, here (an older gateway's value is ignored anyway).
+                    let ops = [(name, DELETE, None)];
+                    let answered = incremental(&mut c, v, &[((4, broker), &ops)], validate_only);
+                    assert_eq!(answered, [(0, None)], "v{v} {broker:?} DELETE");
+                }
+            }
+        }
+    }
+    assert_eq!(
+        broker_configs(&mut c, "").keys().collect::<Vec<_>>(),
+        ["min.insync.replicas"],
+        "nothing stored for every gateway"
+    );
+    follows_the_settings(&mut c, 0, "static");
+}
+
+/// What a gateway started with [`STATIC_SETTINGS`] (node `node`) describes and does:
+/// the settings' values, read-only, as STATIC_BROKER_CONFIG; CreateTopics' -1 and
+/// Metadata's auto-creation by them (topics named after `tag`); InitProducerId taking no
+/// timeout above transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT, 50).
+fn follows_the_settings(c: &mut RawClient, node: i32, tag: &str) {
+    let r = describe(c, 4, (4, &node.to_string()), None, false);
+    for &(_, setting, name, _) in STATIC_SETTINGS {
+        let e = r.configs.iter().find(|e| e.name.as_str() == name).unwrap();
+        let shown = (e.value.as_deref(), e.config_source, e.read_only);
+        assert_eq!(shown, (Some(setting), STATIC_BROKER_CONFIG, true), "{name}");
+    }
+    let r = create_with(c, 7, &format!("{tag}-default"), -1, -1, &[], false);
     assert_eq!(
         (r.error_code, r.num_partitions, r.replication_factor),
-        (0, 2, 1),
+        (0, 3, 2),
         "{r:?}"
     );
-    let set = [
-        ("num.partitions", SET, Some("5")),
-        ("default.replication.factor", SET, Some("3")),
-        ("auto.create.topics.enable", SET, Some("false")),
-    ];
+    let missing = format!("{tag}-not-made");
+    assert_eq!(auto_create(c, &missing), UNKNOWN_TOPIC);
+    assert!(!exists(c, &missing));
+    let id = format!("{tag}-timeout");
+    for (timeout, code) in [(60_001, 50), (60_000, 0)] {
+        let r = init_producer_id(c, &id, timeout);
+        assert_eq!(r.error_code, code, "{timeout}: {r:?}");
+    }
+}
+
+/// Values an older gateway (which let clients set the five) stored for them, for every
+/// gateway and for this one, are ignored: neither described nor in force, whether they
+/// were there when the gateway started (embedded store) or written by another gateway
+/// on the same Iggy while it runs. A dynamic configuration written beside them is taken.
+async fn values_an_older_gateway_stored_are_ignored(store: Store) {
+    use std::sync::Arc;
+
+    use iggy_kafka_actors::store::Meta;
+    use iggy_kafka_gateway::{EmbeddedStore, SyncPolicy};
+
+    let mut settings: Vec<(&str, &str)> = STATIC_SETTINGS.iter().map(|s| (s.0, s.1)).collect();
+    settings.push(("topic_refresh_ms", "200"));
+    let (gw, _server) = match store {
+        Store::Embedded => {
+            let Some(mut gw) = Gateway::process_on(store, &settings) else {
+                return;
+            };
+            gw.kill();
+            let embedded = EmbeddedStore::open(gw.data_dir(), SyncPolicy::EveryBatch)
+                .expect("the store opens");
+            let meta = Meta::new(Arc::new(embedded));
+            meta.write("cluster", stored_by_an_older_gateway(0))
+                .await
+                .unwrap();
+            meta.flush().await.unwrap();
+            drop(meta);
+            gw.restart_after_kill();
+            (gw, None)
+        }
+        Store::Iggy => {
+            let Some(server) = support::iggy::IggyServer::start() else {
+                return;
+            };
+            let gw = server.gateway_with(&settings);
+            let node = node_id(&mut RawClient::connect(gw.addr));
+            let older = crate::ports::iggy_backend(&server, |_| {}).await;
+            let meta = Meta::new(Arc::new(older));
+            meta.write("cluster", stored_by_an_older_gateway(node))
+                .await
+                .unwrap();
+            (gw, Some(server))
+        }
+    };
+    let mut c = RawClient::connect(gw.addr);
+    let node = node_id(&mut c);
+    // The dynamic one written beside them shows once the gateway has read them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let every = loop {
+        let every = broker_configs(&mut c, "");
+        if every.contains_key("log.cleaner.threads") {
+            break every;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never read: {every:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     assert_eq!(
-        incremental(&mut c, 1, &[((4, ""), &set)], false),
-        [(0, None)]
+        every.keys().collect::<Vec<_>>(),
+        ["log.cleaner.threads", "min.insync.replicas"]
     );
-    let r = create_with(&mut c, 7, "dynamic-default", -1, -1, &[], false);
-    assert_eq!(
-        (r.error_code, r.num_partitions, r.replication_factor),
-        (0, 5, 3),
-        "{r:?}"
+    assert!(
+        broker_configs(&mut c, &node.to_string())
+            .values()
+            .all(|(_, source)| *source != DYNAMIC_BROKER_CONFIG),
+        "a per-gateway value described"
     );
-    assert_eq!(auto_create(&mut c, "not-made"), UNKNOWN_TOPIC);
-    assert!(!exists(&mut c, "not-made"));
-    let unset = [
-        ("auto.create.topics.enable", DELETE, None),
-        ("num.partitions", DELETE, None),
-    ];
-    assert_eq!(
-        incremental(&mut c, 1, &[((4, ""), &unset)], false),
-        [(0, None)]
+    follows_the_settings(&mut c, node, "older");
+}
+
+/// The stored maps (table `cluster`, `config_catalog/stored.rs`) of an older gateway
+/// that let clients set the five: some for every gateway, the others for gateway
+/// `node`, and one dynamic configuration beside them.
+fn stored_by_an_older_gateway(node: i32) -> Vec<iggy_kafka_actors::store::meta::Change> {
+    use iggy_kafka_actors::store::meta::Change;
+    let map = |pairs: &[(&str, &str)]| {
+        let map: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        bytes::Bytes::from(serde_json::to_vec(&map).unwrap())
+    };
+    let every = map(&[
+        ("auto.create.topics.enable", "true"),
+        ("log.cleaner.threads", "2"),
+        ("min.insync.replicas", "1"),
+        ("num.partitions", "9"),
+    ]);
+    let this = map(&[
+        ("default.replication.factor", "5"),
+        ("transaction.max.timeout.ms", "5"),
+        ("transactional.id.expiration.ms", "7"),
+    ]);
+    vec![
+        Change::Put {
+            key: "broker-configs".into(),
+            value: every,
+        },
+        Change::Put {
+            key: format!("broker-configs/{node}"),
+            value: this,
+        },
+    ]
+}
+
+/// This gateway's node id, as Metadata lists it (allocated on a shared store).
+fn node_id(c: &mut RawClient) -> i32 {
+    use kafka_protocol::messages::MetadataRequest;
+    let r = call!(
+        c,
+        Metadata,
+        12,
+        MetadataRequest::default().with_topics(Some(vec![]))
     );
-    assert_eq!(
-        auto_create(&mut c, "made"),
-        5,
-        "LEADER_NOT_AVAILABLE while it is made"
-    );
-    let r = create_with(&mut c, 7, "static-again", -1, 1, &[], false);
-    assert_eq!((r.error_code, r.num_partitions), (0, 2), "{r:?}");
+    assert_eq!(r.brokers.len(), 1, "{r:?}");
+    r.brokers[0].node_id.0
+}
+
+/// InitProducerId v4 for transactional id `id` with `timeout_ms`.
+fn init_producer_id(
+    c: &mut RawClient,
+    id: &str,
+    timeout_ms: i32,
+) -> kafka_protocol::messages::InitProducerIdResponse {
+    use kafka_protocol::messages::{InitProducerIdRequest, ProducerId, TransactionalId};
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(id))))
+        .with_transaction_timeout_ms(timeout_ms)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    call!(c, InitProducerId, 4, request)
 }
 
 /// Metadata v12 for a missing topic, allowing auto-creation: the topic's error code.
@@ -225,5 +418,10 @@ fn auto_create(c: &mut RawClient, topic: &str) -> i16 {
 
 support::on_every_store!(
     broker_configs_are_alterable_where_kafka_allows,
-    dynamic_broker_configs_drive_topic_defaults,
+    read_only_broker_configs_are_refused_and_follow_the_settings,
 );
+
+mod older_gateway {
+    support::on_every_store!(async: values_an_older_gateway_stored_are_ignored);
+    use super::*;
+}

@@ -222,9 +222,9 @@ fn broker_describe_has_what_tools_read(store: Store) {
             )
         };
         let want = [
-            ("auto.create.topics.enable", "true", DEFAULT_CONFIG, false),
-            ("default.replication.factor", "1", DEFAULT_CONFIG, false),
-            ("num.partitions", "1", DEFAULT_CONFIG, false),
+            ("auto.create.topics.enable", "true", DEFAULT_CONFIG, true),
+            ("default.replication.factor", "1", DEFAULT_CONFIG, true),
+            ("num.partitions", "1", DEFAULT_CONFIG, true),
             ("delete.topic.enable", "true", DEFAULT_CONFIG, true),
             ("log.retention.ms", "604800000", DEFAULT_CONFIG, false),
             ("log.retention.bytes", "-1", DEFAULT_CONFIG, false),

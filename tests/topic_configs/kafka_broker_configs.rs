@@ -15,16 +15,6 @@ use support::{client_checks, Gateway, RawClient, Store};
 /// What Kafka 4.4 described for broker 1 of a fresh KRaft combined node.
 const KAFKA_DESCRIBED: &str = include_str!("../kafka_configs/kafka-4.4-broker-describe.tsv");
 
-/// Broker configurations Kafka keeps read-only that the gateway changes at runtime
-/// (docs/CONFIGS.md): described as alterable.
-const ALTERABLE_HERE: &[&str] = &[
-    "auto.create.topics.enable",
-    "default.replication.factor",
-    "num.partitions",
-    "transaction.max.timeout.ms",
-    "transactional.id.expiration.ms",
-];
-
 /// DescribeConfigs' type codes by Kafka's names.
 fn type_code(kind: &str) -> i8 {
     let kinds = [
@@ -35,7 +25,7 @@ fn type_code(kind: &str) -> i8 {
 }
 
 /// Every key Kafka 4.4 describes for a broker is described by the gateway, with
-/// Kafka's type, sensitivity and read-only flag (but for what the gateway alters).
+/// Kafka's type, sensitivity and read-only flag.
 fn every_key_kafka_describes_is_described(store: Store) {
     let Some(gw) = Gateway::start_on(store, &[]) else {
         return;
@@ -55,8 +45,7 @@ fn every_key_kafka_describes_is_described(store: Store) {
             missing.push(name);
             continue;
         };
-        let read_only = read_only == "true" && !ALTERABLE_HERE.contains(&name);
-        let want = (type_code(kind), read_only, sensitive == "true");
+        let want = (type_code(kind), read_only == "true", sensitive == "true");
         let got = (e.config_type, e.read_only, e.is_sensitive);
         if got != want {
             differ.push(format!("{name}: {got:?}, Kafka {want:?}"));
@@ -135,6 +124,37 @@ async fn librdkafka_alters_broker_configs_as_kafka_does(store: Store) {
     );
 }
 
+/// librdkafka's AlterConfigs of each broker configuration Kafka keeps read-only that the
+/// gateway's settings set changes nothing: DescribeConfigs shows the setting's value
+/// as STATIC_BROKER_CONFIG, read-only, before and after (the refusal's code and
+/// message, which rust-rdkafka drops: `broker_configs.rs`).
+async fn librdkafka_cannot_alter_the_static_broker_configs(store: Store) {
+    use super::broker_configs::{with_static_settings, STATIC_SETTINGS};
+    let Some(gw) = with_static_settings(store) else {
+        return;
+    };
+    let admin = support::kafka::admin(&gw.bootstrap());
+    let opts = rdkafka::admin::AdminOptions::new();
+    let broker = ResourceSpecifier::Broker(0);
+    for &(_, _, name, value) in STATIC_SETTINGS {
+        let done = admin
+            .alter_configs([&AlterConfig::new(broker).set(name, value)], &opts)
+            .await
+            .unwrap();
+        assert_eq!(done.len(), 1, "{done:?}");
+        let described = admin.describe_configs([&broker], &opts).await.unwrap();
+        let configs = described[0].as_ref().unwrap();
+        for &(_, setting, name, _) in STATIC_SETTINGS {
+            let e = configs.get(name).unwrap();
+            assert_eq!(
+                (e.value.as_deref(), &e.source, e.is_read_only),
+                (Some(setting), &ConfigSource::StaticBroker, true),
+                "{name}"
+            );
+        }
+    }
+}
+
 /// The Java Admin check (3.9 and 4.x clients) that passes against Kafka 4.4: per-broker,
 /// cluster-wide `min.insync.replicas` (KIP-966), read-only, listener-only and unknown
 /// configurations, each with Kafka's answer.
@@ -153,6 +173,9 @@ support::on_every_store!(
 );
 
 mod rdkafka_admin {
-    support::on_every_store!(async: librdkafka_alters_broker_configs_as_kafka_does);
+    support::on_every_store!(async:
+        librdkafka_alters_broker_configs_as_kafka_does,
+        librdkafka_cannot_alter_the_static_broker_configs,
+    );
     use super::*;
 }

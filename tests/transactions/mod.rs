@@ -6,10 +6,13 @@
 //! transactions v2 as Kafka 4 clients speak them (`v2.rs`), a batch of an epoch a
 //! marker ended, which no reader waits for (`fenced.rs`), and a producer fenced by a
 //! newer one with its transactional id told so at every API and version
-//! (`fencing.rs`) and through librdkafka and the Java client (`zombies.rs`).
+//! (`fencing.rs`) and through librdkafka and the Java client (`zombies.rs`), and an
+//! idle transactional id forgotten after `transactional_id_expiration_ms`
+//! (`expiration.rs`).
 
 mod admin;
 mod cluster;
+mod expiration;
 mod fenced;
 mod fencing;
 mod librdkafka;

@@ -77,7 +77,7 @@ async fn transactional(
     id: &str,
     req: &InitProducerIdRequest,
 ) -> Result<InitProducerIdResponse, TxnError> {
-    let max = gw.topics.config().in_force().transaction_max_timeout_ms;
+    let max = gw.settings.transaction_max_timeout_ms;
     if !(1..=max).contains(&req.transaction_timeout_ms) {
         return Err(TxnError::InvalidTimeout {
             asked: req.transaction_timeout_ms,

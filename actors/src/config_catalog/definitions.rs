@@ -1,10 +1,9 @@
 //! Every configuration the gateway knows: Kafka 4.1's topic configurations (`TopicConfig`,
 //! `LogConfig`) with their broker-level synonyms (`ServerTopicConfigSynonyms`), and every
 //! broker configuration of Kafka 4.4 ([`KAFKA_BROKER_CONFIGS`], generated from Kafka's own
-//! definitions), with the few the gateway changes at runtime where Kafka cannot
-//! ([`GATEWAY_DYNAMIC`]). Types, defaults and valid values are Kafka's; the topic
-//! configurations' documentation is Kafka's, shortened; the broker configurations' is
-//! Kafka's as DescribeConfigs reports it.
+//! definitions), each alterable where Kafka's is. Types, defaults and valid values are
+//! Kafka's; the topic configurations' documentation is Kafka's, shortened; the broker
+//! configurations' is Kafka's as DescribeConfigs reports it.
 
 pub use super::kafka_broker_configs::KAFKA_BROKER_CONFIGS;
 
@@ -208,18 +207,6 @@ pub const TOPIC_CONFIGS: &[Definition] = &[
         "Whether replicas outside the ISR may be elected leader as a last resort, at the risk of data loss."),
 ];
 
-/// Broker configurations Kafka keeps read-only (or checks more loosely) that the gateway
-/// changes while it runs, for one gateway or every one: their mode and rule here, their
-/// type, default and documentation Kafka's (a test keeps type and default equal).
-#[rustfmt::skip]
-pub const GATEWAY_DYNAMIC: &[Definition] = &[
-    Definition::broker("auto.create.topics.enable", Boolean, Some("true"), Rule::Any, Mode::ClusterWide, ""),
-    Definition::broker("default.replication.factor", Int, Some("1"), Rule::Between(1, i16::MAX as i64), Mode::ClusterWide, ""),
-    Definition::broker("num.partitions", Int, Some("1"), Rule::Between(1, MAX_PARTITIONS as i64), Mode::ClusterWide, ""),
-    Definition::broker("transaction.max.timeout.ms", Int, Some("900000"), Rule::AtLeast(1), Mode::ClusterWide, ""),
-    Definition::broker("transactional.id.expiration.ms", Int, Some("604800000"), Rule::AtLeast(1), Mode::ClusterWide, ""),
-];
-
 /// The cluster-level `min.insync.replicas` Kafka's controller writes when Eligible Leader
 /// Replicas are enabled (KIP-966, the default of a Kafka 4.1+ cluster): described for
 /// every broker as DYNAMIC_DEFAULT_BROKER_CONFIG even when nobody set it, never removed,
@@ -258,20 +245,8 @@ fn kafka_broker_config(name: &str) -> Option<&'static Definition> {
 /// A broker configuration Kafka 4.4 defines, as the gateway serves it.
 pub fn broker_config(name: &str) -> Option<BrokerConfig> {
     let kafka = kafka_broker_config(name)?;
-    let values = GATEWAY_DYNAMIC
-        .iter()
-        .find(|d| d.name == name)
-        .or_else(|| topic_of_synonym(name))
-        .unwrap_or(kafka);
-    let mode = GATEWAY_DYNAMIC
-        .iter()
-        .find(|d| d.name == name)
-        .map_or(kafka.mode, |d| d.mode);
-    Some(BrokerConfig {
-        kafka,
-        values,
-        mode,
-    })
+    let values = topic_of_synonym(name).unwrap_or(kafka);
+    Some(BrokerConfig { kafka, values })
 }
 
 /// Every broker configuration Kafka 4.4 defines, sorted by name.
@@ -288,9 +263,8 @@ pub struct BrokerConfig {
     kafka: &'static Definition,
     /// Type, default and valid values: the topic configuration's for a topic synonym
     /// (`log.retention.ms` follows `retention.ms`, Kafka's effective default rather than
-    /// its null), the gateway's for [`GATEWAY_DYNAMIC`], else Kafka's.
+    /// its null), else Kafka's.
     values: &'static Definition,
-    mode: Mode,
 }
 
 impl BrokerConfig {
@@ -309,12 +283,12 @@ impl BrokerConfig {
     }
 
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.kafka.mode
     }
 
     /// What Kafka's DescribeConfigs says of it: read-only unless some mode may change it.
     pub fn read_only(&self) -> bool {
-        self.mode == Mode::ReadOnly
+        self.mode() == Mode::ReadOnly
     }
 }
 
@@ -365,21 +339,10 @@ mod tests {
     }
 
     #[test]
-    fn every_topic_synonym_and_gateway_change_is_a_kafka_broker_config() {
+    fn every_topic_synonym_is_a_kafka_broker_config() {
         for synonym in TOPIC_CONFIGS.iter().filter_map(|d| d.synonym) {
             let b = broker_config(synonym).unwrap_or_else(|| panic!("{synonym}"));
             assert_eq!(b.mode(), Mode::ClusterWide, "{synonym}");
-        }
-        for d in GATEWAY_DYNAMIC {
-            let kafka = kafka_broker_config(d.name).unwrap();
-            assert_eq!(
-                (d.kind, d.default),
-                (kafka.kind, kafka.default),
-                "{}",
-                d.name
-            );
-            assert_eq!(kafka.mode, Mode::ReadOnly, "{} is dynamic in Kafka", d.name);
-            assert_eq!(broker_config(d.name).unwrap().mode(), Mode::ClusterWide);
         }
     }
 
@@ -392,6 +355,16 @@ mod tests {
         );
         assert_eq!(mode("log.cleaner.threads"), Mode::ClusterWide);
         assert_eq!(mode("delete.topic.enable"), Mode::ReadOnly);
+        // Static in Kafka, set by the gateway's settings (docs/CONFIGS.md).
+        for name in [
+            "auto.create.topics.enable",
+            "default.replication.factor",
+            "num.partitions",
+            "transaction.max.timeout.ms",
+            "transactional.id.expiration.ms",
+        ] {
+            assert_eq!(mode(name), Mode::ReadOnly, "{name}");
+        }
         assert_eq!(mode("ssl.keystore.location"), Mode::PerListener);
         assert_eq!(
             mode("follower.replication.throttled.rate"),

@@ -16,7 +16,7 @@ use super::definitions::{
 use super::features::Finalized;
 use super::in_force::{self, CompactionInForce, InForce};
 use super::rules::list_items;
-use crate::settings::{BrokerSettings, TopicRules};
+use crate::settings::BrokerSettings;
 use crate::store::TopicLimits;
 
 /// DescribeConfigs' `ConfigSource` codes.
@@ -92,7 +92,7 @@ impl ClusterConfig {
     fn parse_in_force(&self) -> InForce {
         let none = BTreeMap::new();
         let topic = |name: &str| self.topic_value(&none, name).map(|(v, _)| v);
-        InForce::of(topic, |name| self.broker_value(name))
+        InForce::of(topic)
     }
 
     /// The typed values request paths act on.
@@ -100,7 +100,9 @@ impl ClusterConfig {
         self.in_force.unwrap_or_else(|| self.parse_in_force())
     }
 
-    /// The same statics with these dynamic broker configurations.
+    /// The same statics with these dynamic broker configurations. Values stored for
+    /// read-only ones are left out: older gateways let clients set `num.partitions` and
+    /// four others Kafka keeps static, which only the gateway's settings set now.
     pub fn with_dynamic(
         &self,
         cluster_default: BTreeMap<String, String>,
@@ -108,8 +110,8 @@ impl ClusterConfig {
     ) -> ClusterConfig {
         ClusterConfig {
             statics: self.statics.clone(),
-            cluster_default,
-            this_broker,
+            cluster_default: without_read_only(cluster_default),
+            this_broker: without_read_only(this_broker),
             finalized: self.finalized,
             in_force: None,
         }
@@ -237,24 +239,6 @@ impl ClusterConfig {
         self.broker_sources(b).next().map(|(value, _)| value)
     }
 
-    /// The topic rules in force: these configurations where set dynamically, else
-    /// `statics` (the settings the gateway started with).
-    pub fn topic_rules(&self, statics: TopicRules) -> TopicRules {
-        let value = |name| self.broker_value(name).unwrap_or_default();
-        TopicRules {
-            auto_create_topics_enable: value("auto.create.topics.enable")
-                .parse()
-                .unwrap_or(statics.auto_create_topics_enable),
-            num_partitions: value("num.partitions")
-                .parse()
-                .unwrap_or(statics.num_partitions),
-            default_replication_factor: value("default.replication.factor")
-                .parse()
-                .unwrap_or(statics.default_replication_factor),
-            ..statics
-        }
-    }
-
     /// A topic configuration of a topic whose own values are `overrides`.
     pub fn topic_entry(
         &self,
@@ -362,6 +346,13 @@ impl ClusterConfig {
     }
 }
 
+/// Stored dynamic broker configurations without those Kafka keeps read-only; names
+/// Kafka does not define stay (Kafka stores them).
+fn without_read_only(mut stored: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    stored.retain(|name, _| broker_config(name).is_none_or(|b| !b.read_only()));
+    stored
+}
+
 /// A stored broker configuration Kafka does not define, as Kafka describes one: its
 /// value hidden (an unknown type may hold a secret), read-only, of unknown type.
 fn unknown_entry(name: &str, source: ConfigSource) -> Entry {
@@ -446,6 +437,16 @@ pub fn static_configs(s: &BrokerSettings) -> Vec<StaticConfig> {
             "max_request_bytes",
             "socket.request.max.bytes",
             s.max_request_bytes.to_string(),
+        ),
+        (
+            "transaction_max_timeout_ms",
+            "transaction.max.timeout.ms",
+            s.transaction_max_timeout_ms.to_string(),
+        ),
+        (
+            "transactional_id_expiration_ms",
+            "transactional.id.expiration.ms",
+            s.transactional_id_expiration.as_millis().to_string(),
         ),
     ]
     .into_iter()
@@ -572,39 +573,9 @@ mod tests {
     }
 
     #[test]
-    fn topic_rules_follow_dynamic_broker_configs() {
-        let statics = TopicRules {
-            auto_create_topics_enable: true,
-            num_partitions: 2,
-            default_replication_factor: 1,
-            delete_topics_max_names: 100,
-        };
-        let c = ClusterConfig {
-            statics: BTreeMap::from([("num.partitions", "2".to_string())]),
-            ..ClusterConfig::default()
-        };
-        assert_eq!(c.topic_rules(statics), statics);
-        let dynamic = c.with_dynamic(
-            map(&[
-                ("num.partitions", "6"),
-                ("auto.create.topics.enable", "false"),
-            ]),
-            map(&[("default.replication.factor", "3")]),
-        );
-        let rules = dynamic.topic_rules(statics);
-        let want = TopicRules {
-            auto_create_topics_enable: false,
-            num_partitions: 6,
-            default_replication_factor: 3,
-            ..statics
-        };
-        assert_eq!(rules, want);
-    }
-
-    #[test]
     fn broker_entries_say_which_are_read_only() {
-        let c = config().with_dynamic(map(&[("num.partitions", "3")]), BTreeMap::new());
-        let e = c.broker_entry(broker_config("num.partitions").unwrap());
+        let c = config().with_dynamic(map(&[("log.cleaner.threads", "3")]), BTreeMap::new());
+        let e = c.broker_entry(broker_config("log.cleaner.threads").unwrap());
         assert_eq!(
             (e.value.as_deref(), e.source, e.read_only),
             (Some("3"), ConfigSource::DynamicDefaultBroker, false)
@@ -616,6 +587,70 @@ mod tests {
         );
         assert_eq!(c.cluster_default_entries().len(), 1);
         assert_eq!(c.broker_value("message.max.bytes"), Some("2000000"));
+    }
+
+    #[test]
+    fn read_only_configs_follow_the_settings_whatever_is_stored() {
+        let mut settings = crate::test_store::settings();
+        settings.topic_rules.num_partitions = 4;
+        settings.transaction_max_timeout_ms = 60_000;
+        // What an older gateway stored for them, for every gateway and for this one.
+        let c = ClusterConfig::new(&settings).with_dynamic(
+            map(&[
+                ("num.partitions", "3"),
+                ("transaction.max.timeout.ms", "5"),
+                ("log.cleaner.threads", "2"),
+            ]),
+            map(&[("auto.create.topics.enable", "true")]),
+        );
+        let described = |name| {
+            let e = c.broker_entry(broker_config(name).unwrap());
+            let chain: Vec<ConfigSource> = e.synonyms.iter().map(|s| s.source).collect();
+            (e.value, e.source, e.read_only, chain)
+        };
+        let static_then_default = vec![ConfigSource::StaticBroker, ConfigSource::Default];
+        assert_eq!(
+            described("num.partitions"),
+            (
+                Some("4".into()),
+                ConfigSource::StaticBroker,
+                true,
+                static_then_default.clone()
+            )
+        );
+        assert_eq!(
+            described("transaction.max.timeout.ms"),
+            (
+                Some("60000".into()),
+                ConfigSource::StaticBroker,
+                true,
+                static_then_default
+            )
+        );
+        // Off in the test settings (Kafka's default: on), whatever this gateway stored.
+        assert_eq!(
+            described("auto.create.topics.enable"),
+            (
+                Some("false".into()),
+                ConfigSource::StaticBroker,
+                true,
+                vec![ConfigSource::StaticBroker, ConfigSource::Default]
+            )
+        );
+        assert_eq!(
+            described("transactional.id.expiration.ms"),
+            (
+                Some("604800000".into()),
+                ConfigSource::Default,
+                true,
+                vec![ConfigSource::Default]
+            )
+        );
+        let every: Vec<String> = (c.cluster_default_entries().into_iter())
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(every, ["log.cleaner.threads"]);
+        assert!(c.this_broker().is_empty());
     }
 
     #[test]
@@ -672,14 +707,11 @@ mod tests {
             whole_batches: false,
         };
         assert_eq!(kafka.topic_defaults, expected);
-        assert_eq!(kafka.transactional_id_expiration_ms, 604_800_000);
-        assert_eq!(kafka.transaction_max_timeout_ms, 900_000);
         let broker = ClusterConfig::default().with_dynamic(
             map(&[
                 ("message.max.bytes", "2000"),
                 ("log.message.timestamp.type", "LogAppendTime"),
                 ("log.cleanup.policy", "compact,delete"),
-                ("transaction.max.timeout.ms", "60000"),
             ]),
             BTreeMap::new(),
         );
@@ -691,7 +723,6 @@ mod tests {
             whole_batches: false,
         };
         assert_eq!(set.topic_defaults, expected);
-        assert_eq!(set.transaction_max_timeout_ms, 60_000);
         let own = map(&[
             ("max.message.bytes", "100"),
             ("message.timestamp.type", "CreateTime"),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::definitions::{broker_config, topic_config};
+use super::definitions::topic_config;
 use super::rules::list_items;
 
 /// What a topic's records are checked and stamped by at Produce.
@@ -43,10 +43,6 @@ pub struct CompactionInForce {
 pub struct InForce {
     /// The topic values where a topic sets none of its own.
     pub topic_defaults: TopicInForce,
-    /// `transactional.id.expiration.ms`: an idle transactional id is forgotten after it.
-    pub transactional_id_expiration_ms: i64,
-    /// `transaction.max.timeout.ms`: the longest transaction timeout InitProducerId takes.
-    pub transaction_max_timeout_ms: i32,
 }
 
 const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
@@ -64,33 +60,22 @@ pub(super) fn compacted(value: &str) -> bool {
 
 impl InForce {
     /// Parsed from the values in force: `topic` a topic configuration's where a topic
-    /// sets none, `broker` a broker configuration's. A value that does not parse (the
-    /// catalog checks each before it is stored) falls back to Kafka's default.
-    pub fn of<'a>(
-        topic: impl Fn(&str) -> Option<&'a str>,
-        broker: impl Fn(&str) -> Option<&'a str>,
-    ) -> InForce {
-        fn parsed<T: std::str::FromStr>(value: Option<&str>, default: Option<&str>) -> T {
-            (value.and_then(|v| v.parse().ok()))
-                .or_else(|| default.and_then(|d| d.parse().ok()))
-                .expect("Kafka's default parses")
-        }
-        let topic_default = |name| topic_config(name).and_then(|d| d.default);
-        let broker_default = |name| broker_config(name).and_then(|b| b.definition().default);
-        let expiration = "transactional.id.expiration.ms";
-        let max_timeout = "transaction.max.timeout.ms";
+    /// sets none. A value that does not parse (the catalog checks each before it is
+    /// stored) falls back to Kafka's default.
+    pub fn of<'a>(topic: impl Fn(&str) -> Option<&'a str>) -> InForce {
+        let max_message_bytes = (topic(MAX_MESSAGE_BYTES).and_then(|v| v.parse().ok()))
+            .or_else(|| {
+                let default = topic_config(MAX_MESSAGE_BYTES).and_then(|d| d.default);
+                default.and_then(|d| d.parse().ok())
+            })
+            .expect("Kafka's default parses");
         InForce {
             topic_defaults: TopicInForce {
-                max_message_bytes: parsed(
-                    topic(MAX_MESSAGE_BYTES),
-                    topic_default(MAX_MESSAGE_BYTES),
-                ),
+                max_message_bytes,
                 log_append_time: log_append_time(topic(TIMESTAMP_TYPE).unwrap_or_default()),
                 compacted: compacted(topic(CLEANUP_POLICY).unwrap_or_default()),
                 whole_batches: false,
             },
-            transactional_id_expiration_ms: parsed(broker(expiration), broker_default(expiration)),
-            transaction_max_timeout_ms: parsed(broker(max_timeout), broker_default(max_timeout)),
         }
     }
 

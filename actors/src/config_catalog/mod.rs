@@ -682,6 +682,10 @@ mod tests {
         let refused = [
             ("delete.topic.enable", ThisBroker, ResponseError::InvalidRequest,
                 "Cannot update these configs dynamically: [delete.topic.enable]"),
+            ("num.partitions", Cluster, ResponseError::InvalidRequest,
+                "Cannot update these configs dynamically: [num.partitions]"),
+            ("transactional.id.expiration.ms", ThisBroker, ResponseError::InvalidRequest,
+                "Cannot update these configs dynamically: [transactional.id.expiration.ms]"),
             ("ssl.keystore.password", ThisBroker, ResponseError::InvalidRequest,
                 "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.password]"),
             ("sasl.kerberos.min.time.before.relogin", Cluster, ResponseError::InvalidRequest,
@@ -698,7 +702,6 @@ mod tests {
             ("log.cleaner.threads", Cluster),
             ("log.cleaner.threads", ThisBroker),
             ("min.insync.replicas", Cluster),
-            ("num.partitions", Cluster),
             ("log.retention.ms", ThisBroker),
         ] {
             assert!(alterable_broker_config(name, scope).is_ok(), "{name}");

@@ -13,13 +13,13 @@ pub mod state;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::dev::{Request, ToEnvelope};
 use actix::{Actor, Addr, ArbiterHandle, Handler, Message};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-use crate::config_catalog::ClusterConfig;
 use crate::log_slot::{AppendError, Verify};
 use crate::membership::Cluster;
 use crate::offsets::Offsets;
@@ -147,14 +147,12 @@ pub const MAX_TRANSACTION_VERSION: i16 = 2;
 
 impl Transactions {
     /// `transaction_slots` slots, spread over `arbiters`, each on a
-    /// metadata client of its own.
+    /// metadata client of its own; an id with nothing open is forgotten `expiration`
+    /// after its last change (`transactional.id.expiration.ms`).
     pub fn start(
         (meta, n): (&Meta, usize),
         (partitions, offsets, producer_ids): (Partitions, Offsets, Arc<ProducerIds>),
-        (cluster, config): (
-            watch::Receiver<Arc<Cluster>>,
-            watch::Receiver<Arc<ClusterConfig>>,
-        ),
+        (cluster, expiration): (watch::Receiver<Arc<Cluster>>, Duration),
         arbiters: &[ArbiterHandle],
     ) -> StoreResult<Transactions> {
         let open = OpenTxns::default();
@@ -168,7 +166,7 @@ impl Transactions {
                     producer_ids: producer_ids.clone(),
                     open: open.clone(),
                     cluster: cluster.clone(),
-                    config: config.clone(),
+                    expiration_ms: expiration.as_millis() as i64,
                     index,
                     slots: n,
                 };

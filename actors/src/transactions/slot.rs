@@ -27,7 +27,6 @@ use tokio::sync::{oneshot, watch};
 use super::remote_adds;
 use super::state::{EndAsk, Ended, Phase, TxnError, TxnState};
 use super::OpenTxns;
-use crate::config_catalog::ClusterConfig;
 use crate::membership::Cluster;
 use crate::offsets::Offsets;
 use crate::partitions::Partitions;
@@ -57,8 +56,9 @@ pub struct Deps {
     pub producer_ids: Arc<ProducerIds>,
     pub open: OpenTxns,
     pub cluster: watch::Receiver<Arc<Cluster>>,
-    /// The configurations in force: `transactional.id.expiration.ms`.
-    pub config: watch::Receiver<Arc<ClusterConfig>>,
+    /// `transactional.id.expiration.ms`: an id with nothing open is forgotten this long
+    /// after its last change.
+    pub expiration_ms: i64,
     /// This slot's place among `slots`, to know which ids are its own on a rescan.
     pub index: usize,
     pub slots: usize,
@@ -576,12 +576,7 @@ impl Handler<Tick> for TxnSlot {
         let known = self.states.clone();
         let busy = self.completing.clone();
         let deps = self.deps.clone();
-        let expiration_ms = self
-            .deps
-            .config
-            .borrow()
-            .in_force()
-            .transactional_id_expiration_ms;
+        let expiration_ms = self.deps.expiration_ms;
         let work = async move {
             let mut states = known;
             let mut found = Vec::new();
