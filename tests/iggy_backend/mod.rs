@@ -40,7 +40,12 @@ fn id(name: &str) -> Identifier {
 
 /// The batches one Fetch of `partition` from `offset` serves, as (base offset, record
 /// count, compression codec), read from their headers as sent.
-pub(super) fn served(c: &mut RawClient, topic: &str, partition: i32, offset: i64) -> Vec<(i64, i32, i16)> {
+pub(super) fn served(
+    c: &mut RawClient,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Vec<(i64, i32, i16)> {
     let req = FetchRequest::default()
         .with_max_wait_ms(0)
         .with_topics(vec![FetchTopic::default()

@@ -181,7 +181,12 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
         (11, 3, false),
     ];
     for (offset, timestamp, log_append_time) in fetched {
-        assert!(w.push(offset, &r(timestamp), log_append_time, (InBatch::Loose, None)));
+        assert!(w.push(
+            offset,
+            &r(timestamp),
+            log_append_time,
+            (InBatch::Loose, None)
+        ));
     }
     let (batches, next) = w.finish();
     let bases: Vec<i64> = batches.iter().map(|b| records::base_offset(b)).collect();
@@ -199,7 +204,10 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
         one.push(0, &r(1), false, (InBatch::Loose, None)),
         "at least one record, even over budget"
     );
-    assert!(!one.push(1, &r(1), false, (InBatch::Loose, None)), "but no more");
+    assert!(
+        !one.push(1, &r(1), false, (InBatch::Loose, None)),
+        "but no more"
+    );
     let (one, next) = one.finish();
     assert_eq!(next, 1, "the read ahead starts after what was taken");
     assert_eq!(decode_produced(&one[0]).unwrap().records.len(), 1);
@@ -452,7 +460,10 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
     let place = transaction(5, 3);
     assert!(w.push(1, &rec(1), false, (place[0], None)));
     assert!(w.push(2, &rec(2), false, (place[1], None)));
-    assert!(!w.push(3, &rec(3), false, (place[2], None)), "over the budget");
+    assert!(
+        !w.push(3, &rec(3), false, (place[2], None)),
+        "over the budget"
+    );
     let (batches, next) = w.finish();
     assert_eq!(shapes(&batches), [(0, 1, -1, false, false)]);
     assert_eq!(next, 1, "the next read starts at the transaction");
@@ -613,11 +624,18 @@ fn a_batch_produced_compressed_goes_back_compressed_and_whole() {
     let (batches, next) = w.finish();
     assert_eq!((batches.len(), next), (1, 3));
     let served = &batches[0];
-    assert!(served.len() < 10_000, "gzip squeezed 300 kB of runs: {}", served.len());
+    assert!(
+        served.len() < 10_000,
+        "gzip squeezed 300 kB of runs: {}",
+        served.len()
+    );
     let attributes = i16::from_be_bytes([served[ATTRIBUTES_AT], served[ATTRIBUTES_AT + 1]]);
     assert_eq!(attributes & COMPRESSION_MASK, 1);
     let sets = RecordBatchDecoder::decode_all(&mut served.clone()).unwrap();
     let values: Vec<_> = sets[0].records.iter().map(|r| r.value.clone()).collect();
     assert_eq!(values, (0..3).map(|i| big(i).value).collect::<Vec<_>>());
-    assert_eq!(sets[0].records[0].producer_id, 5, "served with its producer");
+    assert_eq!(
+        sets[0].records[0].producer_id, 5,
+        "served with its producer"
+    );
 }

@@ -93,8 +93,8 @@ impl BatchWriter {
     ) -> bool {
         let size = approximate_size(r);
         let open = self.open.as_ref();
-        let continues = codec.is_none()
-            && open.is_some_and(|b| b.takes(offset, r, log_append_time, in_batch));
+        let continues =
+            codec.is_none() && open.is_some_and(|b| b.takes(offset, r, log_append_time, in_batch));
         if self.size > 0 && self.size + size > self.max_bytes {
             match open.and_then(|b| b.whole).filter(|_| continues) {
                 // The answer's first batch goes whole, over the budget if need be.
@@ -117,8 +117,7 @@ impl BatchWriter {
                 }),
                 _ => None,
             };
-            let mut batch =
-                OpenBatch::new(offset, r.timestamp, log_append_time, rest, whole);
+            let mut batch = OpenBatch::new(offset, r.timestamp, log_append_time, rest, whole);
             batch.codec = codec.unwrap_or(0);
             self.open = Some(batch);
         }

@@ -318,8 +318,7 @@ pub fn to_iggy(
     origin_micros: u64,
 ) -> IggyParts {
     let timestamp_held = timestamp_from_origin(origin_micros) == Some(r.timestamp);
-    let plain =
-        r.key.is_none() && r.headers.is_empty() && in_batch == InBatch::Loose && codec == 0;
+    let plain = r.key.is_none() && r.headers.is_empty() && in_batch == InBatch::Loose && codec == 0;
     if plain && r.value.is_some() && !log_append_time && timestamp_held {
         return IggyParts {
             payload: r.value.unwrap_or_default(),

@@ -147,7 +147,12 @@ fn the_shared_marker_is_what_the_general_encoding_writes() {
     tlv.entry(MARKER, UINT8, &[2]);
     assert_eq!(tlv.0.as_ref(), MARKER_ONLY);
     let r = record(None, Some(b(b"v")), vec![]);
-    let parts = to_iggy(r.clone(), false, (InBatch::Loose, 0), r.timestamp as u64 * 1000);
+    let parts = to_iggy(
+        r.clone(),
+        false,
+        (InBatch::Loose, 0),
+        r.timestamp as u64 * 1000,
+    );
     assert_eq!(parts.headers.as_ref(), MARKER_ONLY);
     // Read back by the fast path, and by the general one when the origin differs.
     for origin_micros in [r.timestamp as u64 * 1000, 7] {
