@@ -314,11 +314,14 @@ impl Inner {
             }));
         }
         // Kafka serves whole the batch a read starts inside: from inside a transactional
-        // batch, its records before `first` are polled too (its `kafka.txn` says how many).
-        let head = match self.decode_for_kafka(&tp, &fetched[0])?.in_batch {
+        // batch, its records before `first` are polled too (its `kafka.txn` says how many);
+        // from inside a whole batch, the message holding it (a filler's id says where).
+        let at = self.decode_for_kafka(&tp, &fetched[0])?;
+        let head = match at.in_batch {
             InBatch::Continues(n) if u64::from(n) <= first as u64 => {
                 let from = PollingStrategy::offset(first as u64 - u64::from(n));
-                self.poll(conn, &tp, from, n).await?.messages
+                let count = if at.stored == Stored::Filler { 1 } else { n };
+                self.poll(conn, &tp, from, count).await?.messages
             }
             _ => Vec::new(),
         };
