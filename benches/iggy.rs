@@ -17,7 +17,11 @@
 //!    messages sent as one batch per partition over the 4 clients). Latency is from a record's
 //!    scheduled time to its acknowledgement, so falling behind schedule shows up.
 //!
-//! Env: IGGY_SERVER_BIN (skipped without it), GATEWAY_BIN (default: this package's binary),
+//! 0. Iggy's own `iggy-bench` (pinned producers, then pinned consumers, 4 each, batches of
+//!    1000), the direct ceiling the gateway is measured against, when it is beside the server.
+//!
+//! Env: IGGY_SERVER_BIN (skipped without it), IGGY_BENCH_BIN (default: `iggy-bench` beside
+//! the server), GATEWAY_BIN (default: this package's binary),
 //! BENCH_RECORDS (scale on the record counts), BENCH_RATE_SECS (length of phase 3, default 4),
 //! BENCH_TIMEOUT_SECS (bound on each phase, default 120). MB = 10^6 bytes of payload.
 
@@ -325,8 +329,88 @@ async fn sdk_create_topic(c: &TcpClient, topic: &str) {
 
 // ---------------------------------------------------------------------------------------------
 
+/// What Iggy's own `iggy-bench` reached on the same server: records/s produced and
+/// consumed, and µs of CPU per record of (iggy-server, iggy-bench) in each.
+#[derive(Clone, Copy)]
+struct IggyBench {
+    produce_rps: f64,
+    consume_rps: f64,
+    cpu: [[f64; 2]; 2],
+}
+
+/// CPU seconds of this process's finished children (`cutime` + `cstime`): `iggy-bench`'s,
+/// read around its run.
+fn children_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // cutime and cstime are fields 16 and 17 of the line, 14 and 15 after the name.
+    ticks(13)
+        .zip(ticks(14))
+        .map_or(0.0, |(u, s)| (u + s) / 100.0)
+}
+
+/// `iggy-bench` (beside `iggy_bin`, or IGGY_BENCH_BIN) on the server at `addr`: pinned
+/// producers then pinned consumers, SDK_CLIENTS of each (a stream of one partition each),
+/// SDK_BATCH messages of `size` bytes a batch, about `n` messages in all. None without
+/// the tool or when its report cannot be read.
+fn iggy_bench(bin: &std::path::Path, iggy: &Proc, size: usize, n: u64) -> Option<IggyBench> {
+    let batches = (n / (SDK_CLIENTS * SDK_BATCH) as u64).max(1).to_string();
+    let run = |reuse: bool, role: &str, count: &str| -> Option<(f64, [f64; 2])> {
+        let (server, client) = (procs::cpu_secs(iggy.pid()), children_cpu_secs());
+        let mut cmd = std::process::Command::new(bin);
+        if reuse {
+            cmd.arg("--reuse-streams");
+        }
+        let size = size.to_string();
+        cmd.args([
+            "-m",
+            &size,
+            "-P",
+            &SDK_BATCH.to_string(),
+            "-b",
+            &batches,
+            role,
+        ])
+        .args([
+            count,
+            &SDK_CLIENTS.to_string(),
+            "tcp",
+            "--server-address",
+            &iggy.addr,
+        ]);
+        let out = cmd.output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        // "… Results: Total throughput: 160.96 MB/s, 157174 messages/s, …"
+        let rps = text
+            .lines()
+            .find(|l| l.contains("Results: Total throughput"))?
+            .split(", ")
+            .find_map(|f| f.strip_suffix(" messages/s")?.trim().parse::<f64>().ok())?;
+        let sent = (batches.parse::<u64>().ok()? * (SDK_CLIENTS * SDK_BATCH) as u64) as f64;
+        let per = |secs: f64| secs * 1e6 / sent;
+        let cpu = [
+            per(procs::cpu_secs(iggy.pid()) - server),
+            per(children_cpu_secs() - client),
+        ];
+        Some((rps, cpu))
+    };
+    let (produce_rps, produce_cpu) = run(false, "pinned-producer", "-p")?;
+    let (consume_rps, consume_cpu) = run(true, "pinned-consumer", "-c")?;
+    Some(IggyBench {
+        produce_rps,
+        consume_rps,
+        cpu: [produce_cpu, consume_cpu],
+    })
+}
+
 struct Measured {
     size: usize,
+    /// Iggy's own `iggy-bench` on the same server, when it is there.
+    iggy_bench: Option<IggyBench>,
     sdk: Row,
     /// SDK produce rate with the gateway's per-message headers, mapping versions 1 and 2.
     sdk_headers: [f64; 2],
@@ -361,6 +445,15 @@ fn main() {
     let limit = Duration::from_secs_f64(common::env_f64("BENCH_TIMEOUT_SECS").unwrap_or(120.0));
     let hard = limit + Duration::from_secs(30);
     let gateway_bin = common::gateway_bin();
+    let bench_bin = env::var_os("IGGY_BENCH_BIN")
+        .map(PathBuf::from)
+        .or_else(|| Some(iggy_bin.with_file_name("iggy-bench")))
+        .filter(|p| p.is_file());
+    if bench_bin.is_none() {
+        println!(
+            "SKIPPED the iggy-bench rows: no iggy-bench beside IGGY_SERVER_BIN (or IGGY_BENCH_BIN)"
+        );
+    }
 
     let iggy = procs::iggy(&iggy_bin);
     eprintln!("iggy-server: listening on {}", iggy.addr);
@@ -387,6 +480,17 @@ fn main() {
     for (size, base_n) in SIZES {
         let n = ((base_n * scale) as u64).max(1);
         let topic = format!("bench-{size}");
+
+        // (0) Iggy's own benchmark tool, the direct ceiling.
+        let iggy_bench = bench_bin
+            .as_deref()
+            .and_then(|b| iggy_bench(b, &iggy, size, n));
+        if let Some(b) = &iggy_bench {
+            eprintln!(
+                "iggy-bench {size} B: produce {:.0} rec/s, consume {:.0} rec/s",
+                b.produce_rps, b.consume_rps
+            );
+        }
 
         // (1) SDK.
         rt.block_on(sdk_create_topic(&clients[0], &topic));
@@ -482,6 +586,7 @@ fn main() {
         );
         results.push(Measured {
             size,
+            iggy_bench,
             sdk,
             sdk_headers,
             gateway: gw,
@@ -582,6 +687,28 @@ fn main() {
             r.size,
             total(0) / total(1),
             total(2) / total(3)
+        );
+    }
+    println!("\nagainst iggy-bench (pinned producers / consumers, {SDK_CLIENTS} each, {SDK_BATCH} a batch), the same server:");
+    println!("CPU per record, µs (iggy-server + iggy-bench = total), and gateway / iggy-bench throughput (target >= 0.8 at 1 KiB)");
+    for r in &results {
+        let Some(b) = r.iggy_bench else { continue };
+        for (name, [server, client]) in ["produce", "consume"].iter().zip(b.cpu) {
+            println!(
+                "{:>5}B  iggy-bench {name:<8} {server:>6.2} + {client:>6.2} = {:>6.2}",
+                r.size,
+                server + client
+            );
+        }
+        println!(
+            "{:>5}B  iggy-bench produce {:>10.0} consume {:>10.0} rec/s;  gateway produce {:.2}x (librdkafka) {:.2}x (raw Produce)  consume {:.2}x (librdkafka) {:.2}x (raw Fetch)",
+            r.size,
+            b.produce_rps,
+            b.consume_rps,
+            r.gateway.produce_rps / b.produce_rps,
+            r.raw_produce.produce_rps / b.produce_rps,
+            r.gateway.consume_rps / b.consume_rps,
+            r.raw_consume.0 / b.consume_rps
         );
     }
     println!("\ngateway / sdk throughput (target >= 0.7)");
