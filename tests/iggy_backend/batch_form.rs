@@ -4,21 +4,20 @@
 
 use crate::support;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
-use rdkafka::message::Timestamp;
 use rdkafka::producer::Producer as _;
 use rdkafka::{Offset, TopicPartitionList};
 
 use support::iggy::IggyServer;
-use support::kafka::{consume, create_topic, produce, Expected};
+use support::kafka::create_topic;
 use support::RawClient;
 
-use super::{header, iggy_messages, record, served};
+use super::{consume_and_check, header, iggy_messages, produce_per_codec, served};
 use crate::transactions::{read, send, spread, txn_producer, values};
 
 const BATCH: (&str, &str) = ("iggy.message.format", "batch");
@@ -33,35 +32,8 @@ async fn a_batch_form_topic_keeps_batches_as_produced_and_kafka_offsets() {
     create_topic(&gw.bootstrap(), topic, 2, &[BATCH]).await;
     // none, lz4 (3), zstd (4), one after the other; record n to partition n % 2.
     let codecs = ["none", "lz4", "zstd"];
-    const PER_CODEC: usize = 1_500;
-    let mut expected: HashMap<i32, Vec<Expected>> = HashMap::new();
-    for (c, codec) in codecs.iter().enumerate() {
-        let records: Vec<(i32, Expected)> = (c * PER_CODEC..(c + 1) * PER_CODEC)
-            .map(|n| ((n % 2) as i32, record(n)))
-            .collect();
-        for (p, r) in &records {
-            expected.entry(*p).or_default().push(r.clone());
-        }
-        let (bootstrap, codec) = (gw.bootstrap(), codec.to_string());
-        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
-            .await
-            .unwrap();
-    }
-
-    let want = expected.iter().map(|(p, v)| (*p, v.len())).collect();
-    let bootstrap = gw.bootstrap();
-    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
-        .await
-        .unwrap();
-    for (p, records) in &expected {
-        let back = &got[p];
-        assert_eq!(back.len(), records.len(), "partition {p}");
-        for (i, ((offset, r, ts), want)) in back.iter().zip(records).enumerate() {
-            assert_eq!(*offset, i as i64, "offsets dense from 0 in partition {p}");
-            assert_eq!(r, want, "record {i} of partition {p}");
-            assert_eq!(*ts, Timestamp::CreateTime(want.timestamp));
-        }
-    }
+    let expected = produce_per_codec(&gw.bootstrap(), topic, (2, 4_500), &codecs).await;
+    consume_and_check(&gw.bootstrap(), topic, &expected).await;
 
     // Natively: a message per record still (Iggy offsets are Kafka's), each batch in
     // the first of its records' messages, compressed as produced, the rest fillers.

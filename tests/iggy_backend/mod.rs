@@ -27,7 +27,10 @@ use iggy::prelude::{Consumer, Identifier, IggyMessage, MessageClient, PollingStr
 use bytes::Buf;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{ApiKey, FetchRequest, RequestKind, ResponseKind};
-use support::kafka::Expected;
+use std::collections::HashMap;
+
+use rdkafka::message::Timestamp;
+use support::kafka::{consume, produce, Expected};
 use support::{topic_name, RawClient};
 
 const STREAM: &str = "kafka";
@@ -70,6 +73,55 @@ pub(super) fn served(
         data.advance(12 + len);
     }
     batches
+}
+
+/// Produces `count` records (record n to partition n % `partitions`) in equal runs, one
+/// run per codec in `codecs`, each through its own librdkafka producer; what each
+/// partition then holds, in order.
+async fn produce_per_codec(
+    bootstrap: &str,
+    topic: &'static str,
+    (partitions, count): (i32, usize),
+    codecs: &[&str],
+) -> HashMap<i32, Vec<Expected>> {
+    let per_codec = count.div_ceil(codecs.len());
+    let mut expected: HashMap<i32, Vec<Expected>> = HashMap::new();
+    for (c, codec) in codecs.iter().enumerate() {
+        let records: Vec<(i32, Expected)> = (c * per_codec..((c + 1) * per_codec).min(count))
+            .map(|n| ((n % partitions as usize) as i32, record(n)))
+            .collect();
+        for (p, r) in &records {
+            expected.entry(*p).or_default().push(r.clone());
+        }
+        let (bootstrap, codec) = (bootstrap.to_string(), codec.to_string());
+        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
+            .await
+            .unwrap();
+    }
+    expected
+}
+
+/// Reads every partition of `topic` from the start and checks it holds `expected`: each
+/// record as written, at offsets dense from 0, with its own CreateTime timestamp.
+async fn consume_and_check(
+    bootstrap: &str,
+    topic: &'static str,
+    expected: &HashMap<i32, Vec<Expected>>,
+) {
+    let want = expected.iter().map(|(p, v)| (*p, v.len())).collect();
+    let bootstrap = bootstrap.to_string();
+    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
+        .await
+        .unwrap();
+    for (p, records) in expected {
+        let back = &got[p];
+        assert_eq!(back.len(), records.len(), "partition {p}");
+        for (i, ((offset, r, ts), want)) in back.iter().zip(records).enumerate() {
+            assert_eq!(*offset, i as i64, "offsets dense from 0 in partition {p}");
+            assert_eq!(r, want, "record {i} of partition {p}");
+            assert_eq!(*ts, Timestamp::CreateTime(want.timestamp), "record {i}");
+        }
+    }
 }
 
 /// One record as written, to compare with what comes back.

@@ -20,7 +20,10 @@ use support::iggy::IggyServer;
 use support::kafka::{consume, create_topic, produce, Expected};
 use support::RawClient;
 
-use super::{check_native_view, header, id, iggy_messages, record, served, STREAM};
+use super::{
+    check_native_view, consume_and_check, header, id, iggy_messages, produce_per_codec, record,
+    served, STREAM,
+};
 
 fn records_count() -> usize {
     std::env::var("IGGY_TEST_RECORDS")
@@ -41,40 +44,12 @@ async fn kafka_records_round_trip_through_iggy_and_read_natively() {
 
     let total = records_count();
     let codecs = ["none", "lz4", "zstd", "gzip", "snappy"];
-    let per_codec = total.div_ceil(codecs.len());
-    let mut expected: HashMap<i32, Vec<Expected>> = HashMap::new();
     let started = Instant::now();
-    for (c, codec) in codecs.iter().enumerate() {
-        let records: Vec<(i32, Expected)> = (c * per_codec..((c + 1) * per_codec).min(total))
-            .map(|n| ((n % PARTITIONS as usize) as i32, record(n)))
-            .collect();
-        for (p, r) in &records {
-            expected.entry(*p).or_default().push(r.clone());
-        }
-        let bootstrap = gw.bootstrap();
-        let codec = codec.to_string();
-        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
-            .await
-            .unwrap();
-    }
+    let expected = produce_per_codec(&gw.bootstrap(), topic, (PARTITIONS, total), &codecs).await;
     println!("produced {total} records in {:?}", started.elapsed());
-
-    let want = expected.iter().map(|(p, v)| (*p, v.len())).collect();
-    let bootstrap = gw.bootstrap();
     let started = Instant::now();
-    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
-        .await
-        .unwrap();
+    consume_and_check(&gw.bootstrap(), topic, &expected).await;
     println!("consumed {total} records in {:?}", started.elapsed());
-    for (p, records) in &expected {
-        let back = &got[p];
-        assert_eq!(back.len(), records.len(), "partition {p}");
-        for (i, ((offset, r, ts), want)) in back.iter().zip(records).enumerate() {
-            assert_eq!(*offset, i as i64, "offsets dense from 0 in partition {p}");
-            assert_eq!(r, want, "record {i} of partition {p}");
-            assert!(matches!(ts, Timestamp::CreateTime(_)), "{ts:?}");
-        }
-    }
 
     // The same records, read natively: same partitions, same offsets.
     let sdk = server.sdk().await;
@@ -100,22 +75,11 @@ async fn batches_produced_compressed_are_served_compressed() {
     let topic = "squeezed";
     create_topic(&gw.bootstrap(), topic, 1, &[]).await;
     let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
-    const PER_CODEC: usize = 300;
-    let mut expected = Vec::new();
-    for (c, codec) in codecs.iter().enumerate() {
-        let records: Vec<(i32, Expected)> = (c * PER_CODEC..(c + 1) * PER_CODEC)
-            .map(|n| (0, record(n)))
-            .collect();
-        expected.extend(records.iter().map(|(_, r)| r.clone()));
-        let (bootstrap, codec) = (gw.bootstrap(), codec.to_string());
-        tokio::task::spawn_blocking(move || produce(&bootstrap, topic, &codec, &records))
-            .await
-            .unwrap();
-    }
+    let expected = produce_per_codec(&gw.bootstrap(), topic, (1, 1_500), &codecs).await;
     let mut raw = RawClient::connect(gw.addr);
     let mut codecs_served = std::collections::BTreeSet::new();
     let mut next = 0;
-    while next < expected.len() as i64 {
+    while next < expected[&0].len() as i64 {
         for (base, count, codec) in served(&mut raw, topic, 0, next) {
             assert_eq!(base, next, "batches follow one another");
             codecs_served.insert(codec);
@@ -123,13 +87,7 @@ async fn batches_produced_compressed_are_served_compressed() {
         }
     }
     assert_eq!(codecs_served, (0..=4).collect());
-    let bootstrap = gw.bootstrap();
-    let want = HashMap::from([(0, expected.len())]);
-    let got = tokio::task::spawn_blocking(move || consume(&bootstrap, topic, &want))
-        .await
-        .unwrap();
-    let back: Vec<&Expected> = got[&0].iter().map(|(_, r, _)| r).collect();
-    assert_eq!(back, expected.iter().collect::<Vec<_>>());
+    consume_and_check(&gw.bootstrap(), topic, &expected).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

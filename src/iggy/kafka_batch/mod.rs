@@ -100,6 +100,25 @@ pub struct DecodedBatch {
 /// Reads every record of a produced batch from the records Produce decompressed.
 pub fn decode(batch: &AppendBatch) -> Result<DecodedBatch, BatchCodecError> {
     let h = &batch.header;
+    let records = each_record(batch, |c, index| {
+        let mut r = read_record(c, h.base_timestamp, index)?;
+        if h.log_append_time {
+            r.timestamp = h.max_timestamp;
+        }
+        Ok(r)
+    })?;
+    Ok(DecodedBatch {
+        log_append_time: h.log_append_time,
+        records,
+    })
+}
+
+/// `read` applied to each record of a produced batch's records section, in order, with
+/// its index; the section must hold exactly the records the header counts.
+fn each_record<T>(
+    batch: &AppendBatch,
+    mut read: impl FnMut(&mut Cursor<'_>, usize) -> Result<T, BatchCodecError>,
+) -> Result<Vec<T>, BatchCodecError> {
     let body = &batch.records;
     let mut cursor = Cursor {
         data: body,
@@ -107,22 +126,15 @@ pub fn decode(batch: &AppendBatch) -> Result<DecodedBatch, BatchCodecError> {
         end: body.len(),
     };
     // The count is the producer's claim; never reserve more than the bytes can hold.
-    let count = h.record_count.max(0) as usize;
-    let mut records = Vec::with_capacity(count.min(body.len() / 7 + 1));
+    let count = batch.header.record_count.max(0) as usize;
+    let mut out = Vec::with_capacity(count.min(body.len() / 7 + 1));
     for index in 0..count {
-        let mut r = read_record(&mut cursor, h.base_timestamp, index)?;
-        if h.log_append_time {
-            r.timestamp = h.max_timestamp;
-        }
-        records.push(r);
+        out.push(read(&mut cursor, index)?);
     }
     if cursor.left() != 0 {
         return Err(BatchCodecError::Record("bytes after the last record"));
     }
-    Ok(DecodedBatch {
-        log_append_time: h.log_append_time,
-        records,
-    })
+    Ok(out)
 }
 
 /// The codec a produced batch was compressed with (Kafka's attribute code; 0 none).
@@ -136,32 +148,16 @@ pub fn codec(batch: &AppendBatch) -> u8 {
 /// the framing and offset deltas are read; the rest stays as produced.
 pub fn timestamps(batch: &AppendBatch) -> Result<Vec<i64>, BatchCodecError> {
     let h = &batch.header;
-    let body = &batch.records;
-    let mut cursor = Cursor {
-        data: body,
-        pos: 0,
-        end: body.len(),
-    };
-    let count = h.record_count.max(0) as usize;
-    let mut timestamps = Vec::with_capacity(count.min(body.len() / 7 + 1));
-    for index in 0..count {
-        let len = cursor.varint()?;
-        let len = usize::try_from(len).map_err(|_| BatchCodecError::Record("negative length"))?;
-        let mut r = cursor.record(len)?;
+    each_record(batch, |c, index| {
+        let mut r = c.framed_record()?;
         r.skip(1)?; // attributes
         let timestamp = h.base_timestamp.wrapping_add(r.varlong()?);
-        if usize::try_from(r.varint()?) != Ok(index) {
-            return Err(BatchCodecError::Record("offset delta out of order"));
-        }
-        timestamps.push(match h.log_append_time {
+        check_delta(&mut r, index)?;
+        Ok(match h.log_append_time {
             true => h.max_timestamp,
             false => timestamp,
-        });
-    }
-    if cursor.left() != 0 {
-        return Err(BatchCodecError::Record("bytes after the last record"));
-    }
-    Ok(timestamps)
+        })
+    })
 }
 
 /// The marker a control batch holds (`protocol/markers.rs` lays it out), read from the
@@ -203,21 +199,16 @@ pub fn decode_marker(batch: &AppendBatch) -> Result<ControlMarker, BatchCodecErr
     })
 }
 
-/// The record at `index` of its batch: its offset delta must be `index`, since the log
-/// numbers records one after another (Kafka refuses the same in compressed batches).
+/// The record at `index` of its batch (`check_delta`).
 fn read_record(
     c: &mut Cursor<'_>,
     base_timestamp: i64,
     index: usize,
 ) -> Result<KafkaRecord, BatchCodecError> {
-    let len = c.varint()?;
-    let len = usize::try_from(len).map_err(|_| BatchCodecError::Record("negative length"))?;
-    let mut r = c.record(len)?;
+    let mut r = c.framed_record()?;
     r.skip(1)?; // attributes: unused in v2
     let timestamp = base_timestamp.wrapping_add(r.varlong()?);
-    if usize::try_from(r.varint()?) != Ok(index) {
-        return Err(BatchCodecError::Record("offset delta out of order"));
-    }
+    check_delta(&mut r, index)?;
     let key = r.nullable_bytes()?;
     let value = r.nullable_bytes()?;
     let count = r.varint()?;
@@ -242,6 +233,15 @@ fn read_record(
     })
 }
 
+/// The record's offset delta must be `index`: the log numbers records one after
+/// another (Kafka refuses the same in compressed batches).
+fn check_delta(r: &mut Cursor<'_>, index: usize) -> Result<(), BatchCodecError> {
+    match usize::try_from(r.varint()?) == Ok(index) {
+        true => Ok(()),
+        false => Err(BatchCodecError::Record("offset delta out of order")),
+    }
+}
+
 /// A read position in a records section. Only keys, values and headers become
 /// `Bytes` (each a shared slice of the section: one reference count per field, which
 /// is the cost that matters on small records); everything else is read in place.
@@ -254,6 +254,14 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     fn left(&self) -> usize {
         self.end - self.pos
+    }
+
+    /// The next record, by its length prefix, as a cursor of its own; this one moves
+    /// past it.
+    fn framed_record(&mut self) -> Result<Cursor<'a>, BatchCodecError> {
+        let len = self.varint()?;
+        let len = usize::try_from(len).map_err(|_| BatchCodecError::Record("negative length"))?;
+        self.record(len)
     }
 
     /// The next `len` bytes as a cursor of their own (one record); this one moves past them.
