@@ -40,14 +40,9 @@ pub struct Producer {
 /// again while a previous transaction's end completes (CONCURRENT_TRANSACTIONS, 51),
 /// as clients do.
 pub fn init(c: &mut RawClient, id: &str) -> Producer {
-    let request = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(s(id))))
-        .with_transaction_timeout_ms(60_000)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
     let deadline = std::time::Instant::now() + CONCURRENT_LIMIT;
     let r = loop {
-        let r = call!(c, InitProducerId, 4, request.clone());
+        let r = init_with_timeout(c, id, 60_000);
         if r.error_code != 51 || std::time::Instant::now() >= deadline {
             break r;
         }
@@ -59,6 +54,16 @@ pub fn init(c: &mut RawClient, id: &str) -> Producer {
         pid: r.producer_id.0,
         epoch: r.producer_epoch,
     }
+}
+
+/// InitProducerId v4 for transactional id `id` with `timeout_ms`, answered as it comes.
+pub fn init_with_timeout(c: &mut RawClient, id: &str, timeout_ms: i32) -> InitProducerIdResponse {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(id))))
+        .with_transaction_timeout_ms(timeout_ms)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    call!(c, InitProducerId, 4, request)
 }
 
 /// AddPartitionsToTxn v3 of one partition: its error code.

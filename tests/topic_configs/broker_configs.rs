@@ -269,7 +269,7 @@ fn follows_the_settings(c: &mut RawClient, node: i32, tag: &str) {
     assert!(!exists(c, &missing));
     let id = format!("{tag}-timeout");
     for (timeout, code) in [(60_001, 50), (60_000, 0)] {
-        let r = init_producer_id(c, &id, timeout);
+        let r = crate::support::transactions::init_with_timeout(c, &id, timeout);
         assert_eq!(r.error_code, code, "{timeout}: {r:?}");
     }
 }
@@ -388,21 +388,6 @@ fn node_id(c: &mut RawClient) -> i32 {
     );
     assert_eq!(r.brokers.len(), 1, "{r:?}");
     r.brokers[0].node_id.0
-}
-
-/// InitProducerId v4 for transactional id `id` with `timeout_ms`.
-fn init_producer_id(
-    c: &mut RawClient,
-    id: &str,
-    timeout_ms: i32,
-) -> kafka_protocol::messages::InitProducerIdResponse {
-    use kafka_protocol::messages::{InitProducerIdRequest, ProducerId, TransactionalId};
-    let request = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(s(id))))
-        .with_transaction_timeout_ms(timeout_ms)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    call!(c, InitProducerId, 4, request)
 }
 
 /// Metadata v12 for a missing topic, allowing auto-creation: the topic's error code.

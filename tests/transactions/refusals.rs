@@ -20,19 +20,10 @@ use kafka_protocol::records::{Compression, Record};
 
 use crate::support::configs::s;
 use crate::support::kafka::create_topic;
-use crate::support::transactions::CONCURRENT_LIMIT;
+use crate::support::transactions::{init_with_timeout as init, CONCURRENT_LIMIT};
 use crate::support::{batch, call, on_every_store, record, topic_name, Gateway, RawClient, Store};
 
 on_every_store!(async: transactional_misuse_is_refused_with_kafkas_codes);
-
-fn init(c: &mut RawClient, id: &str, timeout_ms: i32) -> InitProducerIdResponse {
-    let request = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(s(id))))
-        .with_transaction_timeout_ms(timeout_ms)
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1);
-    call!(c, InitProducerId, 4, request)
-}
 
 /// Produce v9 of one batch to partition `partition` of `topic`: its error code.
 fn produce(
