@@ -34,7 +34,6 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use iggy_common::{HeaderKind, HeaderValue};
-use iggy_kafka_actors::protocol::records::{BatchHeader, HEADER_LEN};
 
 use super::kafka_batch::{
     marker_of_type, marker_type, ControlMarker, InBatch, KafkaHeader, KafkaRecord, ProducerStamp,
@@ -109,61 +108,6 @@ const MARKER_ONLY: &[u8] = &[
 const TXN_ENTRY: &[u8] = &[
     STRING, 9, 0, 0, 0, b'k', b'a', b'f', b'k', b'a', b'.', b't', b'x', b'n', UINT32, 4, 0, 0, 0,
 ];
-
-/// The user headers of a whole batch (version 4): the marker and `kafka.batch` (a
-/// uint8, the form: 1). Shared: written without allocation, read by comparison.
-const BATCH_ONLY: &[u8] = &[
-    STRING,
-    13,
-    0,
-    0,
-    0,
-    b'k',
-    b'a',
-    b'f',
-    b'k',
-    b'a',
-    b'.',
-    b'm',
-    b'a',
-    b'p',
-    b'p',
-    b'i',
-    b'n',
-    b'g',
-    UINT8,
-    1,
-    0,
-    0,
-    0,
-    BATCH_VERSION,
-    STRING,
-    11,
-    0,
-    0,
-    0,
-    b'k',
-    b'a',
-    b'f',
-    b'k',
-    b'a',
-    b'.',
-    b'b',
-    b'a',
-    b't',
-    b'c',
-    b'h',
-    UINT8,
-    1,
-    0,
-    0,
-    0,
-    1,
-];
-
-/// A filler's message id: its batch's random half, then this tag and its place in the
-/// batch. Unique per message, as Iggy's deduplication (when on) needs.
-const FILLER_TAG: u32 = 0x6b_66_6c_72; // "kflr"
 
 /// Iggy's limits on one header field and on all of a message's headers.
 const MAX_FIELD: usize = 255;
@@ -389,28 +333,6 @@ pub fn to_iggy(
     }
 }
 
-/// A whole Kafka batch as one message (the batch form): its bytes as produced, the
-/// shared [`BATCH_ONLY`] headers.
-pub fn batch_to_iggy(batch: Bytes) -> IggyParts {
-    IggyParts {
-        payload: batch,
-        headers: Bytes::from_static(BATCH_ONLY),
-    }
-}
-
-/// The id of the filler standing for record `place` (1, 2, …) of a whole batch whose
-/// random half is `batch_id`.
-pub fn filler_id(batch_id: u64, place: u32) -> u128 {
-    (u128::from(batch_id) << 64) | (u128::from(FILLER_TAG) << 32) | u128::from(place)
-}
-
-/// The place of the record a filler stands for, when `id` is a filler's and the message
-/// is empty, as fillers are.
-fn filler_place(id: u128, empty: bool) -> Option<u32> {
-    let tagged = (id >> 32) as u32 == FILLER_TAG && id as u32 > 0;
-    (empty && tagged).then_some(id as u32)
-}
-
 /// A transaction marker as an Iggy message of its own: an empty payload, its
 /// `kafka.control`, and the stamp of the producer whose transaction it ends (base
 /// sequence −1: a marker has none). The timestamp is the marker batch's.
@@ -592,24 +514,8 @@ fn plain_in_batch(headers: &[u8]) -> Option<InBatch> {
 
 /// The Kafka record a message stands for.
 pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
-    let no_headers = m.user_headers.is_none_or(Bytes::is_empty);
-    if let Some(place) = filler_place(m.id, m.payload.is_empty() && no_headers) {
-        return Ok(FromIggy {
-            record: KafkaRecord {
-                timestamp: timestamp_from_origin(m.origin_micros).unwrap_or_default(),
-                key: None,
-                value: None,
-                headers: Vec::new(),
-            },
-            log_append_time: false,
-            in_batch: InBatch::Continues(place),
-            control: None,
-            stored: Stored::Filler,
-            codec: 0,
-        });
-    }
-    if m.user_headers.is_some_and(|h| h.as_ref() == BATCH_ONLY) {
-        return whole_batch(m);
+    if let Some(stored) = batch_form::from_iggy(&m) {
+        return stored;
     }
     if let (Some(h), Some(timestamp)) = (m.user_headers, timestamp_from_origin(m.origin_micros)) {
         if let Some(in_batch) = plain_in_batch(h) {
@@ -753,47 +659,6 @@ pub fn from_iggy(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
     })
 }
 
-/// A whole batch: the producer stamp, timestamp type and first timestamp from its own
-/// header, the batch itself as the value.
-fn whole_batch(m: IggyView<'_>) -> Result<FromIggy, MappingError> {
-    if m.payload.len() < HEADER_LEN {
-        return Err(MappingError::Batch);
-    }
-    let h = BatchHeader::parse(m.payload);
-    let count = u32::try_from(h.record_count).map_err(|_| MappingError::Batch)?;
-    if count == 0 || h.control {
-        return Err(MappingError::Batch);
-    }
-    let in_batch = match h.is_idempotent() {
-        true => InBatch::First(ProducerStamp {
-            producer_id: h.producer_id,
-            producer_epoch: h.producer_epoch,
-            base_sequence: h.base_sequence,
-            record_count: h.record_count,
-            transactional: h.transactional,
-        }),
-        false => InBatch::Loose,
-    };
-    let first = if h.log_append_time {
-        h.max_timestamp
-    } else {
-        h.base_timestamp
-    };
-    Ok(FromIggy {
-        record: KafkaRecord {
-            timestamp: timestamp_from_origin(m.origin_micros).unwrap_or(first),
-            key: None,
-            value: Some(m.payload.clone()),
-            headers: Vec::new(),
-        },
-        log_append_time: h.log_append_time,
-        in_batch,
-        control: None,
-        stored: Stored::Batch(count),
-        codec: 0,
-    })
-}
-
 /// A native Iggy message as Kafka sees it: no key, its user headers as Kafka
 /// headers (string and raw values as bytes, typed values as text), its append time.
 fn native_record(m: IggyView<'_>, headers: Vec<RawHeader>) -> KafkaRecord {
@@ -815,6 +680,9 @@ fn native_record(m: IggyView<'_>, headers: Vec<RawHeader>) -> KafkaRecord {
             .collect(),
     }
 }
+
+mod batch_form;
+pub use batch_form::{batch_to_iggy, filler_id};
 
 #[cfg(test)]
 mod tests;
