@@ -529,6 +529,68 @@ kill -TERM $live_pid 2>/dev/null || true
 wait $live_pid 2>/dev/null || true
 ok groups-live-left "kt-live not Empty within 10 s of its consumer's close" wait_state kt-live "Empty 0" 10
 
+# A KIP-848 group (group.protocol=consumer: ConsumerGroupHeartbeat, and the tool's
+# ConsumerGroupDescribe): two console consumers in the background, group kt-848, on a
+# topic of 4 partitions with 40 keyed records, committing every second. Kafka's server
+# assignor (uniform) gives each 2 partitions; the tool shows the group as Kafka does.
+T848=kt-848
+kafka_topics --create --topic $T848 --partitions 4
+for i in $(seq 1 40); do echo "k$i:v$i"; done >"$FW_WORK/run848.txt"
+TOOL_IN=$FW_WORK/run848.txt kafka_console_producer --bootstrap-server "$B" --topic $T848 \
+    --reader-property parse.key=true --reader-property key.separator=:
+ENDS848=$(offsets $T848)
+same groups-848-produced "$(awk '{ n += $2 } END { print n }' <<<"$ENDS848")" 40
+kt848_pids=()
+for c in kt-848-a kt-848-b; do
+    bg_tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$B" --topic $T848 \
+        --group kt-848 --from-beginning --timeout-ms 90000 --consumer-property group.protocol=consumer \
+        --consumer-property client.id=$c --consumer-property auto.commit.interval.ms=1000
+    kt848_pids+=("$BG_PID")
+done
+ok groups-848-stable "kt-848 not Stable with 2 members within 30 s" wait_state kt-848 "Stable 2" 30
+committed_ends() { [ "$(group_offsets kt-848 $T848)" = "$(awk '{ print $1, $2, $2, 0 }' <<<"$ENDS848")" ]; }
+deadline=$((SECONDS + 30))
+until committed_ends || [ $SECONDS -ge $deadline ]; do sleep 0.5; done
+kafka_consumer_groups --list --type
+same groups-848-list-type "$(awk '$1 == "kt-848" || $1 == "kt-console" { print $1, $2 }' <<<"$OUT" | sort)" \
+    "kt-848 Consumer
+kt-console Classic"
+kafka_consumer_groups --describe --group kt-848 --state
+same groups-848-state "$(awk '$1 == "kt-848" { print $2, $3, $4, $5, $6 }' <<<"$OUT")" "$B (0) uniform Stable 2"
+kafka_consumer_groups --describe --group kt-848 --state --verbose
+# GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
+same groups-848-state-verbose "$(awk '$1 == "kt-848" { print $5, ($6 == $7 && $6 > 0 ? "epochs-equal" : $6 "/" $7), $8 }' <<<"$OUT")" \
+    "Stable epochs-equal 2"
+kafka_consumer_groups --describe --group kt-848 --members
+same groups-848-members "$(awk '$1 == "kt-848" { print length($2), $3, $4, $5 }' <<<"$OUT" | sort -k3)" \
+    "22 /127.0.0.1 kt-848-a 2
+22 /127.0.0.1 kt-848-b 2"
+kafka_consumer_groups --describe --group kt-848 --members --verbose
+# ... CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT
+members848=$(awk '$1 == "kt-848" { print $2, $4, $5, $6, $7, $8, $9 }' <<<"$OUT")
+same groups-848-members-reconciled "$(awk '{ print $2, $3, ($4 == $6 && $5 == $7 ? "at-target" : $4 " " $5 " " $6 " " $7) }' <<<"$members848" | sort)" \
+    "kt-848-a 2 at-target
+kt-848-b 2 at-target"
+# "partition member-id client-id" of each member's current assignment (kt-848:0,1)
+owners848=$(awk -v t=$T848 '{ sub(t ":", "", $5); n = split($5, p, ","); for (i = 1; i <= n; i++) print p[i], $1, $2 }' \
+    <<<"$members848" | sort -n)
+same groups-848-assignment "$(awk '{ print $1 }' <<<"$owners848" | paste -sd,)" "0,1,2,3"
+kafka_consumer_groups --describe --group kt-848
+# GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+same groups-848-offsets "$(awk -v t=$T848 '$1 == "kt-848" && $2 == t { print $3, $4, $5, $6 }' <<<"$OUT" | sort -n)" \
+    "$(awk '{ print $1, $2, $2, 0 }' <<<"$ENDS848")"
+same groups-848-owners "$(awk -v t=$T848 '$1 == "kt-848" && $2 == t { print $3, $7, $9 }' <<<"$OUT" | sort -n)" "$owners848"
+kafka_consumer_groups --describe --group kt-848 --verbose
+same groups-848-offsets-verbose "$(awk -v t=$T848 '$1 == "GROUP" { print $4 } $1 == "kt-848" && $2 == t { print $3, $4, $5, $6, $7 }' <<<"$OUT" | sort -n)" \
+    "$( (echo LEADER-EPOCH; awk '{ print $1, 0, $2, $2, 0 }' <<<"$ENDS848") | sort -n)"
+for p in "${kt848_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+for p in "${kt848_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+ok groups-848-left "kt-848 not Empty within 15 s of its consumers' close" wait_state kt-848 "Empty 0" 15
+same groups-848-left-committed "$(committed kt-848 $T848)" "$(awk '{ print $1, $2 }' <<<"$ENDS848")"
+kafka_consumer_groups --delete --group kt-848
+same groups-848-delete "$OUT" "Deletion of requested consumer groups ('kt-848') was successful."
+kafka_topics --delete --topic $T848
+
 kafka_consumer_groups --delete-offsets --group kt-console --topic $T:0
 ok groups-delete-offsets-partition "not [$T 0 Successful]: $(flat "$OUT")" has "^$T +0 +Successful"
 same groups-delete-offsets-partition-gone "$(committed kt-console $T)" "$(awk '$1 != 0' <<<"$by_time")"
