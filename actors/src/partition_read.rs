@@ -85,6 +85,7 @@ impl Partitions {
         let ReadBatches {
             mut batches,
             watermarks: w,
+            ..
         } = read.map_err(failed)?;
         if offset < w.log_start || offset > w.high {
             tracing::debug!(partition = %tp, offset, log_start = w.log_start, high = w.high, "fetch offset out of range");

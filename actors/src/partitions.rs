@@ -177,6 +177,7 @@ impl Partitions {
         Ok(ReadBatches {
             batches,
             watermarks,
+            read_ahead: false,
         })
     }
 

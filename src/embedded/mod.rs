@@ -496,6 +496,7 @@ impl Inner {
         Ok(ReadBatches {
             batches,
             watermarks,
+            read_ahead: false,
         })
     }
 

@@ -251,7 +251,10 @@ impl Inner {
             None => None,
         };
         let read = match ahead.filter(|r| !r.batches.batches.is_empty()) {
-            Some(read) => read,
+            Some(mut read) => {
+                read.batches.read_ahead = true;
+                read
+            }
             None => self.read_now(&tp, offset, max_bytes).await?,
         };
         if let Some(next) = read.more_from.filter(|_| self.read_ahead.fits(max_bytes)) {
@@ -276,8 +279,8 @@ impl Inner {
         if offset < 0 {
             let watermarks = self.watermarks(&tp).await?;
             return Ok(done(ReadBatches {
-                batches: Vec::new(),
                 watermarks,
+                ..ReadBatches::default()
             }));
         }
         let size = (self.record_sizes.lock().get(&tp).copied()).unwrap_or(FIRST_RECORD_SIZE_GUESS);
@@ -292,8 +295,8 @@ impl Inner {
             // Nothing at or after `offset`: the partition state says why.
             let watermarks = self.watermarks(&tp).await?;
             return Ok(done(ReadBatches {
-                batches: Vec::new(),
                 watermarks,
+                ..ReadBatches::default()
             }));
         };
         let first = fetched[0].header.offset as i64;
@@ -306,11 +309,11 @@ impl Inner {
             // Older messages were removed (expiry): the fetch is out of range.
             self.log_starts.lock().insert(tp.clone(), first);
             return Ok(done(ReadBatches {
-                batches: Vec::new(),
                 watermarks: Watermarks {
                     log_start: first,
                     high,
                 },
+                ..ReadBatches::default()
             }));
         }
         // Kafka serves whole the batch a read starts inside: from inside a transactional
@@ -356,6 +359,7 @@ impl Inner {
             batches: ReadBatches {
                 batches,
                 watermarks: Watermarks { log_start, high },
+                read_ahead: false,
             },
             more_from: (next < high as u64).then_some(next as i64),
         })

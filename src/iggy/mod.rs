@@ -371,8 +371,8 @@ impl LogStore for IggyBackend {
                         // Hidden records: none served, and the watermarks say why.
                         let watermarks = s.watermarks(&tp).await?;
                         ReadBatches {
-                            batches: Vec::new(),
                             watermarks,
+                            ..ReadBatches::default()
                         }
                     } else {
                         s.read(tp, offset, max_bytes).await?

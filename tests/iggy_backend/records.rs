@@ -317,3 +317,29 @@ async fn list_offsets_by_time_and_log_append_time_topics_work_on_iggy() {
         Some(&b"LogAppendTime"[..])
     );
 }
+
+/// Iggy's read-ahead: a consumer catching up is served reads started ahead of its Fetch,
+/// counted in `backend_read_ahead_hits` (over the read calls, the hit rate); with
+/// `iggy_read_ahead_bytes=0` none is (#33).
+#[tokio::test(flavor = "multi_thread")]
+async fn read_ahead_hits_are_counted() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "ahead";
+    create_topic(&gw.bootstrap(), topic, 1, &[]).await;
+    let expected = produce_per_codec(&gw.bootstrap(), topic, (1, 20_000), &["none"]).await;
+    let hits = |admin| {
+        support::admin::Scrape::take(admin)
+            .sum("iggy_kafka_gateway_backend_read_ahead_hits_total", &[])
+    };
+    consume_and_check(&gw.bootstrap(), topic, &expected).await;
+    let hit = hits(gw.admin);
+    assert!(hit > 0.0, "a consumer catching up is read ahead for");
+    // Started now, it loads the topic at startup.
+    let without = server.gateway_with(&[("iggy_read_ahead_bytes", "0")]);
+    consume_and_check(&without.bootstrap(), topic, &expected).await;
+    assert_eq!(hits(without.admin), 0.0, "read-ahead off");
+    println!("{hit} reads served from the read-ahead");
+}

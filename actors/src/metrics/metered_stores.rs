@@ -33,6 +33,7 @@ pub(super) struct BackendMetrics {
     latency: Family<CallLabels, Histogram>,
     errors: Family<FailureLabels, Counter>,
     read_bytes: Family<CallLabels, Counter>,
+    read_ahead_hits: Counter,
 }
 
 impl BackendMetrics {
@@ -59,10 +60,18 @@ impl BackendMetrics {
             Unit::Bytes,
             read_bytes.clone(),
         );
+        let read_ahead_hits = Counter::default();
+        registry.register(
+            "backend_read_ahead_hits",
+            "Reads the log store answered from a read it had started ahead (Iggy's \
+             read-ahead): over the read calls, the read-ahead's hit rate",
+            read_ahead_hits.clone(),
+        );
         BackendMetrics {
             latency,
             errors,
             read_bytes,
+            read_ahead_hits,
         }
     }
 }
@@ -90,8 +99,11 @@ impl LogStore for MeteredLog {
             let answer = answer.await;
             if let Ok(LogAnswer::Read(read)) = &answer {
                 let bytes = read.batches.iter().map(|b| b.len() as u64).sum();
-                let read_bytes = &self.metrics.backend.read_bytes;
-                read_bytes.get_or_create(&labels).inc_by(bytes);
+                let backend = &self.metrics.backend;
+                backend.read_bytes.get_or_create(&labels).inc_by(bytes);
+                if read.read_ahead {
+                    backend.read_ahead_hits.inc();
+                }
             }
             answer
         })

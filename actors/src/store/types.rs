@@ -226,10 +226,13 @@ pub struct Appended {
 }
 
 /// Record batches read from a partition, in Kafka wire format with offsets set.
+/// `read_ahead`: the engine had started this read before it was asked for (Iggy's
+/// read-ahead); counted, so its hit rate shows.
 #[derive(Clone, Debug, Default)]
 pub struct ReadBatches {
     pub batches: Vec<Bytes>,
     pub watermarks: Watermarks,
+    pub read_ahead: bool,
 }
 
 /// One record located by timestamp.
