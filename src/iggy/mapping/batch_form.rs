@@ -2,65 +2,26 @@
 //! batch in one message, then a header-less filler for each of its other records, whose
 //! id says its place, so Iggy offsets stay Kafka's.
 
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use iggy_kafka_actors::protocol::records::{BatchHeader, HEADER_LEN};
 
 use super::{
-    timestamp_from_origin, FromIggy, IggyParts, IggyView, MappingError, Stored, BATCH_VERSION,
-    STRING, UINT8,
+    timestamp_from_origin, FromIggy, IggyParts, IggyView, MappingError, Stored, Tlv, BATCH_VERSION,
+    MARKER, UINT8,
 };
 use crate::iggy::kafka_batch::{InBatch, KafkaRecord, ProducerStamp};
 
 /// The user headers of a whole batch (version 4): the marker and `kafka.batch` (a
-/// uint8, the form: 1). Shared: written without allocation, read by comparison.
-const BATCH_ONLY: &[u8] = &[
-    STRING,
-    13,
-    0,
-    0,
-    0,
-    b'k',
-    b'a',
-    b'f',
-    b'k',
-    b'a',
-    b'.',
-    b'm',
-    b'a',
-    b'p',
-    b'p',
-    b'i',
-    b'n',
-    b'g',
-    UINT8,
-    1,
-    0,
-    0,
-    0,
-    BATCH_VERSION,
-    STRING,
-    11,
-    0,
-    0,
-    0,
-    b'k',
-    b'a',
-    b'f',
-    b'k',
-    b'a',
-    b'.',
-    b'b',
-    b'a',
-    b't',
-    b'c',
-    b'h',
-    UINT8,
-    1,
-    0,
-    0,
-    0,
-    1,
-];
+/// uint8, the form: 1), laid out once by the writer of every header list. Shared:
+/// written without copying, read by comparison.
+static BATCH_ONLY: LazyLock<Bytes> = LazyLock::new(|| {
+    let mut tlv = Tlv::default();
+    tlv.entry(MARKER, UINT8, &[BATCH_VERSION]);
+    tlv.entry(b"kafka.batch", UINT8, &[1]);
+    tlv.0.freeze()
+});
 
 /// A filler's message id: its batch's random half, then this tag and its place in the
 /// batch. Unique per message, as Iggy's deduplication (when on) needs.
@@ -71,7 +32,7 @@ const FILLER_TAG: u32 = 0x6b_66_6c_72; // "kflr"
 pub fn batch_to_iggy(batch: Bytes) -> IggyParts {
     IggyParts {
         payload: batch,
-        headers: Bytes::from_static(BATCH_ONLY),
+        headers: BATCH_ONLY.clone(),
     }
 }
 
@@ -107,7 +68,7 @@ pub(super) fn from_iggy(m: &IggyView<'_>) -> Option<Result<FromIggy, MappingErro
             codec: 0,
         }));
     }
-    let whole = m.user_headers.is_some_and(|h| h.as_ref() == BATCH_ONLY);
+    let whole = m.user_headers.is_some_and(|h| h == &*BATCH_ONLY);
     whole.then(|| whole_batch(m))
 }
 
