@@ -12,6 +12,7 @@ use iggy::prelude::{
     Consumer, IggyMessage, IggyMessageHeader, IggyTimestamp, MessageClient, Partitioning,
     PollingStrategy, TopicClient,
 };
+use iggy_kafka_actors::protocol::records;
 use iggy_kafka_actors::store::{
     AppendBatch, Appended, ProducerBatch, ReadBatches, StoreError, StoreResult, TimestampedOffset,
     TopicPartition, Watermarks,
@@ -87,7 +88,8 @@ fn to_messages(batch: &AppendBatch) -> Result<Vec<IggyMessage>, BatchCodecError>
     let decoded = kafka_batch::decode(batch)?;
     let origins = origin_timestamps(&decoded.records, |r| r.timestamp);
     let transactional = h.transactional && h.is_idempotent();
-    let codec = kafka_batch::codec(batch);
+    // Kafka's codes fit the header's one byte.
+    let codec = records::codec(&batch.bytes) as u8;
     let messages = (decoded.records.into_iter().zip(origins).enumerate())
         .map(|(i, (r, origin_timestamp))| {
             let in_batch = match i {

@@ -214,7 +214,7 @@ pub const TOPIC_CONFIGS: &[Definition] = &[
 pub const ELR_MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
 /// The gateway's own topic configuration: how the Iggy backend stores the topic's
-/// records (`docs/IGGY_MAPPING.md`, "Stored forms"). Not Kafka's, so described only on
+/// records (`docs/IGGY_MAPPING.md`, "The batch form"). Not Kafka's, so described only on
 /// a topic that sets it.
 pub const IGGY_MESSAGE_FORMAT: Definition = topic(
     "iggy.message.format",

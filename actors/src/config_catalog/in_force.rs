@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::definitions::topic_config;
+use super::definitions::{topic_config, IGGY_MESSAGE_FORMAT};
 use super::rules::list_items;
 
 /// What a topic's records are checked and stamped by at Produce.
@@ -48,7 +48,6 @@ pub struct InForce {
 const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
 const TIMESTAMP_TYPE: &str = "message.timestamp.type";
 const CLEANUP_POLICY: &str = "cleanup.policy";
-const MESSAGE_FORMAT: &str = "iggy.message.format";
 
 fn log_append_time(value: &str) -> bool {
     value == "LogAppendTime"
@@ -91,7 +90,7 @@ impl InForce {
                 .unwrap_or(defaults.max_message_bytes),
             log_append_time: own(TIMESTAMP_TYPE).map_or(defaults.log_append_time, log_append_time),
             compacted: own(CLEANUP_POLICY).map_or(defaults.compacted, compacted),
-            whole_batches: own(MESSAGE_FORMAT) == Some("batch"),
+            whole_batches: own(IGGY_MESSAGE_FORMAT.name) == Some("batch"),
         }
     }
 }

@@ -271,18 +271,23 @@ pub fn deflate(codec: i16, records: &[u8], out: &mut BytesMut) -> Result<(), Def
     written.map_err(|e| failed(e.to_string()))
 }
 
+/// The codec a batch's attributes name (Kafka's codes: 0 none, 1 gzip, 2 snappy, 3 lz4,
+/// 4 zstd).
+pub fn codec(batch: &[u8]) -> i16 {
+    (&batch[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK
+}
+
 /// How many bytes the records of a whole validated batch decompress to, checked within
 /// `budget` and kept nowhere: decompressed in small steps into nothing.
 pub fn batch_records_len(batch: &[u8], budget: usize) -> Result<usize, InflateError> {
-    let codec = (&batch[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK;
-    inflate(codec, &batch[HEADER_LEN..], budget, &mut io::sink())
+    inflate(codec(batch), &batch[HEADER_LEN..], budget, &mut io::sink())
 }
 
 /// The records section of a whole validated batch, decompressed within `budget` bytes
 /// by the codec its attributes name. Uncompressed, it is the batch's own bytes after
 /// the header, not copied.
 pub fn batch_records(batch: &Bytes, budget: usize) -> Result<Bytes, InflateError> {
-    let codec = (&batch[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK;
+    let codec = codec(batch);
     let records = batch.slice(HEADER_LEN..);
     if codec == 0 {
         return match records.len() > budget {
@@ -537,9 +542,8 @@ mod tests {
                 "{c:?}"
             );
             // Refused after the budget, never allocated up to what the data claims.
-            let codec = (&b[ATTRIBUTES_AT..]).get_i16() & COMPRESSION_MASK;
             let mut out = Vec::new();
-            assert!(inflate(codec, &b[HEADER_LEN..], 1 << 20, &mut out).is_err());
+            assert!(inflate(codec(&b), &b[HEADER_LEN..], 1 << 20, &mut out).is_err());
             assert!(out.len() <= 1 << 20, "{c:?} wrote {} bytes", out.len());
             assert_eq!(
                 over.unwrap_err().error_code(),

@@ -137,12 +137,6 @@ fn each_record<T>(
     Ok(out)
 }
 
-/// The codec a produced batch was compressed with (Kafka's attribute code; 0 none).
-pub fn codec(batch: &AppendBatch) -> u8 {
-    let attributes = batch.bytes.get(ATTRIBUTES_AT + 1).copied().unwrap_or(0);
-    attributes & COMPRESSION_MASK as u8
-}
-
 /// Each record's timestamp, from the records Produce decompressed: what a batch kept
 /// whole (`log.rs`, the batch form) needs of its records besides its own bytes. Only
 /// the framing and offset deltas are read; the rest stays as produced.

@@ -173,13 +173,9 @@ impl BatchWriter {
         if offset < self.next_offset {
             return true;
         }
-        let mut empty = OpenBatch::new(offset, timestamp, false, 0, None);
-        empty.count = 1; // a last offset delta of 0
-        let mut batch = BytesMut::from(empty.finish());
-        batch[RECORD_COUNT_AT..RECORD_COUNT_AT + 4].copy_from_slice(&0i32.to_be_bytes());
-        let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
-        batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-        self.push_own(offset, batch.freeze(), 1)
+        // No record, and a last offset delta of 0: it spans its one offset.
+        let empty = OpenBatch::new(offset, timestamp, false, 0, None).seal(0, 0);
+        self.push_own(offset, empty, 1)
     }
 
     /// Adds `batch`, made elsewhere, standing for `count` offsets from `offset`.
@@ -352,15 +348,20 @@ impl OpenBatch {
         if self.codec != 0 {
             self.compress();
         }
+        let count = self.count as i32;
+        self.seal(count - 1, count)
+    }
+
+    /// The batch with its length, last offset delta, max timestamp, record count and CRC
+    /// written.
+    fn seal(mut self, last_delta: i32, count: i32) -> Bytes {
         let out = &mut self.buf;
         let batch_length = (out.len() - LOG_OVERHEAD) as i32;
         out[8..12].copy_from_slice(&batch_length.to_be_bytes());
-        let last_delta = self.count as i32 - 1;
         out[ATTRIBUTES_AT + 2..ATTRIBUTES_AT + 6].copy_from_slice(&last_delta.to_be_bytes());
         out[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8]
             .copy_from_slice(&self.max_timestamp.to_be_bytes());
-        out[RECORD_COUNT_AT..RECORD_COUNT_AT + 4]
-            .copy_from_slice(&(self.count as i32).to_be_bytes());
+        out[RECORD_COUNT_AT..RECORD_COUNT_AT + 4].copy_from_slice(&count.to_be_bytes());
         let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         self.buf.freeze()
