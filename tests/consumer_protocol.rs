@@ -15,13 +15,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support;
 use support::admin::eventually;
-use support::groups::{create_topic, produce};
+use support::groups::{create_topic, produce, QUICK_BEATS};
 use support::{Gateway, Store};
 
 /// Short sessions, so a killed member's partitions move within the test.
 const SETTINGS: &[(&str, &str)] = &[
+    ("group_consumer_min_session_timeout_ms", "6000"),
     ("group_consumer_session_timeout_ms", "6000"),
-    ("group_consumer_heartbeat_interval_ms", "500"),
+    QUICK_BEATS[0],
+    QUICK_BEATS[1],
 ];
 
 type Tp = (String, i32);

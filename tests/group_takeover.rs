@@ -24,7 +24,7 @@ use kafka_protocol::messages::{
     GroupId,
 };
 use support::configs::s;
-use support::groups::create_topic;
+use support::groups::{create_topic, QUICK_BEATS};
 use support::iggy::IggyServer;
 use support::{call, RawClient};
 use support::{on_every_store, Gateway, Store};
@@ -173,7 +173,8 @@ fn restarted_under_a_group(store: Store, member: fn(&str) -> (Member, Rebalances
     // KIP-848 members beat every 500 ms, as the classic ones here.
     let settings = [
         ("group_initial_rebalance_delay_ms", "0"),
-        ("group_consumer_heartbeat_interval_ms", "500"),
+        QUICK_BEATS[0],
+        QUICK_BEATS[1],
     ];
     let Some(mut gw) = Gateway::process_on(store, &settings) else {
         return;
@@ -334,8 +335,8 @@ fn gateways(server: &IggyServer) -> Vec<Gateway> {
         ("node_heartbeat_ms", "200".to_string()),
         ("node_timeout_ms", "2000".to_string()),
         ("group_initial_rebalance_delay_ms", "0".to_string()),
-        ("group_consumer_heartbeat_interval_ms", "500".to_string()),
     ]);
+    settings.extend(QUICK_BEATS.map(|(k, v)| (k, v.to_string())));
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     (0..3).map(|_| Gateway::process_with(&settings)).collect()
 }

@@ -21,6 +21,7 @@ mod durability;
 mod faults;
 mod feature_levels;
 mod fetch_sessions;
+mod group_migration;
 mod group_protocol;
 mod group_takeover;
 mod idempotence;

@@ -70,6 +70,42 @@ fn a_malformed_value_stops_startup() {
         &[],
     );
     refused_naming(&out, &["transactional_id_expiration_ms"]);
+    // KIP-848's session and heartbeat within Kafka's bounds (45-60 s, 5-15 s by
+    // default), which may be moved.
+    let out = start(
+        &[("IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS", "30000")],
+        &[],
+    );
+    refused_naming(
+        &out,
+        &[
+            "group_consumer_session_timeout_ms",
+            "group_consumer_min_session_timeout_ms (45000)",
+        ],
+    );
+    let out = start(
+        &[("IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS", "20000")],
+        &[],
+    );
+    refused_naming(
+        &out,
+        &[
+            "group_consumer_heartbeat_interval_ms",
+            "group_consumer_max_heartbeat_interval_ms (15000)",
+        ],
+    );
+    let crossed = [
+        (
+            "IGGY_KAFKA_GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS",
+            "9000",
+        ),
+        (
+            "IGGY_KAFKA_GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS",
+            "8000",
+        ),
+    ];
+    let out = start(&crossed, &[]);
+    refused_naming(&out, &["group_consumer_min_heartbeat_interval_ms"]);
     let out = start(&[("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "anywhere")], &[]);
     refused_naming(&out, &["admin_bind_address"]);
     let overrides = "IGGY_KAFKA_MAX_CONNECTIONS_PER_IP_OVERRIDES";

@@ -129,7 +129,7 @@ impl Gateway {
             credentials,
         ));
         let topics = Topics::new(
-            (topic_admin, table),
+            (topic_admin, table.clone()),
             (catalog, configs),
             settings.topic_rules,
         );
@@ -147,6 +147,7 @@ impl Gateway {
             ),
             metrics.clone(),
             (meta.client()?, membership.1.clone()),
+            table,
         )
         .start();
         let groups = Groups::new(coordinator, membership);

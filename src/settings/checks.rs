@@ -96,6 +96,51 @@ impl Settings {
                 ),
             });
         }
+        // As Kafka's KafkaConfig: each within its bounds, the heartbeat shorter than
+        // the session.
+        let bounded = [
+            (
+                (
+                    "group_consumer_session_timeout_ms",
+                    self.group_consumer_session_timeout_ms,
+                ),
+                (
+                    "group_consumer_min_session_timeout_ms",
+                    self.group_consumer_min_session_timeout_ms,
+                ),
+                (
+                    "group_consumer_max_session_timeout_ms",
+                    self.group_consumer_max_session_timeout_ms,
+                ),
+            ),
+            (
+                (
+                    "group_consumer_heartbeat_interval_ms",
+                    self.group_consumer_heartbeat_interval_ms,
+                ),
+                (
+                    "group_consumer_min_heartbeat_interval_ms",
+                    self.group_consumer_min_heartbeat_interval_ms,
+                ),
+                (
+                    "group_consumer_max_heartbeat_interval_ms",
+                    self.group_consumer_max_heartbeat_interval_ms,
+                ),
+            ),
+        ];
+        for ((name, value), (min_name, min), (max_name, max)) in bounded {
+            let reason = if min > max {
+                format!("must not exceed {max_name} ({max}), got {min}")
+            } else if value < min {
+                format!("must be at least {min_name} ({min}), got {value}")
+            } else if value > max {
+                format!("must be at most {max_name} ({max}), got {value}")
+            } else {
+                continue;
+            };
+            let name = if min > max { min_name } else { name };
+            return Err(SettingsError::Invalid { name, reason });
+        }
         // As Kafka: the heartbeat interval must be shorter than the session.
         if self.group_consumer_session_timeout_ms <= self.group_consumer_heartbeat_interval_ms {
             return Err(SettingsError::Invalid {

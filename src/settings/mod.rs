@@ -225,6 +225,13 @@ pub struct Settings {
     /// KIP-848 groups: how often members heartbeat, shorter than the session
     /// (`group.consumer.heartbeat.interval.ms`).
     pub group_consumer_heartbeat_interval_ms: u64,
+    /// The bounds of the two above, as Kafka's `group.consumer.min.session.timeout.ms`,
+    /// `group.consumer.max.session.timeout.ms`, `group.consumer.min.heartbeat.interval.ms`
+    /// and `group.consumer.max.heartbeat.interval.ms`.
+    pub group_consumer_min_session_timeout_ms: u64,
+    pub group_consumer_max_session_timeout_ms: u64,
+    pub group_consumer_min_heartbeat_interval_ms: u64,
+    pub group_consumer_max_heartbeat_interval_ms: u64,
     /// KIP-848 groups: the server assignors members may choose, comma-separated, the
     /// first the default (`group.consumer.assignors`): `uniform`, `range`.
     pub group_consumer_assignors: String,
@@ -337,6 +344,10 @@ impl Default for Settings {
             group_initial_rebalance_delay_ms: 3_000,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
+            group_consumer_min_session_timeout_ms: 45_000,
+            group_consumer_max_session_timeout_ms: 60_000,
+            group_consumer_min_heartbeat_interval_ms: 5_000,
+            group_consumer_max_heartbeat_interval_ms: 15_000,
             group_consumer_assignors: "uniform,range".into(),
             group_consumer_max_size: i32::MAX as usize,
             max_incremental_fetch_session_cache_slots: 1_000,

@@ -3,6 +3,7 @@
 
 use crate::support;
 
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::*;
 use support::configs::s;
 use support::{call, RawClient};
@@ -70,9 +71,34 @@ pub(super) fn consumer_group_heartbeat(c: &mut RawClient, v: i16, t: &Topic) {
             .map(|a| a.topic_partitions.iter().any(|x| x.topic_id == t.id));
         assert_eq!((r.error_code, assigned), (0, Some(true)), "{r:?}");
     }
+    offsets_read_at_the_member_epoch(c, &group, joined.member_epoch);
     let leave = beat(&group, "m1", -1, t);
     let left = call!(c, ConsumerGroupHeartbeat, v, leave);
     assert_eq!((left.error_code, left.member_epoch), (0, -1));
+}
+
+/// OffsetFetch v9 names the member and its epoch (KIP-848's validateOffsetFetch): member
+/// m1 reads at its epoch; another epoch is STALE_MEMBER_EPOCH (113), an unknown member
+/// UNKNOWN_MEMBER_ID (25); no member at epoch -1 (an admin client) reads.
+fn offsets_read_at_the_member_epoch(c: &mut RawClient, group: &str, epoch: i32) {
+    let cases = [
+        (Some("m1"), epoch, 0),
+        (Some("m1"), epoch - 1, 113),
+        (Some("nobody"), epoch, 25),
+        (None, -1, 0),
+    ];
+    for (member, member_epoch, code) in cases {
+        let asked = OffsetFetchRequestGroup::default()
+            .with_group_id(GroupId(s(group)))
+            .with_member_id(member.map(s))
+            .with_member_epoch(member_epoch);
+        let request = OffsetFetchRequest::default().with_groups(vec![asked]);
+        let r = call!(c, OffsetFetch, 9, request);
+        assert_eq!(
+            r.groups[0].error_code, code,
+            "{member:?} at {member_epoch}: {r:?}"
+        );
+    }
 }
 
 pub(super) fn consumer_group_describe(c: &mut RawClient, v: i16, t: &Topic) {

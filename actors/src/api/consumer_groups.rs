@@ -76,23 +76,20 @@ pub async fn heartbeat(
             .flat_map(|t| t.partitions.into_iter().map(move |p| (t.topic_id, p)))
             .collect()
     });
-    let message = ConsumerHeartbeat {
-        beat: BeatRequest {
-            group: req.group_id.to_string(),
-            member_id: req.member_id.to_string(),
-            member_epoch: req.member_epoch,
-            instance_id: req.instance_id.map(|i| i.to_string()),
-            rack_id: req.rack_id.map(|r| r.to_string()),
-            rebalance_timeout_ms: req.rebalance_timeout_ms,
-            topic_names: (req.subscribed_topic_names)
-                .map(|names| names.into_iter().map(|n| n.to_string()).collect()),
-            regex: req.subscribed_topic_regex.map(|r| r.to_string()),
-            assignor: req.server_assignor.map(|a| a.to_string()),
-            owned,
-            caller,
-        },
-        table: gw.topics.table(),
-    };
+    let message = ConsumerHeartbeat(BeatRequest {
+        group: req.group_id.to_string(),
+        member_id: req.member_id.to_string(),
+        member_epoch: req.member_epoch,
+        instance_id: req.instance_id.map(|i| i.to_string()),
+        rack_id: req.rack_id.map(|r| r.to_string()),
+        rebalance_timeout_ms: req.rebalance_timeout_ms,
+        topic_names: (req.subscribed_topic_names)
+            .map(|names| names.into_iter().map(|n| n.to_string()).collect()),
+        regex: req.subscribed_topic_regex.map(|r| r.to_string()),
+        assignor: req.server_assignor.map(|a| a.to_string()),
+        owned,
+        caller,
+    });
     let answer = match gw.groups.ask(message).await {
         Ok(answer) => answer,
         Err(_) => Err(ConsumerGroupError::Coordinator(

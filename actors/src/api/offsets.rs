@@ -29,7 +29,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
-use crate::group_coordinator::{CheckCommit, Describe, MemberRef};
+use crate::group_coordinator::{CheckCommit, CheckFetch, Describe, MemberRef};
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use uuid::Uuid;
@@ -196,7 +196,7 @@ type Read = Result<Option<CommittedOffset>, ResponseError>;
 async fn fetch_group(
     gw: &Gateway,
     access: &Access,
-    group: &str,
+    (group, fetcher): (&str, Fetcher),
     topics: Option<Vec<(TopicName, Vec<i32>)>>,
     require_stable: bool,
 ) -> Result<Vec<(TopicName, Vec<(i32, Read)>)>, ResponseError> {
@@ -204,6 +204,19 @@ async fn fetch_group(
         .or_else(|| super::group_access::not_coordinator(gw, group))
     {
         return Err(e);
+    }
+    if let Some((member_id, member_epoch)) = fetcher {
+        let check = CheckFetch {
+            group: group.to_string(),
+            member_id,
+            member_epoch,
+        };
+        let checked =
+            (gw.groups.ask(check).await).unwrap_or(Err(ResponseError::CoordinatorNotAvailable));
+        if let Err(e) = checked {
+            tracing::info!(%group, error = ?e, "offset fetch refused");
+            return Err(e);
+        }
     }
     let described = |t: &TopicName| access.topic(Operation::Describe, t);
     let group: Arc<str> = group.into();
@@ -278,6 +291,8 @@ type Wanted = Option<Vec<(TopicName, Vec<i32>)>>;
 
 /// Topics asked for by id (v10+), with their partitions.
 type ById = Vec<(Uuid, Vec<i32>)>;
+/// v9+: the member fetching and its epoch (KIP-848), checked by the coordinator.
+type Fetcher = Option<(Option<String>, i32)>;
 
 /// Topics asked for by id (v10+, KIP-848), by name: those of known ids, and the ids
 /// no topic has, answered UNKNOWN_TOPIC_ID.
@@ -309,22 +324,27 @@ pub async fn fetch(
     access: Access,
 ) -> OffsetFetchResponse {
     let by_id = version >= since::OFFSET_FETCH_TOPIC_IDS;
-    let groups: Vec<(GroupId, Wanted, ById)> = if version >= since::OFFSET_FETCH_GROUPS {
-        let each = req.groups.into_iter().map(|g| match by_id {
+    let groups: Vec<(GroupId, Wanted, ById, Fetcher)> = if version >= since::OFFSET_FETCH_GROUPS {
+        let each = req.groups.into_iter().map(|g| {
+            let fetcher = (version >= since::OFFSET_FETCH_MEMBER_EPOCH)
+                .then(|| (g.member_id.as_ref().map(|m| m.to_string()), g.member_epoch));
+            (fetcher, g)
+        });
+        let each = each.map(|(fetcher, g)| match by_id {
             true => {
                 let ids = g.topics.map(|ts| {
                     let each = ts.into_iter().map(|t| (t.topic_id, t.partition_indexes));
                     each.collect()
                 });
                 let (topics, unknown) = named(&gw, ids);
-                (g.group_id, topics, unknown)
+                (g.group_id, topics, unknown, fetcher)
             }
             false => {
                 let topics = g.topics.map(|ts| {
                     let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
                     each.collect()
                 });
-                (g.group_id, topics, Vec::new())
+                (g.group_id, topics, Vec::new(), fetcher)
             }
         });
         each.collect()
@@ -333,12 +353,13 @@ pub async fn fetch(
             let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
             each.collect()
         });
-        vec![(req.group_id, topics, Vec::new())]
+        vec![(req.group_id, topics, Vec::new(), None)]
     };
     let mut answers = Vec::with_capacity(groups.len());
-    for (group, topics, unknown) in groups {
+    for (group, topics, unknown, fetcher) in groups {
         let stable = req.require_stable;
-        let mut answer = answer_group(&gw, &access, version, (group, topics), stable).await;
+        let asked = (group, topics, fetcher);
+        let mut answer = answer_group(&gw, &access, version, asked, stable).await;
         // Ids no topic has: UNKNOWN_TOPIC_ID for each partition, unless the whole
         // group was refused.
         if answer.error_code == 0 {
@@ -384,10 +405,17 @@ async fn answer_group(
     gw: &Gateway,
     access: &Access,
     version: i16,
-    (group, topics): (GroupId, Wanted),
+    (group, topics, fetcher): (GroupId, Wanted, Fetcher),
     require_stable: bool,
 ) -> OffsetFetchResponseGroup {
-    let read = fetch_group(gw, access, &group, topics.clone(), require_stable).await;
+    let read = fetch_group(
+        gw,
+        access,
+        (&group, fetcher),
+        topics.clone(),
+        require_stable,
+    )
+    .await;
     let error = read.as_ref().err().copied();
     let read = match read {
         Ok(read) => read,

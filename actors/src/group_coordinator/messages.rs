@@ -107,6 +107,16 @@ pub struct Heartbeat(pub MemberRef);
 #[rtype(result = "Result<(), ResponseError>")]
 pub struct CheckCommit(pub MemberRef);
 
+/// May this member read the group's committed offsets now (OffsetFetch v9+, KIP-848)?
+/// A fetch naming no member, at epoch -1, always may.
+#[derive(Message)]
+#[rtype(result = "Result<(), ResponseError>")]
+pub struct CheckFetch {
+    pub group: String,
+    pub member_id: Option<String>,
+    pub member_epoch: i32,
+}
+
 /// Members leaving: `(member id, instance id)`; one answer each.
 #[derive(Message)]
 #[rtype(result = "Vec<Option<ResponseError>>")]

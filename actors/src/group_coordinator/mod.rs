@@ -31,6 +31,7 @@ use tokio::sync::{oneshot, watch};
 use crate::membership::Cluster;
 use crate::metrics::Metrics;
 use crate::store::{Meta, StoreResult};
+use crate::topic_admin::TopicTable;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
 const MIN_SESSION: Duration = Duration::from_secs(6);
@@ -73,6 +74,9 @@ pub struct GroupCoordinator {
     timer_tokens: u64,
     /// The term of the view the groups were loaded under (`Cluster::term`).
     term: u64,
+    /// The topic table as last published: consumer groups' subscriptions resolve
+    /// against it, and classic members' partitions are named by it.
+    topics: watch::Receiver<Arc<TopicTable>>,
 }
 
 /// A group's stored state to put (`Some`) or remove (`None`), and who waits for it.
@@ -96,6 +100,7 @@ impl GroupCoordinator {
         (initial_delay, consumer_settings): (Duration, ConsumerSettings),
         metrics: Arc<Metrics>,
         (store, cluster): (Meta, watch::Receiver<Arc<Cluster>>),
+        topics: watch::Receiver<Arc<TopicTable>>,
     ) -> Self {
         let term = cluster.borrow().term;
         GroupCoordinator {
@@ -112,6 +117,7 @@ impl GroupCoordinator {
             consumer: HashMap::new(),
             consumer_settings,
             timer_tokens: 0,
+            topics,
         }
     }
 
@@ -544,12 +550,8 @@ impl Handler<Join> for GroupCoordinator {
             }
         }
         match self.consumer.get(&msg.group) {
-            Some(g) if !g.members.is_empty() => {
-                return answer(Joined::failed(
-                    ResponseError::InconsistentGroupProtocol,
-                    &msg.member_id,
-                ));
-            }
+            // Classic members join a consumer group as such (online migration).
+            Some(g) if !g.members.is_empty() => return self.classic_join(msg, ctx),
             // An empty consumer group becomes a classic one (online migration, KIP-848).
             Some(_) => {
                 tracing::info!(group = %msg.group, "empty consumer group becomes a classic group");
@@ -747,6 +749,9 @@ impl Handler<Sync> for GroupCoordinator {
                 return after_load(loading, ctx.address(), msg, Synced::failed)
             }
         }
+        if self.consumer.contains_key(&msg.group) {
+            return answer(self.classic_sync(&msg, ctx));
+        }
         let Some(g) = self.groups.get_mut(&msg.group) else {
             return answer(Synced::failed(ResponseError::UnknownMemberId));
         };
@@ -857,6 +862,9 @@ impl Handler<Heartbeat> for GroupCoordinator {
             Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Some),
         }
         let r = msg.0;
+        if self.consumer.contains_key(&r.group) {
+            return answer(self.classic_heartbeat(&r, ctx));
+        }
         let Some(g) = self.groups.get_mut(&r.group) else {
             return answer(Some(ResponseError::UnknownMemberId));
         };
@@ -916,6 +924,25 @@ impl Handler<CheckCommit> for GroupCoordinator {
     }
 }
 
+impl Handler<CheckFetch> for GroupCoordinator {
+    type Result = ResponseFuture<Result<(), ResponseError>>;
+
+    fn handle(&mut self, msg: CheckFetch, ctx: &mut Self::Context) -> Self::Result {
+        let answer = |r: Result<(), ResponseError>| -> Self::Result { Box::pin(async move { r }) };
+        match self.ready(std::slice::from_ref(&msg.group), ctx) {
+            Ready::Now => {}
+            Ready::NotMine => return answer(Err(ResponseError::NotCoordinator)),
+            Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Err),
+        }
+        // A classic group's offsets are read by anyone allowed to (Kafka checks only
+        // that it is not Dead).
+        answer(match self.consumer.get(&msg.group) {
+            Some(g) => g.check_fetch(msg.member_id.as_deref(), msg.member_epoch),
+            None => Ok(()),
+        })
+    }
+}
+
 impl Handler<Leave> for GroupCoordinator {
     type Result = ResponseFuture<Vec<Option<ResponseError>>>;
 
@@ -931,6 +958,10 @@ impl Handler<Leave> for GroupCoordinator {
             Ready::Loading(loading) => {
                 return after_load(loading, ctx.address(), msg, move |e| each(e, n))
             }
+        }
+        if self.consumer.contains_key(&msg.group) {
+            let out = self.classic_leave(&msg, ctx);
+            return Box::pin(async move { out });
         }
         let delay = self.initial_delay;
         let Some(g) = self.groups.get_mut(&msg.group) else {
@@ -1064,10 +1095,12 @@ mod tests {
         let (_, cluster) = watch::channel(Arc::new(Cluster::single(me)));
         let metrics = crate::metrics::Metrics::new();
         let consumer = crate::settings::ConsumerGroupSettings::default();
+        let (_, topics) = watch::channel(Arc::new(TopicTable::default()));
         GroupCoordinator::new(
             (Duration::ZERO, consumer),
             metrics,
             (store.clone(), cluster),
+            topics,
         )
         .start()
     }
@@ -1157,22 +1190,19 @@ mod tests {
 
     /// A ConsumerGroupHeartbeat of member `id` at `epoch`, owning nothing.
     fn beat(id: &str, epoch: i32) -> consumer::ConsumerHeartbeat {
-        consumer::ConsumerHeartbeat {
-            beat: consumer::BeatRequest {
-                group: "g".into(),
-                member_id: id.into(),
-                member_epoch: epoch,
-                instance_id: None,
-                rack_id: None,
-                rebalance_timeout_ms: 30_000,
-                topic_names: Some(vec!["t".into()]),
-                regex: None,
-                assignor: None,
-                owned: Some(Default::default()),
-                caller: join("").caller,
-            },
-            table: Default::default(),
-        }
+        consumer::ConsumerHeartbeat(consumer::BeatRequest {
+            group: "g".into(),
+            member_id: id.into(),
+            member_epoch: epoch,
+            instance_id: None,
+            rack_id: None,
+            rebalance_timeout_ms: 30_000,
+            topic_names: Some(vec!["t".into()]),
+            regex: None,
+            assignor: None,
+            owned: Some(Default::default()),
+            caller: join("").caller,
+        })
     }
 
     #[actix_rt::test]

@@ -157,6 +157,8 @@ pub mod since {
     pub const OFFSET_FETCH_GROUP_ERROR: i16 = 2;
     /// OffsetFetch: topics named by id, not by name (KIP-848).
     pub const OFFSET_FETCH_TOPIC_IDS: i16 = 10;
+    /// OffsetFetch names the fetching member and its epoch (KIP-848).
+    pub const OFFSET_FETCH_MEMBER_EPOCH: i16 = 9;
     /// OffsetFetch: leader epochs answered.
     pub const OFFSET_FETCH_LEADER_EPOCH: i16 = 5;
     /// Produce: record errors and an error message answered.

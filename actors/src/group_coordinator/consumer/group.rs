@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::super::messages::GroupView;
 use super::assignor::{Assignor, MemberSpec, Partitions};
+use super::classic::ClassicMember;
 use super::error::ConsumerGroupError;
 use super::reconcile::Reconciled;
 use super::{
@@ -63,6 +64,9 @@ pub struct ConsumerMember {
     /// token it fires with (a timer whose token is no longer here does nothing).
     pub session: Option<(u64, SpawnHandle)>,
     pub revocation: Option<(u64, SpawnHandle)>,
+    /// A member of the classic protocol (JoinGroup, SyncGroup, Heartbeat) in this
+    /// group: its session and protocols (`classic.rs`).
+    pub classic: Option<ClassicMember>,
 }
 
 #[derive(Default)]
@@ -82,7 +86,7 @@ pub struct ConsumerGroup {
     /// The topic table (published whole at each change) the subscriptions were last
     /// resolved against: a heartbeat resolves them again only when it moved or the
     /// members or their subscriptions changed, not at every beat.
-    resolved_for: Weak<TopicTable>,
+    pub(super) resolved_for: Weak<TopicTable>,
 }
 
 /// The consumer group states Kafka's describes and lists name.
@@ -314,6 +318,7 @@ impl ConsumerGroup {
                 away: false,
                 session: None,
                 revocation: None,
+                classic: None,
             },
         );
         Ok(req.member_id.clone())
@@ -371,11 +376,27 @@ impl ConsumerGroup {
         if r.generation < 0 && r.member_id.is_empty() && self.members.is_empty() {
             return Ok(());
         }
-        let m = (self.members.get(&r.member_id)).ok_or(ResponseError::UnknownMemberId)?;
-        if r.generation != m.state.epoch {
-            return Err(ResponseError::StaleMemberEpoch);
+        self.check_member_epoch(&r.member_id, r.generation)
+    }
+
+    /// May this member read the group's offsets (KIP-848's `validateOffsetFetch`)? A
+    /// fetch naming no member, at a negative epoch, comes from an admin client.
+    pub fn check_fetch(&self, member_id: Option<&str>, epoch: i32) -> Result<(), ResponseError> {
+        match member_id {
+            None if epoch < 0 => Ok(()),
+            id => self.check_member_epoch(id.unwrap_or_default(), epoch),
         }
-        Ok(())
+    }
+
+    /// The member is in the group at this epoch: a classic member's stale generation is
+    /// ILLEGAL_GENERATION, as its protocol names it; another's STALE_MEMBER_EPOCH.
+    fn check_member_epoch(&self, id: &str, epoch: i32) -> Result<(), ResponseError> {
+        let m = (self.members.get(id)).ok_or(ResponseError::UnknownMemberId)?;
+        match (epoch == m.state.epoch, m.classic.is_some()) {
+            (true, _) => Ok(()),
+            (false, true) => Err(ResponseError::IllegalGeneration),
+            (false, false) => Err(ResponseError::StaleMemberEpoch),
+        }
     }
 
     /// Removes a member (left, silent past its session, or too slow to revoke); the
@@ -398,7 +419,7 @@ impl ConsumerGroup {
 
     /// Resolves every member's subscription against the topic table; whether a
     /// subscription or the subscribed topics' partitions changed.
-    fn resolve(&mut self, table: &Arc<TopicTable>) -> bool {
+    pub(super) fn resolve(&mut self, table: &Arc<TopicTable>) -> bool {
         self.resolved_for = Arc::downgrade(table);
         let mut topics = BTreeMap::new();
         let mut changed = false;
@@ -428,7 +449,7 @@ impl ConsumerGroup {
     }
 
     /// A new group epoch and its target assignment.
-    fn bump(&mut self, settings: &ConsumerSettings) {
+    pub(super) fn bump(&mut self, settings: &ConsumerSettings) {
         self.epoch += 1;
         // The assignor most members ask for, else the first configured.
         let mut votes: HashMap<Assignor, usize> = HashMap::new();
@@ -466,7 +487,7 @@ impl ConsumerGroup {
     }
 
     /// Takes member `id` one step towards its target, and answers it.
-    fn step(&mut self, id: &str, reported: Option<&Partitions>) -> Beat {
+    pub(super) fn step(&mut self, id: &str, reported: Option<&Partitions>) -> Beat {
         let target = self.target.get(id).cloned().unwrap_or_default();
         let others: Vec<&Reconciled> = self
             .members

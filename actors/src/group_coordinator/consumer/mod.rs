@@ -4,17 +4,16 @@
 //! (`reconcile.rs`), so a rebalance never stops the whole group. The groups live in
 //! the group coordinator actor beside the classic ones (`handlers.rs`); a group id is
 //! one or the other, and an empty group changes kind when a member of the other
-//! protocol arrives. Each group's state is kept in the store (`stored.rs`), so its
+//! protocol arrives; a classic group's members carry on in a consumer group as classic
+//! members (`classic.rs`). Each group's state is kept in the store (`stored.rs`), so its
 //! members keep their epochs across a restart or a takeover.
-
-use std::sync::Arc;
 
 use actix::prelude::*;
 
 use crate::session::Caller;
-use crate::topic_admin::TopicTable;
 
 pub mod assignor;
+mod classic;
 mod error;
 mod group;
 mod handlers;
@@ -54,14 +53,12 @@ pub struct Beat {
     pub assignment: Option<Partitions>,
 }
 
-/// A heartbeat with the topic table as the gateway sees it now: subscriptions resolve
-/// against it, so new topics and partitions reach the group without client action.
+/// A ConsumerGroupHeartbeat. Subscriptions resolve against the topic table as the
+/// coordinator sees it then, so new topics and partitions reach the group without
+/// client action.
 #[derive(Message)]
 #[rtype(result = "Result<Beat, ConsumerGroupError>")]
-pub struct ConsumerHeartbeat {
-    pub beat: BeatRequest,
-    pub table: Arc<TopicTable>,
-}
+pub struct ConsumerHeartbeat(pub BeatRequest);
 
 /// ConsumerGroupDescribe: each named group, or why it cannot be described.
 #[derive(Message)]

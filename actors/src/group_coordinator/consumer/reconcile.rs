@@ -33,8 +33,10 @@ impl Reconciled {
             }
         }
         let revoke: Partitions = self.assigned.difference(target).copied().collect();
-        if !revoke.is_empty() {
-            self.assigned.retain(|tp| target.contains(tp));
+        self.assigned.retain(|tp| target.contains(tp));
+        // A member that says it already let them go (a classic member rejoining after
+        // revoking, as eager ones do) is not asked to.
+        if !revoke.is_empty() && !reported.is_some_and(|owned| owned.is_disjoint(&revoke)) {
             self.revoking = revoke;
             return;
         }
@@ -84,6 +86,19 @@ mod tests {
         m.step((&target, 2), Some(&parts(&[0])), |_| false);
         assert_eq!((m.epoch, m.previous_epoch), (2, 1));
         assert_eq!(m.assigned, parts(&[0, 3]));
+        assert!(m.revoking.is_empty());
+    }
+
+    #[test]
+    fn a_member_that_already_let_go_moves_on_at_once() {
+        let mut m = Reconciled {
+            epoch: 1,
+            previous_epoch: 0,
+            assigned: parts(&[0, 1, 2]),
+            revoking: Partitions::new(),
+        };
+        m.step((&parts(&[0, 3]), 2), Some(&parts(&[0])), |_| false);
+        assert_eq!((m.epoch, m.assigned.clone()), (2, parts(&[0, 3])));
         assert!(m.revoking.is_empty());
     }
 

@@ -12,11 +12,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::super::stored::{unreadable, StoredCaller};
 use super::assignor::{Assignor, Partitions};
+use super::classic::ClassicMember;
 use super::group::{regex_source, subscription_regex, ConsumerGroup, ConsumerMember};
 use super::reconcile::Reconciled;
 use crate::store::StoreError;
@@ -59,6 +65,17 @@ struct StoredConsumerMember {
     assigned: StoredPartitions,
     revoking: StoredPartitions,
     away: bool,
+    /// A classic member's session and protocols (absent for others, and in values
+    /// written before classic members joined consumer groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    classic: Option<StoredClassic>,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct StoredClassic {
+    session_ms: u64,
+    /// Protocol name and its metadata (base64), in the member's order of preference.
+    protocols: Vec<(String, String)>,
 }
 
 /// Partitions by topic id: each topic named once.
@@ -106,6 +123,12 @@ impl StoredConsumerGroup {
                     assigned: stored_partitions(&m.state.assigned),
                     revoking: stored_partitions(&m.state.revoking),
                     away: m.away,
+                    classic: m.classic.as_ref().map(|c| StoredClassic {
+                        session_ms: c.session.as_millis() as u64,
+                        protocols: (c.protocols.iter())
+                            .map(|(name, meta)| (name.clone(), BASE64.encode(meta)))
+                            .collect(),
+                    }),
                 })
                 .collect(),
         }
@@ -124,14 +147,16 @@ impl StoredConsumerGroup {
                 (Assignor::from_name(&a).map(Some)).ok_or_else(|| unreadable("assignor", name, &a))
             }
         };
-        let mut group = ConsumerGroup::default();
-        group.epoch = self.epoch;
-        group.assignment_epoch = self.assignment_epoch;
-        group.assignor = assignor(self.assignor)?;
-        group.topics = self.topics;
-        group.target = (self.target.into_iter())
-            .map(|(id, ps)| (id, partitions(ps)))
-            .collect();
+        let mut group = ConsumerGroup {
+            epoch: self.epoch,
+            assignment_epoch: self.assignment_epoch,
+            assignor: assignor(self.assignor)?,
+            topics: self.topics,
+            target: (self.target.into_iter())
+                .map(|(id, ps)| (id, partitions(ps)))
+                .collect(),
+            ..Default::default()
+        };
         for m in self.members {
             let regex = (m.regex.as_deref())
                 .map(subscription_regex)
@@ -140,6 +165,23 @@ impl StoredConsumerGroup {
             if let Some(instance) = &m.instance_id {
                 group.instances.insert(instance.clone(), m.id.clone());
             }
+            let classic = match m.classic {
+                None => None,
+                Some(c) => {
+                    let protocols = (c.protocols.into_iter())
+                        .map(|(n, meta)| {
+                            let meta = BASE64
+                                .decode(meta)
+                                .map_err(|e| unreadable("member data", name, &e))?;
+                            Ok((n, Bytes::from(meta)))
+                        })
+                        .collect::<Result<_, StoreError>>()?;
+                    Some(ClassicMember {
+                        session: Duration::from_millis(c.session_ms),
+                        protocols,
+                    })
+                }
+            };
             let member = ConsumerMember {
                 instance_id: m.instance_id,
                 rack_id: m.rack_id,
@@ -159,6 +201,7 @@ impl StoredConsumerGroup {
                 away: m.away,
                 session: None,
                 revocation: None,
+                classic,
             };
             group.members.insert(m.id, member);
         }
@@ -194,6 +237,7 @@ mod tests {
             away: false,
             session: None,
             revocation: None,
+            classic: None,
         }
     }
 
@@ -218,9 +262,12 @@ mod tests {
             assigned: [(t2, 0)].into(),
             revoking: Partitions::new(),
         };
-        group
-            .members
-            .insert("a".into(), member(None, revoking.clone()));
+        let mut a = member(None, revoking.clone());
+        a.classic = Some(ClassicMember {
+            session: std::time::Duration::from_secs(10),
+            protocols: vec![("range".into(), Bytes::from_static(b"\0\x01sub"))],
+        });
+        group.members.insert("a".into(), a);
         let mut b = member(Some("static-b"), stable.clone());
         b.away = true;
         group.members.insert("b".into(), b);
@@ -265,6 +312,7 @@ mod tests {
                 (m.assignor, m.rebalance_timeout_ms, m.away),
                 (was.assignor, was.rebalance_timeout_ms, was.away)
             );
+            assert_eq!(m.classic, was.classic);
             assert!(
                 m.sent.is_none() && m.session.is_none(),
                 "sent again, timed again"
