@@ -28,6 +28,15 @@ pub(crate) fn start_gateway(bin: &PathBuf) -> Gateway {
         .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
+        // KIP-848 members' session and heartbeat (part 3), as its classic members ask.
+        .env(
+            "IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+            rebalance::SESSION_MS.to_string(),
+        )
+        .env(
+            "IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+            rebalance::HEARTBEAT_MS.to_string(),
+        )
         .env(
             "RUST_LOG",
             env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into()),
