@@ -366,7 +366,19 @@ pub(crate) struct Run {
     pub(crate) killed_owned: usize,
 }
 
-fn measure(seen: &Seen, t0: u64, (first, last, changes): (u64, u64, usize)) -> Settled {
+/// The figures of an event at `t0` (µs) that settled as `settle` found; the changes, each
+/// with its member and time from `t0`, go to stderr.
+fn measure(seen: &Seen, what: &str, t0: u64, (first, last, changes): (u64, u64, usize)) -> Settled {
+    let each: Vec<String> = seen
+        .changes
+        .iter()
+        .filter(|c| c.0 >= t0)
+        .map(|(at, m)| format!("m{m} +{:.0}", (at - t0) as f64 / 1e3))
+        .collect();
+    eprintln!(
+        "  {what} at {t0} µs: assignment changes {}",
+        each.join(", ")
+    );
     let window = (last - t0).max(MIN_WINDOW.as_micros() as u64);
     let steady = seen.rate(t0 - STEADY.as_micros() as u64, t0);
     Settled {
@@ -432,7 +444,7 @@ pub(crate) fn rebalance_run(addr: &str, protocol: Protocol) -> Result<Run, Strin
         }
         let t0 = seen.subscribed[&MEMBERS];
         let joined = settle(&rx, &mut seen, &live, t0).map_err(|e| format!("join: {e}"))?;
-        let join = measure(&seen, t0, joined);
+        let join = measure(&seen, "join", t0, joined);
         pump(&rx, &mut seen, now_us() + STEADY.as_micros() as u64);
         // Member 0: the first to join, in a classic group most likely its leader.
         let killed_owned = seen.owned.get(&0).map_or(0, |ps| ps.len());
@@ -440,7 +452,7 @@ pub(crate) fn rebalance_run(addr: &str, protocol: Protocol) -> Result<Run, Strin
         drop(members[0].take());
         live.retain(|m| *m != 0);
         let killed = settle(&rx, &mut seen, &live, t0).map_err(|e| format!("kill: {e}"))?;
-        let kill = measure(&seen, t0, killed);
+        let kill = measure(&seen, "kill", t0, killed);
         Ok(Run {
             protocol,
             join,
