@@ -21,7 +21,8 @@
 //!   BENCH_PHASES=rebalance cargo bench --bench groups
 //!
 //! Env: BENCH_PHASES (which of offsets, stabilize, rebalance to run, comma-separated; default
-//! all), GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
+//! all), BENCH_BACKEND (`iggy`: the gateway on an iggy-server, IGGY_SERVER_BIN, default
+//! /work/shared/iggy/iggy-server; else the embedded store), GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
 //! BENCH_CONSUMERS (default 200), BENCH_ROUNDS (requests per consumer and phase, default 50),
 //! BENCH_REPEATS (stabilization repetitions, default 5), GATEWAY_LOG (the gateway's RUST_LOG,
 //! default warn; its log is shown if it fails to start).
@@ -90,6 +91,10 @@ mod commits;
 #[allow(dead_code)]
 #[path = "../common/mod.rs"]
 mod common;
+// The iggy-server of BENCH_BACKEND=iggy, started as `kafka_compare` starts it.
+#[allow(dead_code)]
+#[path = "../kafka_compare/procs.rs"]
+mod procs;
 mod rebalance;
 mod stabilize;
 
@@ -121,7 +126,18 @@ fn main() {
         "no gateway binary at {}: GATEWAY_BIN must name one",
         bin.display()
     );
-    let gw = start_gateway(&bin);
+    // BENCH_BACKEND=iggy: the gateway on an iggy-server (killed on drop, after the gateway).
+    let iggy = (env::var("BENCH_BACKEND").as_deref() == Ok("iggy")).then(|| {
+        let server = env::var_os("IGGY_SERVER_BIN")
+            .map_or_else(|| "/work/shared/iggy/iggy-server".into(), PathBuf::from);
+        assert!(
+            server.is_file(),
+            "no iggy-server at {}: set IGGY_SERVER_BIN",
+            server.display()
+        );
+        procs::iggy(&server)
+    });
+    let gw = start_gateway(&bin, iggy.as_ref().map(|p| p.addr.as_str()));
     eprintln!("gateway listening on {}", gw.addr);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -174,7 +190,8 @@ fn main() {
 
     let cores = thread::available_parallelism().map_or(0, |n| n.get());
     println!();
-    println!("iggy-kafka-gateway consumer groups, embedded backend, default offset slots (4);");
+    let backend = if iggy.is_some() { "Iggy" } else { "embedded" };
+    println!("iggy-kafka-gateway consumer groups, {backend} backend, default offset slots (4);");
     println!(
         "IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0 (the protocol's cost, not Kafka's 3 s wait);"
     );
@@ -267,4 +284,5 @@ fn main() {
         rebalance::print(&rebalances);
     }
     drop(gw);
+    drop(iggy);
 }
