@@ -9,13 +9,20 @@
 //!    Measured from the 11th member's first JoinGroup until all 11 members hold a SyncGroup
 //!    answer of the new generation. Members heartbeat every 100 ms and rejoin on
 //!    REBALANCE_IN_PROGRESS, as real consumers do; the leader sends the assignments.
+//! 3. Rebalances of real librdkafka consumers (`rebalance.rs`), each member a child process:
+//!    classic eager, classic cooperative-sticky and KIP-848, a 10-member group on a
+//!    40-partition topic written at a steady rate; the time to settle after an 11th member
+//!    joins and after one is killed, and the rate of records read meanwhile.
 //!
 //! The gateway runs with IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0, so the figures are the
 //! protocol's cost, not Kafka's deliberate 3 s wait for more members of an empty group.
 //!
 //!   cargo bench --bench groups
+//!   BENCH_PHASES=rebalance cargo bench --bench groups
 //!
-//! Env: GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
+//! Env: BENCH_PHASES (which of offsets, stabilize, rebalance to run, comma-separated; default
+//! all), BENCH_BACKEND (`iggy`: the gateway on an iggy-server, IGGY_SERVER_BIN, default
+//! /work/shared/iggy/iggy-server; else the embedded store), GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
 //! BENCH_CONSUMERS (default 200), BENCH_ROUNDS (requests per consumer and phase, default 50),
 //! BENCH_REPEATS (stabilization repetitions, default 5), GATEWAY_LOG (the gateway's RUST_LOG,
 //! default warn; its log is shown if it fails to start).
@@ -79,7 +86,16 @@ const CREATE_TOPICS_V: i16 = 5;
 
 #[macro_use]
 mod wire;
+// `common::Row` and the produce/consume phases are the other benches'.
 mod commits;
+#[allow(dead_code)]
+#[path = "../common/mod.rs"]
+mod common;
+// The iggy-server of BENCH_BACKEND=iggy, started as `kafka_compare` starts it.
+#[allow(dead_code)]
+#[path = "../kafka_compare/procs.rs"]
+mod procs;
+mod rebalance;
 mod stabilize;
 
 use commits::*;
@@ -87,6 +103,13 @@ use stabilize::*;
 use wire::*;
 
 fn main() {
+    // A member of part 3's group: this binary started again by `rebalance::spawn_member`.
+    if let Ok(protocol) = env::var(rebalance::MEMBER_ENV) {
+        rebalance::member_main(&protocol);
+        return;
+    }
+    let phases = env::var("BENCH_PHASES").unwrap_or_else(|_| "offsets,stabilize,rebalance".into());
+    let on = |phase| phases.split(',').any(|p| p.trim() == phase);
     let env_usize = |name, default| {
         env::var(name)
             .ok()
@@ -96,17 +119,25 @@ fn main() {
     let consumers = env_usize("BENCH_CONSUMERS", 200).max(1);
     let rounds = env_usize("BENCH_ROUNDS", 50).max(1);
     let repeats = env_usize("BENCH_REPEATS", 5).max(1);
-    // Cargo builds the package's binaries for its benches and passes their paths at compile time.
-    let built = option_env!("CARGO_BIN_EXE_iggy-kafka-gateway");
-    let built = PathBuf::from(built.unwrap_or("target/release/iggy-kafka-gateway"));
-    let bin = env::var_os("GATEWAY_BIN").map_or(built, PathBuf::from);
+    let bin = common::gateway_bin();
     // A wrong path is a mistake, not a reason to measure nothing.
     assert!(
         bin.is_file(),
         "no gateway binary at {}: GATEWAY_BIN must name one",
         bin.display()
     );
-    let gw = start_gateway(&bin);
+    // BENCH_BACKEND=iggy: the gateway on an iggy-server (killed on drop, after the gateway).
+    let iggy = (env::var("BENCH_BACKEND").as_deref() == Ok("iggy")).then(|| {
+        let server = env::var_os("IGGY_SERVER_BIN")
+            .map_or_else(|| "/work/shared/iggy/iggy-server".into(), PathBuf::from);
+        assert!(
+            server.is_file(),
+            "no iggy-server at {}: set IGGY_SERVER_BIN",
+            server.display()
+        );
+        procs::iggy(&server)
+    });
+    let gw = start_gateway(&bin, iggy.as_ref().map(|p| p.addr.as_str()));
     eprintln!("gateway listening on {}", gw.addr);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,16 +145,21 @@ fn main() {
         .unwrap();
     let addr = gw.addr.clone();
 
-    rt.block_on(create_topic(&addr, OFFSETS_TOPIC, OFFSETS_PARTITIONS))
-        .expect("create the offsets topic");
     let mut runs = Vec::new();
-    for groups in [consumers, SHARED_GROUPS.min(consumers)] {
+    if on("offsets") {
+        rt.block_on(create_topic(&addr, OFFSETS_TOPIC, OFFSETS_PARTITIONS))
+            .expect("create the offsets topic");
+    }
+    for groups in [consumers, SHARED_GROUPS.min(consumers)]
+        .into_iter()
+        .filter(|_| on("offsets"))
+    {
         eprintln!("offsets: {consumers} consumers over {groups} groups, {rounds} rounds");
         runs.push(rt.block_on(offsets_run(&addr, consumers, groups, rounds)));
     }
 
     let mut stabilizations = Vec::new();
-    for rep in 0..repeats {
+    for rep in (0..repeats).filter(|_| on("stabilize")) {
         let offset = HEARTBEAT * rep as u32 / repeats as u32;
         match rt.block_on(stabilization_once(&addr, rep, offset)) {
             Ok(st) => {
@@ -140,87 +176,113 @@ fn main() {
     }
     drop(rt);
 
+    let mut rebalances = Vec::new();
+    for protocol in rebalance::Protocol::ALL
+        .into_iter()
+        .filter(|_| on("rebalance"))
+    {
+        eprintln!("rebalance: {}", protocol.name());
+        match rebalance::rebalance_run(&addr, protocol) {
+            Ok(run) => rebalances.push(run),
+            Err(e) => println!("FAILED rebalance run, {}: {e}", protocol.name()),
+        }
+    }
+
     let cores = thread::available_parallelism().map_or(0, |n| n.get());
     println!();
-    println!("iggy-kafka-gateway consumer groups, embedded backend, default offset slots (4);");
+    let backend = if iggy.is_some() { "Iggy" } else { "embedded" };
+    println!("iggy-kafka-gateway consumer groups, {backend} backend, default offset slots (4);");
     println!(
         "IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0 (the protocol's cost, not Kafka's 3 s wait);"
     );
     println!("client and gateway share this machine ({cores} cores).");
-    println!();
-    println!(
+    if on("offsets") {
+        println!();
+        println!(
         "1. OffsetCommit v{COMMIT_V} / OffsetFetch v{FETCH_V} under {consumers} concurrent consumers"
     );
-    println!(
+        println!(
         "   (one connection each, generation -1, one partition of a {OFFSETS_PARTITIONS}-partition topic;"
     );
-    println!(
+        println!(
         "   {rounds} commits each, then {rounds} fetches each; one unmeasured warm-up commit+fetch first)"
     );
-    println!(
-        "   {:<30} {:<7} {:>8} {:>8} {:>8} {:>8} {:>10}",
-        "groups", "request", "count", "p50 ms", "p99 ms", "max ms", "req/s"
-    );
-    for run in &runs {
-        for (name, lat, secs) in [
-            ("commit", &run.commit, run.commit_secs),
-            ("fetch", &run.fetch, run.fetch_secs),
-        ] {
-            println!(
-                "   {:<30} {:<7} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>10.0}",
-                run.label,
-                name,
-                lat.len(),
-                pct(lat, 0.50),
-                pct(lat, 0.99),
-                lat.last().map_or(f64::NAN, |d| ms(*d)),
-                lat.len() as f64 / secs
-            );
-        }
-        if run.errors > 0 {
-            println!(
-                "   {}: {} failed requests, first: {}",
-                run.label,
-                run.errors,
-                run.first_error.as_deref().unwrap_or("?")
-            );
+        println!(
+            "   {:<30} {:<7} {:>8} {:>8} {:>8} {:>8} {:>10}",
+            "groups", "request", "count", "p50 ms", "p99 ms", "max ms", "req/s"
+        );
+        for run in &runs {
+            for (name, lat, secs) in [
+                ("commit", &run.commit, run.commit_secs),
+                ("fetch", &run.fetch, run.fetch_secs),
+            ] {
+                println!(
+                    "   {:<30} {:<7} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>10.0}",
+                    run.label,
+                    name,
+                    lat.len(),
+                    pct(lat, 0.50),
+                    pct(lat, 0.99),
+                    lat.last().map_or(f64::NAN, |d| ms(*d)),
+                    lat.len() as f64 / secs
+                );
+            }
+            if run.errors > 0 {
+                println!(
+                    "   {}: {} failed requests, first: {}",
+                    run.label,
+                    run.errors,
+                    run.first_error.as_deref().unwrap_or("?")
+                );
+            }
         }
     }
-    println!();
-    println!(
+    if on("stabilize") {
+        println!();
+        println!(
         "2. Stabilization of a {MEMBERS}-member group after an 11th member joins (JoinGroup v{JOIN_V},"
     );
-    println!(
+        println!(
         "   session and rebalance timeout {SESSION_MS} ms, heartbeat every {} ms, a fresh group each run):",
         HEARTBEAT.as_millis()
     );
-    println!("   stabilized: from the 11th member's first JoinGroup to all 11 holding a SyncGroup answer");
-    println!("   of the new generation; of which join phase: until the new generation's JoinGroup answers");
-    println!("   (the other 10 learn of the rebalance from their next heartbeat and rejoin); offset: when the");
-    println!("   11th started within the heartbeat cycle, spread over the runs");
-    println!(
-        "   {:<4} {:>10} {:>14} {:>14} {:>12} {:>20}",
-        "run", "offset ms", "stabilized ms", "join phase ms", "generations", "10 members formed ms"
-    );
-    for (i, st) in stabilizations.iter().enumerate() {
+        println!("   stabilized: from the 11th member's first JoinGroup to all 11 holding a SyncGroup answer");
+        println!("   of the new generation; of which join phase: until the new generation's JoinGroup answers");
+        println!("   (the other 10 learn of the rebalance from their next heartbeat and rejoin); offset: when the");
+        println!("   11th started within the heartbeat cycle, spread over the runs");
         println!(
-            "   {:<4} {:>10.0} {:>14.1} {:>14.1} {:>12} {:>20.1}",
-            i + 1,
-            ms(st.offset),
-            ms(st.stabilized),
-            ms(st.join_phase),
-            st.generations,
-            ms(st.formed)
+            "   {:<4} {:>10} {:>14} {:>14} {:>12} {:>20}",
+            "run",
+            "offset ms",
+            "stabilized ms",
+            "join phase ms",
+            "generations",
+            "10 members formed ms"
         );
+        for (i, st) in stabilizations.iter().enumerate() {
+            println!(
+                "   {:<4} {:>10.0} {:>14.1} {:>14.1} {:>12} {:>20.1}",
+                i + 1,
+                ms(st.offset),
+                ms(st.stabilized),
+                ms(st.join_phase),
+                st.generations,
+                ms(st.formed)
+            );
+        }
+        let mut times: Vec<Duration> = stabilizations.iter().map(|s| s.stabilized).collect();
+        times.sort_unstable();
+        if !times.is_empty() {
+            println!(
+                "   median {:.1} ms over {} runs",
+                ms(times[times.len() / 2]),
+                times.len()
+            );
+        }
     }
-    let mut times: Vec<Duration> = stabilizations.iter().map(|s| s.stabilized).collect();
-    times.sort_unstable();
-    if !times.is_empty() {
-        println!(
-            "   median {:.1} ms over {} runs",
-            ms(times[times.len() / 2]),
-            times.len()
-        );
+    if on("rebalance") {
+        rebalance::print(&rebalances);
     }
     drop(gw);
+    drop(iggy);
 }

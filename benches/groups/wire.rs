@@ -16,18 +16,34 @@ impl Drop for Gateway {
     }
 }
 
-pub(crate) fn start_gateway(bin: &PathBuf) -> Gateway {
+/// The gateway on its embedded store, or on the iggy-server at `iggy`.
+pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
     // Let the OS pick a free port, then hand it to the gateway (a tiny race, fine on loopback).
     let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     drop(listener);
     let dir = tempfile::tempdir().unwrap();
     let log = fs::File::create(dir.path().join("gateway.log")).unwrap();
-    let child = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    if let Some(iggy) = iggy {
+        cmd.env("IGGY_KAFKA_BACKEND", "iggy")
+            .env("IGGY_KAFKA_IGGY_ADDRESS", iggy)
+            .env("IGGY_KAFKA_IGGY_CONNECT_TIMEOUT_MS", "10000");
+    }
+    let child = cmd
         .env("IGGY_KAFKA_BIND_ADDRESS", &addr)
         .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
+        // KIP-848 members' session and heartbeat (part 3), as its classic members ask.
+        .env(
+            "IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+            rebalance::SESSION_MS.to_string(),
+        )
+        .env(
+            "IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+            rebalance::HEARTBEAT_MS.to_string(),
+        )
         .env(
             "RUST_LOG",
             env::var("GATEWAY_LOG").unwrap_or_else(|_| "warn".into()),
