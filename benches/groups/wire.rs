@@ -35,14 +35,21 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
         .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
-        // KIP-848 members' session and heartbeat (part 3), as its classic members ask.
-        .env(
-            "IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
-            rebalance::SESSION_MS.to_string(),
+        // KIP-848 members' session and heartbeat (part 3), as its classic members ask:
+        // below Kafka's floors, which are lowered with them.
+        .envs(
+            [
+                "IGGY_KAFKA_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS",
+                "IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+            ]
+            .map(|k| (k, rebalance::SESSION_MS.to_string())),
         )
-        .env(
-            "IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
-            rebalance::HEARTBEAT_MS.to_string(),
+        .envs(
+            [
+                "IGGY_KAFKA_GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS",
+                "IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+            ]
+            .map(|k| (k, rebalance::HEARTBEAT_MS.to_string())),
         )
         .env(
             "RUST_LOG",
