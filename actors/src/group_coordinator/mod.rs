@@ -30,6 +30,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::membership::Cluster;
 use crate::metrics::Metrics;
+use crate::store::meta::Change;
 use crate::store::{Meta, StoreResult};
 use crate::topic_admin::TopicTable;
 
@@ -48,7 +49,7 @@ mod group;
 mod messages;
 mod stored;
 
-use consumer::{ConsumerGroup, ConsumerSettings};
+use consumer::{ConsumerGroup, ConsumerSettings, StoredConsumerGroup};
 use group::{Group, Member, Phase};
 pub use messages::*;
 use stored::{Stored, StoredGroup};
@@ -79,11 +80,20 @@ pub struct GroupCoordinator {
     topics: watch::Receiver<Arc<TopicTable>>,
 }
 
-/// A group's stored state to put (`Some`) or remove (`None`), and who waits for it.
+/// A write of one group's stored state, and who waits for it.
 struct Write {
     group: String,
-    value: Option<Bytes>,
-    done: Option<oneshot::Sender<StoreResult<()>>>,
+    value: Value,
+    done: Vec<oneshot::Sender<StoreResult<()>>>,
+}
+
+/// What a write leaves in the store.
+enum Value {
+    Put(Bytes),
+    Removed,
+    /// A consumer group's state as it stands when the write starts: the heartbeats
+    /// that change it while the write waits its turn all go in that one write.
+    Consumer,
 }
 
 /// Whether a message's groups can be served now.
@@ -264,46 +274,92 @@ impl GroupCoordinator {
         value: Option<Bytes>,
         ctx: &mut Context<Self>,
     ) -> oneshot::Receiver<StoreResult<()>> {
+        let value = value.map_or(Value::Removed, Value::Put);
+        self.queue_write(group, value, ctx)
+    }
+
+    /// Queues a write of a consumer group's state, or joins the one already waiting
+    /// its turn, which will write it as it then stands.
+    fn persist_consumer(
+        &mut self,
+        group: &str,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Receiver<StoreResult<()>> {
+        let waiting = (self.writes.iter_mut().rev()).find(|w| w.group == group);
+        if let Some(w) = waiting.filter(|w| matches!(w.value, Value::Consumer)) {
+            let (done, stored) = oneshot::channel();
+            w.done.push(done);
+            return stored;
+        }
+        self.queue_write(group, Value::Consumer, ctx)
+    }
+
+    fn queue_write(
+        &mut self,
+        group: &str,
+        value: Value,
+        ctx: &mut Context<Self>,
+    ) -> oneshot::Receiver<StoreResult<()>> {
         let (done, stored) = oneshot::channel();
         self.writes.push_back(Write {
             group: group.to_string(),
             value,
-            done: Some(done),
+            done: vec![done],
         });
         self.write_next(ctx);
         stored
     }
 
-    /// Starts the next queued write unless one is under way.
+    /// Starts the queued writes unless some are under way: all of them in one write
+    /// of the store, each group once (a group queued twice waits for the next).
     fn write_next(&mut self, ctx: &mut Context<Self>) {
-        if self.writing {
+        if self.writing || self.writes.is_empty() {
             return;
         }
-        let Some(mut write) = self.writes.pop_front() else {
-            return;
-        };
-        self.writing = true;
-        let change = match write.value.take() {
-            Some(value) => crate::store::meta::Change::Put {
-                key: write.group.clone(),
-                value,
-            },
-            None => crate::store::meta::Change::Delete {
-                key: write.group.clone(),
-            },
-        };
-        let store = self.store.clone();
-        let stored = async move { store.write(stored::TABLE, vec![change]).await.map(drop) };
-        ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
-            if let Err(e) = &stored {
-                tracing::warn!(group = %write.group, error = %e, "group state not stored");
-                // A consumer group's is written again at its next heartbeat.
-                if let Some(g) = act.consumer.get_mut(&write.group) {
-                    g.unstored = true;
-                }
+        let mut batch: Vec<Write> = Vec::new();
+        while let Some(w) = self.writes.front() {
+            if batch.iter().any(|b| b.group == w.group) {
+                break;
             }
-            if let Some(done) = write.done.take() {
-                let _ = done.send(stored);
+            batch.extend(self.writes.pop_front());
+        }
+        let changes: Vec<Change> = (batch.iter())
+            .filter_map(|w| {
+                let key = w.group.clone();
+                match &w.value {
+                    Value::Put(value) => Some(Change::Put {
+                        key,
+                        value: value.clone(),
+                    }),
+                    Value::Removed => Some(Change::Delete { key }),
+                    // A group gone meanwhile queued its own removal after this.
+                    Value::Consumer => (self.consumer.get(&w.group)).map(|g| Change::Put {
+                        key,
+                        value: StoredConsumerGroup::of(g).encode(),
+                    }),
+                }
+            })
+            .collect();
+        self.writing = true;
+        let store = self.store.clone();
+        let stored = async move {
+            match changes.is_empty() {
+                true => Ok(()),
+                false => store.write(stored::TABLE, changes).await.map(drop),
+            }
+        };
+        ctx.spawn(stored.into_actor(self).map(move |stored, act, ctx| {
+            for w in batch {
+                if let Err(e) = &stored {
+                    tracing::warn!(group = %w.group, error = %e, "group state not stored");
+                    // A consumer group's is written again at its next heartbeat.
+                    if let Some(g) = act.consumer.get_mut(&w.group) {
+                        g.unstored = true;
+                    }
+                }
+                for done in w.done {
+                    let _ = done.send(stored.clone());
+                }
             }
             act.writing = false;
             act.write_next(ctx);

@@ -17,7 +17,7 @@ use super::super::{
 use super::classic::CONSUMER_PROTOCOL;
 use super::{
     Beat, ConsumerGroup, ConsumerGroupError, ConsumerGroupView, ConsumerHeartbeat,
-    DescribeConsumerGroups, StoredConsumerGroup,
+    DescribeConsumerGroups,
 };
 use crate::store::StoreResult;
 
@@ -122,8 +122,7 @@ impl GroupCoordinator {
     ) -> Option<oneshot::Receiver<StoreResult<()>>> {
         let g = self.consumer.get_mut(name).filter(|g| g.unstored)?;
         g.unstored = false;
-        let value = StoredConsumerGroup::of(g).encode();
-        Some(self.persist(name, Some(value), ctx))
+        Some(self.persist_consumer(name, ctx))
     }
 
     /// Arms `member`'s session timer again, and its revocation timer while it holds
