@@ -222,6 +222,7 @@ pub(crate) struct Converged {
     pub(crate) fenced: u64,
     pub(crate) epochs: i32,
     pub(crate) cpu_secs: f64,
+    pub(crate) written_mib: f64,
     pub(crate) peak_rss_mib: f64,
 }
 
@@ -240,6 +241,17 @@ struct Mark {
     fenced: u64,
     epoch: i32,
     cpu: f64,
+    written: f64,
+}
+
+/// MiB process `pid` wrote so far (wchar of /proc/<pid>/io: its write calls, whether or not
+/// they reached the disk yet); NaN if unreadable.
+fn written_mib(pid: u32) -> f64 {
+    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    (io.lines())
+        .find_map(|l| l.strip_prefix("wchar:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |b| b / (1024.0 * 1024.0))
 }
 
 impl Mark {
@@ -251,6 +263,7 @@ impl Mark {
             fenced: shared.fenced.load(Ordering::Relaxed),
             epoch,
             cpu: procs::cpu_secs(pid),
+            written: written_mib(pid),
         })
     }
 }
@@ -270,6 +283,7 @@ async fn wait(
         fenced: fenced0,
         epoch: epoch0,
         cpu: cpu0,
+        written: written0,
     } = mark;
     let mut reported = t0;
     loop {
@@ -305,6 +319,7 @@ async fn wait(
                 fenced: shared.fenced.load(Ordering::Relaxed) - fenced0,
                 epochs: st.epoch - epoch0,
                 cpu_secs: procs::cpu_secs(pid) - cpu0,
+                written_mib: written_mib(pid) - written0,
                 peak_rss_mib: procs::status_mib(pid, "VmHWM"),
             });
         }
@@ -369,15 +384,13 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
         if set.partitions % TOPICS == 0 { TOPICS } else { 1 },
         set.newcomers
     );
-    println!(
-        "   interval the gateway answers ({} ms; session {} ms, as part 3) and at once after what they",
-        rebalance::HEARTBEAT_MS,
-        rebalance::SESSION_MS
-    );
-    println!("   own changed, acknowledging it. converged: from the");
-    println!("   first join until Describe says Stable with every member at the assignment epoch and their");
-    println!("   own sets hold each partition once (polled every {POLL:?}). CPU: the gateway's over the event;");
-    println!("   peak RSS: its VmHWM since it started.");
+    let (session, heartbeat) = consumer_timing();
+    println!("   interval the gateway answers ({heartbeat} ms; session {session} ms) and at once to acknowledge");
+    println!("   a change of what they own. converged: from the first join until Describe says Stable with");
+    println!("   every member at the assignment epoch and their own sets hold each partition once (polled");
+    println!("   every {POLL:?}). fenced: rejoins after FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID. CPU and");
+    println!("   written (its write calls, /proc/<pid>/io wchar): the gateway's over the event; peak RSS:");
+    println!("   its VmHWM since it started.");
     println!(
         "   {:<6} {:>8} {:>13} {:>11} {:>8} {:>7} {:>9} {:>13}",
         "event",
@@ -391,7 +404,7 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
     );
     for e in events {
         println!(
-            "   {:<6} {:>8} {:>13} {:>11} {:>8} {:>7} {:>9.1} {:>13.0}",
+            "   {:<6} {:>8} {:>13} {:>11} {:>8} {:>7} {:>9.1} {:>12.0} {:>13.0}",
             e.what,
             e.members,
             e.secs.map_or("no".to_string(), |s| format!("{s:.2}")),
@@ -399,6 +412,7 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
             e.fenced,
             e.epochs,
             e.cpu_secs,
+            e.written_mib,
             e.peak_rss_mib
         );
     }

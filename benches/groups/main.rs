@@ -31,7 +31,9 @@
 //! BENCH_CONSUMERS (default 200), BENCH_ROUNDS (requests per consumer and phase, default 50),
 //! BENCH_REPEATS (stabilization repetitions, default 5); part 4: BENCH_MEMBERS (default 1000),
 //! BENCH_PARTITIONS (default 10000), BENCH_NEWCOMERS (default a tenth of the members),
-//! BENCH_MEMBERS_PER_CONN (default 20), BENCH_CONVERGE_LIMIT_S (default 300); GATEWAY_LOG (the gateway's RUST_LOG,
+//! BENCH_MEMBERS_PER_CONN (default 20), BENCH_CONVERGE_LIMIT_S (default 300),
+//! BENCH_CONSUMER_HEARTBEAT_MS and BENCH_CONSUMER_SESSION_MS (the gateway's KIP-848 heartbeat
+//! interval and session, default part 3's 500 and 6000); GATEWAY_LOG (the gateway's RUST_LOG,
 //! default warn; its log is shown if it fails to start).
 
 use std::collections::{BTreeMap, HashMap};

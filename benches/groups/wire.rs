@@ -25,6 +25,7 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
     let dir = tempfile::tempdir().unwrap();
     let log = fs::File::create(dir.path().join("gateway.log")).unwrap();
     let mut cmd = Command::new(bin);
+    let (session, heartbeat) = consumer_timing();
     if let Some(iggy) = iggy {
         cmd.env("IGGY_KAFKA_BACKEND", "iggy")
             .env("IGGY_KAFKA_IGGY_ADDRESS", iggy)
@@ -35,21 +36,20 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
         .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
-        // KIP-848 members' session and heartbeat (part 3), as its classic members ask:
-        // below Kafka's floors, which are lowered with them.
+        // KIP-848 members' session and heartbeat (`consumer_timing`), each with its floor.
         .envs(
             [
                 "IGGY_KAFKA_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS",
                 "IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
             ]
-            .map(|k| (k, rebalance::SESSION_MS.to_string())),
+            .map(|k| (k, session.to_string())),
         )
         .envs(
             [
                 "IGGY_KAFKA_GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS",
                 "IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
             ]
-            .map(|k| (k, rebalance::HEARTBEAT_MS.to_string())),
+            .map(|k| (k, heartbeat.to_string())),
         )
         .env(
             "RUST_LOG",
@@ -74,6 +74,22 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
         thread::sleep(Duration::from_millis(50));
     }
     gw
+}
+
+/// The gateway's KIP-848 session and heartbeat interval (ms): as part 3's classic members
+/// ask, below Kafka's floors, which are lowered with them; BENCH_CONSUMER_SESSION_MS and
+/// BENCH_CONSUMER_HEARTBEAT_MS set others (for part 4).
+pub(crate) fn consumer_timing() -> (u64, u64) {
+    let ms = |name, default| {
+        env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        ms("BENCH_CONSUMER_SESSION_MS", rebalance::SESSION_MS),
+        ms("BENCH_CONSUMER_HEARTBEAT_MS", rebalance::HEARTBEAT_MS),
+    )
 }
 
 pub(crate) fn s(v: &str) -> StrBytes {
