@@ -392,7 +392,7 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
     println!("   written (its write calls, /proc/<pid>/io wchar): the gateway's over the event; peak RSS:");
     println!("   its VmHWM since it started.");
     println!(
-        "   {:<6} {:>8} {:>13} {:>11} {:>8} {:>7} {:>9} {:>13}",
+        "   {:<6} {:>8} {:>13} {:>11} {:>8} {:>7} {:>9} {:>12} {:>13}",
         "event",
         "members",
         "converged s",
@@ -400,6 +400,7 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
         "fenced",
         "epochs",
         "CPU s",
+        "written MiB",
         "peak RSS MiB"
     );
     for e in events {
