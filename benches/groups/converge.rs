@@ -268,6 +268,17 @@ impl Mark {
     }
 }
 
+impl Setup {
+    /// The topics the partitions are spread over.
+    fn topics(&self) -> usize {
+        if self.partitions.is_multiple_of(TOPICS) {
+            TOPICS
+        } else {
+            1
+        }
+    }
+}
+
 /// Waits until `members` have converged since `mark` (or `limit` passed), printing
 /// progress.
 async fn wait(
@@ -332,11 +343,7 @@ pub(crate) async fn converge_run(
     pid: u32,
     set: &Setup,
 ) -> Result<Vec<Converged>, String> {
-    let topics = if set.partitions % TOPICS == 0 {
-        TOPICS
-    } else {
-        1
-    };
+    let topics = set.topics();
     let names: Vec<String> = (0..topics).map(|i| format!("bench-converge-{i}")).collect();
     for name in &names {
         create_topic(addr, name, (set.partitions / topics) as i32).await?;
@@ -381,7 +388,7 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
     println!(
         "   sequential) over {} partitions ({} topics), then {} newcomers. Members heartbeat at the",
         set.partitions,
-        if set.partitions % TOPICS == 0 { TOPICS } else { 1 },
+        set.topics(),
         set.newcomers
     );
     let (session, heartbeat) = consumer_timing();
