@@ -93,7 +93,7 @@ impl Member {
             .with_topic_partitions(owned)
     }
 
-    /// Takes an answer in; when the next heartbeat is due.
+    /// Takes an answer in, and sets when the next heartbeat is due.
     fn answer(&mut self, r: ConsumerGroupHeartbeatResponse, shared: &Shared) -> Result<(), String> {
         let now = Instant::now();
         match r.error_code {
