@@ -232,6 +232,23 @@ pub(crate) struct Setup {
     pub(crate) newcomers: usize,
     pub(crate) per_conn: usize,
     pub(crate) limit: Duration,
+    /// The gateway's KIP-848 session and heartbeat interval, ms (`timing`).
+    pub(crate) timing: (u64, u64),
+}
+
+/// Part 4's gateway: Kafka's KIP-848 session and heartbeat interval (45 s, 5 s) unless
+/// BENCH_CONSUMER_SESSION_MS and BENCH_CONSUMER_HEARTBEAT_MS say otherwise.
+pub(crate) fn timing() -> (u64, u64) {
+    let ms = |name, default| {
+        env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        ms("BENCH_CONSUMER_SESSION_MS", 45_000),
+        ms("BENCH_CONSUMER_HEARTBEAT_MS", 5_000),
+    )
 }
 
 /// Where an event started: the time, the counters and the gateway's CPU time then.
@@ -391,13 +408,13 @@ pub(crate) fn print(set: &Setup, events: &[Converged]) {
         set.topics(),
         set.newcomers
     );
-    let (session, heartbeat) = consumer_timing();
+    let (session, heartbeat) = set.timing;
     println!("   interval the gateway answers ({heartbeat} ms; session {session} ms) and at once to acknowledge");
     println!("   a change of what they own. converged: from the first join until Describe says Stable with");
     println!("   every member at the assignment epoch and their own sets hold each partition once (polled");
     println!("   every {POLL:?}). fenced: rejoins after FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID. CPU and");
     println!("   written (its write calls, /proc/<pid>/io wchar): the gateway's over the event; peak RSS:");
-    println!("   its VmHWM since it started.");
+    println!("   its VmHWM since it started (a gateway of its own for this part).");
     println!(
         "   {:<6} {:>8} {:>13} {:>11} {:>8} {:>7} {:>9} {:>12} {:>13}",
         "event",

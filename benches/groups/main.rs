@@ -32,8 +32,8 @@
 //! BENCH_REPEATS (stabilization repetitions, default 5); part 4: BENCH_MEMBERS (default 1000),
 //! BENCH_PARTITIONS (default 10000), BENCH_NEWCOMERS (default a tenth of the members),
 //! BENCH_MEMBERS_PER_CONN (default 20), BENCH_CONVERGE_LIMIT_S (default 300),
-//! BENCH_CONSUMER_HEARTBEAT_MS and BENCH_CONSUMER_SESSION_MS (the gateway's KIP-848 heartbeat
-//! interval and session, default part 3's 500 and 6000); GATEWAY_LOG (the gateway's RUST_LOG,
+//! BENCH_CONSUMER_HEARTBEAT_MS and BENCH_CONSUMER_SESSION_MS (its gateway's KIP-848 heartbeat
+//! interval and session, default Kafka's 5000 and 45000); GATEWAY_LOG (the gateway's RUST_LOG,
 //! default warn; its log is shown if it fails to start).
 
 use std::collections::{BTreeMap, HashMap};
@@ -137,6 +137,7 @@ fn main() {
         newcomers: env_usize("BENCH_NEWCOMERS", members / 10),
         per_conn: env_usize("BENCH_MEMBERS_PER_CONN", 20).max(1),
         limit: Duration::from_secs(env_usize("BENCH_CONVERGE_LIMIT_S", 300) as u64),
+        timing: converge::timing(),
     };
     let bin = common::gateway_bin();
     // A wrong path is a mistake, not a reason to measure nothing.
@@ -156,7 +157,9 @@ fn main() {
         );
         procs::iggy(&server)
     });
-    let gw = start_gateway(&bin, iggy.as_ref().map(|p| p.addr.as_str()));
+    let iggy_addr = iggy.as_ref().map(|p| p.addr.as_str());
+    let part3_timing = (rebalance::SESSION_MS, rebalance::HEARTBEAT_MS);
+    let gw = start_gateway(&bin, iggy_addr, part3_timing);
     eprintln!("gateway listening on {}", gw.addr);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -206,17 +209,17 @@ fn main() {
         }
     }
 
+    // Part 4 on a gateway of its own, with its own KIP-848 timing, after the first is gone.
+    drop(gw);
     let mut convergence = Vec::new();
     if on("converge") {
+        let gw = start_gateway(&bin, iggy_addr, converge_setup.timing);
         eprintln!(
-            "converge: {} members over {} partitions",
-            converge_setup.members, converge_setup.partitions
+            "converge: {} members over {} partitions, gateway on {}",
+            converge_setup.members, converge_setup.partitions, gw.addr
         );
-        match rt.block_on(converge::converge_run(
-            &addr,
-            gw.child.id(),
-            &converge_setup,
-        )) {
+        let run = converge::converge_run(&gw.addr, gw.child.id(), &converge_setup);
+        match rt.block_on(run) {
             Ok(events) => convergence = events,
             Err(e) => println!("FAILED convergence run: {e}"),
         }
@@ -321,6 +324,5 @@ fn main() {
     if on("converge") {
         converge::print(&converge_setup, &convergence);
     }
-    drop(gw);
     drop(iggy);
 }

@@ -16,8 +16,13 @@ impl Drop for Gateway {
     }
 }
 
-/// The gateway on its embedded store, or on the iggy-server at `iggy`.
-pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
+/// The gateway on its embedded store, or on the iggy-server at `iggy`, with its KIP-848
+/// members' session and heartbeat interval (ms).
+pub(crate) fn start_gateway(
+    bin: &PathBuf,
+    iggy: Option<&str>,
+    (session, heartbeat): (u64, u64),
+) -> Gateway {
     // Let the OS pick a free port, then hand it to the gateway (a tiny race, fine on loopback).
     let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
@@ -25,7 +30,6 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
     let dir = tempfile::tempdir().unwrap();
     let log = fs::File::create(dir.path().join("gateway.log")).unwrap();
     let mut cmd = Command::new(bin);
-    let (session, heartbeat) = consumer_timing();
     if let Some(iggy) = iggy {
         cmd.env("IGGY_KAFKA_BACKEND", "iggy")
             .env("IGGY_KAFKA_IGGY_ADDRESS", iggy)
@@ -36,7 +40,8 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
         .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
-        // KIP-848 members' session and heartbeat (`consumer_timing`), each with its floor.
+        // KIP-848 members' session and heartbeat, each with its floor (Kafka's are 45 s
+        // and 5 s: part 3's are below them).
         .envs(
             [
                 "IGGY_KAFKA_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS",
@@ -74,22 +79,6 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
         thread::sleep(Duration::from_millis(50));
     }
     gw
-}
-
-/// The gateway's KIP-848 session and heartbeat interval (ms): as part 3's classic members
-/// ask, below Kafka's floors, which are lowered with them; BENCH_CONSUMER_SESSION_MS and
-/// BENCH_CONSUMER_HEARTBEAT_MS set others (for part 4).
-pub(crate) fn consumer_timing() -> (u64, u64) {
-    let ms = |name, default| {
-        env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    (
-        ms("BENCH_CONSUMER_SESSION_MS", rebalance::SESSION_MS),
-        ms("BENCH_CONSUMER_HEARTBEAT_MS", rebalance::HEARTBEAT_MS),
-    )
 }
 
 pub(crate) fn s(v: &str) -> StrBytes {
