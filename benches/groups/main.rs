@@ -13,18 +13,27 @@
 //!    classic eager, classic cooperative-sticky and KIP-848, a 10-member group on a
 //!    40-partition topic written at a steady rate; the time to settle after an 11th member
 //!    joins and after one is killed, and the rate of records read meanwhile.
+//! 4. Convergence of a large KIP-848 group (`converge.rs`): 1,000 members driven by raw
+//!    ConsumerGroupHeartbeat requests over 10,000 partitions, from the first join until
+//!    every member owns exactly its target; then 100 more join. Heartbeats sent, and the
+//!    gateway's CPU time and peak RSS.
 //!
 //! The gateway runs with IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0, so the figures are the
 //! protocol's cost, not Kafka's deliberate 3 s wait for more members of an empty group.
 //!
 //!   cargo bench --bench groups
 //!   BENCH_PHASES=rebalance cargo bench --bench groups
+//!   BENCH_PHASES=converge BENCH_MEMBERS=100 BENCH_PARTITIONS=1000 cargo bench --bench groups
 //!
-//! Env: BENCH_PHASES (which of offsets, stabilize, rebalance to run, comma-separated; default
-//! all), BENCH_BACKEND (`iggy`: the gateway on an iggy-server, IGGY_SERVER_BIN, default
+//! Env: BENCH_PHASES (which of offsets, stabilize, rebalance, converge to run,
+//! comma-separated; default all), BENCH_BACKEND (`iggy`: the gateway on an iggy-server, IGGY_SERVER_BIN, default
 //! /work/shared/iggy/iggy-server; else the embedded store), GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
 //! BENCH_CONSUMERS (default 200), BENCH_ROUNDS (requests per consumer and phase, default 50),
-//! BENCH_REPEATS (stabilization repetitions, default 5), GATEWAY_LOG (the gateway's RUST_LOG,
+//! BENCH_REPEATS (stabilization repetitions, default 5); part 4: BENCH_MEMBERS (default 1000),
+//! BENCH_PARTITIONS (default 10000), BENCH_NEWCOMERS (default a tenth of the members),
+//! BENCH_MEMBERS_PER_CONN (default 20), BENCH_CONVERGE_LIMIT_S (default 300),
+//! BENCH_CONSUMER_HEARTBEAT_MS and BENCH_CONSUMER_SESSION_MS (its gateway's KIP-848 heartbeat
+//! interval and session, default Kafka's 5000 and 45000); GATEWAY_LOG (the gateway's RUST_LOG,
 //! default warn; its log is shown if it fails to start).
 
 use std::collections::{BTreeMap, HashMap};
@@ -91,6 +100,7 @@ mod commits;
 #[allow(dead_code)]
 #[path = "../common/mod.rs"]
 mod common;
+mod converge;
 // The iggy-server of BENCH_BACKEND=iggy, started as `kafka_compare` starts it.
 #[allow(dead_code)]
 #[path = "../kafka_compare/procs.rs"]
@@ -108,7 +118,8 @@ fn main() {
         rebalance::member_main(&protocol);
         return;
     }
-    let phases = env::var("BENCH_PHASES").unwrap_or_else(|_| "offsets,stabilize,rebalance".into());
+    let phases =
+        env::var("BENCH_PHASES").unwrap_or_else(|_| "offsets,stabilize,rebalance,converge".into());
     let on = |phase| phases.split(',').any(|p| p.trim() == phase);
     let env_usize = |name, default| {
         env::var(name)
@@ -119,6 +130,15 @@ fn main() {
     let consumers = env_usize("BENCH_CONSUMERS", 200).max(1);
     let rounds = env_usize("BENCH_ROUNDS", 50).max(1);
     let repeats = env_usize("BENCH_REPEATS", 5).max(1);
+    let members = env_usize("BENCH_MEMBERS", 1000).max(1);
+    let converge_setup = converge::Setup {
+        members,
+        partitions: env_usize("BENCH_PARTITIONS", 10_000).max(1),
+        newcomers: env_usize("BENCH_NEWCOMERS", members / 10),
+        per_conn: env_usize("BENCH_MEMBERS_PER_CONN", 20).max(1),
+        limit: Duration::from_secs(env_usize("BENCH_CONVERGE_LIMIT_S", 300) as u64),
+        timing: converge::timing(),
+    };
     let bin = common::gateway_bin();
     // A wrong path is a mistake, not a reason to measure nothing.
     assert!(
@@ -137,7 +157,9 @@ fn main() {
         );
         procs::iggy(&server)
     });
-    let gw = start_gateway(&bin, iggy.as_ref().map(|p| p.addr.as_str()));
+    let iggy_addr = iggy.as_ref().map(|p| p.addr.as_str());
+    let part3_timing = (rebalance::SESSION_MS, rebalance::HEARTBEAT_MS);
+    let gw = start_gateway(&bin, iggy_addr, part3_timing);
     eprintln!("gateway listening on {}", gw.addr);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -174,7 +196,6 @@ fn main() {
             Err(e) => println!("FAILED stabilization run {}: {e}", rep + 1),
         }
     }
-    drop(rt);
 
     let mut rebalances = Vec::new();
     for protocol in rebalance::Protocol::ALL
@@ -187,6 +208,23 @@ fn main() {
             Err(e) => println!("FAILED rebalance run, {}: {e}", protocol.name()),
         }
     }
+
+    // Part 4 on a gateway of its own, with its own KIP-848 timing, after the first is gone.
+    drop(gw);
+    let mut convergence = Vec::new();
+    if on("converge") {
+        let gw = start_gateway(&bin, iggy_addr, converge_setup.timing);
+        eprintln!(
+            "converge: {} members over {} partitions, gateway on {}",
+            converge_setup.members, converge_setup.partitions, gw.addr
+        );
+        let run = converge::converge_run(&gw.addr, gw.child.id(), &converge_setup);
+        match rt.block_on(run) {
+            Ok(events) => convergence = events,
+            Err(e) => println!("FAILED convergence run: {e}"),
+        }
+    }
+    drop(rt);
 
     let cores = thread::available_parallelism().map_or(0, |n| n.get());
     println!();
@@ -283,6 +321,8 @@ fn main() {
     if on("rebalance") {
         rebalance::print(&rebalances);
     }
-    drop(gw);
+    if on("converge") {
+        converge::print(&converge_setup, &convergence);
+    }
     drop(iggy);
 }

@@ -16,8 +16,13 @@ impl Drop for Gateway {
     }
 }
 
-/// The gateway on its embedded store, or on the iggy-server at `iggy`.
-pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
+/// The gateway on its embedded store, or on the iggy-server at `iggy`, with its KIP-848
+/// members' session and heartbeat interval (ms).
+pub(crate) fn start_gateway(
+    bin: &PathBuf,
+    iggy: Option<&str>,
+    (session, heartbeat): (u64, u64),
+) -> Gateway {
     // Let the OS pick a free port, then hand it to the gateway (a tiny race, fine on loopback).
     let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
@@ -35,21 +40,21 @@ pub(crate) fn start_gateway(bin: &PathBuf, iggy: Option<&str>) -> Gateway {
         .env("IGGY_KAFKA_ADMIN_BIND_ADDRESS", "127.0.0.1:0")
         .env("IGGY_KAFKA_DATA_DIR", dir.path().join("data"))
         .env("IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
-        // KIP-848 members' session and heartbeat (part 3), as its classic members ask:
-        // below Kafka's floors, which are lowered with them.
+        // KIP-848 members' session and heartbeat, each with its floor (Kafka's are 45 s
+        // and 5 s: part 3's are below them).
         .envs(
             [
                 "IGGY_KAFKA_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS",
                 "IGGY_KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
             ]
-            .map(|k| (k, rebalance::SESSION_MS.to_string())),
+            .map(|k| (k, session.to_string())),
         )
         .envs(
             [
                 "IGGY_KAFKA_GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS",
                 "IGGY_KAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
             ]
-            .map(|k| (k, rebalance::HEARTBEAT_MS.to_string())),
+            .map(|k| (k, heartbeat.to_string())),
         )
         .env(
             "RUST_LOG",
