@@ -20,7 +20,9 @@ use crate::metrics::Metrics;
 use crate::producer_state::ActiveProducer;
 use crate::protocol::markers::{self, Marker};
 use crate::protocol::records::{self, BatchHeader};
-use crate::store::{AppendBatch, Logs, ReadBatches, StoreError, StoreResult, TopicPartition};
+use crate::store::{
+    AppendBatch, Logs, ReadBatches, StoreError, StoreResult, TopicPartition, Watermarks,
+};
 use crate::txn_index::{Stable, TxnIndexes};
 use crate::unserved::Unserved;
 
@@ -172,7 +174,14 @@ impl Partitions {
                 next = records::end_offset(&b);
                 batches.push(b);
             }
-            rest.watermarks
+            // The rest was read from `end`: a store that learns the log start from what
+            // a read finds (Iggy's, before it has asked) puts it at `end` at most, and
+            // the kept batches from `offset` are in the log too.
+            let first = batches.first().map_or(offset, |b| records::base_offset(b));
+            Watermarks {
+                log_start: rest.watermarks.log_start.min(first),
+                ..rest.watermarks
+            }
         };
         Ok(ReadBatches {
             batches,

@@ -343,3 +343,81 @@ async fn read_ahead_hits_are_counted() {
     assert_eq!(hits(without.admin), 0.0, "read-ahead off");
     println!("{hit} reads served from the read-ahead");
 }
+
+/// A read-committed reader below an open transaction, on a gateway that has not yet
+/// asked Iggy where the partition starts (a fresh one, or one that took the partition
+/// over): its read at the last stable offset serves the batches kept for it past that
+/// offset, then reads on after them; what that read found of the log start must not
+/// make the reader's offset out of range (it would reset to the earliest and read all
+/// again, as a fault run showed).
+#[test]
+fn a_read_committed_fetch_below_an_open_transaction_stays_in_range_on_a_fresh_gateway() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let topic = "committed-fresh";
+    let first = server.process_gateway();
+    support::groups::create_topic(&first.bootstrap(), topic, 1);
+    let mut c = RawClient::connect(first.addr);
+    for _ in 0..20 {
+        support::records::produce_n(&mut c, topic, 0, 1);
+    }
+    let p = support::transactions::init(&mut c, "committed-fresh-tx");
+    assert_eq!(support::transactions::add(&mut c, &p, topic, 0), 0);
+    let open = support::transactions::produce(&mut c, &p, (topic, 0), 0, 5, 1_700_000_000_000);
+    assert_eq!(open, 20);
+    for _ in 0..20 {
+        support::records::produce_n(&mut c, topic, 0, 1);
+    }
+    drop(first);
+
+    let gw = server.process_gateway();
+    let mut c = RawClient::connect(gw.addr);
+    // Small reads from 15 up to the open transaction: the one that reaches it stops a
+    // few batches past it, and keeps them for the reader.
+    let mut at = 15;
+    while at < 20 {
+        let (code, records) = fetch_committed(&mut c, topic, at);
+        assert_eq!(code, 0, "at {at}");
+        assert_eq!(records.first(), Some(&at), "{records:?}");
+        at = records.last().expect("records below the open transaction") + 1;
+    }
+    assert_eq!(at, 20, "read past the open transaction");
+    let (code, records) = fetch_committed(&mut c, topic, 20);
+    assert_eq!(
+        (code, records),
+        (0, Vec::new()),
+        "at the last stable offset"
+    );
+}
+
+/// Fetch v12, read committed, of partition 0 from `offset`, at most 600 bytes: the
+/// error code and the offsets of the records served.
+fn fetch_committed(c: &mut RawClient, topic: &str, offset: i64) -> (i16, Vec<i64>) {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::FetchRequest;
+    use kafka_protocol::records::RecordBatchDecoder;
+    let wanted = FetchTopic::default()
+        .with_topic(support::topic_name(topic))
+        .with_partitions(vec![FetchPartition::default()
+            .with_fetch_offset(offset)
+            .with_partition_max_bytes(600)]);
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(600)
+        .with_isolation_level(1)
+        .with_topics(vec![wanted]);
+    let r = support::call!(c, Fetch, 12, request);
+    let p = &r.responses[0].partitions[0];
+    let mut offsets = Vec::new();
+    if let Some(mut bytes) = p.records.clone().filter(|b| !b.is_empty()) {
+        let set = RecordBatchDecoder::decode(&mut bytes).expect("record batches");
+        offsets.extend(
+            set.records
+                .iter()
+                .map(|r| r.offset)
+                .filter(|&o| o >= offset),
+        );
+    }
+    (p.error_code, offsets)
+}
