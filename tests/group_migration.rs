@@ -7,18 +7,17 @@
 
 use crate::support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::{ConsumerGroupDescribeRequest, GroupId};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::message::Message;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use support::configs::s;
-use support::groups::{create_topic, member, produce, producing, QUICK_BEATS};
+use support::groups::{create_topic, member, produce, producing, Read, QUICK_BEATS};
 use support::{call, on_every_store, Gateway, RawClient, Store};
 
 on_every_store!(
@@ -55,44 +54,6 @@ fn kip848(bootstrap: &str) -> BaseConsumer {
     c
 }
 
-/// Every value read, and how often.
-#[derive(Default)]
-struct Seen(BTreeMap<u64, usize>);
-
-impl Seen {
-    /// Polls each member, committing what it read, until `done` holds; fails after
-    /// `within`, or if a member fails for good.
-    fn until(&mut self, members: &[&BaseConsumer], within: Duration, done: impl Fn(&Seen) -> bool) {
-        let deadline = Instant::now() + within;
-        while !done(self) {
-            assert!(
-                Instant::now() < deadline,
-                "{} values read, the last {:?}",
-                self.0.len(),
-                self.0.keys().next_back()
-            );
-            for m in members {
-                let fatal = m.client().fatal_error();
-                assert!(fatal.is_none(), "a member failed for good: {fatal:?}");
-                let mut got = false;
-                while let Some(Ok(msg)) = m.poll(Duration::from_millis(10)) {
-                    let v = std::str::from_utf8(msg.payload().unwrap()).unwrap();
-                    *self.0.entry(v.parse().unwrap()).or_default() += 1;
-                    got = true;
-                }
-                if got {
-                    // A partition revoked meanwhile is committed by its next owner.
-                    let _ = m.commit_consumer_state(CommitMode::Sync);
-                }
-            }
-        }
-    }
-
-    fn all_of(&self, n: u64) -> bool {
-        (0..n).all(|v| self.0.contains_key(&v))
-    }
-}
-
 fn has_partitions(m: &BaseConsumer) -> bool {
     m.assignment().is_ok_and(|a| a.count() > 0)
 }
@@ -126,7 +87,7 @@ fn a_classic_group_moves_to_the_consumer_protocol_member_by_member(store: Store)
     let stop = Arc::new(AtomicBool::new(false));
     let producer = producing(bootstrap.clone(), TOPIC, stop.clone());
     let mut members: Vec<BaseConsumer> = (0..3).map(|_| classic(&bootstrap)).collect();
-    let mut seen = Seen::default();
+    let mut seen = Read::default();
     let all = |ms: &[BaseConsumer]| ms.iter().all(has_partitions);
     seen.until(
         &members.iter().collect::<Vec<_>>(),
@@ -172,7 +133,7 @@ fn a_group_left_with_classic_members_only_goes_back_to_classic(store: Store) {
     create_topic(&bootstrap, TOPIC, PARTITIONS);
     produce(&bootstrap, TOPIC, 0, 300);
     let (a, b) = (classic(&bootstrap), classic(&bootstrap));
-    let mut seen = Seen::default();
+    let mut seen = Read::default();
     seen.until(&[&a, &b], Duration::from_secs(60), |s| {
         s.all_of(300) && has_partitions(&a) && has_partitions(&b)
     });

@@ -14,8 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
-use rdkafka::message::Message;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::ClientContext;
 
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
@@ -24,7 +23,7 @@ use kafka_protocol::messages::{
     GroupId,
 };
 use support::configs::s;
-use support::groups::{create_topic, QUICK_BEATS};
+use support::groups::{create_topic, Read, QUICK_BEATS};
 use support::iggy::IggyServer;
 use support::{call, RawClient};
 use support::{on_every_store, Gateway, Store};
@@ -85,51 +84,6 @@ fn subscribed(bootstrap: &str, mut config: ClientConfig) -> (Member, Rebalances)
         .expect("consumer");
     m.subscribe(&[TOPIC]).unwrap();
     (m, rebalances)
-}
-
-/// Every record each member gets, by value: how often it was read.
-#[derive(Default)]
-struct Read(BTreeMap<u64, usize>);
-
-impl Read {
-    /// Polls each member for what it has, then commits it (synchronously): until
-    /// `done` holds or `within` passes.
-    fn until(&mut self, members: &[&Member], within: Duration, done: impl Fn(&Read) -> bool) {
-        let deadline = Instant::now() + within;
-        while !done(self) {
-            assert!(
-                Instant::now() < deadline,
-                "{} values read; last {:?}",
-                self.0.len(),
-                self.0.keys().next_back()
-            );
-            for m in members {
-                let fatal = m.client().fatal_error();
-                assert!(fatal.is_none(), "a member failed for good: {fatal:?}");
-                let mut got = false;
-                // Transport errors while a gateway goes away are the client's to retry.
-                while let Some(Ok(msg)) = m.poll(Duration::from_millis(10)) {
-                    let v = std::str::from_utf8(msg.payload().unwrap()).unwrap();
-                    *self.0.entry(v.parse().unwrap()).or_default() += 1;
-                    got = true;
-                }
-                if got {
-                    if let Err(e) = m.commit_consumer_state(CommitMode::Sync) {
-                        // A coordinator moving: retried with the next poll's commit.
-                        eprintln!("commit not done, retried: {e}");
-                    }
-                }
-            }
-        }
-    }
-
-    fn read_twice(&self) -> Vec<(u64, usize)> {
-        self.0
-            .iter()
-            .filter(|(_, n)| **n > 1)
-            .map(|(v, n)| (*v, *n))
-            .collect()
-    }
 }
 
 /// Until every member has partitions and no rebalance came for 2 s; then the

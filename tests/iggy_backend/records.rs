@@ -376,48 +376,21 @@ fn a_read_committed_fetch_below_an_open_transaction_stays_in_range_on_a_fresh_ga
     // Small reads from 15 up to the open transaction: the one that reaches it stops a
     // few batches past it, and keeps them for the reader.
     let mut at = 15;
+    let committed = |c: &mut RawClient, at| {
+        let (code, _, _, records) = support::records::fetch_with(c, (topic, 0, at), (1, 600));
+        (code, records)
+    };
     while at < 20 {
-        let (code, records) = fetch_committed(&mut c, topic, at);
+        let (code, records) = committed(&mut c, at);
         assert_eq!(code, 0, "at {at}");
         assert_eq!(records.first(), Some(&at), "{records:?}");
         at = records.last().expect("records below the open transaction") + 1;
     }
     assert_eq!(at, 20, "read past the open transaction");
-    let (code, records) = fetch_committed(&mut c, topic, 20);
+    let (code, records) = committed(&mut c, 20);
     assert_eq!(
         (code, records),
         (0, Vec::new()),
         "at the last stable offset"
     );
-}
-
-/// Fetch v12, read committed, of partition 0 from `offset`, at most 600 bytes: the
-/// error code and the offsets of the records served.
-fn fetch_committed(c: &mut RawClient, topic: &str, offset: i64) -> (i16, Vec<i64>) {
-    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_protocol::messages::FetchRequest;
-    use kafka_protocol::records::RecordBatchDecoder;
-    let wanted = FetchTopic::default()
-        .with_topic(support::topic_name(topic))
-        .with_partitions(vec![FetchPartition::default()
-            .with_fetch_offset(offset)
-            .with_partition_max_bytes(600)]);
-    let request = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_max_bytes(600)
-        .with_isolation_level(1)
-        .with_topics(vec![wanted]);
-    let r = support::call!(c, Fetch, 12, request);
-    let p = &r.responses[0].partitions[0];
-    let mut offsets = Vec::new();
-    if let Some(mut bytes) = p.records.clone().filter(|b| !b.is_empty()) {
-        let set = RecordBatchDecoder::decode(&mut bytes).expect("record batches");
-        offsets.extend(
-            set.records
-                .iter()
-                .map(|r| r.offset)
-                .filter(|&o| o >= offset),
-        );
-    }
-    (p.error_code, offsets)
 }

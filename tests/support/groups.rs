@@ -2,7 +2,7 @@
 //! polling several members at once (every record exactly once, no errors), synchronous
 //! commits. Shared by the group tests of both backends.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -205,4 +205,59 @@ pub fn producing(
         producer.flush(Duration::from_secs(120)).expect("flush");
         n
     })
+}
+
+/// Every record each member gets, by value: how often it was read.
+#[derive(Default)]
+pub struct Read(pub BTreeMap<u64, usize>);
+
+impl Read {
+    /// Polls each member for what it has, then commits it (synchronously): until
+    /// `done` holds or `within` passes.
+    pub fn until<C: ConsumerContext>(
+        &mut self,
+        members: &[&BaseConsumer<C>],
+        within: Duration,
+        done: impl Fn(&Read) -> bool,
+    ) {
+        let deadline = Instant::now() + within;
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "{} values read; last {:?}",
+                self.0.len(),
+                self.0.keys().next_back()
+            );
+            for m in members {
+                let fatal = m.client().fatal_error();
+                assert!(fatal.is_none(), "a member failed for good: {fatal:?}");
+                let mut got = false;
+                // Transport errors while a gateway goes away are the client's to retry.
+                while let Some(Ok(msg)) = m.poll(Duration::from_millis(10)) {
+                    let v = std::str::from_utf8(msg.payload().unwrap()).unwrap();
+                    *self.0.entry(v.parse().unwrap()).or_default() += 1;
+                    got = true;
+                }
+                if got {
+                    if let Err(e) = m.commit_consumer_state(CommitMode::Sync) {
+                        // A coordinator moving: retried with the next poll's commit.
+                        eprintln!("commit not done, retried: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn read_twice(&self) -> Vec<(u64, usize)> {
+        self.0
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(v, n)| (*v, *n))
+            .collect()
+    }
+
+    /// Whether every value below `n` was read.
+    pub fn all_of(&self, n: u64) -> bool {
+        (0..n).all(|v| self.0.contains_key(&v))
+    }
 }

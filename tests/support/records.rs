@@ -77,15 +77,26 @@ pub fn fetch_from(
     partition: i32,
     offset: i64,
 ) -> (i16, i64, i64, Vec<i64>) {
+    fetch_with(c, (topic, partition, offset), (0, 1 << 20))
+}
+
+/// As [`fetch_from`], at an isolation level (1: read committed) and at most
+/// `max_bytes`.
+pub fn fetch_with(
+    c: &mut RawClient,
+    (topic, partition, offset): (&str, i32, i64),
+    (isolation, max_bytes): (i8, i32),
+) -> (i16, i64, i64, Vec<i64>) {
     let wanted = FetchTopic::default()
         .with_topic(topic_name(topic))
         .with_partitions(vec![FetchPartition::default()
             .with_partition(partition)
             .with_fetch_offset(offset)
-            .with_partition_max_bytes(1 << 20)]);
+            .with_partition_max_bytes(max_bytes)]);
     let request = FetchRequest::default()
         .with_max_wait_ms(0)
-        .with_max_bytes(1 << 20)
+        .with_max_bytes(max_bytes)
+        .with_isolation_level(isolation)
         .with_topics(vec![wanted]);
     let r = call!(c, Fetch, 12, request);
     let p = &r.responses[0].partitions[0];

@@ -316,28 +316,8 @@ impl ConsumerGroup {
         if self.members.len() >= settings.max_size {
             return Err(ConsumerGroupError::GroupFull(settings.max_size));
         }
-        if let Some(instance) = &join.instance_id {
-            self.instances.insert(instance.clone(), member_id.clone());
-        }
-        self.members.insert(
-            member_id.clone(),
-            ConsumerMember {
-                instance_id: join.instance_id.clone(),
-                rack_id: None,
-                caller: join.caller.clone(),
-                rebalance_timeout_ms: join.rebalance_timeout_ms,
-                topic_names: Vec::new(),
-                regex: None,
-                assignor: None,
-                subscribed: Default::default(),
-                state: Reconciled::default(),
-                sent: None,
-                away: false,
-                session: None,
-                revocation: None,
-                classic: None,
-            },
-        );
+        let identity = (join.instance_id.clone(), join.caller.clone());
+        self.add_member(&member_id, identity, join.rebalance_timeout_ms);
         self.resolved_for = std::sync::Weak::new();
         self.unstored = true;
         Ok(member_id)

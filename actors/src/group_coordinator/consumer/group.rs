@@ -298,30 +298,38 @@ impl ConsumerGroup {
         if self.members.len() >= settings.max_size {
             return Err(ConsumerGroupError::GroupFull(settings.max_size));
         }
-        if let Some(instance) = &req.instance_id {
-            self.instances
-                .insert(instance.clone(), req.member_id.clone());
-        }
-        self.members.insert(
-            req.member_id.clone(),
-            ConsumerMember {
-                instance_id: req.instance_id.clone(),
-                rack_id: None,
-                caller: req.caller.clone(),
-                rebalance_timeout_ms: req.rebalance_timeout_ms,
-                topic_names: Vec::new(),
-                regex: None,
-                assignor: None,
-                subscribed: BTreeSet::new(),
-                state: Reconciled::default(),
-                sent: None,
-                away: false,
-                session: None,
-                revocation: None,
-                classic: None,
-            },
-        );
+        let identity = (req.instance_id.clone(), req.caller.clone());
+        self.add_member(&req.member_id, identity, req.rebalance_timeout_ms);
         Ok(req.member_id.clone())
+    }
+
+    /// A new member, owning nothing, subscribed to nothing yet.
+    pub(super) fn add_member(
+        &mut self,
+        id: &str,
+        (instance_id, caller): (Option<String>, Caller),
+        rebalance_timeout_ms: i32,
+    ) {
+        if let Some(instance) = &instance_id {
+            self.instances.insert(instance.clone(), id.to_string());
+        }
+        let member = ConsumerMember {
+            instance_id,
+            rack_id: None,
+            caller,
+            rebalance_timeout_ms,
+            topic_names: Vec::new(),
+            regex: None,
+            assignor: None,
+            subscribed: BTreeSet::new(),
+            state: Reconciled::default(),
+            sent: None,
+            away: false,
+            session: None,
+            revocation: None,
+            classic: None,
+        };
+        self.members.insert(id.to_string(), member);
     }
 
     /// A member heartbeating in its epoch, or in the one before if its answer was lost
