@@ -25,7 +25,7 @@ use super::super::group::{Group, Member};
 use super::super::messages::{GroupState, Join, MemberRef, Sync};
 use super::assignor::Partitions;
 use super::error::ConsumerGroupError;
-use super::group::ConsumerMember;
+use super::group::{ClassicMember, ConsumerMember};
 use super::reconcile::Reconciled;
 use super::{ConsumerGroup, ConsumerSettings};
 use crate::topic_admin::TopicTable;
@@ -35,15 +35,6 @@ pub const CONSUMER_PROTOCOL: &str = "consumer";
 
 /// The embedded consumer protocol's newest version this gateway reads.
 const EMBEDDED_MAX_VERSION: i16 = 3;
-
-/// What a classic member brings besides what every member has.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ClassicMember {
-    pub session: Duration,
-    /// Its assignors with their metadata, in its order of preference: the first is
-    /// the protocol its JoinGroup and SyncGroup are answered with.
-    pub protocols: Vec<(String, Bytes)>,
-}
 
 impl ClassicMember {
     fn protocol(&self) -> &str {

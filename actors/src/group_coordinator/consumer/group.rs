@@ -16,7 +16,6 @@ use uuid::Uuid;
 
 use super::super::messages::GroupView;
 use super::assignor::{Assignor, MemberSpec, Partitions};
-use super::classic::ClassicMember;
 use super::error::ConsumerGroupError;
 use super::reconcile::Reconciled;
 use super::{
@@ -67,6 +66,15 @@ pub struct ConsumerMember {
     /// A member of the classic protocol (JoinGroup, SyncGroup, Heartbeat) in this
     /// group: its session and protocols (`classic.rs`).
     pub classic: Option<ClassicMember>,
+}
+
+/// What a classic member (`classic.rs`) brings besides what every member has.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassicMember {
+    pub session: std::time::Duration,
+    /// Its assignors with their metadata, in its order of preference: the first is
+    /// the protocol its JoinGroup and SyncGroup are answered with.
+    pub protocols: Vec<(String, Bytes)>,
 }
 
 #[derive(Default)]

@@ -22,8 +22,9 @@ use uuid::Uuid;
 
 use super::super::stored::{unreadable, StoredCaller};
 use super::assignor::{Assignor, Partitions};
-use super::classic::ClassicMember;
-use super::group::{regex_source, subscription_regex, ConsumerGroup, ConsumerMember};
+use super::group::{
+    regex_source, subscription_regex, ClassicMember, ConsumerGroup, ConsumerMember,
+};
 use super::reconcile::Reconciled;
 use crate::store::StoreError;
 
