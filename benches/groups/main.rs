@@ -27,7 +27,8 @@
 //!
 //! Env: BENCH_PHASES (which of offsets, stabilize, rebalance, converge to run,
 //! comma-separated; default all), BENCH_BACKEND (`iggy`: the gateway on an iggy-server, IGGY_SERVER_BIN, default
-//! /work/shared/iggy/iggy-server; else the embedded store), GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
+//! /work/shared/iggy/iggy-server; `kafka`: Apache Kafka from KAFKA_CLASSPATH serves the phases
+//! instead, for reference; else the embedded store), GATEWAY_BIN (default: this package's `iggy-kafka-gateway`, built by cargo for benches),
 //! BENCH_CONSUMERS (default 200), BENCH_ROUNDS (requests per consumer and phase, default 50),
 //! BENCH_REPEATS (stabilization repetitions, default 5); part 4: BENCH_MEMBERS (default 1000),
 //! BENCH_PARTITIONS (default 10000), BENCH_NEWCOMERS (default a tenth of the members),
@@ -158,6 +159,21 @@ fn main() {
         procs::iggy(&server)
     });
     let iggy_addr = iggy.as_ref().map(|p| p.addr.as_str());
+    // BENCH_BACKEND=kafka: Apache Kafka from KAFKA_CLASSPATH (as benches/kafka-compare.sh
+    // sets it) serves the phases instead, its KIP-848 session and heartbeat part 3's.
+    let kafka = (env::var("BENCH_BACKEND").as_deref() == Ok("kafka")).then(|| {
+        let cp = env::var("KAFKA_CLASSPATH").expect("BENCH_BACKEND=kafka needs KAFKA_CLASSPATH");
+        let (session, beat) = (rebalance::SESSION_MS, rebalance::HEARTBEAT_MS);
+        procs::kafka_with(
+            &cp,
+            &format!(
+                "group.consumer.min.session.timeout.ms={session}\n\
+                 group.consumer.session.timeout.ms={session}\n\
+                 group.consumer.min.heartbeat.interval.ms={beat}\n\
+                 group.consumer.heartbeat.interval.ms={beat}\n"
+            ),
+        )
+    });
     let part3_timing = (rebalance::SESSION_MS, rebalance::HEARTBEAT_MS);
     let gw = start_gateway(&bin, iggy_addr, part3_timing);
     eprintln!("gateway listening on {}", gw.addr);
@@ -165,7 +181,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let addr = gw.addr.clone();
+    let addr = kafka.as_ref().map_or(&gw.addr, |k| &k.addr).clone();
 
     let mut runs = Vec::new();
     if on("offsets") {
@@ -228,8 +244,17 @@ fn main() {
 
     let cores = thread::available_parallelism().map_or(0, |n| n.get());
     println!();
-    let backend = if iggy.is_some() { "Iggy" } else { "embedded" };
-    println!("iggy-kafka-gateway consumer groups, {backend} backend, default offset slots (4);");
+    match (&kafka, &iggy) {
+        (Some(_), _) => {
+            println!("Apache Kafka (KAFKA_CLASSPATH), group.initial.rebalance.delay.ms=0;")
+        }
+        (None, Some(_)) => {
+            println!("iggy-kafka-gateway consumer groups, Iggy backend, default offset slots (4);")
+        }
+        (None, None) => println!(
+            "iggy-kafka-gateway consumer groups, embedded backend, default offset slots (4);"
+        ),
+    }
     println!(
         "IGGY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0 (the protocol's cost, not Kafka's 3 s wait);"
     );

@@ -231,6 +231,11 @@ pub fn tansu(bin: &Path) -> Proc {
 /// delay of the shipped `server.properties`; the JVM flags are those of
 /// `kafka-server-start.sh` (1 GiB heap, G1).
 pub fn kafka(classpath: &str) -> Proc {
+    kafka_with(classpath, "")
+}
+
+/// [`kafka`] with `extra` broker settings (`server.properties` lines).
+pub fn kafka_with(classpath: &str, extra: &str) -> Proc {
     let dir = tempfile::tempdir().unwrap();
     let (addr, controller) = (free_addr(), free_addr());
     let props = dir.path().join("server.properties");
@@ -251,7 +256,7 @@ pub fn kafka(classpath: &str) -> Proc {
              transaction.state.log.min.isr=1\n\
              share.coordinator.state.topic.replication.factor=1\n\
              share.coordinator.state.topic.min.isr=1\n\
-             group.initial.rebalance.delay.ms=0\n",
+             group.initial.rebalance.delay.ms=0\n{extra}",
             logs.display()
         ),
     )
