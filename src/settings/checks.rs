@@ -129,16 +129,24 @@ impl Settings {
             ),
         ];
         for ((name, value), (min_name, min), (max_name, max)) in bounded {
-            let reason = if min > max {
-                format!("must not exceed {max_name} ({max}), got {min}")
+            let (name, reason) = if min > max {
+                (
+                    min_name,
+                    format!("must not exceed {max_name} ({max}), got {min}"),
+                )
             } else if value < min {
-                format!("must be at least {min_name} ({min}), got {value}")
+                (
+                    name,
+                    format!("must be at least {min_name} ({min}), got {value}"),
+                )
             } else if value > max {
-                format!("must be at most {max_name} ({max}), got {value}")
+                (
+                    name,
+                    format!("must be at most {max_name} ({max}), got {value}"),
+                )
             } else {
                 continue;
             };
-            let name = if min > max { min_name } else { name };
             return Err(SettingsError::Invalid { name, reason });
         }
         // As Kafka: the heartbeat interval must be shorter than the session.

@@ -326,25 +326,26 @@ pub async fn fetch(
     let by_id = version >= since::OFFSET_FETCH_TOPIC_IDS;
     let groups: Vec<(GroupId, Wanted, ById, Fetcher)> = if version >= since::OFFSET_FETCH_GROUPS {
         let each = req.groups.into_iter().map(|g| {
-            let fetcher = (version >= since::OFFSET_FETCH_MEMBER_EPOCH)
+            // A fetch naming no member (admin clients, classic consumers) is not checked.
+            let by_member = g.member_id.is_some() || g.member_epoch >= 0;
+            let fetcher = (version >= since::OFFSET_FETCH_MEMBER_EPOCH && by_member)
                 .then(|| (g.member_id.as_ref().map(|m| m.to_string()), g.member_epoch));
-            (fetcher, g)
-        });
-        let each = each.map(|(fetcher, g)| match by_id {
-            true => {
-                let ids = g.topics.map(|ts| {
-                    let each = ts.into_iter().map(|t| (t.topic_id, t.partition_indexes));
-                    each.collect()
-                });
-                let (topics, unknown) = named(&gw, ids);
-                (g.group_id, topics, unknown, fetcher)
-            }
-            false => {
-                let topics = g.topics.map(|ts| {
-                    let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
-                    each.collect()
-                });
-                (g.group_id, topics, Vec::new(), fetcher)
+            match by_id {
+                true => {
+                    let ids = g.topics.map(|ts| {
+                        let each = ts.into_iter().map(|t| (t.topic_id, t.partition_indexes));
+                        each.collect()
+                    });
+                    let (topics, unknown) = named(&gw, ids);
+                    (g.group_id, topics, unknown, fetcher)
+                }
+                false => {
+                    let topics = g.topics.map(|ts| {
+                        let each = ts.into_iter().map(|t| (t.name, t.partition_indexes));
+                        each.collect()
+                    });
+                    (g.group_id, topics, Vec::new(), fetcher)
+                }
             }
         });
         each.collect()

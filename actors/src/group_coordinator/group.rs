@@ -279,6 +279,23 @@ impl Group {
     }
 }
 
+/// The member a LeaveGroup entry names (KIP-345): by its instance id when it has one,
+/// which another member id than the one sent holds (FENCED_INSTANCE_ID); otherwise by
+/// its member id. Shared by classic and consumer groups, which both map instance ids
+/// to member ids.
+pub(super) fn leaving(
+    instances: &HashMap<String, String>,
+    (member_id, instance_id): &(String, Option<String>),
+) -> Result<String, ResponseError> {
+    match instance_id.as_ref().and_then(|i| instances.get(i)) {
+        Some(current) if !member_id.is_empty() && current != member_id => {
+            Err(ResponseError::FencedInstanceId)
+        }
+        Some(current) => Ok(current.clone()),
+        None => Ok(member_id.clone()),
+    }
+}
+
 impl Member {
     pub(super) fn metadata_for(&self, protocol: &str) -> Bytes {
         self.protocols

@@ -1028,13 +1028,10 @@ impl Handler<Leave> for GroupCoordinator {
         let out = msg
             .members
             .iter()
-            .map(|(member_id, instance_id)| {
-                let id = match instance_id.as_ref().and_then(|i| g.instances.get(i)) {
-                    Some(current) if !member_id.is_empty() && current != member_id => {
-                        return Some(ResponseError::FencedInstanceId);
-                    }
-                    Some(current) => current.clone(),
-                    None => member_id.clone(),
+            .map(|leaving| {
+                let id = match group::leaving(&g.instances, leaving) {
+                    Ok(id) => id,
+                    Err(e) => return Some(e),
                 };
                 if !g.members.contains_key(&id) {
                     return Some(ResponseError::UnknownMemberId);

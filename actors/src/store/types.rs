@@ -226,6 +226,9 @@ pub struct Appended {
 }
 
 /// Record batches read from a partition, in Kafka wire format with offsets set.
+/// `watermarks`: the log's bounds as the read saw them; an engine that has not yet
+/// asked where the log starts may answer the first offset it read as its start (Iggy's
+/// does), so they judge the offset read, not an earlier one.
 /// `read_ahead`: the engine had started this read before it was asked for (Iggy's
 /// read-ahead); counted, so its hit rate shows.
 #[derive(Clone, Debug, Default)]

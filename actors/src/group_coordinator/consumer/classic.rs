@@ -258,11 +258,7 @@ impl ConsumerGroup {
             member.classic = Some(classic);
             self.unstored = true;
         }
-        let table_moved = !std::sync::Weak::ptr_eq(&self.resolved_for, &Arc::downgrade(table));
-        let resolved = (changed || table_moved) && self.resolve(table);
-        if resolved || changed {
-            self.bump(settings);
-        }
+        self.follow(changed, table, settings);
         let owned =
             (sub.owned_partitions.iter()).map(|t| (t.topic.as_str(), t.partitions.as_slice()));
         let beat = self.step(&id, Some(&by_id(owned, table)));
@@ -309,6 +305,7 @@ impl ConsumerGroup {
         }
         let identity = (join.instance_id.clone(), join.caller.clone());
         self.add_member(&member_id, identity, join.rebalance_timeout_ms);
+        // A member coming in: the subscriptions are resolved again at this join.
         self.resolved_for = std::sync::Weak::new();
         self.unstored = true;
         Ok(member_id)
@@ -340,14 +337,18 @@ impl ConsumerGroup {
         if r.generation != m.state.epoch {
             return Err(ResponseError::IllegalGeneration);
         }
-        let target = self.target.get(&r.member_id);
-        let released = target.is_some_and(|t| {
-            t.iter().any(|tp| {
-                !m.state.assigned.contains(tp)
-                    && !(self.members.iter()).any(|(id, o)| *id != r.member_id && o.state.owns(tp))
+        // Asked last: it looks at every other member.
+        let released = || {
+            let target = self.target.get(&r.member_id);
+            target.is_some_and(|t| {
+                t.iter().any(|tp| {
+                    !m.state.assigned.contains(tp)
+                        && !(self.members.iter())
+                            .any(|(id, o)| *id != r.member_id && o.state.owns(tp))
+                })
             })
-        });
-        if m.state.epoch < self.epoch || !m.state.revoking.is_empty() || released {
+        };
+        if m.state.epoch < self.epoch || !m.state.revoking.is_empty() || released() {
             return Err(ResponseError::RebalanceInProgress);
         }
         Ok(())

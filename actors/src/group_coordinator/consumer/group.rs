@@ -249,12 +249,23 @@ impl ConsumerGroup {
             member.rebalance_timeout_ms = req.rebalance_timeout_ms;
             self.unstored = true;
         }
+        self.follow(changed, table, settings);
+        Ok(self.step(&id, req.owned.as_ref()))
+    }
+
+    /// A new epoch and target when a member's subscription `changed`, or when the
+    /// topic table moved and the subscriptions resolve to other topics or partitions.
+    pub(super) fn follow(
+        &mut self,
+        changed: bool,
+        table: &Arc<TopicTable>,
+        settings: &ConsumerSettings,
+    ) {
         let table_moved = !Weak::ptr_eq(&self.resolved_for, &Arc::downgrade(table));
         let resolved = (changed || table_moved) && self.resolve(table);
         if resolved || changed {
             self.bump(settings);
         }
-        Ok(self.step(&id, req.owned.as_ref()))
     }
 
     /// A member with epoch 0: new, a static member back under a new id, or one that
@@ -435,7 +446,7 @@ impl ConsumerGroup {
 
     /// Resolves every member's subscription against the topic table; whether a
     /// subscription or the subscribed topics' partitions changed.
-    pub(super) fn resolve(&mut self, table: &Arc<TopicTable>) -> bool {
+    fn resolve(&mut self, table: &Arc<TopicTable>) -> bool {
         self.resolved_for = Arc::downgrade(table);
         let mut topics = BTreeMap::new();
         let mut changed = false;
@@ -465,7 +476,7 @@ impl ConsumerGroup {
     }
 
     /// A new group epoch and its target assignment.
-    pub(super) fn bump(&mut self, settings: &ConsumerSettings) {
+    fn bump(&mut self, settings: &ConsumerSettings) {
         self.epoch += 1;
         // The assignor most members ask for, else the first configured.
         let mut votes: HashMap<Assignor, usize> = HashMap::new();

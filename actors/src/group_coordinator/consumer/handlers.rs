@@ -322,13 +322,10 @@ impl GroupCoordinator {
         let group = self.consumer.get_mut(&msg.group).expect("a consumer group");
         let mut left = Vec::new();
         let out = (msg.members.iter())
-            .map(|(member_id, instance_id)| {
-                let id = match instance_id.as_ref().and_then(|i| group.instances.get(i)) {
-                    Some(current) if !member_id.is_empty() && current != member_id => {
-                        return Some(ResponseError::FencedInstanceId);
-                    }
-                    Some(current) => current.clone(),
-                    None => member_id.clone(),
+            .map(|leaving| {
+                let id = match super::super::group::leaving(&group.instances, leaving) {
+                    Ok(id) => id,
+                    Err(e) => return Some(e),
                 };
                 if group.members.get(&id).is_none_or(|m| m.classic.is_none()) {
                     return Some(ResponseError::UnknownMemberId);
