@@ -134,10 +134,10 @@ impl Gateway {
             settings.topic_rules,
         );
         Compactor::start(
-            partitions.logs().clone(),
-            topics.clone(),
+            (partitions.logs().clone(), topics.clone()),
             metrics.clone(),
             settings.compaction,
+            membership.1.clone(),
         );
         let producer_ids = Arc::new(ProducerIds::start(meta.client()?));
         let coordinator = GroupCoordinator::new(

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use iggy::prelude::{
-    Consumer, IggyMessage, IggyMessageHeader, IggyTimestamp, MessageClient, Partitioning,
-    PollingStrategy, TopicClient,
+    Consumer, IggyMessage, IggyMessageHeader, IggyTimestamp, MessageClient, Partition,
+    Partitioning, PollingStrategy, TopicClient,
 };
 use iggy_kafka_actors::protocol::records;
 use iggy_kafka_actors::store::{
@@ -18,11 +18,14 @@ use iggy_kafka_actors::store::{
     TopicPartition, Watermarks,
 };
 
+use super::compacted::Removed;
 use super::errors::{backend_error, partition_id};
 use super::kafka_batch::{self, BatchCodecError, BatchWriter, InBatch, KafkaRecord, ProducerStamp};
 use super::mapping::{self, FromIggy, IggyParts, IggyView, Stored};
 use super::pool::Conn;
 use super::read_ahead::Read;
+use super::topics::segment_size;
+use super::view::View;
 use super::Inner;
 
 /// Origin timestamps for a batch's messages: the records' own (in µs) when Iggy can
@@ -145,6 +148,17 @@ fn decode_message(m: &IggyMessage) -> Result<FromIggy, mapping::MappingError> {
     })
 }
 
+/// Whether compaction removed the message at `offset`: every record it holds.
+fn hidden(removed: Option<&Removed>, offset: u64, r: &FromIggy) -> bool {
+    let held = match r.stored {
+        Stored::Batch(count) => i64::from(count),
+        _ => 1,
+    };
+    removed.is_some_and(|x| x.hides(offset as i64, held))
+}
+
+/// Polls a read of a compacted partition makes past removed ranges.
+const COMPACTED_POLLS: u32 = 8;
 /// Messages read per poll when scanning a partition.
 const SCAN_PAGE: u32 = 1_000;
 /// Most messages a Fetch polls for one partition.
@@ -246,6 +260,7 @@ impl Inner {
         tp: TopicPartition,
         offset: i64,
         max_bytes: usize,
+        removed: Option<Arc<Removed>>,
     ) -> StoreResult<ReadBatches> {
         let ahead = match self.read_ahead.take(&tp, offset, max_bytes) {
             // A read ahead that failed or found nothing is simply done again.
@@ -257,11 +272,16 @@ impl Inner {
                 read.batches.read_ahead = true;
                 read
             }
-            None => self.read_now(&tp, offset, max_bytes).await?,
+            None => {
+                self.read_now(&tp, offset, max_bytes, removed.as_deref())
+                    .await?
+            }
         };
         if let Some(next) = read.more_from.filter(|_| self.read_ahead.fits(max_bytes)) {
             let (me, at) = (self.clone(), tp.clone());
-            let task = tokio::spawn(async move { me.read_now(&at, next, max_bytes).await });
+            let task = tokio::spawn(async move {
+                (me.read_now(&at, next, max_bytes, removed.as_deref())).await
+            });
             self.read_ahead.keep(tp, next, max_bytes, task);
         }
         Ok(read.batches)
@@ -272,6 +292,7 @@ impl Inner {
         tp: &TopicPartition,
         offset: i64,
         max_bytes: usize,
+        removed: Option<&Removed>,
     ) -> StoreResult<Read> {
         let tp = tp.clone();
         let done = |batches| Read {
@@ -285,11 +306,23 @@ impl Inner {
                 ..ReadBatches::default()
             }));
         }
+        // What compaction removed is not polled: a read starts at the next record that
+        // stayed, and polls no further than the next removed range.
+        let offset = removed.map_or(offset, |r| r.skip(offset));
         let size = (self.record_sizes.lock().get(&tp).copied()).unwrap_or(FIRST_RECORD_SIZE_GUESS);
         let count = (max_bytes / size.max(1)).clamp(1, FETCH_MAX_MESSAGES) as u32;
+        let span = |from: u64, count: u32| match removed.and_then(|r| r.next_start(from as i64)) {
+            Some(start) => count.min((start as u64 - from) as u32),
+            None => count,
+        };
         let conn = self.pools.reader();
         let polled = self
-            .poll(conn, &tp, PollingStrategy::offset(offset as u64), count)
+            .poll(
+                conn,
+                &tp,
+                PollingStrategy::offset(offset as u64),
+                span(offset as u64, count),
+            )
             .await?;
         // Iggy answers in offset order, so what is at or after `offset` is a tail.
         let wanted = (polled.messages.iter()).position(|m| m.header.offset >= offset as u64);
@@ -338,18 +371,32 @@ impl Inner {
         let mut writer = BatchWriter::new(max_bytes, expected);
         let mut high = high;
         let last = fetched[fetched.len() - 1].header.offset;
-        let all_taken = self.feed(&tp, &mut writer, head.chain(fetched))?;
+        let all_taken = self.feed(&tp, &mut writer, head.chain(fetched), removed)?;
         let mut next = all_taken.then_some(last + 1);
         // The answer's first batch goes whole: the rest of a transactional one the poll
-        // cut is read on for.
-        while let Some(from) = next.filter(|_| writer.missing() > 0) {
-            let count = writer.missing().min(FETCH_MAX_MESSAGES) as u32;
+        // cut is read on for. A compacted partition is read on past removed ranges
+        // while the answer has room, a few polls at most.
+        let mut compacted_polls = if removed.is_some() {
+            COMPACTED_POLLS
+        } else {
+            0
+        };
+        while let Some(from) = next {
+            let from = removed.map_or(from, |r| r.skip(from as i64) as u64);
+            let count = match writer.missing() {
+                0 if compacted_polls > 0 => {
+                    compacted_polls -= 1;
+                    span(from, count)
+                }
+                0 => break,
+                missing => missing.min(FETCH_MAX_MESSAGES) as u32,
+            };
             let polled = self.poll(conn, &tp, PollingStrategy::offset(from), count);
             let polled = polled.await?;
             high = high.max(polled.current_offset as i64 + 1);
             let rest = polled.messages.iter().filter(|m| m.header.offset >= from);
             next = match polled.messages.last().map(|m| m.header.offset + 1) {
-                Some(end) if end > from && self.feed(&tp, &mut writer, rest)? => Some(end),
+                Some(end) if end > from && self.feed(&tp, &mut writer, rest, removed)? => Some(end),
                 _ => None,
             };
         }
@@ -367,16 +414,21 @@ impl Inner {
         })
     }
 
-    /// Gives `messages` to `writer` in order; false once its budget is spent.
+    /// Gives `messages` to `writer` in order, but those compaction removed; false
+    /// once its budget is spent.
     fn feed<'m>(
         &self,
         tp: &TopicPartition,
         writer: &mut BatchWriter,
         messages: impl IntoIterator<Item = &'m IggyMessage>,
+        removed: Option<&Removed>,
     ) -> StoreResult<bool> {
         for m in messages {
             let r = self.decode_for_kafka(tp, m)?;
             let offset = m.header.offset;
+            if hidden(removed, offset, &r) {
+                continue;
+            }
             let taken = match (r.stored, r.control, r.in_batch) {
                 (Stored::Batch(count), ..) => {
                     let batch = r.record.value.unwrap_or_default();
@@ -436,6 +488,15 @@ impl Inner {
     }
 
     pub(super) async fn watermarks(&self, tp: &TopicPartition) -> StoreResult<Watermarks> {
+        let (p, _) = self.partition_details(tp).await?;
+        Ok(self.watermarks_of(tp, &p))
+    }
+
+    /// The partition as Iggy reports it, and its topic's segment size when reported.
+    pub(super) async fn partition_details(
+        &self,
+        tp: &TopicPartition,
+    ) -> StoreResult<(Partition, Option<u64>)> {
         let partition = partition_id(tp)?;
         let err = |e| backend_error(e, Some(tp), &tp.topic);
         let (stream, topic) = self.ids(&tp.topic)?;
@@ -445,14 +506,18 @@ impl Inner {
             .map_err(err)?
             .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))?;
         drop(c);
-        let p = details
-            .partitions
-            .iter()
+        let segment_size = segment_size(&details);
+        let p = (details.partitions.into_iter())
             .find(|p| p.id == partition)
             .ok_or_else(|| StoreError::UnknownPartition {
                 topic: tp.topic.to_string(),
                 partition: tp.partition,
             })?;
+        Ok((p, segment_size))
+    }
+
+    /// Iggy's watermarks of a partition from its details; noted as its known start.
+    pub(super) fn watermarks_of(&self, tp: &TopicPartition, p: &Partition) -> Watermarks {
         // Iggy reports the last offset written, 0 for an empty partition too.
         let high = if p.messages_count == 0 && p.current_offset == 0 {
             0
@@ -461,14 +526,15 @@ impl Inner {
         };
         let log_start = (high - p.messages_count as i64).max(0);
         self.log_starts.lock().insert(tp.clone(), log_start);
-        Ok(Watermarks { log_start, high })
+        Watermarks { log_start, high }
     }
 
-    /// Calls `visit` on every message from `from` on, until it breaks or the log ends.
+    /// Calls `visit` on every message from `from` on but those compaction removed,
+    /// until it breaks or the log ends.
     pub(super) async fn scan(
         &self,
         tp: &TopicPartition,
-        from: u64,
+        (from, removed): (u64, Option<&Removed>),
         mut visit: impl FnMut(u64, FromIggy) -> ControlFlow<()>,
     ) -> StoreResult<()> {
         let mut next = from;
@@ -485,7 +551,8 @@ impl Inner {
                 return Ok(());
             };
             for m in polled.messages.iter().filter(|m| m.header.offset >= next) {
-                if visit(m.header.offset, self.decode_for_kafka(tp, m)?).is_break() {
+                let r = self.decode_for_kafka(tp, m)?;
+                if !hidden(removed, m.header.offset, &r) && visit(m.header.offset, r).is_break() {
                     return Ok(());
                 }
             }
@@ -497,12 +564,12 @@ impl Inner {
     /// timestamp polling (by append time) finds where to start; records before that
     /// were appended earlier, so their own timestamps are older unless producers
     /// set timestamps in the future. From there the records' timestamps decide.
-    /// Records below `from` (the log start DeleteRecords moved) are not looked at.
+    /// Records Kafka clients do not see (`view.rs`) are not looked at.
     pub(super) async fn offset_for_timestamp(
         &self,
         tp: TopicPartition,
         timestamp: i64,
-        from: i64,
+        view: &View,
     ) -> StoreResult<Option<TimestampedOffset>> {
         let micros = (timestamp.max(0) as u64).saturating_mul(1000);
         let start = self
@@ -517,7 +584,8 @@ impl Inner {
             return Ok(None);
         };
         let mut found = None;
-        self.scan(&tp, start.max(from as u64), |offset, m| {
+        let from = start.max(view.deleted_below as u64);
+        self.scan(&tp, (from, view.removed.as_deref()), |offset, m| {
             if m.record.timestamp >= timestamp {
                 found = Some(TimestampedOffset {
                     offset: offset as i64,
@@ -532,15 +600,16 @@ impl Inner {
         Ok(found)
     }
 
-    /// The record with the largest timestamp: a scan of the partition from `from`
-    /// (the log start DeleteRecords moved).
+    /// The record with the largest timestamp: a scan of what Kafka clients see of the
+    /// partition (`view.rs`).
     pub(super) async fn max_timestamp(
         &self,
         tp: TopicPartition,
-        from: i64,
+        view: &View,
     ) -> StoreResult<Option<TimestampedOffset>> {
         let mut max: Option<TimestampedOffset> = None;
-        self.scan(&tp, from as u64, |offset, m| {
+        let from = (view.deleted_below as u64, view.removed.as_deref());
+        self.scan(&tp, from, |offset, m| {
             if max.is_none_or(|t| m.record.timestamp > t.timestamp) {
                 max = Some(TimestampedOffset {
                     offset: offset as i64,
@@ -564,7 +633,8 @@ impl Inner {
             .saturating_sub(PRODUCER_HISTORY_MESSAGES)
             .max(w.log_start as u64);
         let mut batches = Vec::new();
-        self.scan(tp, from, |offset, m| {
+        // Every stamp Iggy still holds counts, compacted or not.
+        self.scan(tp, (from, None), |offset, m| {
             let InBatch::First(s) = m.in_batch else {
                 return ControlFlow::Continue(());
             };

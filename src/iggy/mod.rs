@@ -19,6 +19,7 @@
 //! (de)compression never run on the actor threads, and each call is bounded by
 //! `iggy_request_timeout_ms`: a stalled server gives clients a retriable error.
 
+mod compacted;
 mod errors;
 mod gateway_log;
 mod in_doubt;
@@ -31,7 +32,9 @@ mod mirror;
 mod names;
 mod pool;
 mod read_ahead;
+mod shared_copy;
 mod topics;
+mod view;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -140,6 +143,8 @@ struct Inner {
     log_starts: Mutex<HashMap<TopicPartition, i64>>,
     /// The log starts DeleteRecords moved, above Iggy's own (`log_starts.rs`).
     log_starts_moved: log_starts::LogStarts,
+    /// The offsets compaction removed (`compacted.rs`).
+    compacted: compacted::Compaction,
     /// Average Kafka size of a partition's records in its last read: the next poll
     /// asks for about as many messages as the fetch can take, no more (a poll of
     /// messages that do not fit is Iggy work thrown away).
@@ -247,7 +252,8 @@ impl Inner {
             pools,
             mirror_groups: Mutex::new(HashSet::new()),
             log_starts: Mutex::new(HashMap::new()),
-            log_starts_moved: Default::default(),
+            log_starts_moved: log_starts::LogStarts::new(log_starts::TABLE),
+            compacted: compacted::Compaction::new(),
             record_sizes: Mutex::new(HashMap::new()),
             read_ahead,
             incarnations: Mutex::new(HashMap::new()),
@@ -346,12 +352,13 @@ impl LogStore for IggyBackend {
                     s.set_limits(&name, limits).await?;
                     LogAnswer::Done
                 }
-                // Each answer carrying watermarks carries the start DeleteRecords moved.
+                // Each answer carrying watermarks carries them as Kafka sees them
+                // (`view.rs`).
                 LogCall::Append { tp, batches } => {
-                    let below = s.deleted_below(&tp).await?;
+                    let view = s.view(&tp).await?;
                     let mut appended = s.append(tp, batches).await?;
                     for a in &mut appended {
-                        a.watermarks.log_start = a.watermarks.log_start.max(below);
+                        a.watermarks = view.watermarks(a.watermarks);
                     }
                     LogAnswer::Appended(appended)
                 }
@@ -366,8 +373,8 @@ impl LogStore for IggyBackend {
                     offset,
                     max_bytes,
                 } => {
-                    let below = s.deleted_below(&tp).await?;
-                    let mut read = if offset < below {
+                    let view = s.view(&tp).await?;
+                    let mut read = if offset < view.deleted_below {
                         // Hidden records: none served, and the watermarks say why.
                         let watermarks = s.watermarks(&tp).await?;
                         ReadBatches {
@@ -375,37 +382,29 @@ impl LogStore for IggyBackend {
                             ..ReadBatches::default()
                         }
                     } else {
-                        s.read(tp, offset, max_bytes).await?
+                        s.read(tp, offset, max_bytes, view.removed.clone()).await?
                     };
-                    read.watermarks.log_start = read.watermarks.log_start.max(below);
+                    read.watermarks = view.watermarks(read.watermarks);
                     LogAnswer::Read(read)
                 }
-                LogCall::Watermarks(tp) => {
-                    let below = s.deleted_below(&tp).await?;
-                    let mut w = s.watermarks(&tp).await?;
-                    w.log_start = w.log_start.max(below);
-                    LogAnswer::Watermarks(w)
-                }
+                LogCall::Watermarks(tp) => LogAnswer::Watermarks(s.kafka_watermarks(&tp).await?),
                 LogCall::DeleteRecords { tp, offset } => {
                     LogAnswer::Watermarks(s.delete_records(&tp, offset).await?)
                 }
                 LogCall::OffsetForTimestamp { tp, timestamp } => {
-                    let below = s.deleted_below(&tp).await?;
-                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp, below).await?)
+                    let view = s.view(&tp).await?;
+                    LogAnswer::Record(s.offset_for_timestamp(tp, timestamp, &view).await?)
                 }
                 LogCall::MaxTimestamp(tp) => {
-                    let below = s.deleted_below(&tp).await?;
-                    LogAnswer::Record(s.max_timestamp(tp, below).await?)
+                    let view = s.view(&tp).await?;
+                    LogAnswer::Record(s.max_timestamp(tp, &view).await?)
                 }
                 LogCall::ProducerHistory(tp) => {
                     LogAnswer::ProducerHistory(s.producer_batches(&tp).await?)
                 }
                 LogCall::Sizes(name) => LogAnswer::Sizes(s.sizes(&name).await?),
-                // No compactor runs on Iggy (`compacts` is false): `docs/IGGY_MAPPING.md`.
-                LogCall::Compact { tp, .. } => {
-                    return Err(StoreError::fatal(format!(
-                        "{tp}: compaction is not carried out on Iggy yet"
-                    )))
+                LogCall::Compact { tp, below, keep } => {
+                    LogAnswer::Compacted(s.compact(&tp, below, &keep).await?)
                 }
             })
         })
@@ -422,6 +421,11 @@ impl LogStore for IggyBackend {
     }
 
     fn splits_batches(&self) -> bool {
+        true
+    }
+
+    /// Noted and served as a view, with whole segments given back (`compacted.rs`).
+    fn compacts(&self) -> bool {
         true
     }
 }

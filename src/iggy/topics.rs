@@ -60,7 +60,7 @@ pub(super) fn max_topic_size(
 }
 
 /// The segment size an Iggy topic was made with, as it reports it.
-fn segment_size(details: &iggy::prelude::TopicDetails) -> Option<u64> {
+pub(super) fn segment_size(details: &iggy::prelude::TopicDetails) -> Option<u64> {
     details
         .options
         .iter()

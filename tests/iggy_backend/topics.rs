@@ -157,6 +157,15 @@ async fn topic_configs_map_onto_iggy_topics() {
         configs::create(&mut c, 7, "compacted", &compacted, false).error_code,
         0
     );
+    // Both: compacted by the gateway, and Iggy expires whole segments past retention.
+    let both = [
+        ("cleanup.policy", Some("compact,delete")),
+        ("retention.ms", Some("60000")),
+    ];
+    assert_eq!(
+        configs::create(&mut c, 7, "compacted-deleted", &both, false).error_code,
+        0
+    );
     let sdk = server.sdk().await;
     let topic = |name: &'static str| {
         let sdk = &sdk;
@@ -185,6 +194,8 @@ async fn topic_configs_map_onto_iggy_topics() {
     let t = topic("compacted").await;
     assert_eq!(t.message_expiry, IggyExpiry::NeverExpire);
     assert_eq!(t.max_topic_size, MaxTopicSize::Unlimited);
+    let t = topic("compacted-deleted").await;
+    assert_eq!(t.message_expiry, expires_after(60));
 }
 
 /// The Iggy topic's (expiry, size cap) as the SDK reads them.
@@ -262,8 +273,18 @@ async fn altered_configs_reach_the_iggy_topic() {
         iggy_limits(&sdk, "altered").await,
         (expires_after(120), capped)
     );
-    // Compaction keeps everything; taking it out again restores the limits.
-    let compact = [("cleanup.policy", APPEND, Some("compact"))];
+    // `delete,compact` keeps the limits; compaction alone keeps everything; taking it
+    // out again restores them.
+    let both = [("cleanup.policy", APPEND, Some("compact"))];
+    assert_eq!(
+        incremental(&mut c, 1, &[((2, "altered"), &both)], false),
+        [(0, None)]
+    );
+    assert_eq!(
+        iggy_limits(&sdk, "altered").await,
+        (expires_after(120), capped)
+    );
+    let compact = [("cleanup.policy", SET, Some("compact"))];
     assert_eq!(
         incremental(&mut c, 1, &[((2, "altered"), &compact)], false),
         [(0, None)]

@@ -304,6 +304,11 @@ impl Gateway {
     }
 
     /// The data directory it was started on.
+    /// The iggy-server this gateway keeps its data in, when on Iggy.
+    pub fn iggy_server(&self) -> Option<&iggy::IggyServer> {
+        self.iggy.as_ref()
+    }
+
     pub fn data_dir(&self) -> &Path {
         &self.data
     }

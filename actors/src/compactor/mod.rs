@@ -5,6 +5,10 @@
 //! remove the others (`LogCall::Compact`). One pass at a time, on an arbiter of its
 //! own, so its work is bounded per tick and never on a request thread.
 //!
+//! On a store several gateways share, each compacts the partitions it leads
+//! (`Cluster::leader_of`): a partition has one compactor at a time, but for the moment
+//! a change of members takes to reach every gateway.
+//!
 //! What it remembers of each partition lives in memory: a restart forgets it, and the
 //! first pass after one looks at every compacted partition again (Kafka keeps a
 //! checkpoint file instead); a tombstone's clock restarts then, which only keeps it
@@ -16,9 +20,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::{Actor, ActorFutureExt, Arbiter, AsyncContext, Context, WrapFuture};
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config_catalog::CompactionInForce;
+use crate::membership::Cluster;
 use crate::metrics::Metrics;
 use crate::protocol::records;
 use crate::protocol::retained::RecordsError;
@@ -46,6 +52,7 @@ pub struct Compactor {
     topics: Topics,
     metrics: Arc<Metrics>,
     settings: CompactionSettings,
+    cluster: watch::Receiver<Arc<Cluster>>,
     /// By topic id and partition; `None` while a pass has it.
     partitions: Option<HashMap<(Uuid, i32), PartitionState>>,
 }
@@ -118,7 +125,12 @@ struct Pick {
 impl Compactor {
     /// Starts the compactor on an arbiter of its own, when the settings ask for it and
     /// the engine can compact.
-    pub fn start(logs: Logs, topics: Topics, metrics: Arc<Metrics>, settings: CompactionSettings) {
+    pub fn start(
+        (logs, topics): (Logs, Topics),
+        metrics: Arc<Metrics>,
+        settings: CompactionSettings,
+        cluster: watch::Receiver<Arc<Cluster>>,
+    ) {
         if settings.interval.is_none() || !logs.compacts() {
             return;
         }
@@ -127,6 +139,7 @@ impl Compactor {
             topics,
             metrics,
             settings,
+            cluster,
             partitions: Some(HashMap::new()),
         };
         Compactor::start_in_arbiter(&Arbiter::new().handle(), |_| compactor);
@@ -144,6 +157,7 @@ impl Compactor {
             .filter(|t| !is_internal(&t.name))
             .filter_map(|t| Some((t.clone(), config.compaction(&t.configs)?)))
             .collect();
+        let cluster = self.cluster.borrow().clone();
         let (logs, metrics) = (self.logs.clone(), self.metrics.clone());
         let pass_bytes = self.settings.pass_bytes;
         let work = async move {
@@ -159,6 +173,13 @@ impl Compactor {
                     }
                 };
                 for (p, size) in sizes.into_iter().enumerate() {
+                    let tp = TopicPartition {
+                        topic: topic.name.clone(),
+                        partition: p as i32,
+                    };
+                    if cluster.leader_of(&tp).id != cluster.me.id || !cluster.held() {
+                        continue;
+                    }
                     let key = (topic.id, p as i32);
                     let state = partitions.entry(key).or_default();
                     if state.cleaned_bytes > size {
@@ -167,10 +188,6 @@ impl Compactor {
                     let ratio = state.dirty_ratio(size);
                     metrics.compaction.dirty_ratio(&topic.name, p as i32, ratio);
                     if state.due(size, &rules, now) && best.as_ref().is_none_or(|b| ratio > b.0) {
-                        let tp = TopicPartition {
-                            topic: topic.name.clone(),
-                            partition: p as i32,
-                        };
                         let pick = Pick {
                             tp,
                             key,
@@ -206,7 +223,7 @@ async fn pass(
     metrics: &Metrics,
 ) -> Result<(), PassError> {
     let watermarks = logs.watermarks(pick.tp.clone()).await?;
-    let mut planner = Planner::new(pick.rules, now, watermarks);
+    let mut planner = Planner::new(pick.rules, now, watermarks, logs.splits_batches());
     let (mut offset, mut read) = (watermarks.log_start, 0);
     'reading: while offset < watermarks.high && read < pass_bytes {
         let got = logs.read(pick.tp.clone(), offset, READ_BYTES).await?;

@@ -6,7 +6,8 @@
 //! transactions go, markers stay (Kafka drops a marker later, once no record of its
 //! transaction is left and `delete.retention.ms` passed: not done here); keyless records
 //! go. Nothing at or past the end is touched: the batch ending at the high watermark
-//! (the active tail), batches with a record younger than `min.compaction.lag.ms`, and
+//! (the active tail; where the engine stores records one by one and reads them back
+//! joined in batches of its own, the last record), batches with a record younger than `min.compaction.lag.ms`, and
 //! transactions still open.
 
 use std::collections::HashMap;
@@ -67,11 +68,20 @@ pub struct Planner {
     /// Each batch taken: the offset after it, its record count and size.
     taken: Vec<(i64, i64, u64)>,
     ripe_at: Option<i64>,
+    /// The engine stores records one by one (`LogStore::splits_batches`): any offset
+    /// is a boundary it can compact below.
+    by_record: bool,
 }
 
 impl Planner {
-    pub fn new(rules: CompactionInForce, now_ms: i64, watermarks: Watermarks) -> Planner {
+    pub fn new(
+        rules: CompactionInForce,
+        now_ms: i64,
+        watermarks: Watermarks,
+        by_record: bool,
+    ) -> Planner {
         Planner {
+            by_record,
             rules,
             now_ms,
             watermarks,
@@ -91,14 +101,28 @@ impl Planner {
         let ripe_at = header
             .max_timestamp
             .saturating_add(self.rules.min_compaction_lag_ms);
-        if end >= self.watermarks.high {
+        let tail = end >= self.watermarks.high;
+        let split = tail && self.by_record && !header.control && !header.transactional;
+        if tail && !split {
             return Ok(false);
         }
         if ripe_at > self.now_ms {
             self.ripe_at = Some(ripe_at);
             return Ok(false);
         }
-        let stored = retained::records_of(batch, RECORDS_BUDGET)?;
+        let mut stored = retained::records_of(batch, RECORDS_BUDGET)?;
+        if split {
+            // All but the last record: the batch is the engine's, not as produced.
+            let (last, all) = (self.watermarks.high - 1, stored.len().max(1) as u64);
+            stored.retain(|r| r.offset < last);
+            let (count, size) = (stored.len(), batch.len() as u64);
+            if count > 0 {
+                stored.into_iter().for_each(|r| self.note(r));
+                self.taken
+                    .push((last, count as i64, size * count as u64 / all));
+            }
+            return Ok(false);
+        }
         if header.control {
             self.markers.extend(stored.iter().map(|r| r.offset));
             let ended = self.open.remove(&header.producer_id);
@@ -238,7 +262,7 @@ mod tests {
 
     fn plan(rules: CompactionInForce, high: i64, batches: &[Bytes], reached: i64) -> Plan {
         let watermarks = Watermarks { log_start: 0, high };
-        let mut planner = Planner::new(rules, NOW, watermarks);
+        let mut planner = Planner::new(rules, NOW, watermarks, false);
         for b in batches {
             if !planner.take(b).unwrap() {
                 break;

@@ -317,7 +317,8 @@ impl ClusterConfig {
             .map(|(v, _)| v)
             .unwrap_or_default();
         let policy = list_items(policy);
-        let deletes = policy.contains(&"delete") && !policy.contains(&"compact");
+        // `compact,delete` deletes too: what the compactor left ages out the same way.
+        let deletes = policy.contains(&"delete");
         TopicLimits {
             retention_ms: set("retention.ms").filter(|_| deletes),
             retention_bytes: set("retention.bytes").filter(|_| deletes),
@@ -555,12 +556,16 @@ mod tests {
                 segment_bytes: Some(1048576)
             }
         );
-        for policy in ["compact", "compact,delete", ""] {
+        for (policy, retention) in [
+            ("compact", None),
+            ("compact,delete", Some(60000)),
+            ("", None),
+        ] {
             let l = c.limits(&map(&[
                 ("retention.ms", "60000"),
                 ("cleanup.policy", policy),
             ]));
-            assert_eq!(l.retention_ms, None, "{policy}");
+            assert_eq!(l.retention_ms, retention, "{policy}");
         }
         let minus_one = c.limits(&map(&[("retention.ms", "-1"), ("retention.bytes", "-1")]));
         assert_eq!(minus_one, TopicLimits::default());

@@ -57,6 +57,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *        if given), and proves the kill landed inside that open transaction
  *   config BOOT TOPIC KEY...                              prints its partition count and
  *        the values of the configurations KEY
+ *   compacted BOOT TOPIC TIMEOUT_S                        waits until a read of TOPIC from
+ *        its beginning to its end offsets finds fewer records than offsets (compaction
+ *        removed some) and no key twice in a partition but in its last records
  * Prints "OK ..." and exits 0, or prints why not and exits 1.
  */
 public final class Driver {
@@ -74,6 +77,7 @@ public final class Driver {
                     List.of(a).subList(with ? 6 : 4, a.length));
             }
             case "config" -> config(boot, a[2], List.of(a).subList(3, a.length));
+            case "compacted" -> compacted(boot, a[2], Integer.parseInt(a[3]));
             default -> throw new IllegalArgumentException("unknown mode " + a[0]);
         }
     }
@@ -452,6 +456,52 @@ public final class Driver {
     }
 
     /** One line: the topic's partition count, then KEY=value for each KEY asked. */
+    /** Waits for TOPIC's compacted view: fewer records than offsets below its ends. A
+     *  key may still come twice where a partition's last record (its active tail, never
+     *  compacted) repeats it; anywhere else it is a superseded version left behind. */
+    static void compacted(String boot, String topic, int timeoutS) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutS * 1000L;
+        String why = "";
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        var bytes = new org.apache.kafka.common.serialization.ByteArrayDeserializer();
+        try (Admin admin = admin(boot);
+             KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, bytes, bytes)) {
+            while (System.currentTimeMillis() < deadline) {
+                Map<TopicPartition, Long> end = ends(admin, List.of(topic));
+                long offsets = end.values().stream().mapToLong(Long::longValue).sum();
+                long records = 0, twice = 0;
+                for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
+                    c.assign(List.of(e.getKey()));
+                    c.seekToBeginning(List.of(e.getKey()));
+                    Map<String, Long> last = new HashMap<>();
+                    List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
+                    while (c.position(e.getKey()) < e.getValue()) {
+                        for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
+                            if (r.offset() < e.getValue()) got.add(r);
+                        }
+                    }
+                    records += got.size();
+                    for (int i = 0; i < got.size() - 1; i++) {
+                        String k = java.util.Arrays.toString(got.get(i).key());
+                        if (last.put(k, got.get(i).offset()) != null) twice++;
+                    }
+                }
+                if (records < offsets && twice == 0) {
+                    System.out.println("OK " + topic + ": " + records + " records below " + offsets
+                        + " offsets, each key once");
+                    return;
+                }
+                why = records + " records below " + offsets + " offsets, " + twice + " superseded versions";
+                Thread.sleep(1000);
+            }
+        }
+        System.out.println(topic + " not compacted within " + timeoutS + " s: " + why);
+        System.exit(1);
+    }
+
     static void config(String boot, String topic, List<String> keys) throws Exception {
         ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
         try (Admin admin = admin(boot)) {
