@@ -27,7 +27,10 @@ use support::describe::log_dirs;
 use support::kafka::{admin, create_topic};
 use support::{on_every_store, Gateway, RawClient, Store};
 
-on_every_store!(a_compacted_topic_keeps_the_latest_value_of_each_key);
+on_every_store!(
+    a_compacted_topic_keeps_the_latest_value_of_each_key,
+    transactions_compact_to_the_latest_committed_value
+);
 
 const KEYS: usize = 50;
 /// Keys from this one on are deleted (a tombstone each) halfway.
@@ -347,4 +350,69 @@ fn compacting(data: &Path) -> bool {
     let topics = std::fs::read_dir(data.join("logs")).unwrap().flatten();
     let mut files = topics.flat_map(|t| std::fs::read_dir(t.path()).unwrap().flatten());
     files.any(|f| f.path().extension().is_some_and(|e| e == "compacted"))
+}
+
+/// A transactional producer writes every key in each transaction and aborts one in
+/// three: once compacted, a read_committed consumer from the beginning reads each key
+/// once, with its latest committed value, and never an aborted one on the way.
+fn transactions_compact_to_the_latest_committed_value(store: Store) {
+    let Some(gw) = Gateway::start_on(store, &[("compaction_interval_ms", "100")]) else {
+        return;
+    };
+    let b = gw.bootstrap();
+    let topic = "transactional";
+    runtime().block_on(create_topic(&b, topic, 1, COMPACTED));
+    let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &b)
+        .set("transactional.id", "compacted-txns")
+        .set("linger.ms", "0")
+        .create()
+        .expect("producer");
+    let limit = Duration::from_secs(30);
+    p.init_transactions(limit).expect("init");
+    let rounds = 30;
+    let aborted = |round: usize| round % 3 == 2;
+    for round in 0..rounds {
+        p.begin_transaction().expect("begin");
+        for k in 0..KEYS {
+            let (key, value) = (key(k), value(k, round));
+            let record = BaseRecord::<str, str>::to(topic)
+                .partition(0)
+                .key(&key)
+                .payload(&value);
+            p.send(record).map_err(|(e, _)| e).expect("queued");
+        }
+        match aborted(round) {
+            true => {
+                p.flush(limit).expect("delivered");
+                p.abort_transaction(limit).expect("abort")
+            }
+            false => p.commit_transaction(limit).expect("commit"),
+        }
+    }
+    let latest = (0..rounds).rev().find(|&r| !aborted(r)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let read = read_all(&b, topic);
+        let mut versions: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (_, key, value) in &read {
+            let round = round_of(value.as_deref().expect("no tombstones here"));
+            assert!(!aborted(round), "{key}: aborted version {round} read");
+            versions.entry(key).or_default().push(round);
+        }
+        assert_eq!(versions.len(), KEYS, "every key is there");
+        if versions.values().all(|v| v == &[latest]) {
+            println!(
+                "{store:?}: {} records read, each key's latest committed value",
+                read.len()
+            );
+            return;
+        }
+        let left = versions.values().map(Vec::len).sum::<usize>() - KEYS;
+        assert!(
+            Instant::now() < deadline,
+            "never compacted: {left} superseded versions left"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }

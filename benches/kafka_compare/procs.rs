@@ -39,6 +39,20 @@ impl Proc {
         status_mib(self.pid(), "VmHWM")
     }
 
+    /// Bytes of every file under its temp dir: its data, logs included.
+    pub fn stored_bytes(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            let entries = fs::read_dir(dir).into_iter().flatten().flatten();
+            entries
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => walk(&e.path()),
+                    _ => e.metadata().map_or(0, |m| m.len()),
+                })
+                .sum()
+        }
+        walk(self.dir.path())
+    }
+
     /// Resident memory now in MiB (VmRSS of /proc/<pid>/status).
     pub fn rss_mib(&self) -> f64 {
         status_mib(self.pid(), "VmRSS")

@@ -6,7 +6,7 @@
 //! transactions go, markers stay (Kafka drops a marker later, once no record of its
 //! transaction is left and `delete.retention.ms` passed: not done here); keyless records
 //! go. Nothing at or past the end is touched: the batch ending at the high watermark
-//! (the active tail; where the engine stores records one by one and reads them back
+//! (the active tail; a marker there still ends its transaction; where the engine stores records one by one and reads them back
 //! joined in batches of its own, the last record), batches with a record younger than `min.compaction.lag.ms`, and
 //! transactions still open.
 
@@ -103,6 +103,12 @@ impl Planner {
             .saturating_add(self.rules.min_compaction_lag_ms);
         let tail = end >= self.watermarks.high;
         let split = tail && self.by_record && !header.control && !header.transactional;
+        if tail && header.control {
+            // A marker ending the log ends its transaction: its records count. The
+            // marker itself stays past the pass.
+            self.end_txn(batch, &header);
+            return Ok(false);
+        }
         if tail && !split {
             return Ok(false);
         }
@@ -125,10 +131,7 @@ impl Planner {
         }
         if header.control {
             self.markers.extend(stored.iter().map(|r| r.offset));
-            let ended = self.open.remove(&header.producer_id);
-            if let (Some(Marker::Commit), Some(txn)) = (markers::read(batch), ended) {
-                txn.records.into_iter().for_each(|r| self.note(r));
-            }
+            self.end_txn(batch, &header);
         } else if header.transactional {
             let txn = self
                 .open
@@ -144,6 +147,14 @@ impl Planner {
         let size = batch.len() as u64;
         self.taken.push((end, i64::from(header.record_count), size));
         Ok(true)
+    }
+
+    /// The transaction marker `batch` ends: a commit's records count, an abort's go.
+    fn end_txn(&mut self, batch: &Bytes, header: &BatchHeader) {
+        let ended = self.open.remove(&header.producer_id);
+        if let (Some(Marker::Commit), Some(txn)) = (markers::read(batch), ended) {
+            txn.records.into_iter().for_each(|r| self.note(r));
+        }
     }
 
     /// A record that counts: the latest of its key if it is later than the one known.
@@ -261,8 +272,18 @@ mod tests {
     }
 
     fn plan(rules: CompactionInForce, high: i64, batches: &[Bytes], reached: i64) -> Plan {
+        plan_on(false, (rules, high), batches, reached)
+    }
+
+    /// [`plan`] for an engine that stores records one by one (`by_record`) or not.
+    fn plan_on(
+        by_record: bool,
+        (rules, high): (CompactionInForce, i64),
+        batches: &[Bytes],
+        reached: i64,
+    ) -> Plan {
         let watermarks = Watermarks { log_start: 0, high };
-        let mut planner = Planner::new(rules, NOW, watermarks, false);
+        let mut planner = Planner::new(rules, NOW, watermarks, by_record);
         for b in batches {
             if !planner.take(b).unwrap() {
                 break;
@@ -328,6 +349,49 @@ mod tests {
             p.keep,
             vec![2, 3, 4],
             "a is superseded above the end, the abort's record goes, markers stay"
+        );
+    }
+
+    #[test]
+    fn a_marker_ending_the_log_ends_its_transaction() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("1")), ("b", Some("1"))], old, None),
+            batch(2, &[("a", Some("2")), ("b", Some("2"))], old, Some(7)),
+            marker(4, 7, Marker::Commit),
+        ];
+        let p = plan(rules(0, 1_000), 5, &batches, NOW);
+        assert_eq!(p.below, 4, "the marker stays past the pass");
+        assert_eq!(
+            p.keep,
+            vec![2, 3],
+            "the committed versions supersede the first"
+        );
+    }
+
+    #[test]
+    fn an_engine_storing_records_one_by_one_keeps_only_the_last_record_as_tail() {
+        let old = NOW - 100;
+        // A batch the engine joined from records written one by one, up to the end.
+        let batches = [batch(
+            0,
+            &[
+                ("a", Some("1")),
+                ("a", Some("2")),
+                ("b", Some("1")),
+                ("a", Some("3")),
+            ],
+            old,
+            None,
+        )];
+        let p = plan_on(true, (rules(0, 1_000), 4), &batches, NOW);
+        assert_eq!(p.below, 3, "all but the last record");
+        assert_eq!(p.keep, vec![1, 2]);
+        let p = plan_on(false, (rules(0, 1_000), 4), &batches, NOW);
+        assert_eq!(
+            (p.below, p.removes),
+            (0, false),
+            "a batch as produced stays whole"
         );
     }
 }

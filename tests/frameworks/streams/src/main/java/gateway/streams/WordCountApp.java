@@ -16,6 +16,7 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
@@ -62,6 +63,9 @@ public final class WordCountApp {
         // Purge consumed repartition records every second (default 30 s), so the run
         // exercises the DeleteRecords requests Streams sends for them.
         p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 1000);
+        // The changelog's compaction as eager as it goes (the check waits for its
+        // compacted view before restoring from it).
+        p.put(StreamsConfig.topicPrefix(TopicConfig.MIN_CLEANABLE_DIRTY_RATIO_CONFIG), "0.01");
         // Short sessions, so a SIGKILLed instance's partitions move within seconds (6 s is
         // the smallest session Kafka's, and the gateway's, default bounds allow).
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);

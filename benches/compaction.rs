@@ -1,0 +1,239 @@
+//! Log compaction under load (issue 36): produce and consume throughput on a compacted
+//! topic with the compactor running against the same with it off, and how fast and at
+//! what CPU the storage of superseded records is given back, beside Apache Kafka's log
+//! cleaner on the same workload in the same run.
+//!
+//!   [IGGY_SERVER_BIN=…] [KAFKA_CLASSPATH=…] cargo bench --bench compaction
+//!
+//! Per system (the gateway on its embedded store; on an iggy-server with IGGY_SERVER_BIN;
+//! Kafka 4.4 with KAFKA_CLASSPATH, `log.cleaner.backoff.ms=100`) and per mode (compactor
+//! off: `compaction_interval_ms=0`, Kafka `log.cleaner.enable=false`; on: every 100 ms), a
+//! fresh system and one topic of 8 partitions, `cleanup.policy=compact`, 1 MiB segments,
+//! `min.cleanable.dirty.ratio=0.01`, `min.compaction.lag.ms=0`, `delete.retention.ms=0`:
+//! 1. librdkafka (linger.ms=5, acks=all, idempotent) writes RECORDS records of 1 KiB,
+//!    each key one of KEYS, round robin: records/s, and the system's CPU per record;
+//! 2. a consumer reads every partition from its start to its end offsets at once:
+//!    records/s (fewer records remain where compaction ran);
+//! 3. with the compactor on, the stored bytes (every file under the system's directories)
+//!    are sampled until they stop falling for 5 s: reclaimed MB, MB/s from the end of the
+//!    writes, and the system's CPU seconds per reclaimed MB over that time (idle CPU
+//!    included).
+//!
+//! The ratios printed are on/off of the same system in the same run.
+//! Env: BENCH_RECORDS (scale on the record count), GATEWAY_BIN.
+
+#[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
+#[path = "kafka_compare/procs.rs"]
+mod procs;
+
+use common::{await_partitions, config, create_topics_with, PARTITIONS};
+use procs::System;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const SIZE: usize = 1024;
+const KEYS: u64 = 1_000;
+const RECORDS: f64 = 100_000.0;
+const TOPIC: &str = "compacted";
+const TOPIC_CONFIGS: [(&str, &str); 5] = [
+    ("cleanup.policy", "compact"),
+    ("segment.bytes", "1048576"),
+    ("min.cleanable.dirty.ratio", "0.01"),
+    ("min.compaction.lag.ms", "0"),
+    ("delete.retention.ms", "0"),
+];
+const LIMIT: Duration = Duration::from_secs(180);
+
+#[derive(Clone, Copy, Default)]
+struct Run {
+    produce_rps: f64,
+    produce_cpu_us: f64,
+    consume_rps: f64,
+    consumed: u64,
+    reclaimed_mb: f64,
+    reclaim_mbps: f64,
+    cpu_per_mb: f64,
+}
+
+fn main() {
+    let records = (RECORDS * common::env_f64("BENCH_RECORDS").unwrap_or(1.0)) as u64;
+    let bin = common::gateway_bin();
+    let iggy_bin = std::env::var_os("IGGY_SERVER_BIN").map(PathBuf::from);
+    let kafka_cp = std::env::var("KAFKA_CLASSPATH").ok();
+    println!(
+        "compaction bench: {records} records of {SIZE} B over {KEYS} keys, {PARTITIONS} partitions"
+    );
+    let mut names = vec!["gateway (embedded)"];
+    iggy_bin.is_some().then(|| names.push("gateway (Iggy)"));
+    kafka_cp.is_some().then(|| names.push("Kafka 4.4"));
+    println!(
+        "| system | compactor | produce rec/s | CPU µs/rec | consume rec/s (records) | reclaimed MB | MB/s | CPU s/MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for name in names {
+        let mut runs = [Run::default(); 2];
+        for (on, run) in [false, true].into_iter().zip(&mut runs) {
+            let system = start(name, on, (&bin, iggy_bin.as_deref(), kafka_cp.as_deref()));
+            *run = measure(&system, records, on);
+            println!(
+                "| {name} | {} | {:.0} | {:.1} | {:.0} ({}) | {:.1} | {:.2} | {:.2} |",
+                if on { "on" } else { "off" },
+                run.produce_rps,
+                run.produce_cpu_us,
+                run.consume_rps,
+                run.consumed,
+                run.reclaimed_mb,
+                run.reclaim_mbps,
+                run.cpu_per_mb
+            );
+        }
+        println!(
+            "  {name}: compactor on/off: produce {:.2}x, consume {:.2}x",
+            runs[1].produce_rps / runs[0].produce_rps,
+            runs[1].consume_rps / runs[0].consume_rps
+        );
+    }
+}
+
+/// A fresh system of kind `name`, its compactor on or off.
+fn start(
+    name: &'static str,
+    on: bool,
+    (bin, iggy_bin, kafka_cp): (&PathBuf, Option<&std::path::Path>, Option<&str>),
+) -> System {
+    if name.starts_with("Kafka") {
+        let extra = if on {
+            "log.cleaner.backoff.ms=100\n"
+        } else {
+            "log.cleaner.enable=false\n"
+        };
+        return System::of(name, vec![procs::kafka_with(kafka_cp.unwrap(), extra)]);
+    }
+    // The gateway takes its settings from the environment it inherits.
+    std::env::set_var(
+        "IGGY_KAFKA_COMPACTION_INTERVAL_MS",
+        if on { "100" } else { "0" },
+    );
+    match iggy_bin.filter(|_| name.contains("Iggy")) {
+        Some(iggy) => {
+            let server = procs::iggy(iggy);
+            let gw = procs::gateway(bin, Some(&server.addr));
+            System::of(name, vec![gw, server])
+        }
+        None => System::of(name, vec![procs::gateway(bin, None)]),
+    }
+}
+
+fn measure(system: &System, records: u64, on: bool) -> Run {
+    let addr = &system.addr;
+    create_topics_with(addr, &[TOPIC], PARTITIONS, &TOPIC_CONFIGS);
+    let cpu = system.cpu_secs();
+    let start = Instant::now();
+    produce(addr, records);
+    let secs = start.elapsed().as_secs_f64();
+    let written = Instant::now();
+    let produce_cpu_us = (system.cpu_secs() - cpu) * 1e6 / records as f64;
+    let (consumed, consume_secs) = consume(addr);
+    let mut run = Run {
+        produce_rps: records as f64 / secs,
+        produce_cpu_us,
+        consume_rps: consumed as f64 / consume_secs,
+        consumed,
+        ..Run::default()
+    };
+    if on {
+        let stored = || system.procs.iter().map(|p| p.stored_bytes()).sum::<u64>();
+        let (cpu, peak) = (system.cpu_secs(), stored());
+        let (mut low, mut fell_at) = (peak, written);
+        while fell_at.elapsed() < Duration::from_secs(5) && written.elapsed() < LIMIT {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = stored();
+            if now < low {
+                (low, fell_at) = (now, Instant::now());
+            }
+        }
+        run.reclaimed_mb = peak.saturating_sub(low) as f64 / 1e6;
+        let took = (fell_at - written).as_secs_f64().max(1e-3);
+        run.reclaim_mbps = run.reclaimed_mb / took;
+        run.cpu_per_mb = (system.cpu_secs() - cpu) / run.reclaimed_mb.max(1e-9);
+    }
+    run
+}
+
+/// `n` records of [`SIZE`] bytes, keys round robin over [`KEYS`], partitions round robin.
+fn produce(addr: &str, n: u64) {
+    let producer: BaseProducer = config(addr)
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "10000")
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("message.timeout.ms", LIMIT.as_millis().to_string())
+        .create()
+        .expect("producer");
+    await_partitions(producer.client(), TOPIC);
+    let payload = vec![b'x'; SIZE];
+    let deadline = Instant::now() + LIMIT;
+    for i in 0..n {
+        let key = format!("key-{:05}", i % KEYS);
+        let mut rec = BaseRecord::to(TOPIC)
+            .key(&key)
+            .payload(&payload)
+            .partition((i % PARTITIONS as u64) as i32);
+        loop {
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    assert!(Instant::now() < deadline, "produce: queue full");
+                    rec = r;
+                    producer.poll(Duration::from_millis(1));
+                }
+                Err((e, _)) => panic!("produce: {e}"),
+            }
+        }
+        if i % 1000 == 0 {
+            producer.poll(Duration::ZERO);
+        }
+    }
+    producer.flush(LIMIT).expect("produce: flush");
+}
+
+/// Every partition read from its start to its end offsets: (records, seconds).
+fn consume(addr: &str) -> (u64, f64) {
+    let consumer: BaseConsumer = config(addr)
+        .set("group.id", "bench")
+        .set("enable.auto.commit", "false")
+        .set("queued.min.messages", "1000000")
+        .create()
+        .expect("consumer");
+    await_partitions(consumer.client(), TOPIC);
+    let mut ends = Vec::new();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        let (_, high) = (consumer.fetch_watermarks(TOPIC, p, LIMIT)).expect("watermarks");
+        ends.push(high);
+        tpl.add_partition_offset(TOPIC, p, Offset::Beginning)
+            .unwrap();
+    }
+    let start = Instant::now();
+    consumer.assign(&tpl).expect("assign");
+    let mut next = vec![0i64; PARTITIONS as usize];
+    let mut got = 0;
+    while next.iter().zip(&ends).any(|(n, e)| n < e) {
+        assert!(
+            start.elapsed() < LIMIT,
+            "consume: {got} records, not at the ends"
+        );
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            got += 1;
+            next[m.partition() as usize] = m.offset() + 1;
+        }
+    }
+    (got, start.elapsed().as_secs_f64())
+}
