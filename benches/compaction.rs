@@ -6,18 +6,21 @@
 //!   [IGGY_SERVER_BIN=…] [KAFKA_CLASSPATH=…] cargo bench --bench compaction
 //!
 //! Per system (the gateway on its embedded store; on an iggy-server with IGGY_SERVER_BIN;
-//! Kafka 4.4 with KAFKA_CLASSPATH, `log.cleaner.backoff.ms=100`) and per mode (compactor
-//! off: `compaction_interval_ms=0`, Kafka `log.cleaner.enable=false`; on: every 100 ms), a
-//! fresh system and one topic of 8 partitions, `cleanup.policy=compact`, 1 MiB segments,
+//! Kafka 4.4 with KAFKA_CLASSPATH, `log.cleaner.backoff.ms=100` and
+//! `log.segment.delete.delay.ms=0`, so cleaned segments go at once) and per mode
+//! (compactor off: `compaction_interval_ms=0`, Kafka `log.cleaner.enable=false`; on: every
+//! 100 ms), in ROUNDS rounds of off then on, a fresh system and one topic of 8 partitions, `cleanup.policy=compact`, 1 MiB segments,
 //! `min.cleanable.dirty.ratio=0.01`, `min.compaction.lag.ms=0`, `delete.retention.ms=0`:
 //! 1. librdkafka (linger.ms=5, acks=all, idempotent) writes RECORDS records of 1 KiB,
 //!    each key one of KEYS, round robin: records/s, and the system's CPU per record;
 //! 2. a consumer reads every partition from its start to its end offsets at once:
 //!    records/s (fewer records remain where compaction ran);
-//! 3. with the compactor on, the stored bytes (every file under the system's directories)
-//!    are sampled until they stop falling for 5 s: reclaimed MB, MB/s from the end of the
-//!    writes, and the system's CPU seconds per reclaimed MB over that time (idle CPU
-//!    included).
+//! 3. the stored bytes (disk blocks of every file under the system's directories) are
+//!    sampled until they stop falling for 5 s. Reclaimed MB: what the run with the
+//!    compactor off stores then, less what the run with it on does; MB/s over the time
+//!    from the first write until the bytes stopped falling; CPU s per reclaimed MB: the
+//!    system's CPU over the whole run with the compactor on, less with it off, per
+//!    reclaimed MB.
 //!
 //! The ratios printed are on/off of the same system in the same run.
 //! Env: BENCH_RECORDS (scale on the record count), GATEWAY_BIN.
@@ -31,7 +34,6 @@ mod procs;
 use common::{await_partitions, config, create_topics_with, PARTITIONS};
 use procs::System;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -51,15 +53,19 @@ const TOPIC_CONFIGS: [(&str, &str); 5] = [
 ];
 const LIMIT: Duration = Duration::from_secs(180);
 
+const ROUNDS: usize = 2;
+
 #[derive(Clone, Copy, Default)]
 struct Run {
     produce_rps: f64,
     produce_cpu_us: f64,
     consume_rps: f64,
     consumed: u64,
-    reclaimed_mb: f64,
-    reclaim_mbps: f64,
-    cpu_per_mb: f64,
+    /// Bytes stored once they stopped falling, and when (s from the first write).
+    stored: u64,
+    settled_secs: f64,
+    /// The system's CPU seconds over the whole run.
+    cpu_secs: f64,
 }
 
 fn main() {
@@ -74,31 +80,42 @@ fn main() {
     iggy_bin.is_some().then(|| names.push("gateway (Iggy)"));
     kafka_cp.is_some().then(|| names.push("Kafka 4.4"));
     println!(
-        "| system | compactor | produce rec/s | CPU µs/rec | consume rec/s (records) | reclaimed MB | MB/s | CPU s/MB |"
+        "| system | round | compactor | produce rec/s | CPU µs/rec | consume rec/s (records) | stored MB | on/off produce, consume | reclaimed MB | MB/s | CPU s/MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for name in names {
-        let mut runs = [Run::default(); 2];
-        for (on, run) in [false, true].into_iter().zip(&mut runs) {
-            let system = start(name, on, (&bin, iggy_bin.as_deref(), kafka_cp.as_deref()));
-            *run = measure(&system, records, on);
-            println!(
-                "| {name} | {} | {:.0} | {:.1} | {:.0} ({}) | {:.1} | {:.2} | {:.2} |",
-                if on { "on" } else { "off" },
-                run.produce_rps,
-                run.produce_cpu_us,
-                run.consume_rps,
-                run.consumed,
-                run.reclaimed_mb,
-                run.reclaim_mbps,
-                run.cpu_per_mb
-            );
+        for round in 1..=ROUNDS {
+            let mut runs = [Run::default(); 2];
+            for (on, run) in [false, true].into_iter().zip(&mut runs) {
+                let system = start(name, on, (&bin, iggy_bin.as_deref(), kafka_cp.as_deref()));
+                *run = measure(&system, records);
+            }
+            for (on, run) in [false, true].into_iter().zip(&runs) {
+                let mut row = format!(
+                    "| {name} | {round} | {} | {:.0} | {:.1} | {:.0} ({}) | {:.1} |",
+                    if on { "on" } else { "off" },
+                    run.produce_rps,
+                    run.produce_cpu_us,
+                    run.consume_rps,
+                    run.consumed,
+                    run.stored as f64 / 1e6,
+                );
+                if on {
+                    let (off, on) = (&runs[0], &runs[1]);
+                    let reclaimed = off.stored.saturating_sub(on.stored) as f64 / 1e6;
+                    row += &format!(
+                        " {:.2}x, {:.2}x | {reclaimed:.1} | {:.2} | {:.3} |",
+                        on.produce_rps / off.produce_rps,
+                        on.consume_rps / off.consume_rps,
+                        reclaimed / on.settled_secs,
+                        (on.cpu_secs - off.cpu_secs) / reclaimed.max(1e-9),
+                    );
+                } else {
+                    row += " | | | |";
+                }
+                println!("{row}");
+            }
         }
-        println!(
-            "  {name}: compactor on/off: produce {:.2}x, consume {:.2}x",
-            runs[1].produce_rps / runs[0].produce_rps,
-            runs[1].consume_rps / runs[0].consume_rps
-        );
     }
 }
 
@@ -110,7 +127,7 @@ fn start(
 ) -> System {
     if name.starts_with("Kafka") {
         let extra = if on {
-            "log.cleaner.backoff.ms=100\n"
+            "log.cleaner.backoff.ms=100\nlog.segment.delete.delay.ms=0\n"
         } else {
             "log.cleaner.enable=false\n"
         };
@@ -131,40 +148,33 @@ fn start(
     }
 }
 
-fn measure(system: &System, records: u64, on: bool) -> Run {
+fn measure(system: &System, records: u64) -> Run {
     let addr = &system.addr;
     create_topics_with(addr, &[TOPIC], PARTITIONS, &TOPIC_CONFIGS);
     let cpu = system.cpu_secs();
     let start = Instant::now();
     produce(addr, records);
     let secs = start.elapsed().as_secs_f64();
-    let written = Instant::now();
     let produce_cpu_us = (system.cpu_secs() - cpu) * 1e6 / records as f64;
     let (consumed, consume_secs) = consume(addr);
-    let mut run = Run {
+    let stored = || system.procs.iter().map(|p| p.stored_bytes()).sum::<u64>();
+    let (mut low, mut fell_at) = (stored(), Instant::now());
+    while fell_at.elapsed() < Duration::from_secs(5) && start.elapsed() < LIMIT {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = stored();
+        if now < low {
+            (low, fell_at) = (now, Instant::now());
+        }
+    }
+    Run {
         produce_rps: records as f64 / secs,
         produce_cpu_us,
         consume_rps: consumed as f64 / consume_secs,
         consumed,
-        ..Run::default()
-    };
-    if on {
-        let stored = || system.procs.iter().map(|p| p.stored_bytes()).sum::<u64>();
-        let (cpu, peak) = (system.cpu_secs(), stored());
-        let (mut low, mut fell_at) = (peak, written);
-        while fell_at.elapsed() < Duration::from_secs(5) && written.elapsed() < LIMIT {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = stored();
-            if now < low {
-                (low, fell_at) = (now, Instant::now());
-            }
-        }
-        run.reclaimed_mb = peak.saturating_sub(low) as f64 / 1e6;
-        let took = (fell_at - written).as_secs_f64().max(1e-3);
-        run.reclaim_mbps = run.reclaimed_mb / took;
-        run.cpu_per_mb = (system.cpu_secs() - cpu) / run.reclaimed_mb.max(1e-9);
+        stored: low,
+        settled_secs: (fell_at - start).as_secs_f64(),
+        cpu_secs: system.cpu_secs() - cpu,
     }
-    run
 }
 
 /// `n` records of [`SIZE`] bytes, keys round robin over [`KEYS`], partitions round robin.
@@ -182,21 +192,11 @@ fn produce(addr: &str, n: u64) {
     let deadline = Instant::now() + LIMIT;
     for i in 0..n {
         let key = format!("key-{:05}", i % KEYS);
-        let mut rec = BaseRecord::to(TOPIC)
+        let rec = BaseRecord::to(TOPIC)
             .key(&key)
             .payload(&payload)
             .partition((i % PARTITIONS as u64) as i32);
-        loop {
-            match producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    assert!(Instant::now() < deadline, "produce: queue full");
-                    rec = r;
-                    producer.poll(Duration::from_millis(1));
-                }
-                Err((e, _)) => panic!("produce: {e}"),
-            }
-        }
+        common::send_polling(&producer, rec, deadline);
         if i % 1000 == 0 {
             producer.poll(Duration::ZERO);
         }

@@ -48,7 +48,6 @@ mod java;
 mod procs;
 
 use common::{await_partitions, bounded, config, consume, create_topic, PARTITIONS};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -176,23 +175,10 @@ fn produce(
             producer.begin_transaction().expect("begin_transaction");
             opened = Instant::now();
         }
-        let mut rec = BaseRecord::<(), [u8]>::to(topic)
+        let rec = BaseRecord::<(), [u8]>::to(topic)
             .payload(&payload)
             .partition((i % PARTITIONS as u64) as i32);
-        loop {
-            match producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    assert!(
-                        Instant::now() < deadline,
-                        "produce: queue full for {limit:?}"
-                    );
-                    rec = r;
-                    producer.poll(Duration::from_millis(1));
-                }
-                Err((e, _)) => panic!("produce: send failed: {e}"),
-            }
-        }
+        common::send_polling(&producer, rec, deadline);
         in_txn += 1;
         if i % 1000 == 0 {
             producer.poll(Duration::ZERO);

@@ -7,7 +7,10 @@ use rdkafka::client::{Client, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::message::ToBytes;
+use rdkafka::producer::{
+    BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer,
+};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::sync::{mpsc, Mutex};
 use std::thread;
@@ -329,4 +332,28 @@ pub fn produce(
     let mut lat = std::mem::take(&mut acks.latencies_ns);
     lat.sort_unstable();
     (secs, lat)
+}
+
+/// Sends `rec` on a producer polled by its caller, polling while librdkafka's queue is
+/// full, until `deadline`. (Only the benches with such producers use it.)
+#[allow(dead_code)]
+pub fn send_polling<K: ToBytes + ?Sized, P: ToBytes + ?Sized>(
+    producer: &BaseProducer,
+    mut rec: BaseRecord<'_, K, P>,
+    deadline: Instant,
+) {
+    loop {
+        match producer.send(rec) {
+            Ok(()) => return,
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "produce: queue full until the deadline"
+                );
+                rec = r;
+                producer.poll(Duration::from_millis(1));
+            }
+            Err((e, _)) => panic!("produce: send failed: {e}"),
+        }
+    }
 }

@@ -39,14 +39,16 @@ impl Proc {
         status_mib(self.pid(), "VmHWM")
     }
 
-    /// Bytes of every file under its temp dir: its data, logs included.
+    /// Disk bytes of every file under its temp dir, its data and logs: blocks in use,
+    /// so preallocated sparse files count what they hold.
     pub fn stored_bytes(&self) -> u64 {
         fn walk(dir: &Path) -> u64 {
+            use std::os::unix::fs::MetadataExt;
             let entries = fs::read_dir(dir).into_iter().flatten().flatten();
             entries
                 .map(|e| match e.file_type() {
                     Ok(t) if t.is_dir() => walk(&e.path()),
-                    _ => e.metadata().map_or(0, |m| m.len()),
+                    _ => e.metadata().map_or(0, |m| m.blocks() * 512),
                 })
                 .sum()
         }
