@@ -3,9 +3,8 @@
 //!
 //! As Kafka's cleaner decides: the latest record of each key stays; a tombstone stays
 //! until `delete.retention.ms` after compaction first reached it; records of aborted
-//! transactions go, markers stay (Kafka drops a marker later, once no record of its
-//! transaction is left and `delete.retention.ms` passed: not done here); keyless records
-//! go. Nothing at or past the end is touched: the batch ending at the high watermark
+//! transactions go; a marker goes once no record of its transaction is left and
+//! `delete.retention.ms` passed since compaction first reached it; keyless records go. Nothing at or past the end is touched: the batch ending at the high watermark
 //! (the active tail; a marker there still ends its transaction; where the engine stores records one by one and reads them back
 //! joined in batches of its own, the last record), batches with a record younger than `min.compaction.lag.ms`, and
 //! transactions still open.
@@ -33,7 +32,8 @@ pub struct Plan {
     /// Whether `keep` lacks any record below `below`: a pass with nothing to remove
     /// leaves the log alone.
     pub removes: bool,
-    /// When the first tombstone kept may go (ms since the epoch).
+    /// When the first tombstone, or marker of a transaction with no record left, kept
+    /// for `delete.retention.ms` may go (ms since the epoch).
     pub tombstones_due: Option<i64>,
     /// Bytes of the batches below `below`, as read.
     pub bytes_below: u64,
@@ -46,6 +46,13 @@ pub struct Plan {
 struct Latest {
     offset: i64,
     tombstone: bool,
+}
+
+/// A transaction marker read, and the offsets of its transaction's records read before
+/// it: while one of them stays, so does the marker (readers judge them by it).
+struct EndMarker {
+    offset: i64,
+    records: Vec<i64>,
 }
 
 /// A transaction not yet ended in what was read: its first offset and its keyed
@@ -63,7 +70,7 @@ pub struct Planner {
     now_ms: i64,
     watermarks: Watermarks,
     latest: HashMap<Bytes, Latest>,
-    markers: Vec<i64>,
+    markers: Vec<EndMarker>,
     open: HashMap<i64, OpenTxn>,
     /// Each batch taken: the offset after it, its record count and size.
     taken: Vec<(i64, i64, u64)>,
@@ -130,8 +137,12 @@ impl Planner {
             return Ok(false);
         }
         if header.control {
-            self.markers.extend(stored.iter().map(|r| r.offset));
-            self.end_txn(batch, &header);
+            let records = self.end_txn(batch, &header);
+            let ended = stored.iter().map(|r| EndMarker {
+                offset: r.offset,
+                records: records.clone(),
+            });
+            self.markers.extend(ended);
         } else if header.transactional {
             let txn = self
                 .open
@@ -150,11 +161,16 @@ impl Planner {
     }
 
     /// The transaction marker `batch` ends: a commit's records count, an abort's go.
-    fn end_txn(&mut self, batch: &Bytes, header: &BatchHeader) {
-        let ended = self.open.remove(&header.producer_id);
-        if let (Some(Marker::Commit), Some(txn)) = (markers::read(batch), ended) {
+    /// The offsets of the records it ended.
+    fn end_txn(&mut self, batch: &Bytes, header: &BatchHeader) -> Vec<i64> {
+        let Some(txn) = self.open.remove(&header.producer_id) else {
+            return Vec::new();
+        };
+        let offsets = txn.records.iter().map(|r| r.offset).collect();
+        if markers::read(batch) == Some(Marker::Commit) {
             txn.records.into_iter().for_each(|r| self.note(r));
         }
+        offsets
     }
 
     /// A record that counts: the latest of its key if it is later than the one known.
@@ -185,7 +201,7 @@ impl Planner {
         let below = open_from.map_or(taken_end, |first| first.min(taken_end));
         let retention = self.rules.delete_retention_ms;
         let mut tombstones_due: Option<i64> = None;
-        let mut keep: Vec<i64> = self.markers.into_iter().filter(|&o| o < below).collect();
+        let mut keep: Vec<i64> = Vec::new();
         for latest in self.latest.values().filter(|l| l.offset < below) {
             if latest.tombstone {
                 let due = reached_at(latest.offset).saturating_add(retention);
@@ -196,6 +212,19 @@ impl Planner {
             }
             keep.push(latest.offset);
         }
+        keep.sort_unstable();
+        let mut markers = Vec::new();
+        for m in self.markers.into_iter().filter(|m| m.offset < below) {
+            let holds = m.records.iter().any(|o| keep.binary_search(o).is_ok());
+            let due = reached_at(m.offset).saturating_add(retention);
+            if holds || due > self.now_ms {
+                markers.push(m.offset);
+            }
+            if !holds && due > self.now_ms {
+                tombstones_due = Some(tombstones_due.map_or(due, |d| d.min(due)));
+            }
+        }
+        keep.extend(markers);
         keep.sort_unstable();
         let below_batches = self.taken.iter().filter(|t| t.0 <= below);
         let (records, bytes_below) = below_batches.fold((0, 0), |(n, b), t| (n + t.1, b + t.2));
@@ -393,5 +422,34 @@ mod tests {
             (0, false),
             "a batch as produced stays whole"
         );
+    }
+
+    #[test]
+    fn a_marker_goes_once_no_record_of_its_transaction_is_left() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("aborted"))], old, Some(7)),
+            marker(1, 7, Marker::Abort),
+            batch(2, &[("b", Some("1"))], old, Some(8)),
+            marker(3, 8, Marker::Commit),
+            batch(4, &[("c", Some("1"))], old, Some(9)),
+            marker(5, 9, Marker::Commit),
+            batch(6, &[("c", Some("2"))], old, None),
+            batch(7, &[("d", Some("tail"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 8, &batches, NOW);
+        assert_eq!(
+            p.keep,
+            vec![1, 2, 3, 5, 6],
+            "reached just now: every marker stays"
+        );
+        assert_eq!(p.tombstones_due, Some(NOW + 1_000));
+        let p = plan(rules(0, 1_000), 8, &batches, NOW - 1_000);
+        assert_eq!(
+            p.keep,
+            vec![2, 3, 6],
+            "the abort's and the superseded commit's markers go; b's commit stays with it"
+        );
+        assert_eq!(p.tombstones_due, None);
     }
 }

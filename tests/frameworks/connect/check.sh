@@ -219,8 +219,8 @@ check_pipeline() {
 compacted_internal() {
     local t records ends
     for t in connect-configs connect-offsets connect-status; do
-        records=$(tool values "$t" | wc -l)
-        ends=$(tool end-offsets "$t" | awk '{ s += $2 } END { print s + 0 }')
+        records=$(tool values "${FW_ADDR[main]}" "$t" | wc -l)
+        ends=$(tool end-offsets "${FW_ADDR[main]}" "$t" | awk '{ s += $2 } END { print s + 0 }')
         SHOW="$t: $records records of $ends offsets"
         [ "$records" -lt "$ends" ] && { echo "  $SHOW"; return 0; }
     done
