@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use iggy::prelude::{PollingStrategy, SegmentClient};
-use iggy_kafka_actors::store::{Compacted, StoreError, StoreResult, TopicPartition};
+use iggy_kafka_actors::store::{Compacted, StoreResult, TopicPartition};
 use parking_lot::Mutex;
 
 use super::errors::{backend_error, partition_id};
-use super::shared_copy::{self, Row, SharedCopy};
+use super::shared_copy::{Row, SharedCopy};
 use super::Inner;
 
 /// The metadata table of the removed ranges.
@@ -166,17 +166,12 @@ impl Inner {
         keep: &[i64],
     ) -> StoreResult<Compacted> {
         let _writing = self.compacted.rows.writing.lock().await;
-        if !self.incarnations.lock().contains_key(&tp.topic) {
-            self.list_logs().await?;
-        }
-        let incarnation = (self.incarnations.lock().get(&tp.topic).copied())
-            .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))?;
+        let key = self.row_key_to_write(tp).await?;
         self.compacted.rows.read(self).await?;
-        let known = self.compacted.rows.known(self, tp).unwrap_or_default();
+        let known = self.compacted.rows.known(&key).unwrap_or_default();
         let before = self.partition_state(tp).await?;
         let removed = known.with_pass(known.log_start(before.first), below, keep);
         if removed != *known {
-            let key = shared_copy::key(tp, incarnation);
             self.compacted.rows.put(self, key, removed.clone()).await?;
         }
         let after = self.reclaim(tp, &removed, before).await?;

@@ -10,9 +10,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use iggy_kafka_actors::store::{StoreError, StoreResult, TopicPartition, Watermarks};
+use iggy_kafka_actors::store::{StoreResult, TopicPartition, Watermarks};
 
-use super::shared_copy::{self, Row, SharedCopy};
+use super::shared_copy::{Row, SharedCopy};
 use super::Inner;
 
 /// The metadata table of the starts.
@@ -31,12 +31,6 @@ impl Row for i64 {
 }
 
 impl Inner {
-    /// The log start DeleteRecords left on a partition, 0 if none.
-    pub(super) async fn deleted_below(self: &Arc<Self>, tp: &TopicPartition) -> StoreResult<i64> {
-        let start = self.log_starts_moved.get(self, tp).await?;
-        Ok(start.map_or(0, |s| *s))
-    }
-
     /// `LogCall::DeleteRecords`: the partition's watermarks with the stored start,
     /// then the new start written to the table.
     pub(super) async fn delete_records(
@@ -46,18 +40,13 @@ impl Inner {
     ) -> StoreResult<Watermarks> {
         let _writing = self.log_starts_moved.writing.lock().await;
         let mut w = self.kafka_watermarks(tp).await?;
-        if !self.incarnations.lock().contains_key(&tp.topic) {
-            self.list_logs().await?;
-        }
-        let incarnation = (self.incarnations.lock().get(&tp.topic).copied())
-            .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))?;
+        let key = self.row_key_to_write(tp).await?;
         self.log_starts_moved.read(self).await?;
-        let known = self.log_starts_moved.known(self, tp);
+        let known = self.log_starts_moved.known(&key);
         w.log_start = w.log_start.max(known.map_or(0, |s| *s));
         let Some(start) = w.moved_start(tp, offset)? else {
             return Ok(w);
         };
-        let key = shared_copy::key(tp, incarnation);
         self.log_starts_moved.put(self, key, start).await?;
         tracing::info!(partition = %tp, start, "log start moved; records below it are hidden");
         Ok(Watermarks {

@@ -37,8 +37,23 @@ struct Known<T> {
     rows: HashMap<String, (Bytes, Arc<T>)>,
 }
 
-pub fn key(tp: &TopicPartition, incarnation: u64) -> String {
-    format!("{}/{incarnation}/{}", tp.topic, tp.partition)
+impl Inner {
+    /// The partition's key in such tables, when its topic's incarnation is known here.
+    pub(super) fn row_key(&self, tp: &TopicPartition) -> Option<String> {
+        let incarnation = self.incarnations.lock().get(&tp.topic).copied()?;
+        Some(format!("{}/{incarnation}/{}", tp.topic, tp.partition))
+    }
+
+    /// [`Inner::row_key`] for a write: the topics are listed when the incarnation is
+    /// not known yet.
+    pub(super) async fn row_key_to_write(&self, tp: &TopicPartition) -> StoreResult<String> {
+        if let Some(key) = self.row_key(tp) {
+            return Ok(key);
+        }
+        self.list_logs().await?;
+        self.row_key(tp)
+            .ok_or_else(|| StoreError::UnknownTopic(tp.topic.to_string()))
+    }
 }
 
 impl<T: Row> SharedCopy<T> {
@@ -53,12 +68,8 @@ impl<T: Row> SharedCopy<T> {
         }
     }
 
-    /// The partition's row, from a copy at most [`REFRESH`] old.
-    pub async fn get(
-        &self,
-        inner: &Arc<Inner>,
-        tp: &TopicPartition,
-    ) -> StoreResult<Option<Arc<T>>> {
+    /// The row at `key` ([`Inner::row_key`]), from a copy at most [`REFRESH`] old.
+    pub async fn get(&self, inner: &Arc<Inner>, key: &str) -> StoreResult<Option<Arc<T>>> {
         let stale = {
             let mut known = self.known.lock();
             let stale = known.read_at.is_none_or(|at| at.elapsed() >= REFRESH);
@@ -71,17 +82,13 @@ impl<T: Row> SharedCopy<T> {
         if stale {
             self.read(inner).await?;
         }
-        Ok(self.known(inner, tp))
+        Ok(self.known(key))
     }
 
-    /// The partition's row in this gateway's copy as it is.
-    pub fn known(&self, inner: &Inner, tp: &TopicPartition) -> Option<Arc<T>> {
-        let incarnation = inner.incarnations.lock().get(&tp.topic).copied()?;
+    /// The row at `key` in this gateway's copy as it is.
+    pub fn known(&self, key: &str) -> Option<Arc<T>> {
         let known = self.known.lock();
-        known
-            .rows
-            .get(&key(tp, incarnation))
-            .map(|(_, row)| row.clone())
+        known.rows.get(key).map(|(_, row)| row.clone())
     }
 
     /// Reads the whole table again.

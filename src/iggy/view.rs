@@ -30,10 +30,19 @@ impl View {
 }
 
 impl Inner {
+    /// The partition's view, from the tables' copies (`shared_copy.rs`); a topic whose
+    /// incarnation is not known here yet has no rows.
     pub(super) async fn view(self: &Arc<Self>, tp: &TopicPartition) -> StoreResult<View> {
+        let Some(key) = self.row_key(tp) else {
+            return Ok(View {
+                deleted_below: 0,
+                removed: None,
+            });
+        };
+        let start = self.log_starts_moved.get(self, &key).await?;
         Ok(View {
-            deleted_below: self.deleted_below(tp).await?,
-            removed: self.compacted.rows.get(self, tp).await?,
+            deleted_below: start.map_or(0, |s| *s),
+            removed: self.compacted.rows.get(self, &key).await?,
         })
     }
 

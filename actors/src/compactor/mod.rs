@@ -148,6 +148,11 @@ impl Compactor {
     /// A tick: unless a pass is under way, picks the partition most due and passes
     /// over it.
     fn tick(&mut self, ctx: &mut Context<Self>) {
+        // Passes go on only while this gateway's view of the cluster is its own to act on.
+        let cluster = self.cluster.borrow().clone();
+        if !cluster.held() {
+            return;
+        }
         let Some(mut partitions) = self.partitions.take() else {
             return;
         };
@@ -157,7 +162,6 @@ impl Compactor {
             .filter(|t| !is_internal(&t.name))
             .filter_map(|t| Some((t.clone(), config.compaction(&t.configs)?)))
             .collect();
-        let cluster = self.cluster.borrow().clone();
         let (logs, metrics) = (self.logs.clone(), self.metrics.clone());
         let pass_bytes = self.settings.pass_bytes;
         let work = async move {
@@ -177,7 +181,7 @@ impl Compactor {
                         topic: topic.name.clone(),
                         partition: p as i32,
                     };
-                    if cluster.leader_of(&tp).id != cluster.me.id || !cluster.held() {
+                    if cluster.leader_of(&tp).id != cluster.me.id {
                         continue;
                     }
                     let key = (topic.id, p as i32);

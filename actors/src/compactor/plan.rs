@@ -4,9 +4,11 @@
 //! As Kafka's cleaner decides: the latest record of each key stays; a tombstone stays
 //! until `delete.retention.ms` after compaction first reached it; records of aborted
 //! transactions go; a marker goes once no record of its transaction is left and
-//! `delete.retention.ms` passed since compaction first reached it; keyless records go. Nothing at or past the end is touched: the batch ending at the high watermark
-//! (the active tail; a marker there still ends its transaction; where the engine stores records one by one and reads them back
-//! joined in batches of its own, the last record), batches with a record younger than `min.compaction.lag.ms`, and
+//! `delete.retention.ms` passed since compaction first reached it; keyless records go.
+//! Nothing at or past the end is touched: the batch ending at the high watermark (the
+//! active tail; a marker there still ends its transaction; where the engine stores
+//! records one by one and reads them back joined in batches of its own, the last
+//! record), batches with a record younger than `min.compaction.lag.ms`, and
 //! transactions still open.
 
 use std::collections::HashMap;
