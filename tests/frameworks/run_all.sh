@@ -20,9 +20,9 @@ mkdir -p "$LOGS"
 export IGGY_SERVER_BIN=${IGGY_SERVER_BIN:-$(cd "$HERE/../.." && pwd)/../shared/iggy/iggy-server}
 
 # Longest first (measured), so the slowest does not start last; then any other check.
-ON_IGGY=(franz-go connect kafka-tools streams-eos spring)
+ON_IGGY=(franz-go connect kafka-tools streams-eos apicurio spring)
 order=(franz-go@iggy franz-go connect@iggy connect streams-eos@iggy kafka-tools@iggy
-    kafka-tools streams-eos streams spring@iggy spring)
+    kafka-tools streams-eos apicurio@iggy apicurio streams spring@iggy spring)
 for dir in "$HERE"/*/; do
     name=$(basename "$dir")
     [ -f "$dir/check.sh" ] && [[ " ${order[*]} " != *" $name "* ]] && order+=("$name")
