@@ -148,6 +148,9 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
                         source,
                     })?;
                 store.keep_free(settings.embedded_min_free_bytes);
+                store.enforce_retention_every(Duration::from_millis(
+                    settings.retention_check_interval_ms,
+                ));
                 let store = Arc::new(store);
                 (store.clone(), store.clone(), store)
             }

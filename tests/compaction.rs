@@ -16,16 +16,12 @@ use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{Offset, TopicPartitionList};
 
 use crate::support;
-use support::describe::log_dirs;
-use support::kafka::{admin, create_topic};
-use support::{on_every_store, Gateway, RawClient, Store};
+use support::describe::stored_bytes;
+use support::kafka::{admin, create_topic, read_to_end};
+use support::{on_every_store, Gateway, Store};
 
 on_every_store!(
     a_compacted_topic_keeps_the_latest_value_of_each_key,
@@ -108,41 +104,6 @@ fn write_round(
     p.flush(Duration::from_secs(30)).expect("acknowledged");
 }
 
-/// What a consumer from the beginning reads of partition 0, up to its end: each
-/// record's offset, key and value (`None`: a tombstone).
-fn read_all(bootstrap: &str, topic: &str) -> Vec<(i64, String, Option<Vec<u8>>)> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "unused")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .create()
-        .expect("consumer");
-    let mut at = TopicPartitionList::new();
-    at.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    consumer.assign(&at).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut got = Vec::new();
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "no end of the partition: read {}",
-            got.len()
-        );
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => got.push((
-                m.offset(),
-                String::from_utf8(m.key().unwrap().to_vec()).unwrap(),
-                m.payload().map(<[u8]>::to_vec),
-            )),
-            Some(Err(KafkaError::PartitionEOF(_))) => return got,
-            Some(Err(e)) => panic!("consumer: {e}"),
-            None => {}
-        }
-    }
-}
-
 /// Checks what a reader saw against the rounds acknowledged (`rounds` of them, deleted
 /// keys' tombstones at round `tombstones`): offsets grow, each key's versions come in
 /// order, and each key's last version is there, its latest value or its tombstone (the
@@ -182,13 +143,6 @@ fn check_view(read: &[(i64, String, Option<Vec<u8>>)], rounds: usize, tombstones
     last.len() == live && versions.values().all(|&n| n == 1) && live == DELETED_FROM
 }
 
-/// Bytes the store keeps for partition 0 of `topic`, as DescribeLogDirs says.
-fn stored_bytes(gw: &Gateway, topic: &str) -> i64 {
-    let mut c = RawClient::connect(gw.addr);
-    let (_, dirs) = log_dirs(&mut c, 4, Some(&[(topic, &[0])]));
-    dirs.iter().flat_map(|d| &d.logs).map(|l| l.2).sum()
-}
-
 /// Every message a native Iggy reader finds in partition 0 of `topic`: offset and
 /// payload.
 async fn natively_read(server: &support::iggy::IggyServer, topic: &str) -> Vec<(u64, Vec<u8>)> {
@@ -221,7 +175,7 @@ async fn natively_read(server: &support::iggy::IggyServer, topic: &str) -> Vec<(
 fn await_compacted(bootstrap: &str, topic: &str, rounds: usize, tombstones: usize) {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let read = read_all(bootstrap, topic);
+        let read = read_to_end(bootstrap, topic);
         if check_view(&read, rounds, tombstones) {
             return;
         }
@@ -247,7 +201,7 @@ fn a_compacted_topic_keeps_the_latest_value_of_each_key(store: Store) {
     for round in 0..rounds {
         write_round(&p, topic, round, tombstones);
     }
-    let everything = read_all(&b, topic);
+    let everything = read_to_end(&b, topic);
     assert!(
         !check_view(&everything, rounds, tombstones),
         "every version is there"
@@ -276,7 +230,7 @@ fn a_compacted_topic_keeps_the_latest_value_of_each_key(store: Store) {
         // A native reader sees what the remaining segments hold, superseded or not,
         // from the first offset Iggy still has: past the deleted segments.
         let native = runtime().block_on(natively_read(server, topic));
-        let kafka = read_all(&b, topic);
+        let kafka = read_to_end(&b, topic);
         println!(
             "native Iggy reader: {} messages from offset {}; Kafka reader: {} records",
             native.len(),
@@ -327,7 +281,7 @@ fn sigkills_while_compacting_lose_nothing_that_must_stay() {
         gw.kill();
         interrupted += usize::from(began && compacting(gw.data_dir()));
         gw.restart_after_kill();
-        check_view(&read_all(&b, topic), rounds, tombstones);
+        check_view(&read_to_end(&b, topic), rounds, tombstones);
     }
     println!("{interrupted} of {KILLS} SIGKILLs left a pass's new file behind");
     await_compacted(&b, topic, rounds, tombstones);
@@ -393,7 +347,7 @@ fn transactions_compact_to_the_latest_committed_value(store: Store) {
     let latest = (0..rounds).rev().find(|&r| !aborted(r)).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let read = read_all(&b, topic);
+        let read = read_to_end(&b, topic);
         let mut versions: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (_, key, value) in &read {
             let round = round_of(value.as_deref().expect("no tombstones here"));

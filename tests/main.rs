@@ -32,6 +32,7 @@ mod ports;
 mod protocol_versions;
 mod rdkafka_roundtrip;
 mod replicas;
+mod retention;
 mod rskafka_roundtrip;
 mod sasl;
 mod settings;

@@ -265,6 +265,31 @@ impl PartitionIndex {
         self.batches[start..start + n].to_vec()
     }
 
+    /// Where retention puts the log start: past every batch older than `expired` (whose
+    /// records all have earlier timestamps; from the oldest on, up to the first batch
+    /// that is not), and past the oldest batches while the rest still hold at least
+    /// `keep_bytes` (Kafka's rule for whole segments, here for whole batches).
+    pub fn retained_from(&self, expired: Option<i64>, keep_bytes: Option<u64>) -> i64 {
+        let high = self.watermarks().high;
+        let by_time = expired.map_or(0, |before| {
+            (self.batches.iter())
+                .find(|b| b.max_timestamp >= before)
+                .map_or(high, |b| b.base_offset)
+        });
+        let by_size = keep_bytes.map_or(0, |keep| {
+            let mut left = self.size();
+            (self.batches.iter())
+                .find(|b| {
+                    let after = left.saturating_sub(u64::from(b.size));
+                    let kept = after < keep;
+                    left = after;
+                    kept
+                })
+                .map_or(high, |b| b.base_offset)
+        });
+        by_time.max(by_size)
+    }
+
     /// The batches wholly below `offset` (what a compaction up to it rewrites).
     pub fn wholly_before(&self, offset: i64) -> Vec<IndexEntry> {
         let at = self.batches.partition_point(|b| b.next_offset() <= offset);
@@ -405,6 +430,36 @@ mod tests {
         );
         p.push(entry(30, 5, 100, 1));
         assert_eq!(p.watermarks().high, 35);
+    }
+
+    #[test]
+    fn retention_lets_the_oldest_batches_go_by_time_and_by_size() {
+        let mut p = PartitionIndex::default();
+        for (i, ts) in [(0, 50), (10, 90), (20, 20), (30, 95)] {
+            p.push(entry(i, 10, 100, ts));
+        }
+        assert_eq!(p.retained_from(None, None), 0);
+        assert_eq!(
+            p.retained_from(Some(60), None),
+            10,
+            "up to the first newer batch"
+        );
+        assert_eq!(
+            p.retained_from(Some(91), None),
+            30,
+            "an older batch after it waits"
+        );
+        assert_eq!(p.retained_from(Some(96), None), 40, "all expired");
+        assert_eq!(
+            p.retained_from(None, Some(200)),
+            20,
+            "at least 200 bytes left"
+        );
+        assert_eq!(p.retained_from(None, Some(250)), 10);
+        assert_eq!(p.retained_from(None, Some(1_000)), 0);
+        assert_eq!(p.retained_from(Some(60), Some(150)), 20, "the later: size");
+        assert_eq!(p.retained_from(Some(91), Some(250)), 30, "the later: time");
+        assert_eq!(PartitionIndex::default().retained_from(Some(1), Some(1)), 0);
     }
 
     #[test]

@@ -14,9 +14,12 @@ impl LogStore for EmbeddedStore {
                 Box::pin(async move { Ok(LogAnswer::Listed(listed)) })
             }
             LogCall::Create {
-                name, partitions, ..
+                name,
+                partitions,
+                limits,
             } => blocking(&self.inner, move |s| {
-                s.create_log(name, partitions).map(LogAnswer::Created)
+                s.create_log(name, partitions, &limits)
+                    .map(LogAnswer::Created)
             }),
             LogCall::Delete(name) => blocking(&self.inner, move |s| {
                 s.delete_log(&name).map(|()| LogAnswer::Done)
@@ -27,18 +30,9 @@ impl LogStore for EmbeddedStore {
                 s.add_partitions(&name, partitions)
                     .map(|()| LogAnswer::Done)
             }),
-            // Retention is stored and echoed, not enforced here (`docs/CONFIGS.md`);
-            // the topic must exist all the same, as on Iggy.
-            LogCall::SetLimits { name, .. } => {
-                let known = self.inner.topics.read().contains_key(&name);
-                Box::pin(async move {
-                    if known {
-                        Ok(LogAnswer::Done)
-                    } else {
-                        Err(StoreError::UnknownTopic(name.to_string()))
-                    }
-                })
-            }
+            LogCall::SetLimits { name, limits } => blocking(&self.inner, move |s| {
+                s.set_retention(&name, &limits).map(|()| LogAnswer::Done)
+            }),
             LogCall::Append { tp, batches } => blocking(&self.inner, move |s| {
                 s.append(&tp, batches).map(LogAnswer::Appended)
             }),

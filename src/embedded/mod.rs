@@ -20,6 +20,7 @@ mod index;
 mod log;
 mod meta;
 mod partition_file;
+mod retention;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -33,13 +34,14 @@ use iggy_kafka_actors::store::log::LogInfo;
 use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{
     AppendBatch, Appended, ReadBatches, StoreError, StoreFuture, StoreResult, TimestampedOffset,
-    TopicPartition, Watermarks,
+    TopicLimits, TopicPartition, Watermarks,
 };
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use index::{IndexEntry, PartitionIndex};
 use partition_file::{FileError, PartitionFile};
+use retention::Retention;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
@@ -87,16 +89,20 @@ impl From<EmbeddedError> for StoreError {
 }
 
 /// A topic's logs as keyspace `logs` keeps them, under the topic's name: the id their
-/// keyspaces are named after, the partition count and the incarnation.
+/// keyspaces are named after, the partition count, the incarnation and the retention.
 #[derive(Serialize, Deserialize)]
 struct StoredLog {
     id: uuid::Uuid,
     partitions: i32,
     incarnation: u64,
+    #[serde(default)]
+    retention: Retention,
 }
 
+#[derive(Clone)]
 struct TopicLog {
     info: LogInfo,
+    retention: Retention,
     index: Keyspace,
     /// Where the partitions' files are.
     dir: PathBuf,
@@ -345,6 +351,7 @@ fn open_log(
             partitions: stored.partitions,
             incarnation: stored.incarnation,
         },
+        retention: stored.retention,
         index,
         partitions: partitions
             .into_iter()
@@ -634,7 +641,12 @@ impl Inner {
 
     /// Makes a topic's keyspaces and records them in `logs`, durably. Its incarnation
     /// is the time it was made, in µs, later than any before it.
-    fn create_log(&self, name: Arc<str>, partitions: i32) -> StoreResult<LogInfo> {
+    fn create_log(
+        &self,
+        name: Arc<str>,
+        partitions: i32,
+        limits: &TopicLimits,
+    ) -> StoreResult<LogInfo> {
         let mut topics = self.topics.write();
         if topics.contains_key(&name) {
             return Err(StoreError::TopicExists(name.to_string()));
@@ -651,6 +663,7 @@ impl Inner {
             id: uuid::Uuid::new_v4(),
             partitions,
             incarnation: now.max(latest + 1),
+            retention: limits.into(),
         };
         let json =
             serde_json::to_vec(&stored).map_err(|e| StoreError::fatal_from("topic entry", e))?;
@@ -669,17 +682,36 @@ impl Inner {
     /// keyspace holds every partition's entries already, and a partition's file is made
     /// at its first append, so nothing else is made.
     fn add_partitions(&self, name: &Arc<str>, partitions: i32) -> StoreResult<()> {
+        self.update_log(name, |stored, log| {
+            if partitions <= log.info.partitions {
+                return Err(StoreError::HasPartitions {
+                    topic: name.to_string(),
+                    partitions: log.info.partitions,
+                });
+            }
+            stored.partitions = partitions;
+            log.info.partitions = partitions;
+            for p in log.partitions.len()..partitions as usize {
+                (log.partitions).push(Partition::new(&log.dir, p, PartitionIndex::default()));
+            }
+            Ok(())
+        })
+    }
+
+    /// Changes a topic's `logs` entry and its `TopicLog` together: `change` edits
+    /// both (or refuses), the entry is written durably, then the new `TopicLog` (which
+    /// shares the old one's partitions) takes the old one's place.
+    fn update_log(
+        &self,
+        name: &Arc<str>,
+        change: impl FnOnce(&mut StoredLog, &mut TopicLog) -> StoreResult<()>,
+    ) -> StoreResult<()> {
         let mut topics = self.topics.write();
-        let log = topics
-            .get(name)
-            .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?
-            .clone();
-        if partitions <= log.info.partitions {
-            return Err(StoreError::HasPartitions {
-                topic: name.to_string(),
-                partitions: log.info.partitions,
-            });
-        }
+        let mut log = TopicLog::clone(
+            topics
+                .get(name)
+                .ok_or_else(|| StoreError::UnknownTopic(name.to_string()))?,
+        );
         let value = self
             .logs
             .get(&**name)
@@ -690,27 +722,14 @@ impl Inner {
                 key: name.to_string(),
                 source,
             })?;
-        stored.partitions = partitions;
+        change(&mut stored, &mut log)?;
         let json =
             serde_json::to_vec(&stored).map_err(|e| StoreError::fatal_from("topic entry", e))?;
         self.logs
             .insert(&**name, json)
             .map_err(EmbeddedError::from)?;
         self.persist()?;
-        let mut all = log.partitions.clone();
-        for p in all.len()..partitions as usize {
-            all.push(Partition::new(&log.dir, p, PartitionIndex::default()));
-        }
-        let grown = TopicLog {
-            info: LogInfo {
-                partitions,
-                ..log.info.clone()
-            },
-            index: log.index.clone(),
-            dir: log.dir.clone(),
-            partitions: all,
-        };
-        topics.insert(name.clone(), Arc::new(grown));
+        topics.insert(name.clone(), Arc::new(log));
         Ok(())
     }
 

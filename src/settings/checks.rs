@@ -72,6 +72,10 @@ impl Settings {
             ),
             ("node_timeout_ms", self.node_timeout_ms as i64),
             ("fsync_interval_ms", self.fsync_interval_ms as i64),
+            (
+                "retention_check_interval_ms",
+                self.retention_check_interval_ms as i64,
+            ),
             ("compaction_pass_bytes", self.compaction_pass_bytes as i64),
             (
                 "sasl_max_concurrent_verifications",

@@ -134,6 +134,10 @@ pub struct Settings {
     /// The embedded store refuses writes (KAFKA_STORAGE_ERROR) while fewer bytes than
     /// this are free on its data directory's disk, and takes them again once there are.
     pub embedded_min_free_bytes: u64,
+    /// How often the embedded store lets go of what `retention.ms` and `retention.bytes`
+    /// no longer keep (Kafka's `log.retention.check.interval.ms`; Iggy's own cleaner
+    /// does it on Iggy).
+    pub retention_check_interval_ms: u64,
     /// How often the compactor of `cleanup.policy=compact` topics looks for a partition
     /// to compact (Kafka's `log.cleaner.backoff.ms`); 0 turns it off.
     pub compaction_interval_ms: u64,
@@ -299,6 +303,7 @@ impl Default for Settings {
             log_format: LogFormat::Text,
             fsync_interval_ms: 1_000,
             embedded_min_free_bytes: 64 << 20,
+            retention_check_interval_ms: 300_000,
             compaction_interval_ms: 15_000,
             compaction_pass_bytes: 256 << 20,
             iggy_address: "127.0.0.1:8090".into(),

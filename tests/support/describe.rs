@@ -104,3 +104,10 @@ pub fn page(r: &DescribeTopicPartitionsResponse) -> Page {
     let cursor = (r.next_cursor.as_ref()).map(|c| (c.topic_name.to_string(), c.partition_index));
     (topics, cursor)
 }
+
+/// Bytes the store keeps for partition 0 of `topic`, as DescribeLogDirs says.
+pub fn stored_bytes(gw: &super::Gateway, topic: &str) -> i64 {
+    let mut c = super::RawClient::connect(gw.addr);
+    let (_, dirs) = log_dirs(&mut c, 4, Some(&[(topic, &[0])]));
+    dirs.iter().flat_map(|d| &d.logs).map(|l| l.2).sum()
+}

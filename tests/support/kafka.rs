@@ -8,6 +8,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders, Timestamp};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -223,4 +224,39 @@ pub fn committed_at(
             _ => -1,
         })
         .collect()
+}
+
+/// What a consumer from the beginning reads of partition 0, up to its end: each
+/// record's offset, key and value (`None`: a tombstone).
+pub fn read_to_end(bootstrap: &str, topic: &str) -> Vec<(i64, String, Option<Vec<u8>>)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .create()
+        .expect("consumer");
+    let mut at = TopicPartitionList::new();
+    at.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&at).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut got = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no end of the partition: read {}",
+            got.len()
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => got.push((
+                m.offset(),
+                String::from_utf8(m.key().unwrap().to_vec()).unwrap(),
+                m.payload().map(<[u8]>::to_vec),
+            )),
+            Some(Err(KafkaError::PartitionEOF(_))) => return got,
+            Some(Err(e)) => panic!("consumer: {e}"),
+            None => {}
+        }
+    }
 }
