@@ -58,11 +58,21 @@ impl Topics {
         self.rules
     }
 
-    /// The topic table read again from the store now: a topic made through another
-    /// gateway or a native client is seen at once.
+    /// The topic table read again from the store since this call: a topic made through
+    /// another gateway or a native client is seen at once.
     pub async fn refresh(&self) -> Arc<TopicTable> {
-        let _ = self.admin.send(Refresh).await;
+        let asked = std::time::Instant::now();
+        let _ = self.admin.send(Refresh { asked }).await;
         self.table()
+    }
+
+    /// The topic table, read again first when it lacks any of the topics `names`.
+    pub async fn table_knowing(&self, mut names: impl Iterator<Item = &str>) -> Arc<TopicTable> {
+        let table = self.table();
+        match names.all(|name| table.get(name).is_some()) {
+            true => table,
+            false => self.refresh().await,
+        }
     }
 
     // Changes, each sent now, so changes sent in request order arrive in it.

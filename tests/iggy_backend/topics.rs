@@ -455,6 +455,69 @@ async fn gateways_on_one_iggy_share_topic_and_broker_configs() {
     }
 }
 
+/// A topic made through one gateway is known to another at once, whatever it is asked
+/// first: DescribeConfigs (with the configurations it was made with), an incremental
+/// AlterConfigs, CreatePartitions and DeleteTopics, each the first request naming the
+/// topic on the second gateway, right after the first answered its creation (Apicurio
+/// Registry's startup does this through a Service's two replicas).
+#[test]
+fn a_topic_made_through_one_gateway_is_at_once_known_to_another() {
+    use configs::{incremental, SET};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let (one, two) = (server.gateway(), server.gateway());
+    let (mut c1, mut c2) = (RawClient::connect(one.addr), RawClient::connect(two.addr));
+    // Asked right after a read of the second gateway's table (a Metadata request for
+    // another topic), so a re-read at most every so often would answer from it.
+    let fresh_read = |c: &mut RawClient| assert!(!configs::exists(c, "nobody-made-this"));
+    for i in 0..6 {
+        let topic = format!("made-elsewhere-{i}");
+        let policy = [("cleanup.policy", Some("compact"))];
+        fresh_read(&mut c2);
+        assert_eq!(
+            configs::create(&mut c1, 7, &topic, &policy, false).error_code,
+            0
+        );
+        let described =
+            configs::describe(&mut c2, 4, (2, &topic), Some(&["cleanup.policy"]), false);
+        assert_eq!(
+            described.error_code, 0,
+            "{topic}: {:?}",
+            described.error_message
+        );
+        let value = described.configs[0].value.as_ref().map(|v| v.to_string());
+        assert_eq!(value.as_deref(), Some("compact"), "{topic}");
+
+        let topic = format!("altered-elsewhere-{i}");
+        fresh_read(&mut c2);
+        assert_eq!(
+            configs::create(&mut c1, 7, &topic, &[], false).error_code,
+            0
+        );
+        let change = [("retention.ms", SET, Some("3600000"))];
+        let altered = incremental(&mut c2, 1, &[((2, &topic), &change)], false);
+        assert_eq!(altered, [(0, None)], "{topic}");
+
+        let topic = format!("grown-elsewhere-{i}");
+        fresh_read(&mut c2);
+        assert_eq!(
+            configs::create(&mut c1, 7, &topic, &[], false).error_code,
+            0
+        );
+        let grown = support::partitions::grow(&mut c2, 3, &[(&topic, 4, None)], false);
+        assert_eq!(grown, [(topic.clone(), 0, None)]);
+
+        let topic = format!("deleted-elsewhere-{i}");
+        fresh_read(&mut c2);
+        assert_eq!(
+            configs::create(&mut c1, 7, &topic, &[], false).error_code,
+            0
+        );
+        assert_eq!(configs::delete(&mut c2, &topic), 0, "{topic}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_topics_never_reaches_a_stream_or_an_unreachable_topic() {
     // Kafka names map to Iggy topics only: the streams' names are topics that do not

@@ -1,6 +1,6 @@
-//! DescribeConfigs: a topic's full set or a broker's, from the topic table and the
-//! configurations in force, without asking any actor. Each resource is answered on
-//! its own: a missing topic (3), a bad name (17) or an unknown resource type (42)
+//! DescribeConfigs: a topic's full set or a broker's, from the topic table (read
+//! again first when it lacks a topic asked for, which another gateway may just have
+//! made) and the configurations in force. Each resource is answered on its own: a missing topic (3), a bad name (17) or an unknown resource type (42)
 //! fails that resource only.
 
 use kafka_protocol::error::ResponseError;
@@ -13,19 +13,24 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::config_resources::{resource, Resource};
+use super::config_resources::{resource, Resource, TOPIC};
 use crate::authorizer::{Access, Operation};
 use crate::config_catalog::{BrokerScope, Entry};
 use crate::gateway::Gateway;
 use crate::protocol::versions::since;
+use crate::topic_admin::TopicTable;
 
 /// A topic needs DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster.
-pub fn handle(
-    gw: &Gateway,
+pub async fn handle(
+    gw: Gateway,
     version: i16,
     req: DescribeConfigsRequest,
-    access: &Access,
+    access: Access,
 ) -> DescribeConfigsResponse {
+    let topics = (req.resources.iter())
+        .filter(|r| r.resource_type == TOPIC)
+        .map(|r| r.resource_name.as_str());
+    let table = gw.topics.table_knowing(topics).await;
     let documented = version >= since::DESCRIBE_CONFIGS_DOCUMENTATION && req.include_documentation;
     let results = req
         .resources
@@ -35,7 +40,7 @@ pub fn handle(
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone())
                 .with_error_message(None);
-            match entries(gw, access, &r) {
+            match entries((&gw, &table), &access, &r) {
                 Ok(entries) => result.with_configs(
                     entries
                         .into_iter()
@@ -56,14 +61,14 @@ pub fn handle(
 }
 
 fn entries(
-    gw: &Gateway,
+    (gw, table): (&Gateway, &TopicTable),
     access: &Access,
     r: &DescribeConfigsResource,
 ) -> Result<Vec<Entry>, (ResponseError, String)> {
     let config = gw.topics.config();
     let authorized = (access, Operation::DescribeConfigs);
     match resource(gw, authorized, r.resource_type, &r.resource_name)? {
-        Resource::Topic(name) => match gw.topics.table().get(&name) {
+        Resource::Topic(name) => match table.get(&name) {
             Some(topic) => Ok(config.topic_entries(&topic.configs)),
             None => Err((
                 ResponseError::UnknownTopicOrPartition,

@@ -119,16 +119,16 @@ fn is_cordoned(configured: Option<&str>, dir: &str) -> bool {
 /// whose partitions named are all unknown is left out (Kafka lists such a topic with
 /// no partitions).
 async fn wanted(gw: &Gateway, req: DescribeLogDirsRequest) -> Vec<(Arc<TopicMeta>, Vec<i32>)> {
-    let mut table = gw.topics.table();
     let Some(asked) = req.topics else {
-        return (table.all().into_iter())
+        return (gw.topics.table().all().into_iter())
             .map(|t| (t.clone(), (0..t.partitions).collect()))
             .collect();
     };
     // A topic this gateway has not seen may have just been made through another.
-    if asked.iter().any(|t| table.get(&t.topic).is_none()) {
-        table = gw.topics.refresh().await;
-    }
+    let table = gw
+        .topics
+        .table_knowing(asked.iter().map(|t| t.topic.as_str()))
+        .await;
     let mut by_topic: BTreeMap<&str, BTreeSet<i32>> = BTreeMap::new();
     for t in &asked {
         let partitions = by_topic.entry(t.topic.as_str()).or_default();

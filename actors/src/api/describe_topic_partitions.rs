@@ -60,11 +60,8 @@ pub async fn handle(
             return refused(&req, ResponseError::InvalidRequest);
         }
     }
-    let mut table = gw.topics.table();
     // A topic this gateway has not seen may have just been made through another.
-    if named.iter().any(|name| table.get(name).is_none()) {
-        table = gw.topics.refresh().await;
-    }
+    let table = gw.topics.table_knowing(named.iter().copied()).await;
     let wanted: Vec<&str> = if every_topic {
         table.all().into_iter().map(|t| &*t.name).collect()
     } else {

@@ -124,9 +124,10 @@ pub fn route(
                 alter_partition_reassignments::handle(gw, r, &access),
             ))
         }
-        RequestKind::DescribeConfigs(r) => answered(ResponseKind::DescribeConfigs(
-            describe_configs::handle(gw, version, r, &access),
-        )),
+        RequestKind::DescribeConfigs(r) => answer(
+            describe_configs::handle(gw.clone(), version, r, access),
+            ResponseKind::DescribeConfigs,
+        ),
         RequestKind::AlterConfigs(r) => answer(
             alter_configs::handle(gw, r, &access),
             ResponseKind::AlterConfigs,

@@ -215,7 +215,7 @@ pub struct TopicAdmin {
     refreshed: Instant,
 }
 
-/// Asked-for refreshes closer together than this share one read: a client polling
+/// Asked-for refreshes closer together than this wait for one read: a client polling
 /// Metadata for a topic nobody made yet costs one backend read per interval.
 const REFRESH_AT_MOST_EVERY: Duration = Duration::from_millis(200);
 
@@ -305,24 +305,49 @@ impl Actor for TopicAdmin {
     }
 }
 
-/// Re-read the topics from the backend now (a topic another gateway or a native
-/// client just made); answered once the table is up to date.
+/// Re-read the topics from the backend (a topic another gateway or a native client
+/// just made); answered once the table holds a read begun after `asked`.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Refresh;
+pub struct Refresh {
+    pub asked: Instant,
+}
 
 impl Handler<Refresh> for TopicAdmin {
     type Result = AtomicResponse<Self, ()>;
 
-    fn handle(&mut self, _: Refresh, _: &mut Self::Context) -> Self::Result {
-        if self.refreshed.elapsed() < REFRESH_AT_MOST_EVERY {
-            return AtomicResponse::new(Box::pin(fut::ready(())));
-        }
-        AtomicResponse::new(Box::pin(self.refresh()))
+    fn handle(&mut self, msg: Refresh, _: &mut Self::Context) -> Self::Result {
+        AtomicResponse::new(self.read_since(msg.asked))
     }
 }
 
 impl TopicAdmin {
+    /// The table as read after `asked`: as it is when a read begun since has finished
+    /// (the reads of several asks made meanwhile share it), else after a new read, no
+    /// sooner than `REFRESH_AT_MOST_EVERY` after the last began.
+    fn read_since(&mut self, asked: Instant) -> ResponseActFuture<Self, ()> {
+        if self.refreshed > asked {
+            return Box::pin(fut::ready(()));
+        }
+        let wait = REFRESH_AT_MOST_EVERY.saturating_sub(self.refreshed.elapsed());
+        let waited = tokio::time::sleep(wait).into_actor(self);
+        Box::pin(waited.then(|(), act, _| act.refresh()))
+    }
+
+    /// `then` on the table as it is, or, when it lacks topic `name`, as read again
+    /// first: a change or deletion of a topic another gateway just made finds it.
+    fn knowing<R: 'static>(
+        &mut self,
+        name: &str,
+        then: impl FnOnce(&mut Self) -> ResponseActFuture<Self, R> + 'static,
+    ) -> AtomicResponse<Self, R> {
+        if self.table.borrow().get(name).is_some() {
+            return AtomicResponse::new(then(self));
+        }
+        let read = self.read_since(Instant::now());
+        AtomicResponse::new(Box::pin(read.then(move |(), act, _| then(act))))
+    }
+
     /// Re-reads the backend's topics, so topics made or removed by others (other
     /// gateways, native Iggy clients) appear and disappear.
     fn refresh(&mut self) -> impl ActorFuture<Self, Output = ()> + 'static {
@@ -404,6 +429,16 @@ impl Handler<DeleteTopic> for TopicAdmin {
     type Result = AtomicResponse<Self, Result<Arc<TopicMeta>, TopicError>>;
 
     fn handle(&mut self, msg: DeleteTopic, _: &mut Self::Context) -> Self::Result {
+        let name = msg.name.clone();
+        self.knowing(&name, move |act| act.delete(msg))
+    }
+}
+
+impl TopicAdmin {
+    fn delete(
+        &mut self,
+        msg: DeleteTopic,
+    ) -> ResponseActFuture<Self, Result<Arc<TopicMeta>, TopicError>> {
         let found = self.existing(&msg.name);
         let (logs, offsets) = (self.logs.clone(), self.offsets.clone());
         let definitions = self.definitions.clone();
@@ -426,7 +461,7 @@ impl Handler<DeleteTopic> for TopicAdmin {
             }
             Ok(topic)
         };
-        AtomicResponse::new(Box::pin(delete.into_actor(self).map(
+        Box::pin(delete.into_actor(self).map(
             |deleted: Result<Arc<TopicMeta>, TopicError>, act, _| {
                 let topic = deleted?;
                 tracing::info!(topic = %topic.name, "topic deleted");
@@ -436,7 +471,7 @@ impl Handler<DeleteTopic> for TopicAdmin {
                 });
                 Ok(topic)
             },
-        )))
+        ))
     }
 }
 
@@ -444,6 +479,16 @@ impl Handler<AlterTopicConfigs> for TopicAdmin {
     type Result = AtomicResponse<Self, Result<Arc<TopicMeta>, TopicError>>;
 
     fn handle(&mut self, msg: AlterTopicConfigs, _: &mut Self::Context) -> Self::Result {
+        let name = msg.name.clone();
+        self.knowing(&name, move |act| act.alter(msg))
+    }
+}
+
+impl TopicAdmin {
+    fn alter(
+        &mut self,
+        msg: AlterTopicConfigs,
+    ) -> ResponseActFuture<Self, Result<Arc<TopicMeta>, TopicError>> {
         let found = self.existing(&msg.name);
         let catalog = self.catalog.clone();
         let configs = self.configs.clone();
@@ -470,7 +515,7 @@ impl Handler<AlterTopicConfigs> for TopicAdmin {
             }
             Ok((altered, msg.validate_only))
         };
-        AtomicResponse::new(Box::pin(alter.into_actor(self).map(
+        Box::pin(alter.into_actor(self).map(
             |done: Result<_, TopicError>, act, _| {
                 let (topic, validate_only) = done?;
                 if !validate_only {
@@ -479,7 +524,7 @@ impl Handler<AlterTopicConfigs> for TopicAdmin {
                 }
                 Ok(topic)
             },
-        )))
+        ))
     }
 }
 

@@ -54,6 +54,16 @@ impl Handler<CreatePartitions> for TopicAdmin {
     type Result = AtomicResponse<Self, Result<Arc<TopicMeta>, TopicError>>;
 
     fn handle(&mut self, msg: CreatePartitions, _: &mut Self::Context) -> Self::Result {
+        let name = msg.name.clone();
+        self.knowing(&name, move |act| act.grow(msg))
+    }
+}
+
+impl TopicAdmin {
+    fn grow(
+        &mut self,
+        msg: CreatePartitions,
+    ) -> ResponseActFuture<Self, Result<Arc<TopicMeta>, TopicError>> {
         let configs = self.configs.borrow().clone();
         let checked = self.existing(&msg.name).and_then(|t| {
             check_growth(&t, &msg)?;
@@ -82,7 +92,7 @@ impl Handler<CreatePartitions> for TopicAdmin {
             }
             Ok((grown, topic.partitions, msg.validate_only))
         };
-        AtomicResponse::new(Box::pin(grow.into_actor(self).map(
+        Box::pin(grow.into_actor(self).map(
             |done: Result<_, TopicError>, act, _| {
                 let (topic, before, validate_only) = done?;
                 if !validate_only {
@@ -91,7 +101,7 @@ impl Handler<CreatePartitions> for TopicAdmin {
                 }
                 Ok(topic)
             },
-        )))
+        ))
     }
 }
 
