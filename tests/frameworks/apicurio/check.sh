@@ -25,11 +25,11 @@
 #   refuses-compact   a registry told to create its journal compacted refuses to start,
 #                     naming the effective cleanup.policy=compact and its source (a
 #                     topic config): the gateway reports topic configs truthfully. Run
-#                     first, on a cluster of one gateway: on Iggy with a second gateway
-#                     up, DescribeConfigs sometimes answered UNKNOWN_TOPIC_OR_PARTITION
+#                     first, on a cluster of one gateway. (It found that on Iggy with a
+#                     second gateway up, DescribeConfigs answered UNKNOWN_TOPIC_OR_PARTITION
 #                     for a topic made through the other gateway 0.1 to 1+ s before,
-#                     longer than the registry retries (about 1 s), and it failed to
-#                     start on that instead
+#                     longer than the registry retries; fixed, and tested in
+#                     tests/iggy_backend/topics.rs)
 # No compaction wait: Apicurio 3 keys every journal record with a fresh UUID (nothing is
 # superseded, so compaction would remove nothing) and refuses to start on a compacted
 # journal, snapshots or events topic (KafkaAdminUtil.verifyTopicConfiguration); the
