@@ -121,3 +121,37 @@ fw_java() {
     shift
     java -cp "$cp" "$@"
 }
+
+# Sub-checks of a check: `passed`, `failed`, and WHY (why the last one failed) with SHOW
+# (what it last saw), set by the checks' functions and read by fw_run.
+passed=0 failed=0 WHY= SHOW=
+
+# fw_wait_for SECONDS WHAT CMD...: CMD every half second until it succeeds; else WHY
+# says what was waited for (and the last $SHOW, if the caller set one).
+fw_wait_for() {
+    local secs=$1 what=$2 end=$((SECONDS + $1))
+    shift 2
+    until "$@"; do
+        if [ $SECONDS -ge $end ]; then
+            WHY="no $what after ${secs}s${SHOW:+: $SHOW}"
+            return 1
+        fi
+        sleep 0.5
+    done
+}
+
+# fw_run NAME FUNCTION: runs one sub-check, counts it and prints PASS or FAIL with its
+# time; after a failure, the check's own `dump` (if it has one) shows its logs.
+fw_run() {
+    local t0=$SECONDS
+    WHY= SHOW=
+    if "$2"; then
+        echo "PASS $1 ($((SECONDS - t0)) s)"
+        passed=$((passed + 1))
+        return 0
+    fi
+    echo "FAIL $1: ${WHY:-failed}"
+    failed=$((failed + 1))
+    declare -F dump >/dev/null && dump
+    return 1
+}

@@ -52,24 +52,10 @@ APP=$HERE/target/apicurio/quarkus-run.jar
 REGISTRY_JAVA=${APICURIO_JAVA:-/usr/lib/jvm/temurin-25-jdk-amd64/bin/java}
 [ -x "$REGISTRY_JAVA" ] || { echo "FAIL: no Java 21+ at $REGISTRY_JAVA (APICURIO_JAVA)" >&2; exit 1; }
 
-passed=0 failed=0 WHY= SHOW=
 declare -A R_PID R_PORT R_MPORT
 
 tool() { java -cp "$CP" JournalTool "$@" 2>>"$FW_WORK/tool.log"; }
 
-# wait_for SECONDS WHAT CMD...: CMD every half second until it succeeds; else WHY says
-# what was waited for (and the last $SHOW, if the caller set one).
-wait_for() {
-    local secs=$1 what=$2 end=$((SECONDS + $1))
-    shift 2
-    until "$@"; do
-        if [ $SECONDS -ge $end ]; then
-            WHY="no $what after ${secs}s${SHOW:+: $SHOW}"
-            return 1
-        fi
-        sleep 0.5
-    done
-}
 
 # ---------------------------------------------------------------- registries
 # reg_run N GATEWAY [-Dname=value ...]: registry N in the background, on the KafkaSQL
@@ -270,7 +256,7 @@ check_registry_restart() {
 check_gateway_restart() {
     gw_restart main
     # The first write after the restart may wait for the clients to reconnect.
-    wait_for 60 "version 5 written after the gateway restart" add_version_quiet 2 5 || return 1
+    fw_wait_for 60 "version 5 written after the gateway restart" add_version_quiet 2 5 || return 1
     state 2 >"$FW_WORK/state2b" || { WHY="reading registry 2 failed"; return 1; }
     SHOW=$(api 2 GET registry/v3/groups/fw/artifacts/orders/versions | jq -c '[.versions[].version] | sort')
     [ "$SHOW" = '["1","2","3","4","5"]' ] || { WHY="fw/orders' versions: $SHOW"; return 1; }
@@ -291,11 +277,11 @@ check_second_registry() {
     same_state 3 "$FW_WORK/state2b" || { WHY="registry 3 serves another state than registry 2: $SHOW"; return 1; }
     # each replica serves what the other wrote (its consumer tails the journal)
     add_version 3 6 >/dev/null || { WHY="adding version 6 on registry 3 failed"; return 1; }
-    wait_for 30 "version 6 on registry 2" api_ok 2 GET registry/v3/groups/fw/artifacts/orders/versions/6 || return 1
+    fw_wait_for 30 "version 6 on registry 2" api_ok 2 GET registry/v3/groups/fw/artifacts/orders/versions/6 || return 1
     api 2 PUT registry/v3/groups/fw/artifacts/orders '{"name":"Orders","description":"revision 4","labels":{"rev":"4"}}' \
         >/dev/null || { WHY="metadata update on registry 2 failed"; return 1; }
     SHOW=
-    wait_for 30 "registry 2's metadata update on registry 3" description_is 3 "revision 4" || return 1
+    fw_wait_for 30 "registry 2's metadata update on registry 3" description_is 3 "revision 4" || return 1
     state 2 >"$FW_WORK/state2c" && same_state 3 "$FW_WORK/state2c" ||
         { WHY="the replicas differ: $SHOW"; return 1; }
     SHOW=$(api 3 GET registry/v3/groups/fw/artifacts/orders/versions | jq -c '[.versions[].globalId] | sort | unique | length')
@@ -318,7 +304,7 @@ check_refuses_compact() {
         "$FW_WORK/registry$n.log" || { WHY="registry$n.log does not name journal-compact's compaction"; return 1; }
     grep -q "Effective configuration value is 'cleanup.policy=compact' and comes from dynamic topic config that is configured for a specific topic" \
         "$FW_WORK/registry$n.log" || { WHY="registry$n.log does not name the effective value and its source"; return 1; }
-    wait_for 15 "cleanup.policy=compact on journal-compact through DescribeConfigs" compact_config
+    fw_wait_for 15 "cleanup.policy=compact on journal-compact through DescribeConfigs" compact_config
 }
 compact_config() {
     SHOW=$(tool configs "${FW_ADDR[main]}" journal-compact | grep '^cleanup.policy=') || true
@@ -338,31 +324,18 @@ dump() {
     return 0
 }
 
-run() { # NAME FUNCTION: PASS or FAIL, and the time it took
-    local t0=$SECONDS
-    WHY= SHOW=
-    if "$2"; then
-        echo "PASS $1 ($((SECONDS - t0)) s)"
-        passed=$((passed + 1))
-        return 0
-    fi
-    echo "FAIL $1: ${WHY:-failed}"
-    failed=$((failed + 1))
-    dump
-    return 1
-}
 
 # APICURIO_CHECKS="name ...": only those (a step of the chain needs the ones before it)
 selected() { [ -z "${APICURIO_CHECKS:-}" ] || [[ " $APICURIO_CHECKS " == *" $1 "* ]]; }
 gw_start main IGGY_KAFKA_COMPACTION_INTERVAL_MS=200
 # First, while main is the cluster's only gateway (see refuses-compact above).
-selected refuses-compact && { run refuses-compact check_refuses_compact || true; }
+selected refuses-compact && { fw_run refuses-compact check_refuses_compact || true; }
 # each step builds on the one before: after a failure the rest of the chain is skipped
 chain=(start:check_start register:check_register registry-restart:check_registry_restart
     gateway-restart:check_gateway_restart second-registry:check_second_registry)
 for i in "${!chain[@]}"; do
     selected "${chain[$i]%%:*}" || continue
-    run "${chain[$i]%%:*}" "${chain[$i]#*:}" && continue
+    fw_run "${chain[$i]%%:*}" "${chain[$i]#*:}" && continue
     for skipped in "${chain[@]:$((i + 1))}"; do
         echo "FAIL ${skipped%%:*}: skipped after a failure before it"
         failed=$((failed + 1))

@@ -23,24 +23,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CP=$(fw_classpath connect)
 N=100 # lines per append
 
-passed=0 failed=0 WHY=
 declare -A W_PID W_PORT W_GW
 
 tool() { java -cp "$CP" ConnectTool "$@" 2>>"$FW_WORK/tool.log"; }
 
-# wait_for SECONDS WHAT CMD...: CMD every half second until it succeeds; else WHY says
-# what was waited for (and the last output of $SHOW, if the caller set one).
-wait_for() {
-    local secs=$1 what=$2 end=$((SECONDS + $1))
-    shift 2
-    until "$@"; do
-        if [ $SECONDS -ge $end ]; then
-            WHY="no $what after ${secs}s${SHOW:+: $SHOW}"
-            return 1
-        fi
-        sleep 0.5
-    done
-}
 
 # ---------------------------------------------------------------- Connect workers
 # worker_start N [GATEWAY]: worker N of the group connect-fw bootstrapped from GATEWAY
@@ -81,7 +67,7 @@ EOF
     W_PID[$n]=$!
     FW_EXTRA_PIDS="${FW_EXTRA_PIDS:-} $!"
     # /health answers 200 once the worker has joined its group and read the config topic
-    wait_for 90 "healthy worker $n" rest_ok "$n" GET /health
+    fw_wait_for 90 "healthy worker $n" rest_ok "$n" GET /health
 }
 
 # worker_stop N SIGNAL: the signal, then up to 20 s for the JVM to end. A worker
@@ -161,8 +147,8 @@ end_is() { # GATEWAY TOPIC WANT: the topic's end offsets (topic-p offset lines) 
 # sink_exact FILE FROM TO GROUP TOPIC [sorted]: FILE gets exactly those lines; then the
 # sink commits the topic's end and FILE still holds them (nothing replayed).
 sink_exact() {
-    wait_for "${SINK_WAIT:-60}" "line-$2..$3 in $(basename "$1")" file_has "$1" "$2" "$3" "${6:-}" || return 1
-    wait_for 20 "$4's commit at the end of $5" settled "$4" "$5" || return 1
+    fw_wait_for "${SINK_WAIT:-60}" "line-$2..$3 in $(basename "$1")" file_has "$1" "$2" "$3" "${6:-}" || return 1
+    fw_wait_for 20 "$4's commit at the end of $5" settled "$4" "$5" || return 1
     file_has "$1" "$2" "$3" "${6:-}" || { WHY="after $4's commit, $(basename "$1"): $SHOW"; return 1; }
 }
 
@@ -204,13 +190,13 @@ check_pipeline() {
         \"tasks.max\":\"1\",\"file\":\"$FW_WORK/source.txt\",\"topic\":\"lines\",
         \"topic.creation.default.partitions\":\"1\",\"topic.creation.default.replication.factor\":\"3\"}" ||
         { WHY="PUT file-source failed"; return 1; }
-    wait_for 30 "file-source running" status_is 1 file-source 1 "$(wid 1)" || return 1
+    fw_wait_for 30 "file-source running" status_is 1 file-source 1 "$(wid 1)" || return 1
     append "$FW_WORK/source.txt" 1 $N
-    wait_for 30 "$N records in topic lines" end_is main lines "lines-0 $N" || return 1
+    fw_wait_for 30 "$N records in topic lines" end_is main lines "lines-0 $N" || return 1
     connector_put file-sink "{\"connector.class\":\"org.apache.kafka.connect.file.FileStreamSinkConnector\",
         \"tasks.max\":\"1\",\"file\":\"$FW_WORK/sink.txt\",\"topics\":\"lines\"}" ||
         { WHY="PUT file-sink failed"; return 1; }
-    wait_for 30 "file-sink running" status_is 1 file-sink 1 "$(wid 1)" || return 1
+    fw_wait_for 30 "file-sink running" status_is 1 file-sink 1 "$(wid 1)" || return 1
     sink_exact "$FW_WORK/sink.txt" 1 $N connect-file-sink lines
 }
 
@@ -230,7 +216,7 @@ compacted_internal() {
 check_worker_restart() {
     worker_stop 1 TERM
     # The worker starts again from compacted internal topics.
-    wait_for 60 "compacted internal topic" compacted_internal || return 1
+    fw_wait_for 60 "compacted internal topic" compacted_internal || return 1
     append "$FW_WORK/source.txt" $((N + 1)) $((2 * N)) # while no worker runs
     worker_start 1 || return 1
     append "$FW_WORK/source.txt" $((2 * N + 1)) $((3 * N))
@@ -244,11 +230,11 @@ check_gateway_restart() {
     # __consumer_offsets): after the restart the sink's consumer and the workers' group
     # carry on in their generation. Every line must arrive exactly once.
     gw_restart main
-    wait_for 30 "the sink's consumer back in its group" group_is connect-file-sink "Stable members=1" || return 1
+    fw_wait_for 30 "the sink's consumer back in its group" group_is connect-file-sink "Stable members=1" || return 1
     append "$FW_WORK/source.txt" $((3 * N + 1)) $((4 * N))
     SINK_WAIT=90 sink_exact "$FW_WORK/sink.txt" 1 $((4 * N)) connect-file-sink lines || return 1
-    wait_for 30 "file-source running" status_is 1 file-source 1 "$(wid 1)" || return 1
-    wait_for 30 "file-sink running" status_is 1 file-sink 1 "$(wid 1)"
+    fw_wait_for 30 "file-source running" status_is 1 file-source 1 "$(wid 1)" || return 1
+    fw_wait_for 30 "file-sink running" status_is 1 file-sink 1 "$(wid 1)"
 }
 
 offsets_are() { # CONNECTOR JQ WANT: GET /connectors/X/offsets (KIP-875), filtered by JQ, is WANT
@@ -265,13 +251,13 @@ sink_offsets() { # the sink's offsets as Connect reports them: [[topic, partitio
 
 check_offsets_api() {
     # a sink's offsets are its group's (OffsetFetch); a source's live in the offsets topic
-    wait_for 20 "file-sink's offsets" sink_offsets "[[\"lines\",0,$((4 * N))]]" || return 1
-    wait_for 20 "file-source's offsets" offsets_are file-source '[.offsets[].offset.position]' \
+    fw_wait_for 20 "file-sink's offsets" sink_offsets "[[\"lines\",0,$((4 * N))]]" || return 1
+    fw_wait_for 20 "file-source's offsets" offsets_are file-source '[.offsets[].offset.position]' \
         "[$(stat -c %s "$FW_WORK/source.txt")]" || return 1
     # Rewind: stop the sink, set its group 50 records back (Admin alterConsumerGroupOffsets
     # on the empty group), drop those lines from the file: resumed, it writes them again.
     rest_ok 1 PUT /connectors/file-sink/stop || { WHY="stop: $(rest_body 1 PUT /connectors/file-sink/stop)"; return 1; }
-    wait_for 30 "file-sink stopped" connector_is file-sink STOPPED || return 1
+    fw_wait_for 30 "file-sink stopped" connector_is file-sink STOPPED || return 1
     local patch="{\"offsets\":[{\"partition\":{\"kafka_topic\":\"lines\",\"kafka_partition\":0},
         \"offset\":{\"kafka_offset\":$((4 * N - 50))}}]}"
     rest_ok 1 PATCH /connectors/file-sink/offsets "$patch" ||
@@ -283,14 +269,14 @@ check_offsets_api() {
     # Reset: stopped again, DELETE offsets removes the group (DeleteGroups); resumed on
     # an empty file, the sink starts from the earliest offset and writes every line again.
     rest_ok 1 PUT /connectors/file-sink/stop || { WHY="stop failed"; return 1; }
-    wait_for 30 "file-sink stopped" connector_is file-sink STOPPED || return 1
+    fw_wait_for 30 "file-sink stopped" connector_is file-sink STOPPED || return 1
     rest_ok 1 DELETE /connectors/file-sink/offsets ||
         { WHY="DELETE offsets: $(rest_body 1 DELETE /connectors/file-sink/offsets)"; return 1; }
     sink_offsets "[]" || { WHY="after DELETE: $SHOW"; return 1; }
     : >"$FW_WORK/sink.txt"
     rest_ok 1 PUT /connectors/file-sink/resume || { WHY="resume failed"; return 1; }
     sink_exact "$FW_WORK/sink.txt" 1 $((4 * N)) connect-file-sink lines || return 1
-    wait_for 30 "file-sink running" status_is 1 file-sink 1 "$(wid 1)"
+    fw_wait_for 30 "file-sink running" status_is 1 file-sink 1 "$(wid 1)"
 }
 
 check_two_workers() {
@@ -309,7 +295,7 @@ check_two_workers() {
         { WHY="PUT sink2 failed"; return 1; }
     local both
     both=$(printf '%s\n' "$(wid 1)" "$(wid 2)" | sort | tr '\n' ' ')
-    wait_for 60 "sink2's two tasks on both workers" status_is 2 sink2 2 "${both% }" || return 1
+    fw_wait_for 60 "sink2's two tasks on both workers" status_is 2 sink2 2 "${both% }" || return 1
     # keyed records: both partitions, so both tasks, get some
     tool produce "${FW_ADDR[main]}" lines2 1 $((N + 1)) line || { WHY="produce failed"; return 1; }
     sink_exact "$FW_WORK/sink2.txt" 1 $N connect-sink2 lines2 sorted || return 1
@@ -317,9 +303,9 @@ check_two_workers() {
     # after its last commit (at-least-once), so with nothing pending, nothing doubles
     worker_stop 1 KILL
     # after the session timeout (6 s) and the rebalance delay (3 s) worker 2 runs them all
-    wait_for 60 "sink2 on worker 2 alone" status_is 2 sink2 2 "$(wid 2)" || return 1
-    wait_for 30 "file-sink on worker 2" status_is 2 file-sink 1 "$(wid 2)" || return 1
-    wait_for 30 "file-source on worker 2" status_is 2 file-source 1 "$(wid 2)" || return 1
+    fw_wait_for 60 "sink2 on worker 2 alone" status_is 2 sink2 2 "$(wid 2)" || return 1
+    fw_wait_for 30 "file-sink on worker 2" status_is 2 file-sink 1 "$(wid 2)" || return 1
+    fw_wait_for 30 "file-source on worker 2" status_is 2 file-source 1 "$(wid 2)" || return 1
     tool produce "${FW_ADDR[$second]}" lines2 $((N + 1)) $((2 * N + 1)) line || { WHY="produce failed"; return 1; }
     append "$FW_WORK/source.txt" $((4 * N + 1)) $((5 * N))
     sink_exact "$FW_WORK/sink2.txt" 1 $((2 * N)) connect-sink2 lines2 sorted || return 1
@@ -400,10 +386,10 @@ EOF
     FW_EXTRA_PIDS="${FW_EXTRA_PIDS:-} $!"
     local ends
     ends=$(tool end-offsets "${FW_ADDR[src]}" orders | sed 's/^/src./') || { WHY="ListOffsets on src failed"; return 1; }
-    wait_for 90 "src.orders on dst with orders' end offsets" end_is dst src.orders "$ends" || return 1
-    wait_for 30 "order-0..$((N - 1)) in src.orders" mm_records_are $((N - 1)) || return 1
-    wait_for 30 "orders' configs on src.orders" mm_configs_are || return 1
-    wait_for 60 "mm2-app's offsets on dst" mm_offsets_are || return 1
+    fw_wait_for 90 "src.orders on dst with orders' end offsets" end_is dst src.orders "$ends" || return 1
+    fw_wait_for 30 "order-0..$((N - 1)) in src.orders" mm_records_are $((N - 1)) || return 1
+    fw_wait_for 30 "orders' configs on src.orders" mm_configs_are || return 1
+    fw_wait_for 60 "mm2-app's offsets on dst" mm_offsets_are || return 1
     # MM2's own topics, created compact (MirrorUtils.createCompactedTopic): offset syncs
     # on src, checkpoints and heartbeats on dst
     local got
@@ -417,9 +403,9 @@ heartbeats partitions=1 cleanup.policy=compact" ] || { WHY="MM2's topics: $got";
     tool alter "${FW_ADDR[src]}" orders retention.ms=7200000 || { WHY="altering orders failed (tool.log)"; return 1; }
     ORDERS_CONFIGS=${ORDERS_CONFIGS/retention.ms=3600000/retention.ms=7200000}
     mm_round $N $((2 * N)) || return 1
-    wait_for 60 "order-0..$((2 * N - 1)) in src.orders" mm_records_are $((2 * N - 1)) || return 1
-    wait_for 60 "mm2-app's new offsets on dst" mm_offsets_are || return 1
-    wait_for 30 "orders' new retention.ms on src.orders" mm_configs_are
+    fw_wait_for 60 "order-0..$((2 * N - 1)) in src.orders" mm_records_are $((2 * N - 1)) || return 1
+    fw_wait_for 60 "mm2-app's new offsets on dst" mm_offsets_are || return 1
+    fw_wait_for 30 "orders' new retention.ms on src.orders" mm_configs_are
 }
 
 # ---------------------------------------------------------------- run them
@@ -434,19 +420,6 @@ dump() {
     return 0
 }
 
-run() { # NAME FUNCTION: PASS or FAIL, and the time it took
-    local t0=$SECONDS
-    WHY= SHOW=
-    if "$2"; then
-        echo "PASS $1 ($((SECONDS - t0)) s)"
-        passed=$((passed + 1))
-        return 0
-    fi
-    echo "FAIL $1: ${WHY:-failed}"
-    failed=$((failed + 1))
-    dump
-    return 1
-}
 
 # CONNECT_CHECKS="name ...": only those (a step of the chain needs the ones before it)
 selected() { [ -z "${CONNECT_CHECKS:-}" ] || [[ " $CONNECT_CHECKS " == *" $1 "* ]]; }
@@ -457,7 +430,7 @@ chain=(internal-topics:check_internal_topics pipeline:check_pipeline
     offsets-api:check_offsets_api two-workers:check_two_workers)
 for i in "${!chain[@]}"; do
     selected "${chain[$i]%%:*}" || continue
-    run "${chain[$i]%%:*}" "${chain[$i]#*:}" && continue
+    fw_run "${chain[$i]%%:*}" "${chain[$i]#*:}" && continue
     for skipped in "${chain[@]:$((i + 1))}"; do
         echo "FAIL ${skipped%%:*}: skipped after a failure before it"
         failed=$((failed + 1))
@@ -465,6 +438,6 @@ for i in "${!chain[@]}"; do
     break
 done
 for n in "${!W_PID[@]}"; do worker_stop "$n" TERM; done # frees the cores for MM2
-selected mirror-maker && { run mirror-maker check_mirror_maker || true; }
+selected mirror-maker && { fw_run mirror-maker check_mirror_maker || true; }
 echo "connect: $passed passed, $failed failed"
 [ "$failed" = 0 ]
