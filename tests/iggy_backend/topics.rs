@@ -518,6 +518,59 @@ fn a_topic_made_through_one_gateway_is_at_once_known_to_another() {
     }
 }
 
+/// A topic another gateway is making, seen between its Iggy topic and its definition
+/// (a Metadata request naming it makes the gateway read its table again as soon as
+/// it misses), is served with its definition, never as a native topic: the same topic
+/// id as its creator's and the configurations it was made with.
+#[test]
+fn a_topic_caught_while_another_gateway_makes_it_has_its_definition() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let (one, two) = (server.gateway(), server.gateway());
+    let names: Vec<String> = (0..40).map(|i| format!("mid-creation-{i}")).collect();
+    let watcher = {
+        let (names, addr) = (names.clone(), two.addr);
+        std::thread::spawn(move || {
+            let mut c = RawClient::connect(addr);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let seen = |c: &mut RawClient, name: &str| loop {
+                if let Some(id) = named_topic_id(c, name) {
+                    let policy = configs::topic_configs(c, name)["cleanup.policy"].0.clone();
+                    return (id, policy);
+                }
+                assert!(Instant::now() < deadline, "{name} never appeared");
+            };
+            (names.iter().map(|name| seen(&mut c, name))).collect::<Vec<_>>()
+        })
+    };
+    let mut c1 = RawClient::connect(one.addr);
+    let compact = [("cleanup.policy", Some("compact"))];
+    let made: Vec<_> = (names.iter())
+        .map(|name| {
+            let r = configs::create(&mut c1, 7, name, &compact, false);
+            assert_eq!(r.error_code, 0, "{name}");
+            (r.topic_id, "compact".to_string())
+        })
+        .collect();
+    let seen = watcher.join().expect("watcher");
+    for ((name, made), seen) in names.iter().zip(made).zip(seen) {
+        assert_eq!(seen, made, "{name}: as the second gateway first served it");
+    }
+}
+
+/// The id Metadata v12 gives the topic `name` (asked for by name), if it knows it.
+fn named_topic_id(c: &mut RawClient, name: &str) -> Option<uuid::Uuid> {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::MetadataRequest;
+    let wanted = MetadataRequestTopic::default().with_name(Some(support::topic_name(name)));
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![wanted]))
+        .with_allow_auto_topic_creation(false);
+    let r = support::call!(c, Metadata, 12, request);
+    (r.topics[0].error_code == 0).then_some(r.topics[0].topic_id)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_topics_never_reaches_a_stream_or_an_unreachable_topic() {
     // Kafka names map to Iggy topics only: the streams' names are topics that do not

@@ -54,12 +54,12 @@ impl Table for Definitions {
 }
 
 /// The Kafka view of `log`: its definition if one describes these very logs, else
-/// that of a native topic.
-pub fn topic(log: &LogInfo, definitions: &Rows<Definitions>) -> TopicMeta {
-    match definitions
+/// that of a native topic; and whether it was defined.
+pub fn topic(log: &LogInfo, definitions: &Rows<Definitions>) -> (TopicMeta, bool) {
+    let definition = definitions
         .get(&*log.name)
-        .filter(|d| d.incarnation == log.incarnation)
-    {
+        .filter(|d| d.incarnation == log.incarnation);
+    let topic = match definition {
         Some(d) => TopicMeta {
             name: log.name.clone(),
             id: d.id,
@@ -74,7 +74,8 @@ pub fn topic(log: &LogInfo, definitions: &Rows<Definitions>) -> TopicMeta {
             replication_factor: 1,
             configs: BTreeMap::new(),
         },
-    }
+    };
+    (topic, definition.is_some())
 }
 
 /// A stable id for a topic the gateway did not make: a v4-shaped UUID from a hash of
@@ -115,16 +116,17 @@ mod tests {
                 incarnation: 20,
             },
         )]);
-        let made = topic(&log(20), &defs);
+        let (made, defined) = topic(&log(20), &defs);
         assert_eq!(
-            (made.id, made.replication_factor, made.partitions),
-            (Uuid::from_u128(2), 3, 4)
+            (made.id, made.replication_factor, made.partitions, defined),
+            (Uuid::from_u128(2), 3, 4, true)
         );
         // Made again natively: not the defined topic any more.
-        let native = topic(&log(30), &defs);
+        let (native, defined) = topic(&log(30), &defs);
+        assert!(!defined);
         assert_eq!(native.replication_factor, 1);
         assert!(native.configs.is_empty());
-        assert_eq!(native.id, topic(&log(30), &defs).id, "stable");
-        assert_ne!(native.id, topic(&log(31), &defs).id);
+        assert_eq!(native.id, topic(&log(30), &defs).0.id, "stable");
+        assert_ne!(native.id, topic(&log(31), &defs).0.id);
     }
 }

@@ -213,7 +213,14 @@ pub struct TopicAdmin {
     internal: Arc<TopicMeta>,
     /// When the topics were last read from the backend.
     refreshed: Instant,
+    /// Topics new to the table found without a definition, and when first found so:
+    /// withheld for `DEFINITION_GRACE`, as another gateway may be making them.
+    undefined: HashMap<Arc<str>, Instant>,
 }
+
+/// How long a topic new to the table may lack its definition before it is served as a
+/// native topic: another gateway makes a topic's logs first, then writes its definition.
+const DEFINITION_GRACE: Duration = Duration::from_secs(2);
 
 /// Asked-for refreshes closer together than this wait for one read: a client polling
 /// Metadata for a topic nobody made yet costs one backend read per interval.
@@ -230,6 +237,7 @@ impl TopicAdmin {
         let refresh = settings.topic_refresh_interval;
         let (definitions, _) = SharedTable::<Definitions>::start(meta, refresh).await?;
         let topics = listed(&logs, &definitions).await?;
+        let topics: Vec<TopicMeta> = topics.into_iter().map(|(t, _)| t).collect();
         let internal = Arc::new(internal::consumer_offsets(&settings.cluster_id));
         let (table, rx) = watch::channel(Arc::new(TopicTable::new(topics, &internal)));
         let admin = TopicAdmin {
@@ -242,6 +250,7 @@ impl TopicAdmin {
             table,
             internal,
             refreshed: Instant::now(),
+            undefined: HashMap::new(),
         }
         .start();
         Ok((admin, rx))
@@ -348,6 +357,31 @@ impl TopicAdmin {
         AtomicResponse::new(Box::pin(read.then(move |(), act, _| then(act))))
     }
 
+    /// The non-internal topics of a refresh, but those new to the table without a
+    /// definition for less than `DEFINITION_GRACE`: caught between another gateway's
+    /// logs and its definition, a topic served now would keep a derived id and no
+    /// configurations until the next periodic refresh. A native topic (never defined)
+    /// appears once the grace is over.
+    fn withholding_undefined(&mut self, listed: Vec<(TopicMeta, bool)>) -> Vec<TopicMeta> {
+        let now = Instant::now();
+        let table = self.table.borrow().clone();
+        let mut undefined = HashMap::new();
+        let kept = (listed.into_iter())
+            .filter(|(t, _)| !is_internal(&t.name))
+            .filter(|(t, defined)| {
+                if *defined || table.get(&t.name).is_some() {
+                    return true;
+                }
+                let since = *self.undefined.get(&t.name).unwrap_or(&now);
+                undefined.insert(t.name.clone(), since);
+                now.duration_since(since) >= DEFINITION_GRACE
+            })
+            .map(|(t, _)| t)
+            .collect();
+        self.undefined = undefined;
+        kept
+    }
+
     /// Re-reads the backend's topics, so topics made or removed by others (other
     /// gateways, native Iggy clients) appear and disappear.
     fn refresh(&mut self) -> impl ActorFuture<Self, Output = ()> + 'static {
@@ -356,13 +390,11 @@ impl TopicAdmin {
         async move { listed(&logs, &definitions).await }
             .into_actor(self)
             .map(|listed, act, _| {
-                let mut listed: Vec<TopicMeta> = match listed {
-                    Ok(topics) => topics
-                        .into_iter()
-                        .filter(|t| !is_internal(&t.name))
-                        .collect(),
+                let listed = match listed {
+                    Ok(topics) => topics,
                     Err(e) => return tracing::warn!(error = %e, "topic refresh failed"),
                 };
+                let mut listed = act.withholding_undefined(listed);
                 let mut known: Vec<TopicMeta> = act
                     .table
                     .borrow()
@@ -561,10 +593,11 @@ impl Handler<BrokerConfigsChanged> for TopicAdmin {
 }
 
 /// Every topic: the logs the store holds, each with its definition when one describes it.
+/// The topics the logs hold, each with whether a definition describes it.
 async fn listed(
     logs: &Logs,
     definitions: &Addr<SharedTable<Definitions>>,
-) -> Result<Vec<TopicMeta>, StoreError> {
+) -> Result<Vec<(TopicMeta, bool)>, StoreError> {
     let listed = logs.list().await?;
     let rows = definitions
         .send(CatchUp::default())
