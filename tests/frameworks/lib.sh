@@ -155,3 +155,22 @@ fw_run() {
     declare -F dump >/dev/null && dump
     return 1
 }
+
+# fw_selected NAME: whether sub-check NAME is to run: FW_ONLY="name ..." picks some
+# (a step of a chain needs the ones before it); unset, all run.
+fw_selected() { [ -z "${FW_ONLY:-}" ] || [[ " $FW_ONLY " == *" $1 "* ]]; }
+
+# fw_run_chain NAME:FUNCTION...: the selected sub-checks in order, each building on the
+# ones before it: after a failure the rest are counted as failed, skipped.
+fw_run_chain() {
+    local steps=("$@") i skipped
+    for i in "${!steps[@]}"; do
+        fw_selected "${steps[$i]%%:*}" || continue
+        fw_run "${steps[$i]%%:*}" "${steps[$i]#*:}" && continue
+        for skipped in "${steps[@]:$((i + 1))}"; do
+            echo "FAIL ${skipped%%:*}: skipped after a failure before it"
+            failed=$((failed + 1))
+        done
+        return 1
+    done
+}

@@ -421,23 +421,14 @@ dump() {
 }
 
 
-# CONNECT_CHECKS="name ...": only those (a step of the chain needs the ones before it)
-selected() { [ -z "${CONNECT_CHECKS:-}" ] || [[ " $CONNECT_CHECKS " == *" $1 "* ]]; }
+# CONNECT_CHECKS="name ...": only those sub-checks (FW_ONLY in ../lib.sh)
+FW_ONLY=${CONNECT_CHECKS:-}
 gw_start main IGGY_KAFKA_COMPACTION_INTERVAL_MS=200
-# each step builds on the one before: after a failure the rest of the chain is skipped
-chain=(internal-topics:check_internal_topics pipeline:check_pipeline
-    worker-restart:check_worker_restart gateway-restart:check_gateway_restart
-    offsets-api:check_offsets_api two-workers:check_two_workers)
-for i in "${!chain[@]}"; do
-    selected "${chain[$i]%%:*}" || continue
-    fw_run "${chain[$i]%%:*}" "${chain[$i]#*:}" && continue
-    for skipped in "${chain[@]:$((i + 1))}"; do
-        echo "FAIL ${skipped%%:*}: skipped after a failure before it"
-        failed=$((failed + 1))
-    done
-    break
-done
+# Each step builds on the ones before it.
+fw_run_chain internal-topics:check_internal_topics pipeline:check_pipeline \
+    worker-restart:check_worker_restart gateway-restart:check_gateway_restart \
+    offsets-api:check_offsets_api two-workers:check_two_workers || true
 for n in "${!W_PID[@]}"; do worker_stop "$n" TERM; done # frees the cores for MM2
-selected mirror-maker && { fw_run mirror-maker check_mirror_maker || true; }
+fw_selected mirror-maker && { fw_run mirror-maker check_mirror_maker || true; }
 echo "connect: $passed passed, $failed failed"
 [ "$failed" = 0 ]
