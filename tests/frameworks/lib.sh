@@ -174,3 +174,19 @@ fw_run_chain() {
         return 1
     done
 }
+
+# fw_stop PID SIGNAL WHAT: sends SIGNAL to a JVM the check started, waits up to 20 s for
+# it to end, SIGKILLs it after that (saying so, naming WHAT), and reaps it.
+fw_stop() {
+    local pid=$1 signal=$2 what=$3 i
+    kill -"$signal" "$pid" 2>/dev/null || true
+    for i in $(seq 200); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "note: $what still runs 20 s after SIG$signal, SIGKILL" >&2
+        kill -9 "$pid"
+    fi
+    wait "$pid" 2>/dev/null || true
+}

@@ -96,19 +96,7 @@ reg_start() { # N GATEWAY: reg_run, then up to 120 s for it to be ready
     done
 }
 
-reg_stop() { # N: SIGTERM, then up to 20 s for the JVM to end (SIGKILL after that)
-    local i
-    kill -TERM "${R_PID[$1]}" 2>/dev/null || true
-    for i in $(seq 200); do
-        kill -0 "${R_PID[$1]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "${R_PID[$1]}" 2>/dev/null; then
-        echo "note: registry $1 still runs 20 s after SIGTERM, SIGKILL" >&2
-        kill -9 "${R_PID[$1]}"
-    fi
-    wait "${R_PID[$1]}" 2>/dev/null || true
-}
+reg_stop() { fw_stop "${R_PID[$1]}" TERM "registry $1"; } # N: SIGTERM, 20 s at most
 
 # api N METHOD PATH [JSON [CONTENT-TYPE]]: the answer's body; fails on a non-2xx status.
 # PATH is under /apis (registry/v3/..., ccompat/v7/...).

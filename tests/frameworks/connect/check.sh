@@ -70,23 +70,11 @@ EOF
     fw_wait_for 90 "healthy worker $n" rest_ok "$n" GET /health
 }
 
-# worker_stop N SIGNAL: the signal, then up to 20 s for the JVM to end. A worker
+# worker_stop N SIGNAL: the signal, then up to 20 s for the JVM to end (fw_stop). A worker
 # sometimes never ends on SIGTERM: Jetty's own shutdown hook races Connect's, which then
 # waits forever in RestServer.stop (Server.join) before it stops the herder; its tasks
 # run on, committing as usual. Such a worker is SIGKILLed, and the log says so.
-worker_stop() {
-    local i
-    kill -"$2" "${W_PID[$1]}" 2>/dev/null || true
-    for i in $(seq 200); do
-        kill -0 "${W_PID[$1]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "${W_PID[$1]}" 2>/dev/null; then
-        echo "note: worker $1 still runs 20 s after SIG$2 (hung in RestServer.stop?), SIGKILL" >&2
-        kill -9 "${W_PID[$1]}"
-    fi
-    wait "${W_PID[$1]}" 2>/dev/null || true
-}
+worker_stop() { fw_stop "${W_PID[$1]}" "$2" "worker $1"; }
 
 rest() { # N METHOD PATH [JSON]: the answer's body; fails on a non-2xx status
     curl -sf -m 10 -X "$2" -H 'Content-Type: application/json' ${4:+--data "$4"} \
