@@ -692,7 +692,8 @@ impl Inner {
             stored.partitions = partitions;
             log.info.partitions = partitions;
             for p in log.partitions.len()..partitions as usize {
-                (log.partitions).push(Partition::new(&log.dir, p, PartitionIndex::default()));
+                log.partitions
+                    .push(Partition::new(&log.dir, p, PartitionIndex::default()));
             }
             Ok(())
         })

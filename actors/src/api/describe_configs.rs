@@ -1,7 +1,8 @@
 //! DescribeConfigs: a topic's full set or a broker's, from the topic table (read
 //! again first when it lacks a topic asked for, which another gateway may just have
-//! made) and the configurations in force. Each resource is answered on its own: a missing topic (3), a bad name (17) or an unknown resource type (42)
-//! fails that resource only.
+//! made) and the configurations in force. Each resource is answered on its own: a
+//! missing topic (3), a bad name (17) or an unknown resource type (42) fails that
+//! resource only.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_configs_request::{

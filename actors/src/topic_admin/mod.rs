@@ -592,8 +592,8 @@ impl Handler<BrokerConfigsChanged> for TopicAdmin {
     }
 }
 
-/// Every topic: the logs the store holds, each with its definition when one describes it.
-/// The topics the logs hold, each with whether a definition describes it.
+/// Every topic: the logs the store holds, each with its definition when one describes
+/// it, and whether one did.
 async fn listed(
     logs: &Logs,
     definitions: &Addr<SharedTable<Definitions>>,
