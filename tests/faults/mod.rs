@@ -8,5 +8,6 @@ mod disk_full;
 mod history;
 mod iggy_restart;
 mod link;
+mod lost_page_cache;
 mod paused_gateway;
 mod workload;

@@ -46,6 +46,8 @@ pub struct Gateway {
     data: PathBuf,
     /// `IGGY_KAFKA_*` settings it was started with, kept for restarts.
     settings: Vec<(String, String)>,
+    /// Process environment beside the settings (a process's only), kept for restarts.
+    env: Vec<(String, String)>,
     _dir: Option<tempfile::TempDir>,
     /// The server it keeps its data in, on the Iggy store; stopped after the gateway.
     iggy: Option<iggy::IggyServer>,
@@ -128,6 +130,31 @@ impl Gateway {
         Self::fresh(Kind::Process(log, Some(file)), settings)
     }
 
+    /// Starts the gateway binary on `data`, a directory the caller keeps, with `env` in
+    /// its environment beside the settings (both kept for restarts): for a test that
+    /// changes the data between runs, or runs the binary over a preloaded library.
+    pub fn process_on_data(
+        data: &Path,
+        env: &[(&str, &str)],
+        settings: &[(&str, &str)],
+    ) -> Gateway {
+        record_embedded(settings);
+        let owned = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let log = log_filter();
+        Self::spawn(
+            data,
+            "127.0.0.1:0",
+            owned(settings),
+            owned(env),
+            (&log, None),
+        )
+    }
+
     fn fresh_on(kind: Kind, store: Store, settings: &[(&str, &str)]) -> Option<Gateway> {
         if store == Store::Embedded {
             return Some(Self::fresh(kind, settings));
@@ -144,9 +171,7 @@ impl Gateway {
     /// A gateway of `kind` on a fresh data directory, on port 0 unless `listeners` is
     /// among the settings.
     fn fresh(kind: Kind, settings: &[(&str, &str)]) -> Gateway {
-        if !settings.contains(&("backend", "iggy")) {
-            record_test("EMBEDDED_TESTS_RECORD");
-        }
+        record_embedded(settings);
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let settings = settings
@@ -155,7 +180,9 @@ impl Gateway {
             .collect();
         let mut gw = match kind {
             Kind::InProcess => Self::in_process(&data, settings),
-            Kind::Process(log, into) => Self::spawn(&data, "127.0.0.1:0", settings, (log, into)),
+            Kind::Process(log, into) => {
+                Self::spawn(&data, "127.0.0.1:0", settings, Vec::new(), (log, into))
+            }
         };
         gw._dir = Some(dir);
         gw
@@ -207,6 +234,7 @@ impl Gateway {
             admin,
             data: data.to_path_buf(),
             settings,
+            env: Vec::new(),
             _dir: None,
             iggy: None,
         }
@@ -218,6 +246,7 @@ impl Gateway {
         data: &Path,
         bind: &str,
         settings: Vec<(String, String)>,
+        env: Vec<(String, String)>,
         (log, into): (&str, Option<&Path>),
     ) -> Gateway {
         let stderr = match into {
@@ -230,6 +259,7 @@ impl Gateway {
         let mut child = Command::new(env!("CARGO_BIN_EXE_iggy-kafka-gateway"))
             .process_group(0)
             .envs(variables(data, bind, &settings))
+            .envs(env.iter().cloned())
             .env("RUST_LOG", log)
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -282,6 +312,7 @@ impl Gateway {
             admin,
             data: data.to_path_buf(),
             settings,
+            env,
             _dir: None,
             iggy: None,
         }
@@ -400,6 +431,7 @@ impl Gateway {
             &self.data,
             &self.addr.to_string(),
             self.settings.clone(),
+            self.env.clone(),
             (log, None),
         );
         let mut old = std::mem::replace(self, next);
@@ -429,6 +461,13 @@ impl Drop for Gateway {
 /// The environment a gateway runs with, in-process or not: the admin listener on a free
 /// loopback port, `data`, the PLAINTEXT listener on `bind` unless `listeners` is among
 /// the settings, then each setting as `IGGY_KAFKA_<NAME>`.
+/// Counts the running test as one on the embedded store unless `settings` say Iggy.
+fn record_embedded(settings: &[(&str, &str)]) {
+    if !settings.contains(&("backend", "iggy")) {
+        record_test("EMBEDDED_TESTS_RECORD");
+    }
+}
+
 fn variables(data: &Path, bind: &str, settings: &[(String, String)]) -> Vec<(String, String)> {
     let mut vars = Vec::new();
     if !settings.iter().any(|(k, _)| k == "listeners") {

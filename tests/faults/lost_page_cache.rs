@@ -1,0 +1,496 @@
+//! A machine crash, not only a process crash. A SIGKILL keeps the OS page cache, so no
+//! kill shows a missing sync; here the embedded store runs over `lost_page_cache.c`, an
+//! LD_PRELOAD library (built by the test with the system's C compiler) that keeps an
+//! image of the data directory as of each file's last sync. A crash is a SIGKILL, then
+//! the image in the data directory's place; the gateway starts again on it. Each
+//! `durability` setting keeps what docs/STORAGE.md promises:
+//! - `batch`: nothing acknowledged is lost, under the checked workload (idempotent and
+//!   transactional producers, a consumer group);
+//! - `interval`: only records acknowledged within about the last interval are lost;
+//!   what is left is, in each partition, a prefix of what was sent, byte-exact, at its
+//!   offsets, with intact CRCs, and the log goes on after it;
+//! - `off` checks the harness: records never synced are gone.
+//!
+//! Crash points are random: the seed is printed, `FAULTS_SEED` replays one.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{
+    BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer,
+};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+
+use super::workload::{Workload, PARTITIONS};
+use crate::support::kafka::create_topic;
+use crate::support::Gateway;
+
+/// `fsync_interval_ms` of the `interval` test.
+const INTERVAL: Duration = Duration::from_millis(500);
+/// How much longer than the interval a checkpoint may take to make a record durable:
+/// it syncs every partition file, then the journal.
+const CHECKPOINT_SLACK: Duration = Duration::from_secs(1);
+
+#[test]
+fn durability_batch_loses_nothing_acknowledged_in_machine_crashes() {
+    let mut rng = Rng::seeded();
+    let topic = "faults-crash-batch";
+    let mut machine = Machine::start(&[("durability", "batch")]);
+    tokio_block_on(create_topic(&machine.bootstrap(), topic, PARTITIONS, &[]));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let workload = Workload::start(&machine.bootstrap(), topic, dir.path());
+    for crash in 1..=3 {
+        workload.wait_for_acks(100 + rng.below(1_500) as usize, Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(rng.below(300)));
+        machine.crash();
+        let back = workload.wait_for_acks(300, Duration::from_secs(120));
+        println!("crash {crash}: 300 records acknowledged {back:?} after the restart");
+    }
+    workload.finish().assert_valid();
+}
+
+#[test]
+fn durability_interval_loses_at_most_its_interval_in_machine_crashes() {
+    let mut rng = Rng::seeded();
+    let topic = "faults-crash-interval";
+    let interval = INTERVAL.as_millis().to_string();
+    let mut machine =
+        Machine::start(&[("durability", "interval"), ("fsync_interval_ms", &interval)]);
+    tokio_block_on(create_topic(&machine.bootstrap(), topic, PARTITIONS, &[]));
+    // The topic's definition reaches the disk at the next checkpoint.
+    std::thread::sleep(INTERVAL * 3);
+    let mut rounds = Vec::new();
+    for round in 0..3 {
+        let stream = Stream::start(&machine.bootstrap(), topic, round);
+        std::thread::sleep(Duration::from_millis(800 + rng.below(1_700)));
+        let crash = Instant::now();
+        machine.power_off();
+        rounds.push((stream.stop(), Some(crash)));
+        machine.power_on();
+    }
+    // Once no crash comes, everything acknowledged stays.
+    let stream = Stream::start(&machine.bootstrap(), topic, rounds.len());
+    std::thread::sleep(Duration::from_millis(500));
+    rounds.push((stream.finish(), None));
+
+    let stored = read_all(&machine.bootstrap(), topic);
+    let mut oldest_loss = Duration::ZERO;
+    for (round, (sent, crash)) in rounds.iter().enumerate() {
+        let lost = sent.check_left(round, &stored);
+        let acked = sent.acked.len();
+        match crash {
+            Some(crash) => {
+                let ages: Vec<Duration> = lost.iter().map(|at| crash.duration_since(*at)).collect();
+                let oldest = ages.iter().max().copied().unwrap_or_default();
+                println!(
+                    "round {round}: {acked} acknowledged, {} lost in the crash, the oldest \
+                     acknowledged {oldest:?} before it",
+                    lost.len()
+                );
+                assert!(
+                    oldest <= INTERVAL + CHECKPOINT_SLACK,
+                    "round {round}: a record acknowledged {oldest:?} before the crash was lost, \
+                     more than the {INTERVAL:?} interval (and {CHECKPOINT_SLACK:?} for its \
+                     checkpoint)"
+                );
+                oldest_loss = oldest_loss.max(oldest);
+            }
+            None => assert!(
+                lost.is_empty(),
+                "round {round}, after the last restart: {} of {acked} acknowledged records lost \
+                 without a crash",
+                lost.len()
+            ),
+        }
+    }
+    println!("the oldest acknowledged record lost: {oldest_loss:?} before its crash");
+}
+
+#[test]
+fn durability_off_loses_what_was_never_synced_the_harness_sees_it() {
+    let topic = "faults-crash-off";
+    let mut machine = Machine::start(&[("durability", "off")]);
+    tokio_block_on(create_topic(&machine.bootstrap(), topic, PARTITIONS, &[]));
+    let stream = Stream::start(&machine.bootstrap(), topic, 0);
+    std::thread::sleep(Duration::from_millis(1_500));
+    machine.power_off();
+    let sent = stream.stop();
+    machine.power_on();
+    let stored = read_all(&machine.bootstrap(), topic);
+    let lost = sent.check_left(0, &stored);
+    println!(
+        "{} acknowledged, {} lost in the crash",
+        sent.acked.len(),
+        lost.len()
+    );
+    assert!(
+        !lost.is_empty(),
+        "with nothing synced, a machine crash lost none of {} acknowledged records: the \
+         image does not drop unsynced writes",
+        sent.acked.len()
+    );
+}
+
+fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Runtime::new().expect("runtime").block_on(f)
+}
+
+// ---------------------------------------------------------------------- the machine
+
+/// A gateway binary on the embedded store, over the library, on a data directory whose
+/// synced image is kept beside it.
+struct Machine {
+    gw: Gateway,
+    data: PathBuf,
+    image: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn start(settings: &[(&str, &str)]) -> Machine {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (data, image) = (dir.path().join("data"), dir.path().join("image"));
+        for d in [&data, &image] {
+            std::fs::create_dir(d).expect("make a directory");
+        }
+        let text = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
+        let env = [
+            ("LD_PRELOAD", text(library())),
+            ("LOST_PAGE_CACHE_DATA", text(&data)),
+            ("LOST_PAGE_CACHE_IMAGE", text(&image)),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let gw = Gateway::process_on_data(&data, &env, settings);
+        Machine {
+            gw,
+            data,
+            image,
+            _dir: dir,
+        }
+    }
+
+    fn bootstrap(&self) -> String {
+        self.gw.bootstrap()
+    }
+
+    /// The crash: SIGKILL, and of the data only what was synced stays.
+    fn power_off(&mut self) {
+        self.gw.kill();
+        std::fs::remove_dir_all(&self.data).expect("remove the data directory");
+        std::fs::rename(&self.image, &self.data).expect("the image in its place");
+        // The next run's image starts as what is on the disk now.
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(&self.data)
+            .arg(&self.image)
+            .status()
+            .expect("run cp");
+        assert!(copied.success(), "copying the data to the image failed");
+    }
+
+    /// Starts the gateway again on what the crash left, on the same port.
+    fn power_on(&mut self) {
+        self.gw.restart_after_kill();
+    }
+
+    fn crash(&mut self) {
+        self.power_off();
+        self.power_on();
+    }
+}
+
+/// The library, built once per test run from `lost_page_cache.c`.
+fn library() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/lost_page_cache.c");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("lost_page_cache-{}.so", std::process::id()));
+        let built = Command::new("cc")
+            .args([
+                "-O2",
+                "-Wall",
+                "-Wno-format-truncation",
+                "-shared",
+                "-fPIC",
+                "-o",
+            ])
+            .arg(&out)
+            .arg(&source)
+            .args(["-ldl", "-lpthread"])
+            .status()
+            .expect("run cc");
+        assert!(built.success(), "building {} failed", source.display());
+        out
+    })
+}
+
+/// Crash points: a seed from the clock, or `FAULTS_SEED`, printed either way.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Rng {
+        let seed = std::env::var("FAULTS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("clock")
+                    .as_nanos() as u64
+            });
+        println!("FAULTS_SEED={seed}");
+        Rng(seed | 1)
+    }
+
+    /// xorshift64*: a number below `n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+// ---------------------------------------------------------------------- the stream
+
+/// Record `n` of round `round`: its key, and a value of varying length derived from it,
+/// so a byte-exact comparison catches a torn or shifted batch.
+fn record(round: usize, n: u64) -> (String, Vec<u8>) {
+    let key = format!("{round}-{n}");
+    let value = key.bytes().cycle().take(8 + (n % 200) as usize).collect();
+    (key, value)
+}
+
+/// When each record was acknowledged, by key.
+#[derive(Clone, Default)]
+struct Acks(Arc<Mutex<HashMap<String, Instant>>>);
+
+impl ClientContext for Acks {}
+impl ProducerContext for Acks {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Ok(m) = result {
+            let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+            self.0.lock().unwrap().insert(key, Instant::now());
+        }
+    }
+}
+
+/// One idempotent producer (acks=all) sending records of one round, numbered, record
+/// `n` to partition `n % PARTITIONS`, from a thread of its own.
+struct Stream {
+    producer: Arc<ThreadedProducer<Acks>>,
+    acks: Acks,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<u64>,
+    round: usize,
+}
+
+/// What a round sent and which records were acknowledged, when.
+struct Sent {
+    count: u64,
+    acked: HashMap<String, Instant>,
+}
+
+impl Stream {
+    fn start(bootstrap: &str, topic: &'static str, round: usize) -> Stream {
+        let acks = Acks::default();
+        let producer: ThreadedProducer<Acks> = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("acks", "all")
+            .set("enable.idempotence", "true")
+            .set("linger.ms", "5")
+            .set("message.timeout.ms", "30000")
+            .create_with_context(acks.clone())
+            .expect("producer");
+        let producer = Arc::new(producer);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (producer, stop) = (producer.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let (key, value) = record(round, n);
+                    let partition = (n % PARTITIONS as u64) as i32;
+                    let mut next = BaseRecord::to(topic)
+                        .partition(partition)
+                        .key(&key)
+                        .payload(&value);
+                    loop {
+                        match producer.send(next) {
+                            Ok(()) => break,
+                            Err((
+                                KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                                back,
+                            )) => {
+                                if stop.load(Ordering::SeqCst) {
+                                    return n;
+                                }
+                                next = back;
+                                std::thread::sleep(Duration::from_millis(2));
+                            }
+                            Err((e, _)) => panic!("record {key} not enqueued: {e}"),
+                        }
+                    }
+                    n += 1;
+                    if n % 20 == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                n
+            })
+        };
+        Stream {
+            producer,
+            acks,
+            stop,
+            thread,
+            round,
+        }
+    }
+
+    /// Stops sending and drops what is still unanswered (the machine it went to is
+    /// gone): the acknowledged records so far.
+    fn stop(self) -> Sent {
+        self.stop.store(true, Ordering::SeqCst);
+        let count = self.thread.join().expect("producer thread");
+        self.producer
+            .purge(PurgeConfig::default().queue().inflight());
+        let acked = self.acks.0.lock().unwrap().clone();
+        Sent { count, acked }
+    }
+
+    /// Stops sending and waits for every record's answer: all must be acknowledged.
+    fn finish(self) -> Sent {
+        self.stop.store(true, Ordering::SeqCst);
+        let count = self.thread.join().expect("producer thread");
+        self.producer.flush(Duration::from_secs(30)).expect("flush");
+        let acked = self.acks.0.lock().unwrap().clone();
+        assert_eq!(
+            acked.len() as u64,
+            count,
+            "round {}: {} of {count} records acknowledged",
+            self.round,
+            acked.len()
+        );
+        Sent { count, acked }
+    }
+}
+
+impl Sent {
+    /// Checks what the crash left of this round in `stored`: in each partition, a
+    /// prefix of the round's records in send order, byte-exact, after the rounds before
+    /// it. Returns when each acknowledged record that is not there was acknowledged.
+    fn check_left(&self, round: usize, stored: &Stored) -> Vec<Instant> {
+        let mut left = std::collections::HashSet::new();
+        for (p, records) in stored {
+            let ours: Vec<_> = records
+                .iter()
+                .filter(|(_, key, _)| round_of(key) == round)
+                .collect();
+            let mut expected = (0..self.count).filter(|n| (n % PARTITIONS as u64) as i32 == *p);
+            for (offset, key, value) in ours {
+                let n = expected.next().unwrap_or_else(|| {
+                    panic!("partition {p} offset {offset}: {key} was never sent")
+                });
+                let (want_key, want_value) = record(round, n);
+                assert_eq!(
+                    (key, value),
+                    (&want_key, &want_value),
+                    "partition {p} offset {offset}: not the next record of round {round} \
+                     (a gap, a reordered or a torn batch)"
+                );
+                left.insert(want_key);
+            }
+        }
+        self.acked
+            .iter()
+            .filter(|(key, _)| !left.contains(*key))
+            .map(|(_, at)| *at)
+            .collect()
+    }
+}
+
+fn round_of(key: &str) -> usize {
+    key.split('-')
+        .next()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("a key the test never sent: {key}"))
+}
+
+// ---------------------------------------------------------------------- the read
+
+/// Each partition's records, `(offset, key, value)` in offset order.
+type Stored = HashMap<i32, Vec<(i64, String, Vec<u8>)>>;
+
+/// Reads every partition from the beginning to its high watermark, checking each
+/// batch's CRC, and that offsets run from 0 with no gap (nothing here deletes).
+fn read_all(bootstrap: &str, topic: &str) -> Stored {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "faults-crash-check")
+        .set("enable.auto.commit", "false")
+        .set("check.crcs", "true")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    let mut remaining = HashMap::new();
+    let mut stored: Stored = HashMap::new();
+    for p in 0..PARTITIONS {
+        let (low, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(30))
+            .expect("watermarks");
+        assert_eq!(low, 0, "partition {p} starts at {low}");
+        if high > 0 {
+            remaining.insert(p, high);
+        }
+        stored.insert(p, Vec::new());
+        assignment
+            .add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&assignment).expect("assign");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !remaining.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "read-back timed out short of the high watermarks: {remaining:?}"
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            None => {}
+            Some(Err(e)) => panic!("reading after the crash: {e}"),
+            Some(Ok(m)) => {
+                let (p, offset) = (m.partition(), m.offset());
+                let records = stored.get_mut(&p).expect("an assigned partition");
+                assert_eq!(
+                    offset,
+                    records.len() as i64,
+                    "partition {p}: offset {offset} after {} records",
+                    records.len()
+                );
+                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+                if let Some((before, k, _)) = records.last() {
+                    assert!(
+                        round_of(k) <= round_of(&key),
+                        "partition {p}: {key} at offset {offset} after {k} at {before}"
+                    );
+                }
+                records.push((offset, key, m.payload().unwrap_or_default().to_vec()));
+                if remaining.get(&p).is_some_and(|high| offset + 1 >= *high) {
+                    remaining.remove(&p);
+                }
+            }
+        }
+    }
+    stored
+}
