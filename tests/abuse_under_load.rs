@@ -81,9 +81,9 @@ fn well_behaved_clients_get_all_their_work_done_while_others_abuse_the_gateway()
     // comes after as much work as the abused run comes after (a warm-up run), so the
     // two peaks compare like with like.
     work(&bootstrap, "warm-up", || {});
-    let warm_peak = peak_memory_kib(gw.pid());
+    let warm_peak = support::memory_kib(gw.pid(), "VmHWM");
     let quiet = work(&bootstrap, "quiet", || {});
-    let quiet_peak = peak_memory_kib(gw.pid());
+    let quiet_peak = support::memory_kib(gw.pid(), "VmHWM");
     println!("bench: after the warm-up run, gateway VmHWM {warm_peak} KiB");
     println!(
         "bench: quiet run: {} records produced and read back in {:?}, gateway VmHWM \
@@ -118,7 +118,7 @@ fn well_behaved_clients_get_all_their_work_done_while_others_abuse_the_gateway()
     });
     stop.store(true, Ordering::Relaxed);
     let answered: Vec<(&str, u64)> = abusers.into_iter().map(Abuser::join).collect();
-    let abused_peak = peak_memory_kib(gw.pid());
+    let abused_peak = support::memory_kib(gw.pid(), "VmHWM");
     let open = idle.iter().filter(|s| still_open(s)).count();
     println!(
         "bench: abused run: {} records produced and read back in {:?}, gateway VmHWM \
@@ -431,16 +431,6 @@ fn still_open(s: &TcpStream) -> bool {
     let open = matches!(read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
     s.set_nonblocking(false).unwrap();
     open
-}
-
-/// Peak resident memory of process `pid` (VmHWM), in KiB.
-fn peak_memory_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/<pid>/status")
 }
 
 /// Raises this process's open-file limit (inherited by the gateway it starts) to at

@@ -10,4 +10,5 @@ mod iggy_restart;
 mod link;
 mod lost_page_cache;
 mod paused_gateway;
+mod soak;
 mod workload;

@@ -461,6 +461,17 @@ impl Drop for Gateway {
 /// The environment a gateway runs with, in-process or not: the admin listener on a free
 /// loopback port, `data`, the PLAINTEXT listener on `bind` unless `listeners` is among
 /// the settings, then each setting as `IGGY_KAFKA_<NAME>`.
+/// A memory figure of process `pid` from `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in
+/// KiB.
+pub fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
 /// Counts the running test as one on the embedded store unless `settings` say Iggy.
 fn record_embedded(settings: &[(&str, &str)]) {
     if !settings.contains(&("backend", "iggy")) {
