@@ -3,7 +3,9 @@
 //! timeout, then SIGCONTed, under the checked workload: the others take its groups and
 //! transactional ids over while it is away, and once it is back every gateway names
 //! the same coordinators again and the history stays clean (no committed offset moves
-//! backwards, nothing acknowledged lost, no aborted read).
+//! backwards, nothing acknowledged lost, no aborted read). And a lone gateway, on each
+//! store, paused past the members' session timeout and resumed: its clients wait, then
+//! carry on, and the history stays clean.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -12,7 +14,7 @@ use super::workload::{Workload, GROUP, PARTITIONS};
 use crate::support::groups::{coordinator_port, GROUP_KEY, TRANSACTION_KEY};
 use crate::support::iggy::IggyServer;
 use crate::support::kafka::create_topic;
-use crate::support::Gateway;
+use crate::support::{on_every_store, Gateway, Store};
 
 const TOPIC: &str = "faults-paused";
 const NODE_TIMEOUT_MS: &str = "2000";
@@ -97,6 +99,43 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
     println!(
         "after SIGCONT the gateways agreed on the coordinators in {agreed:?}; 500 records \
          acknowledged {recovered:?} after it resumed",
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    workload.finish().assert_valid();
+}
+
+on_every_store!(a_paused_lone_gateway_resumed_carries_on);
+
+fn a_paused_lone_gateway_resumed_carries_on(store: Store) {
+    let topic = match store {
+        Store::Embedded => "faults-paused-lone-embedded",
+        Store::Iggy => "faults-paused-lone-iggy",
+    };
+    let settings = [
+        ("node_heartbeat_ms", "200"),
+        ("node_timeout_ms", NODE_TIMEOUT_MS),
+        ("group_initial_rebalance_delay_ms", "0"),
+        ("iggy_request_timeout_ms", "3000"),
+    ];
+    let Some(mut gw) = Gateway::process_on(store, &settings) else {
+        return;
+    };
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(create_topic(&gw.bootstrap(), topic, PARTITIONS, &[]));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let workload = Workload::start(&gw.bootstrap(), topic, dir.path());
+    workload.wait_for_acks(1_000, Duration::from_secs(60));
+    gw.signal("STOP");
+    std::thread::sleep(PAUSE);
+    gw.signal("CONT");
+    let resumed = Instant::now();
+    let recovered = workload.wait_for_acks(500, Duration::from_secs(60));
+    assert!(gw.exited().is_none(), "the gateway ended after the SIGCONT");
+    println!(
+        "after a {PAUSE:?} pause, 500 records acknowledged {recovered:?} after the SIGCONT \
+         ({:?} since)",
+        resumed.elapsed()
     );
     std::thread::sleep(Duration::from_secs(3));
     workload.finish().assert_valid();
