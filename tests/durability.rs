@@ -13,11 +13,10 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::ClientContext;
 use support::Gateway;
 
 const TOPIC: &str = "durable";
@@ -157,58 +156,6 @@ fn send_all(p: &ThreadedProducer<Acks>, numbers: std::ops::Range<u64>) {
     }
 }
 
-/// Reads every partition from the beginning to the high watermark it had at the start:
-/// `(partition, offset, key, value)` in each partition's offset order.
-fn read_all(bootstrap: &str) -> Vec<(i32, i64, Vec<u8>, Vec<u8>)> {
-    // librdkafka needs a group.id even for assign(); no group is joined or committed.
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "durability-check")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut assignment = TopicPartitionList::new();
-    let mut remaining = HashMap::new();
-    for p in 0..PARTITIONS {
-        let (_, high) = consumer
-            .fetch_watermarks(TOPIC, p, Duration::from_secs(10))
-            .expect("watermarks");
-        if high > 0 {
-            remaining.insert(p, high);
-        }
-        assignment
-            .add_partition_offset(TOPIC, p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&assignment).expect("assign");
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !remaining.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "read-back timed out; partitions still short of their high watermark: {remaining:?}; errors: {errors:?}"
-        );
-        match consumer.poll(Duration::from_millis(200)) {
-            None => {}
-            Some(Err(e)) => errors.push(e.to_string()),
-            Some(Ok(m)) => {
-                let (p, offset) = (m.partition(), m.offset());
-                out.push((
-                    p,
-                    offset,
-                    m.key().unwrap_or_default().to_vec(),
-                    m.payload().unwrap_or_default().to_vec(),
-                ));
-                if remaining.get(&p).is_some_and(|high| offset + 1 >= *high) {
-                    remaining.remove(&p);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Every acknowledged record is stored, on its partition, byte-exact; nothing is stored
 /// twice; everything stored is a record the test sent, in send order per partition.
 /// Records stored but never acknowledged (the ack was lost in the crash) are allowed.
@@ -325,7 +272,10 @@ fn acknowledged_records_survive_a_kill_mid_stream() {
     let mut gw = Gateway::process();
     create_topic(&gw.bootstrap());
     let (acked, problems) = stream_through_a_kill(&mut gw, 0, &[]);
-    assert_stored(&acked, &read_all(&gw.bootstrap()));
+    assert_stored(
+        &acked,
+        &support::kafka::read_partitions(&gw.bootstrap(), TOPIC, PARTITIONS),
+    );
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -362,14 +312,17 @@ fn acknowledged_records_survive_a_graceful_stop() {
     gw.restart_after_kill();
     let first = acks.all_acked();
     assert_eq!(first.len(), 3_000);
-    assert_stored(&first, &read_all(&gw.bootstrap()));
+    assert_stored(
+        &first,
+        &support::kafka::read_partitions(&gw.bootstrap(), TOPIC, PARTITIONS),
+    );
 
     // Appends after the restart continue the log rather than overwrite it.
     let (producer, more) = new_producer(&gw.bootstrap(), &[]);
     send_all(&producer, 3_000..4_000);
     producer.flush(FLUSH).expect("flush after restart");
     let all: Vec<_> = first.into_iter().chain(more.all_acked()).collect();
-    let stored = read_all(&gw.bootstrap());
+    let stored = support::kafka::read_partitions(&gw.bootstrap(), TOPIC, PARTITIONS);
     assert_stored(&all, &stored);
     assert_eq!(stored.len(), 4_000);
 }
@@ -384,7 +337,10 @@ fn durability_batch_round_trips_and_survives_a_kill_mid_stream() {
     producer.flush(FLUSH).expect("flush");
     let acked = acks.all_acked();
     assert_eq!(acked.len(), 2_000);
-    assert_stored(&acked, &read_all(&gw.bootstrap()));
+    assert_stored(
+        &acked,
+        &support::kafka::read_partitions(&gw.bootstrap(), TOPIC, PARTITIONS),
+    );
     drop(producer);
 
     // Each append syncs before its answer, so a kill often lands between a batch reaching
@@ -393,6 +349,9 @@ fn durability_batch_round_trips_and_survives_a_kill_mid_stream() {
     let (streamed, problems) =
         stream_through_a_kill(&mut gw, 2_000, &[("compression.codec", "lz4")]);
     let all: Vec<_> = acked.into_iter().chain(streamed).collect();
-    assert_stored(&all, &read_all(&gw.bootstrap()));
+    assert_stored(
+        &all,
+        &support::kafka::read_partitions(&gw.bootstrap(), TOPIC, PARTITIONS),
+    );
     assert!(problems.is_empty(), "{problems:#?}");
 }

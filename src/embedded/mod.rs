@@ -176,14 +176,14 @@ impl EmbeddedStore {
             // Batches usually arrive compressed by the producer already.
             .journal_compression(fjall::CompressionType::None)
             .open()?;
-        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let meta = db.keyspace("meta", keyspace_options)?;
         // Offsets and producer ids moved into the metadata tables (layout 2).
         if db.keyspace_exists("offsets") || meta.get("producer-id-block-end")?.is_some() {
             return Err(EmbeddedError::OldLayout(dir.to_path_buf()));
         }
         // The first layout kept topic definitions in `meta` and had no `logs`.
         let first_layout = !db.keyspace_exists("logs") && meta.first_key_value().is_some();
-        let logs = db.keyspace("logs", KeyspaceCreateOptions::default)?;
+        let logs = db.keyspace("logs", keyspace_options)?;
         if first_layout {
             return Err(EmbeddedError::OldLayout(dir.to_path_buf()));
         }
@@ -205,10 +205,8 @@ impl EmbeddedStore {
             topics.insert(Arc::from(name), Arc::new(log));
         }
         remove_orphans(&logs_dir, &topics);
-        let tables = meta::MetaTables::new(
-            meta.clone(),
-            db.keyspace("versions", KeyspaceCreateOptions::default)?,
-        );
+        let tables =
+            meta::MetaTables::new(meta.clone(), db.keyspace("versions", keyspace_options)?);
         let inner = Arc::new(Inner {
             dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
             logs_dir,
@@ -309,6 +307,17 @@ fn remove_orphans(logs_dir: &Path, topics: &HashMap<Arc<str>, Arc<TopicLog>>) {
 
 /// Opens a topic's index keyspace; `load` reads it back into memory and checks what
 /// a crash may have left.
+/// Most a keyspace's memtable holds before fjall writes it out (fjall's default: 64
+/// MiB). Its entries are small (index entries, offsets, metadata), and each topic has a
+/// keyspace, so fjall's default let a long-running gateway's memory grow by tens of MiB
+/// a topic before the first flush (the soak in `tests/faults/soak.rs`). Applies to
+/// keyspaces made from now on: fjall keeps each one's options with it.
+const MEMTABLE_BYTES: u64 = 4 << 20;
+
+fn keyspace_options() -> KeyspaceCreateOptions {
+    KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
+}
+
 fn open_log(
     db: &Database,
     logs_dir: &Path,
@@ -317,7 +326,7 @@ fn open_log(
     load: bool,
 ) -> Result<TopicLog, EmbeddedError> {
     let id = stored.id.simple();
-    let index = db.keyspace(&format!("i{id}"), KeyspaceCreateOptions::default)?;
+    let index = db.keyspace(&format!("i{id}"), keyspace_options)?;
     let dir = logs_dir.join(id.to_string());
     let mut partitions: Vec<PartitionIndex> = (0..stored.partitions)
         .map(|_| PartitionIndex::default())

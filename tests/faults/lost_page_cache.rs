@@ -22,16 +22,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer,
 };
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::ClientContext;
 
 use super::workload::{Workload, PARTITIONS};
-use crate::support::kafka::create_topic;
+use crate::support::kafka::{create_topic, read_partitions};
 use crate::support::Gateway;
 
 /// `fsync_interval_ms` of the `interval` test.
@@ -433,64 +432,27 @@ fn round_of(key: &str) -> usize {
 /// Each partition's records, `(offset, key, value)` in offset order.
 type Stored = HashMap<i32, Vec<(i64, String, Vec<u8>)>>;
 
-/// Reads every partition from the beginning to its high watermark, checking each
-/// batch's CRC, and that offsets run from 0 with no gap (nothing here deletes).
+/// Reads every partition to its end (CRCs checked), checking that offsets run from 0
+/// with no gap (nothing here deletes) and that no round's record follows a later
+/// round's.
 fn read_all(bootstrap: &str, topic: &str) -> Stored {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "faults-crash-check")
-        .set("enable.auto.commit", "false")
-        .set("check.crcs", "true")
-        .create()
-        .expect("consumer");
-    let mut assignment = TopicPartitionList::new();
-    let mut remaining = HashMap::new();
-    let mut stored: Stored = HashMap::new();
-    for p in 0..PARTITIONS {
-        let (low, high) = consumer
-            .fetch_watermarks(topic, p, Duration::from_secs(30))
-            .expect("watermarks");
-        assert_eq!(low, 0, "partition {p} starts at {low}");
-        if high > 0 {
-            remaining.insert(p, high);
-        }
-        stored.insert(p, Vec::new());
-        assignment
-            .add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&assignment).expect("assign");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !remaining.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "read-back timed out short of the high watermarks: {remaining:?}"
+    let mut stored: Stored = (0..PARTITIONS).map(|p| (p, Vec::new())).collect();
+    for (p, offset, key, value) in read_partitions(bootstrap, topic, PARTITIONS) {
+        let records = stored.get_mut(&p).expect("a partition read");
+        assert_eq!(
+            offset,
+            records.len() as i64,
+            "partition {p}: offset {offset} after {} records",
+            records.len()
         );
-        match consumer.poll(Duration::from_millis(200)) {
-            None => {}
-            Some(Err(e)) => panic!("reading after the crash: {e}"),
-            Some(Ok(m)) => {
-                let (p, offset) = (m.partition(), m.offset());
-                let records = stored.get_mut(&p).expect("an assigned partition");
-                assert_eq!(
-                    offset,
-                    records.len() as i64,
-                    "partition {p}: offset {offset} after {} records",
-                    records.len()
-                );
-                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                if let Some((before, k, _)) = records.last() {
-                    assert!(
-                        round_of(k) <= round_of(&key),
-                        "partition {p}: {key} at offset {offset} after {k} at {before}"
-                    );
-                }
-                records.push((offset, key, m.payload().unwrap_or_default().to_vec()));
-                if remaining.get(&p).is_some_and(|high| offset + 1 >= *high) {
-                    remaining.remove(&p);
-                }
-            }
+        let key = String::from_utf8_lossy(&key).into_owned();
+        if let Some((before, k, _)) = records.last() {
+            assert!(
+                round_of(k) <= round_of(&key),
+                "partition {p}: {key} at offset {offset} after {k} at {before}"
+            );
         }
+        records.push((offset, key, value));
     }
     stored
 }

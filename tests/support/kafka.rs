@@ -260,3 +260,62 @@ pub fn read_to_end(bootstrap: &str, topic: &str) -> Vec<(i64, String, Option<Vec
         }
     }
 }
+
+/// Reads partitions `0..partitions` of `topic` from the beginning to the high
+/// watermarks they had at the start, checking each batch's CRC: `(partition, offset,
+/// key, value)` in each partition's offset order. A consumer error is kept and shown if
+/// the read does not get there within a minute.
+pub fn read_partitions(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+) -> Vec<(i32, i64, Vec<u8>, Vec<u8>)> {
+    // librdkafka needs a group.id even for assign(); no group is joined or committed.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "read-partitions")
+        .set("enable.auto.commit", "false")
+        .set("check.crcs", "true")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    let mut remaining = HashMap::new();
+    for p in 0..partitions {
+        let (_, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(10))
+            .expect("watermarks");
+        if high > 0 {
+            remaining.insert(p, high);
+        }
+        assignment
+            .add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&assignment).expect("assign");
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !remaining.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "read-back timed out; partitions still short of their high watermark: {remaining:?}; errors: {errors:?}"
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            None => {}
+            Some(Err(e)) => errors.push(e.to_string()),
+            Some(Ok(m)) => {
+                let (p, offset) = (m.partition(), m.offset());
+                out.push((
+                    p,
+                    offset,
+                    m.key().unwrap_or_default().to_vec(),
+                    m.payload().unwrap_or_default().to_vec(),
+                ));
+                if remaining.get(&p).is_some_and(|high| offset + 1 >= *high) {
+                    remaining.remove(&p);
+                }
+            }
+        }
+    }
+    out
+}
