@@ -8,7 +8,8 @@
 //! compacts, every read sees each key's versions in order and its latest one. SIGKILLs
 //! of the gateway process while it compacts lose nothing that must stay, and compaction
 //! resumes after each restart (embedded store: its pass rewrites a file; a pass on Iggy
-//! writes one table row, then deletes segments).
+//! writes one table row, then deletes segments); so do machine crashes, which lose what
+//! was not synced, on the embedded store.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,6 +22,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use crate::support;
 use support::describe::stored_bytes;
 use support::kafka::{admin, create_topic, read_to_end};
+use support::machine::Machine;
 use support::{on_every_store, Gateway, Store};
 
 on_every_store!(
@@ -284,6 +286,36 @@ fn sigkills_while_compacting_lose_nothing_that_must_stay() {
         check_view(&read_to_end(&b, topic), rounds, tombstones);
     }
     println!("{interrupted} of {KILLS} SIGKILLs left a pass's new file behind");
+    await_compacted(&b, topic, rounds, tombstones);
+}
+
+/// The same through machine crashes (`support::machine`: what was not synced is lost
+/// too), with `durability=batch` so every acknowledged round must stay: a pass must
+/// sync its new file before it takes the old one's place.
+#[test]
+fn machine_crashes_while_compacting_lose_nothing_that_must_stay() {
+    let mut machine = Machine::start(&[("compaction_interval_ms", "10"), ("durability", "batch")]);
+    let b = machine.bootstrap();
+    let topic = "crashed";
+    let lagging = [&COMPACTED[..3], &[("min.compaction.lag.ms", "300")]].concat();
+    runtime().block_on(create_topic(&b, topic, 1, &lagging));
+    let tombstones = 3;
+    let (mut rounds, mut interrupted) = (0, 0);
+    const CRASHES: u64 = 8;
+    for crash in 0..CRASHES {
+        let p = producer(&b);
+        for _ in 0..10 {
+            write_round(&p, topic, rounds, tombstones);
+            rounds += 1;
+        }
+        drop(p);
+        let began = wait_for(Duration::from_secs(3), || compacting(machine.data_dir()));
+        std::thread::sleep(Duration::from_micros(700 * crash));
+        interrupted += usize::from(began && compacting(machine.data_dir()));
+        machine.crash();
+        check_view(&read_to_end(&b, topic), rounds, tombstones);
+    }
+    println!("{interrupted} of {CRASHES} machine crashes came while a pass's new file was there");
     await_compacted(&b, topic, rounds, tombstones);
 }
 

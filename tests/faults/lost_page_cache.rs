@@ -1,8 +1,7 @@
 //! A machine crash, not only a process crash. A SIGKILL keeps the OS page cache, so no
-//! kill shows a missing sync; here the embedded store runs over `lost_page_cache.c`, an
-//! LD_PRELOAD library (built by the test with the system's C compiler) that keeps an
-//! image of the data directory as of each file's last sync. A crash is a SIGKILL, then
-//! the image in the data directory's place; the gateway starts again on it. Each
+//! kill shows a missing sync; here the embedded store runs on a [`Machine`]
+//! (`support::machine`), whose crash keeps only what each file had at its last sync,
+//! and the gateway starts again on that. Each
 //! `durability` setting keeps what docs/STORAGE.md promises:
 //! - `batch`: nothing acknowledged is lost, under the checked workload (idempotent and
 //!   transactional producers, a consumer group);
@@ -14,10 +13,9 @@
 //! Crash points are random: the seed is printed, `FAULTS_SEED` replays one.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,7 +29,7 @@ use rdkafka::ClientContext;
 
 use super::workload::{Workload, PARTITIONS};
 use crate::support::kafka::{create_topic, read_partitions};
-use crate::support::Gateway;
+use crate::support::machine::Machine;
 
 /// `fsync_interval_ms` of the `interval` test.
 const INTERVAL: Duration = Duration::from_millis(500);
@@ -141,96 +139,6 @@ fn durability_off_loses_what_was_never_synced_the_harness_sees_it() {
 
 fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Runtime::new().expect("runtime").block_on(f)
-}
-
-// ---------------------------------------------------------------------- the machine
-
-/// A gateway binary on the embedded store, over the library, on a data directory whose
-/// synced image is kept beside it.
-struct Machine {
-    gw: Gateway,
-    data: PathBuf,
-    image: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Machine {
-    fn start(settings: &[(&str, &str)]) -> Machine {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (data, image) = (dir.path().join("data"), dir.path().join("image"));
-        for d in [&data, &image] {
-            std::fs::create_dir(d).expect("make a directory");
-        }
-        let text = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
-        let env = [
-            ("LD_PRELOAD", text(library())),
-            ("LOST_PAGE_CACHE_DATA", text(&data)),
-            ("LOST_PAGE_CACHE_IMAGE", text(&image)),
-        ];
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let gw = Gateway::process_on_data(&data, &env, settings);
-        Machine {
-            gw,
-            data,
-            image,
-            _dir: dir,
-        }
-    }
-
-    fn bootstrap(&self) -> String {
-        self.gw.bootstrap()
-    }
-
-    /// The crash: SIGKILL, and of the data only what was synced stays.
-    fn power_off(&mut self) {
-        self.gw.kill();
-        std::fs::remove_dir_all(&self.data).expect("remove the data directory");
-        std::fs::rename(&self.image, &self.data).expect("the image in its place");
-        // The next run's image starts as what is on the disk now.
-        let copied = Command::new("cp")
-            .arg("-a")
-            .arg(&self.data)
-            .arg(&self.image)
-            .status()
-            .expect("run cp");
-        assert!(copied.success(), "copying the data to the image failed");
-    }
-
-    /// Starts the gateway again on what the crash left, on the same port.
-    fn power_on(&mut self) {
-        self.gw.restart_after_kill();
-    }
-
-    fn crash(&mut self) {
-        self.power_off();
-        self.power_on();
-    }
-}
-
-/// The library, built once per test run from `lost_page_cache.c`.
-fn library() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/lost_page_cache.c");
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("lost_page_cache-{}.so", std::process::id()));
-        let built = Command::new("cc")
-            .args([
-                "-O2",
-                "-Wall",
-                "-Wno-format-truncation",
-                "-shared",
-                "-fPIC",
-                "-o",
-            ])
-            .arg(&out)
-            .arg(&source)
-            .args(["-ldl", "-lpthread"])
-            .status()
-            .expect("run cc");
-        assert!(built.success(), "building {} failed", source.display());
-        out
-    })
 }
 
 /// Crash points: a seed from the clock, or `FAULTS_SEED`, printed either way.

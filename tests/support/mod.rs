@@ -9,6 +9,7 @@ pub mod describe;
 pub mod groups;
 pub mod iggy;
 pub mod kafka;
+pub mod machine;
 pub mod partitions;
 pub mod proxy;
 mod raw;

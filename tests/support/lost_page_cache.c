@@ -215,6 +215,26 @@ static struct inode *inode_of(dev_t dev, ino_t ino) {
     abort();
 }
 
+/* Forgets what is known of an inode: its next sync copies it whole, to wherever it is
+ * then. For a file gone from its name (removed, or replaced by a rename), whose inode
+ * number a new file may take. */
+static void forget(struct inode *n) {
+    free(n->rel);
+    n->rel = NULL;
+    n->imaged = 0;
+    n->count = 0;
+}
+
+/* Forgets every inode last seen at `rel` or under it. */
+static void forget_under(const char *rel) {
+    size_t len = strlen(rel);
+    for (size_t i = 0; i < INODES; i++) {
+        struct inode *n = &inodes[i];
+        if (n->rel && !strncmp(n->rel, rel, len) && (!n->rel[len] || n->rel[len] == '/'))
+            forget(n);
+    }
+}
+
 /* The file `fd` is open on, if it is a regular file under the data directory: its
  * stat and its path under the data directory. */
 static int tracked(int fd, struct stat *st, char rel[PATH_MAX]) {
@@ -341,6 +361,7 @@ static void renamed(int olddirfd, const char *oldpath, int newdirfd, const char 
     pthread_mutex_lock(&lock);
     image_path(ra, a);
     image_path(rb, b);
+    forget_under(rb);
     if (access(a, F_OK) == 0) {
         make_parents(b);
         real_rename(a, b);
@@ -369,24 +390,32 @@ static void removed(int dirfd, const char *path) {
     pthread_mutex_lock(&lock);
     image_path(rel, target);
     remove_tree(target);
+    forget_under(rel);
     pthread_mutex_unlock(&lock);
     errno = saved;
 }
 
 /* A file opened under the data directory: made (empty) or truncated in the image too. */
-static void opened(int dirfd, const char *path, int flags) {
+static void opened(int fd, int dirfd, const char *path, int flags) {
     char full[PATH_MAX], target[PATH_MAX];
     const char *rel;
+    struct stat st;
     if (!enabled || !(flags & (O_CREAT | O_TRUNC)) || resolve(dirfd, path, full) ||
         !(rel = under_data(full)))
         return;
     int saved = errno;
     pthread_mutex_lock(&lock);
+    /* A new file may have the inode number of one removed by a call not seen here. */
+    if (fstat(fd, &st) == 0) {
+        struct inode *n = inode_of(st.st_dev, st.st_ino);
+        if (n->rel && strcmp(n->rel, rel) != 0)
+            forget(n);
+    }
     image_path(rel, target);
     make_parents(target);
-    int fd = real_open64(target, O_WRONLY | O_CLOEXEC | (flags & (O_CREAT | O_TRUNC)), 0644);
-    if (fd >= 0)
-        close(fd);
+    int made = real_open64(target, O_WRONLY | O_CLOEXEC | (flags & (O_CREAT | O_TRUNC)), 0644);
+    if (made >= 0)
+        close(made);
     pthread_mutex_unlock(&lock);
     errno = saved;
 }
@@ -405,7 +434,7 @@ int open64(const char *path, int flags, ...) {
     va_end(args);
     int fd = real_open64(path, flags, mode);
     if (fd >= 0)
-        opened(AT_FDCWD, path, flags);
+        opened(fd, AT_FDCWD, path, flags);
     return fd;
 }
 
@@ -425,7 +454,7 @@ int openat64(int dirfd, const char *path, int flags, ...) {
     va_end(args);
     int fd = real_openat64(dirfd, path, flags, mode);
     if (fd >= 0)
-        opened(dirfd, path, flags);
+        opened(fd, dirfd, path, flags);
     return fd;
 }
 
