@@ -262,31 +262,11 @@ fn a_compacted_topic_keeps_the_latest_value_of_each_key(store: Store) {
 fn sigkills_while_compacting_lose_nothing_that_must_stay() {
     // A process: SIGKILLed again and again while it compacts.
     let mut gw = Gateway::process_with(&[("compaction_interval_ms", "10")]);
-    let b = gw.bootstrap();
-    let topic = "killed";
-    // Rounds pile up for a while, so each pass has some to do.
-    let lagging = [&COMPACTED[..3], &[("min.compaction.lag.ms", "300")]].concat();
-    runtime().block_on(create_topic(&b, topic, 1, &lagging));
-    let tombstones = 3;
-    let (mut rounds, mut interrupted) = (0, 0);
-    const KILLS: u64 = 15;
-    for kill in 0..KILLS {
-        let p = producer(&b);
-        for _ in 0..10 {
-            write_round(&p, topic, rounds, tombstones);
-            rounds += 1;
-        }
-        drop(p);
-        // Once a pass has begun its new file, at a different moment each time.
-        let began = wait_for(Duration::from_secs(3), || compacting(gw.data_dir()));
-        std::thread::sleep(Duration::from_micros(400 * kill));
-        gw.kill();
-        interrupted += usize::from(began && compacting(gw.data_dir()));
-        gw.restart_after_kill();
-        check_view(&read_to_end(&b, topic), rounds, tombstones);
-    }
-    println!("{interrupted} of {KILLS} SIGKILLs left a pass's new file behind");
-    await_compacted(&b, topic, rounds, tombstones);
+    let (b, data) = (gw.bootstrap(), gw.data_dir().to_path_buf());
+    let step = Duration::from_micros(400);
+    let interrupted =
+        crashes_while_compacting(&b, &data, "killed", 15, step, || gw.restart_after_kill());
+    println!("{interrupted} of 15 SIGKILLs came while a pass's new file was there");
 }
 
 /// The same through machine crashes (`support::machine`: what was not synced is lost
@@ -295,28 +275,45 @@ fn sigkills_while_compacting_lose_nothing_that_must_stay() {
 #[test]
 fn machine_crashes_while_compacting_lose_nothing_that_must_stay() {
     let mut machine = Machine::start(&[("compaction_interval_ms", "10"), ("durability", "batch")]);
-    let b = machine.bootstrap();
-    let topic = "crashed";
+    let (b, data) = (machine.bootstrap(), machine.data_dir().to_path_buf());
+    let step = Duration::from_micros(700);
+    let interrupted = crashes_while_compacting(&b, &data, "crashed", 8, step, || machine.crash());
+    println!("{interrupted} of 8 machine crashes came while a pass's new file was there");
+}
+
+/// Makes `topic` compacted through `b`, then `crashes` times writes ten rounds and,
+/// once a pass has begun its new file under `data`, `step` later each time, calls
+/// `crash` (which brings the gateway back); after each, a reader sees every key's
+/// latest acknowledged version, and at the end compaction has finished. Answers how
+/// many crashes came while a pass's new file was there.
+fn crashes_while_compacting(
+    b: &str,
+    data: &Path,
+    topic: &str,
+    crashes: u32,
+    step: Duration,
+    mut crash: impl FnMut(),
+) -> usize {
+    // Rounds pile up for a while, so each pass has some to do.
     let lagging = [&COMPACTED[..3], &[("min.compaction.lag.ms", "300")]].concat();
-    runtime().block_on(create_topic(&b, topic, 1, &lagging));
+    runtime().block_on(create_topic(b, topic, 1, &lagging));
     let tombstones = 3;
     let (mut rounds, mut interrupted) = (0, 0);
-    const CRASHES: u64 = 8;
-    for crash in 0..CRASHES {
-        let p = producer(&b);
+    for n in 0..crashes {
+        let p = producer(b);
         for _ in 0..10 {
             write_round(&p, topic, rounds, tombstones);
             rounds += 1;
         }
         drop(p);
-        let began = wait_for(Duration::from_secs(3), || compacting(machine.data_dir()));
-        std::thread::sleep(Duration::from_micros(700 * crash));
-        interrupted += usize::from(began && compacting(machine.data_dir()));
-        machine.crash();
-        check_view(&read_to_end(&b, topic), rounds, tombstones);
+        let began = wait_for(Duration::from_secs(3), || compacting(data));
+        std::thread::sleep(step * n);
+        interrupted += usize::from(began && compacting(data));
+        crash();
+        check_view(&read_to_end(b, topic), rounds, tombstones);
     }
-    println!("{interrupted} of {CRASHES} machine crashes came while a pass's new file was there");
-    await_compacted(&b, topic, rounds, tombstones);
+    await_compacted(b, topic, rounds, tombstones);
+    interrupted
 }
 
 /// Polls `done` until it holds or `limit` passed; whether it held.

@@ -305,8 +305,6 @@ fn remove_orphans(logs_dir: &Path, topics: &HashMap<Arc<str>, Arc<TopicLog>>) {
     }
 }
 
-/// Opens a topic's index keyspace; `load` reads it back into memory and checks what
-/// a crash may have left.
 /// Most a keyspace's memtable holds before fjall writes it out (fjall's default: 64
 /// MiB). Its entries are small (index entries, offsets, metadata), and each topic has a
 /// keyspace, so fjall's default let a long-running gateway's memory grow by tens of MiB
@@ -318,6 +316,8 @@ fn keyspace_options() -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
 }
 
+/// Opens a topic's index keyspace; `load` reads it back into memory and checks what
+/// a crash may have left.
 fn open_log(
     db: &Database,
     logs_dir: &Path,

@@ -15,9 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::workload::{Workload, PARTITIONS};
+use super::workload::{make_topic, Workload};
 use crate::support::iggy::IggyServer;
-use crate::support::kafka::create_topic;
 use crate::support::Gateway;
 
 #[test]
@@ -73,8 +72,7 @@ fn started(
         ("iggy_connect_timeout_ms", "10000"),
         ("iggy_request_timeout_ms", "3000"),
     ]);
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(create_topic(&gw.bootstrap(), topic, PARTITIONS, &[]));
+    make_topic(&gw.bootstrap(), topic);
     let dir = tempfile::tempdir().expect("temp dir");
     let workload = Workload::start(&gw.bootstrap(), topic, dir.path());
     workload.wait_for_acks(1_000, Duration::from_secs(60));

@@ -1,8 +1,8 @@
 //! A machine crash, not only a process crash. A SIGKILL keeps the OS page cache, so no
 //! kill shows a missing sync; here the embedded store runs on a [`Machine`]
 //! (`support::machine`), whose crash keeps only what each file had at its last sync,
-//! and the gateway starts again on that. Each
-//! `durability` setting keeps what docs/STORAGE.md promises:
+//! and the gateway starts again on that. Each `durability` setting keeps what
+//! docs/STORAGE.md promises:
 //! - `batch`: nothing acknowledged is lost, under the checked workload (idempotent and
 //!   transactional producers, a consumer group);
 //! - `interval`: only records acknowledged within about the last interval are lost;
@@ -12,8 +12,7 @@
 //!
 //! Crash points are random: the seed is printed, `FAULTS_SEED` replays one.
 
-use std::collections::HashMap;
-
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -27,8 +26,8 @@ use rdkafka::producer::{
 };
 use rdkafka::ClientContext;
 
-use super::workload::{Workload, PARTITIONS};
-use crate::support::kafka::{create_topic, read_partitions};
+use super::workload::{make_topic, Workload, PARTITIONS};
+use crate::support::kafka::read_partitions;
 use crate::support::machine::Machine;
 
 /// `fsync_interval_ms` of the `interval` test.
@@ -42,7 +41,7 @@ fn durability_batch_loses_nothing_acknowledged_in_machine_crashes() {
     let mut rng = Rng::seeded();
     let topic = "faults-crash-batch";
     let mut machine = Machine::start(&[("durability", "batch")]);
-    tokio_block_on(create_topic(&machine.bootstrap(), topic, PARTITIONS, &[]));
+    make_topic(&machine.bootstrap(), topic);
     let dir = tempfile::tempdir().expect("temp dir");
     let workload = Workload::start(&machine.bootstrap(), topic, dir.path());
     for crash in 1..=3 {
@@ -62,7 +61,7 @@ fn durability_interval_loses_at_most_its_interval_in_machine_crashes() {
     let interval = INTERVAL.as_millis().to_string();
     let mut machine =
         Machine::start(&[("durability", "interval"), ("fsync_interval_ms", &interval)]);
-    tokio_block_on(create_topic(&machine.bootstrap(), topic, PARTITIONS, &[]));
+    make_topic(&machine.bootstrap(), topic);
     // The topic's definition reaches the disk at the next checkpoint.
     std::thread::sleep(INTERVAL * 3);
     let mut rounds = Vec::new();
@@ -86,8 +85,11 @@ fn durability_interval_loses_at_most_its_interval_in_machine_crashes() {
         let acked = sent.acked.len();
         match crash {
             Some(crash) => {
-                let ages: Vec<Duration> = lost.iter().map(|at| crash.duration_since(*at)).collect();
-                let oldest = ages.iter().max().copied().unwrap_or_default();
+                let oldest = lost
+                    .iter()
+                    .map(|at| crash.duration_since(*at))
+                    .max()
+                    .unwrap_or_default();
                 println!(
                     "round {round}: {acked} acknowledged, {} lost in the crash, the oldest \
                      acknowledged {oldest:?} before it",
@@ -116,7 +118,7 @@ fn durability_interval_loses_at_most_its_interval_in_machine_crashes() {
 fn durability_off_loses_what_was_never_synced_the_harness_sees_it() {
     let topic = "faults-crash-off";
     let mut machine = Machine::start(&[("durability", "off")]);
-    tokio_block_on(create_topic(&machine.bootstrap(), topic, PARTITIONS, &[]));
+    make_topic(&machine.bootstrap(), topic);
     let stream = Stream::start(&machine.bootstrap(), topic, 0);
     std::thread::sleep(Duration::from_millis(1_500));
     machine.power_off();
@@ -135,10 +137,6 @@ fn durability_off_loses_what_was_never_synced_the_harness_sees_it() {
          image does not drop unsynced writes",
         sent.acked.len()
     );
-}
-
-fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Runtime::new().expect("runtime").block_on(f)
 }
 
 /// Crash points: a seed from the clock, or `FAULTS_SEED`, printed either way.
@@ -299,7 +297,7 @@ impl Sent {
     /// prefix of the round's records in send order, byte-exact, after the rounds before
     /// it. Returns when each acknowledged record that is not there was acknowledged.
     fn check_left(&self, round: usize, stored: &Stored) -> Vec<Instant> {
-        let mut left = std::collections::HashSet::new();
+        let mut left = HashSet::new();
         for (p, records) in stored {
             let ours: Vec<_> = records
                 .iter()

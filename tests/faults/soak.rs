@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::workload::{Workload, PARTITIONS};
-use crate::support::kafka::create_topic;
+use super::workload::{make_topic, Workload};
 use crate::support::{memory_kib, on_every_store, Gateway, Store};
 
 on_every_store!(a_soak_under_the_checked_workload_keeps_memory_flat);
@@ -28,9 +27,7 @@ fn a_soak_under_the_checked_workload_keeps_memory_flat(store: Store) {
         Store::Embedded => "faults-soak-embedded",
         Store::Iggy => "faults-soak-iggy",
     };
-    tokio::runtime::Runtime::new()
-        .expect("runtime")
-        .block_on(create_topic(&gw.bootstrap(), topic, PARTITIONS, &[]));
+    make_topic(&gw.bootstrap(), topic);
     let dir = tempfile::tempdir().expect("temp dir");
     let workload = Workload::start(&gw.bootstrap(), topic, dir.path());
     let start = Instant::now();

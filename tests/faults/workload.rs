@@ -19,6 +19,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::checker::{check, Verdict};
 use super::history::{History, Op, Outcome};
+use crate::support::kafka::create_topic;
 
 pub const PARTITIONS: i32 = 4;
 pub const GROUP: &str = "faults-group";
@@ -28,6 +29,14 @@ const TXN_TIMEOUT_MS: &str = "10000";
 /// How long the end of the run may take: producers flushing what they hold, the final
 /// reader reading to the end.
 const FINISH: Duration = Duration::from_secs(90);
+
+/// Makes `topic` as the workload needs it ([`PARTITIONS`] partitions), from a test
+/// that runs no async runtime of its own.
+pub fn make_topic(bootstrap: &str, topic: &str) {
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(create_topic(bootstrap, topic, PARTITIONS, &[]));
+}
 
 pub struct Workload {
     pub history: Arc<History>,

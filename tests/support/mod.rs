@@ -140,12 +140,6 @@ impl Gateway {
         settings: &[(&str, &str)],
     ) -> Gateway {
         record_embedded(settings);
-        let owned = |pairs: &[(&str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
         let log = log_filter();
         Self::spawn(
             data,
@@ -175,10 +169,7 @@ impl Gateway {
         record_embedded(settings);
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
-        let settings = settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let settings = owned(settings);
         let mut gw = match kind {
             Kind::InProcess => Self::in_process(&data, settings),
             Kind::Process(log, into) => {
@@ -471,6 +462,14 @@ pub fn memory_kib(pid: u32, field: &str) -> u64 {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
+/// Name-value pairs as the owned ones a [`Gateway`] keeps for its restarts.
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// Counts the running test as one on the embedded store unless `settings` say Iggy.
