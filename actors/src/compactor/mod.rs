@@ -93,6 +93,14 @@ impl PartitionState {
         self.reached.drain(..old.saturating_sub(1));
     }
 
+    /// Notes the size a pass left the partition at. Records that came while it ran
+    /// (`moved`: the log's end is not where the pass read to) lie past what it read but
+    /// count in that size: the partition is left written then, so a pass comes for
+    /// them even when nothing more is written.
+    fn sized(&mut self, size_after: u64, moved: bool) {
+        self.size_after = (!moved).then_some(size_after);
+    }
+
     /// Share of `size` written since the last pass.
     fn dirty_ratio(&self, size: u64) -> f64 {
         match size {
@@ -254,8 +262,9 @@ async fn pass(
         (plan.bytes_below, pick.size, 0)
     };
     metrics.compaction.passed(reclaimed);
+    let moved = logs.watermarks(pick.tp.clone()).await?.high != watermarks.high;
     state.cleaned_bytes = cleaned_bytes;
-    state.size_after = Some(size_after);
+    state.sized(size_after, moved);
     state.last_pass_ms = now;
     state.tombstones_due = plan.tombstones_due;
     state.ripe_at = plan.ripe_at;
@@ -270,5 +279,33 @@ impl Actor for Compactor {
         if let Some(every) = self.settings.interval {
             ctx.run_interval(every, Self::tick);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_that_came_during_a_pass_leave_the_partition_due() {
+        let rules = CompactionInForce {
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 0,
+        };
+        // A pass cleaned 100 of the 1000 bytes it found: the rest came while it ran.
+        let mut state = PartitionState {
+            cleaned_bytes: 100,
+            ..PartitionState::default()
+        };
+        state.sized(1000, true);
+        assert!(state.due(1000, &rules, 0), "due with nothing written since");
+        state.sized(1000, false);
+        assert!(
+            !state.due(1000, &rules, 0),
+            "a log that stayed put is not due"
+        );
+        assert!(state.due(1001, &rules, 0), "until something is written");
     }
 }

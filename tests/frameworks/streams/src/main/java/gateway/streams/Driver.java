@@ -474,6 +474,7 @@ public final class Driver {
                 Map<TopicPartition, Long> end = ends(admin, List.of(topic));
                 long offsets = end.values().stream().mapToLong(Long::longValue).sum();
                 long records = 0, more = 0;
+                StringBuilder partitions = new StringBuilder(); // where the versions are, for a failure
                 for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
                     c.assign(List.of(e.getKey()));
                     c.seekToBeginning(List.of(e.getKey()));
@@ -485,16 +486,24 @@ public final class Driver {
                         }
                     }
                     records += got.size();
+                    long firstMore = -1;
                     for (ConsumerRecord<byte[], byte[]> r : got) {
-                        if (seen.merge(java.util.Arrays.toString(r.key()), 1, Integer::sum) > 2) more++;
+                        if (seen.merge(java.util.Arrays.toString(r.key()), 1, Integer::sum) > 2) {
+                            more++;
+                            if (firstMore < 0) firstMore = r.offset();
+                        }
                     }
+                    partitions.append("; ").append(e.getKey()).append(": ").append(got.size())
+                        .append(" records below ").append(e.getValue())
+                        .append(firstMore < 0 ? "" : ", a third version first at " + firstMore);
                 }
                 if (records < offsets && more == 0) {
                     System.out.println("OK " + topic + ": " + records + " records below " + offsets
                         + " offsets, no key more than twice");
                     return;
                 }
-                why = records + " records below " + offsets + " offsets, " + more + " versions past a key's second";
+                why = records + " records below " + offsets + " offsets, " + more + " versions past a key's second"
+                    + partitions;
                 Thread.sleep(1000);
             }
         }
