@@ -1,7 +1,8 @@
 //! The compactor: the one owner of log compaction (`cleanup.policy=compact`). On a
 //! timer it looks at every partition of the compacted topics, picks the one most due
-//! and makes one pass over it: reads it from its log start (at most
-//! `compaction_pass_bytes`), decides which records stay ([`plan`]) and has the engine
+//! and makes one pass over it: reads it from where its last pass ended (that pass's
+//! [`Seed`] standing in for the part below; from the log start without one), at most
+//! `compaction_pass_bytes`, decides which records stay ([`plan`]) and has the engine
 //! remove the others (`LogCall::Compact`). One pass at a time, on an arbiter of its
 //! own, so its work is bounded per tick and never on a request thread.
 //!
@@ -10,7 +11,7 @@
 //! a change of members takes to reach every gateway.
 //!
 //! What it remembers of each partition lives in memory: a restart forgets it, and the
-//! first pass after one looks at every compacted partition again (Kafka keeps a
+//! first pass after one reads every compacted partition from its log start again (Kafka keeps a
 //! checkpoint file instead); a tombstone's clock restarts then, which only keeps it
 //! longer.
 
@@ -34,10 +35,13 @@ use crate::topic_admin::internal::is_internal;
 use crate::topics::Topics;
 use crate::transactions::slot::now_ms;
 
-use plan::Planner;
+use plan::{Planner, Seed};
 
 /// Bytes asked of the log store per read of a pass.
 const READ_BYTES: usize = 1 << 20;
+/// Most memory the partitions' seeds hold together (as Kafka bounds its cleaner's
+/// offset map): past it, a pass leaves none and the next reads from the log start.
+const SEEDS_BYTES: usize = 32 << 20;
 
 #[derive(Debug, thiserror::Error)]
 enum PassError {
@@ -72,6 +76,8 @@ struct PartitionState {
     tombstones_due: Option<i64>,
     /// When records the last pass found too young may be compacted.
     ripe_at: Option<i64>,
+    /// What the last pass kept, for the next to read only what came after it.
+    seed: Option<Seed>,
 }
 
 impl PartitionState {
@@ -215,6 +221,10 @@ impl Compactor {
                 if let Err(e) = pass(&logs, &pick, state, (pass_bytes, now), &metrics).await {
                     tracing::warn!(partition = %pick.tp, error = %e, "compaction pass failed");
                 }
+                let seeds = partitions.values().filter_map(|s| s.seed.as_ref());
+                if seeds.map(Seed::bytes).sum::<usize>() > SEEDS_BYTES {
+                    partitions.entry(pick.key).or_default().seed = None;
+                }
             }
             partitions
         };
@@ -235,8 +245,15 @@ async fn pass(
     metrics: &Metrics,
 ) -> Result<(), PassError> {
     let watermarks = logs.watermarks(pick.tp.clone()).await?;
-    let mut planner = Planner::new(pick.rules, now, watermarks, logs.splits_batches());
-    let (mut offset, mut read) = (watermarks.log_start, 0);
+    let seed = state.seed.take();
+    let mut planner = Planner::new(pick.rules, now, watermarks, logs.splits_batches(), seed);
+    // Below a seeded start, the bytes the last pass left clean stay so.
+    let from = planner.start();
+    let (mut offset, mut read) = (from, 0);
+    let clean_below = match from > watermarks.log_start {
+        true => state.cleaned_bytes,
+        false => 0,
+    };
     'reading: while offset < watermarks.high && read < pass_bytes {
         let got = logs.read(pick.tp.clone(), offset, READ_BYTES).await?;
         if got.batches.is_empty() {
@@ -256,10 +273,10 @@ async fn pass(
             .compact(pick.tp.clone(), plan.below, plan.keep.into())
             .await?;
         let reclaimed = done.bytes_before.saturating_sub(done.bytes_after);
-        tracing::debug!(partition = %pick.tp, below = plan.below, reclaimed, "compacted");
+        tracing::debug!(partition = %pick.tp, from, below = plan.below, reclaimed, "compacted");
         (done.cleaned_bytes, done.bytes_after, reclaimed)
     } else {
-        (plan.bytes_below, pick.size, 0)
+        (clean_below + plan.bytes_below, pick.size, 0)
     };
     metrics.compaction.passed(reclaimed);
     let moved = logs.watermarks(pick.tp.clone()).await?.high != watermarks.high;
@@ -268,6 +285,7 @@ async fn pass(
     state.last_pass_ms = now;
     state.tombstones_due = plan.tombstones_due;
     state.ripe_at = plan.ripe_at;
+    state.seed = plan.seed;
     state.reach(plan.below, now, pick.rules.delete_retention_ms);
     Ok(())
 }

@@ -10,6 +10,11 @@
 //! records one by one and reads them back joined in batches of its own, the last
 //! record), batches with a record younger than `min.compaction.lag.ms`, and
 //! transactions still open.
+//!
+//! A pass need not read what an earlier one cleaned: the [`Seed`] it leaves, the latest
+//! record of each key below its end, stands in for that part, so the next pass reads
+//! from there on (Kafka's cleaner likewise maps only a log's dirty part). Where that
+//! part holds transactions, whose markers must be weighed again, a pass leaves none.
 
 use std::collections::HashMap;
 
@@ -41,10 +46,28 @@ pub struct Plan {
     pub bytes_below: u64,
     /// When the first batch too young to compact (`min.compaction.lag.ms`) will not be.
     pub ripe_at: Option<i64>,
+    /// What the next pass may start from instead of the log start.
+    pub seed: Option<Seed>,
+}
+
+/// What a pass kept below its end, for the next one to start there: the offset it
+/// ended at and the latest record of each key before it (every record kept there).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seed {
+    below: i64,
+    latest: HashMap<Bytes, Latest>,
+    key_bytes: usize,
+}
+
+impl Seed {
+    /// What it holds in memory, roughly: its keys and an entry each.
+    pub fn bytes(&self) -> usize {
+        self.key_bytes + self.latest.len() * std::mem::size_of::<(Bytes, Latest)>()
+    }
 }
 
 /// The latest record of a key seen so far.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Latest {
     offset: i64,
     tombstone: bool,
@@ -71,7 +94,13 @@ pub struct Planner {
     rules: CompactionInForce,
     now_ms: i64,
     watermarks: Watermarks,
+    /// Where reading starts: the log start, or where the seed's pass ended.
+    start: i64,
+    /// Records below `start`, each in `latest` from the seed.
+    seeded: i64,
     latest: HashMap<Bytes, Latest>,
+    /// Whether a transactional batch or a marker was taken: the pass leaves no seed.
+    transactional: bool,
     markers: Vec<EndMarker>,
     open: HashMap<i64, OpenTxn>,
     /// Each batch taken: the offset after it, its record count and size.
@@ -83,23 +112,39 @@ pub struct Planner {
 }
 
 impl Planner {
+    /// A planner for a pass from the log start, or from where `seed`'s pass ended (its
+    /// records below the log start left out: retention or DeleteRecords took them).
     pub fn new(
         rules: CompactionInForce,
         now_ms: i64,
         watermarks: Watermarks,
         by_record: bool,
+        seed: Option<Seed>,
     ) -> Planner {
+        let (start, mut latest) = match seed {
+            Some(seed) if seed.below >= watermarks.log_start => (seed.below, seed.latest),
+            _ => (watermarks.log_start, HashMap::new()),
+        };
+        latest.retain(|_, l| l.offset >= watermarks.log_start);
         Planner {
             by_record,
             rules,
             now_ms,
             watermarks,
-            latest: HashMap::new(),
+            start,
+            seeded: latest.len() as i64,
+            latest,
+            transactional: false,
             markers: Vec::new(),
             open: HashMap::new(),
             taken: Vec::new(),
             ripe_at: None,
         }
+    }
+
+    /// The offset reading starts at.
+    pub fn start(&self) -> i64 {
+        self.start
     }
 
     /// Takes the next batch; `false` (and the batch not taken) when it may not be
@@ -138,6 +183,7 @@ impl Planner {
             }
             return Ok(false);
         }
+        self.transactional |= header.control || header.transactional;
         if header.control {
             let records = self.end_txn(batch, &header);
             let ended = stored.iter().map(|r| EndMarker {
@@ -198,13 +244,14 @@ impl Planner {
     /// The plan: what stays below the end of what may be compacted. `reached_at` says
     /// when compaction first reached an offset (now, for one reached by this pass).
     pub fn finish(self, reached_at: impl Fn(i64) -> i64) -> Plan {
-        let taken_end = self.taken.last().map_or(self.watermarks.log_start, |t| t.0);
+        let taken_end = self.taken.last().map_or(self.start, |t| t.0);
         let open_from = self.open.values().map(|t| t.first).min();
         let below = open_from.map_or(taken_end, |first| first.min(taken_end));
         let retention = self.rules.delete_retention_ms;
         let mut tombstones_due: Option<i64> = None;
         let mut keep: Vec<i64> = Vec::new();
-        for latest in self.latest.values().filter(|l| l.offset < below) {
+        let (mut seeded, mut key_bytes) = (HashMap::new(), 0);
+        for (key, latest) in self.latest.into_iter().filter(|l| l.1.offset < below) {
             if latest.tombstone {
                 let due = reached_at(latest.offset).saturating_add(retention);
                 if due <= self.now_ms {
@@ -213,6 +260,8 @@ impl Planner {
                 tombstones_due = Some(tombstones_due.map_or(due, |d| d.min(due)));
             }
             keep.push(latest.offset);
+            key_bytes += key.len();
+            seeded.insert(key, latest);
         }
         keep.sort_unstable();
         let mut markers = Vec::new();
@@ -230,13 +279,19 @@ impl Planner {
         keep.sort_unstable();
         let below_batches = self.taken.iter().filter(|t| t.0 <= below);
         let (records, bytes_below) = below_batches.fold((0, 0), |(n, b), t| (n + t.1, b + t.2));
+        let seed = (!self.transactional).then_some(Seed {
+            below,
+            latest: seeded,
+            key_bytes,
+        });
         Plan {
             below,
-            removes: (keep.len() as i64) < records,
+            removes: (keep.len() as i64) < self.seeded + records,
             keep,
             tombstones_due,
             bytes_below,
             ripe_at: self.ripe_at,
+            seed,
         }
     }
 }
@@ -314,8 +369,17 @@ mod tests {
         reached: i64,
     ) -> Plan {
         let watermarks = Watermarks { log_start: 0, high };
-        let mut planner = Planner::new(rules, NOW, watermarks, by_record);
-        for b in batches {
+        plan_from(
+            Planner::new(rules, NOW, watermarks, by_record, None),
+            batches,
+            reached,
+        )
+    }
+
+    /// The plan of `planner` over those of `batches` from its start on.
+    fn plan_from(mut planner: Planner, batches: &[Bytes], reached: i64) -> Plan {
+        let start = planner.start();
+        for b in batches.iter().filter(|b| records::base_offset(b) >= start) {
             if !planner.take(b).unwrap() {
                 break;
             }
@@ -453,5 +517,61 @@ mod tests {
             "the abort's and the superseded commit's markers go; b's commit stays with it"
         );
         assert_eq!(p.tombstones_due, None);
+    }
+
+    #[test]
+    fn a_pass_from_the_last_ones_seed_plans_as_one_from_the_log_start() {
+        let old = NOW - 100;
+        let first = [
+            batch(0, &[("a", Some("1")), ("b", Some("1"))], old, None),
+            batch(2, &[("a", Some("2"))], old, None),
+            batch(3, &[("c", Some("1"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 4, &first, NOW);
+        assert_eq!((p.below, &p.keep[..]), (3, &[1, 2][..]));
+        // What the first pass kept, then more: the second pass reads from offset 3 on.
+        let log = [
+            batch(1, &[("b", Some("1"))], old, None),
+            batch(2, &[("a", Some("2"))], old, None),
+            batch(3, &[("c", Some("1"))], old, None),
+            batch(4, &[("a", Some("3")), ("c", Some("2"))], old, None),
+            batch(6, &[("b", Some("2"))], old, None),
+        ];
+        let watermarks = Watermarks {
+            log_start: 0,
+            high: 7,
+        };
+        let seeded = Planner::new(rules(0, 1_000), NOW, watermarks, false, p.seed.clone());
+        assert_eq!(seeded.start(), 3);
+        let from_seed = plan_from(seeded, &log, NOW);
+        let from_start = plan(rules(0, 1_000), 7, &log, NOW);
+        assert_eq!(from_seed.below, 6);
+        assert_eq!(from_seed.keep, vec![1, 4, 5], "a2 and c1 superseded");
+        assert!(from_seed.removes);
+        assert_eq!(
+            (from_seed.below, &from_seed.keep, from_seed.removes),
+            (from_start.below, &from_start.keep, from_start.removes)
+        );
+        assert_eq!(from_seed.seed, from_start.seed);
+        // A log start past the seed's end (retention, DeleteRecords) makes it useless.
+        let watermarks = Watermarks {
+            log_start: 4,
+            high: 7,
+        };
+        let late = Planner::new(rules(0, 1_000), NOW, watermarks, false, p.seed);
+        assert_eq!(late.start(), 4);
+    }
+
+    #[test]
+    fn a_pass_over_transactions_leaves_no_seed() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("1"))], old, Some(7)),
+            marker(1, 7, Marker::Commit),
+            batch(2, &[("c", Some("tail"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 3, &batches, NOW);
+        assert_eq!(p.below, 2);
+        assert_eq!(p.seed, None, "its markers are weighed again by each pass");
     }
 }
