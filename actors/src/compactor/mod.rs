@@ -11,9 +11,9 @@
 //! a change of members takes to reach every gateway.
 //!
 //! What it remembers of each partition lives in memory: a restart forgets it, and the
-//! first pass after one reads every compacted partition from its log start again (Kafka keeps a
-//! checkpoint file instead); a tombstone's clock restarts then, which only keeps it
-//! longer.
+//! first pass after one reads every compacted partition from its log start again
+//! (Kafka keeps a checkpoint file instead); a tombstone's clock restarts then, which
+//! only keeps it longer.
 
 mod plan;
 
