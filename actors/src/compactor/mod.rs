@@ -222,8 +222,9 @@ impl Compactor {
                     tracing::warn!(partition = %pick.tp, error = %e, "compaction pass failed");
                 }
                 let seeds = partitions.values().filter_map(|s| s.seed.as_ref());
-                if seeds.map(Seed::bytes).sum::<usize>() > SEEDS_BYTES {
-                    partitions.entry(pick.key).or_default().seed = None;
+                let over = seeds.map(Seed::bytes).sum::<usize>() > SEEDS_BYTES;
+                if let Some(state) = partitions.get_mut(&pick.key).filter(|_| over) {
+                    state.seed = None;
                 }
             }
             partitions
@@ -250,9 +251,10 @@ async fn pass(
     // Below a seeded start, the bytes the last pass left clean stay so.
     let from = planner.start();
     let (mut offset, mut read) = (from, 0);
-    let clean_below = match from > watermarks.log_start {
-        true => state.cleaned_bytes,
-        false => 0,
+    let clean_below = if from > watermarks.log_start {
+        state.cleaned_bytes
+    } else {
+        0
     };
     'reading: while offset < watermarks.high && read < pass_bytes {
         let got = logs.read(pick.tp.clone(), offset, READ_BYTES).await?;
