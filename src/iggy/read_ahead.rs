@@ -9,9 +9,12 @@
 //! there. Log data never changes once written, so such an answer is only as stale as its
 //! watermarks, which the next Fetch refreshes.
 //!
+//! Kept by partition and offset, so that readers of one partition at different places
+//! (two groups, or a consumer beside the compactor's pass) keep each their own instead
+//! of replacing each other's, which would leave every one of them polling afresh.
 //! Bounded: at most `budget` bytes of read limits are outstanding (a new read-ahead
-//! evicts the oldest), one per partition, and an entry older than [`FRESH_FOR`] is not
-//! used (a consumer that stopped, or a topic deleted and re-made elsewhere).
+//! evicts the oldest), and an entry older than [`FRESH_FOR`] is not used but dropped (a
+//! reader that stopped or moved, or a topic deleted and re-made elsewhere).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -32,7 +35,6 @@ pub struct Read {
 pub type ReadTask = JoinHandle<StoreResult<Read>>;
 
 struct Entry {
-    offset: i64,
     max_bytes: usize,
     started: Instant,
     task: ReadTask,
@@ -41,7 +43,8 @@ struct Entry {
 pub struct ReadAhead {
     /// Most bytes of read limits outstanding; 0 turns read-ahead off.
     budget: usize,
-    entries: Mutex<HashMap<TopicPartition, Entry>>,
+    /// By partition and the offset the read starts at.
+    entries: Mutex<HashMap<(TopicPartition, i64), Entry>>,
 }
 
 impl ReadAhead {
@@ -60,40 +63,41 @@ impl ReadAhead {
     /// The read started ahead for exactly this place and limit, if one is fresh.
     pub fn take(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Option<ReadTask> {
         let mut entries = self.entries.lock();
-        let e = entries.get(tp)?;
-        if e.offset != offset || e.max_bytes != max_bytes || e.started.elapsed() > FRESH_FOR {
+        let key = (tp.clone(), offset);
+        if entries.get(&key)?.max_bytes != max_bytes {
             return None;
         }
-        entries.remove(tp).map(|e| e.task)
+        let e = entries.remove(&key)?;
+        (e.started.elapsed() <= FRESH_FOR).then_some(e.task)
     }
 
-    /// Keeps a read started ahead. A replaced or evicted one runs to its end unseen:
-    /// stopping an Iggy call midway would leave its answer unread on the connection.
+    /// Keeps a read started ahead. A replaced, stale or evicted one runs to its end
+    /// unseen: stopping an Iggy call midway would leave its answer unread on the
+    /// connection.
     pub fn keep(&self, tp: TopicPartition, offset: i64, max_bytes: usize, task: ReadTask) {
         let mut entries = self.entries.lock();
-        entries.insert(
-            tp,
-            Entry {
-                offset,
-                max_bytes,
-                started: Instant::now(),
-                task,
-            },
-        );
-        while entries.values().map(|e| e.max_bytes).sum::<usize>() > self.budget {
-            let oldest = entries
-                .iter()
+        entries.retain(|_, e| e.started.elapsed() <= FRESH_FOR);
+        let started = Instant::now();
+        let entry = Entry {
+            max_bytes,
+            started,
+            task,
+        };
+        entries.insert((tp, offset), entry);
+        let mut outstanding: usize = entries.values().map(|e| e.max_bytes).sum();
+        while outstanding > self.budget {
+            let Some(oldest) = (entries.iter())
                 .min_by_key(|(_, e)| e.started)
-                .map(|(tp, _)| tp.clone());
-            match oldest {
-                Some(tp) => entries.remove(&tp),
-                None => break,
+                .map(|(key, _)| key.clone())
+            else {
+                break;
             };
+            outstanding -= entries.remove(&oldest).map_or(0, |e| e.max_bytes);
         }
     }
 
     pub fn forget_topic(&self, name: &str) {
-        self.entries.lock().retain(|tp, _| &*tp.topic != name);
+        self.entries.lock().retain(|(tp, _), _| &*tp.topic != name);
     }
 }
 
@@ -126,6 +130,15 @@ mod tests {
         assert!(ra.take(&tp(1), 10, 100).is_none());
         assert!(ra.take(&tp(0), 10, 100).is_some());
         assert!(ra.take(&tp(0), 10, 100).is_none(), "taken once");
+    }
+
+    #[tokio::test]
+    async fn readers_of_one_partition_at_different_places_keep_each_their_own() {
+        let ra = ReadAhead::new(1 << 20);
+        ra.keep(tp(0), 10, 100, done());
+        ra.keep(tp(0), 500, 100, done());
+        assert!(ra.take(&tp(0), 10, 100).is_some());
+        assert!(ra.take(&tp(0), 500, 100).is_some());
     }
 
     #[tokio::test]

@@ -344,6 +344,46 @@ async fn read_ahead_hits_are_counted() {
     println!("{hit} reads served from the read-ahead");
 }
 
+/// Two readers of one partition at different places taking turns (two groups, or a
+/// consumer beside the compactor's pass) are each served the read started ahead for
+/// them: one's read-ahead does not replace the other's (#36).
+#[test]
+fn readers_taking_turns_at_two_places_of_a_partition_are_each_read_ahead_for() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "ahead-two";
+    support::groups::create_topic(&gw.bootstrap(), topic, 1);
+    let mut c = RawClient::connect(gw.addr);
+    support::records::produce_n(&mut c, topic, 0, 1_000);
+    support::records::produce_n(&mut c, topic, 0, 1_000);
+    // Reads of 1,000 bytes each leave the rest of the partition behind them.
+    let mut at = [0, 1_000];
+    let turns = 10;
+    for _ in 0..turns {
+        for at in &mut at {
+            let (code, _, _, offsets) =
+                support::records::fetch_with(&mut c, (topic, 0, *at), (0, 1_000));
+            assert_eq!(code, 0);
+            assert_eq!(
+                offsets.first(),
+                Some(&*at),
+                "served from where it was asked"
+            );
+            *at = offsets.last().unwrap() + 1;
+        }
+    }
+    let hits = support::admin::Scrape::take(gw.admin)
+        .sum("iggy_kafka_gateway_backend_read_ahead_hits_total", &[]);
+    // Each reader's first read had none started for it.
+    assert!(
+        hits >= (2 * turns - 2) as f64,
+        "{hits} of {} reads served from a read started ahead",
+        2 * turns
+    );
+}
+
 /// A read-committed reader below an open transaction, on a gateway that has not yet
 /// asked Iggy where the partition starts (a fresh one, or one that took the partition
 /// over): its read at the last stable offset serves the batches kept for it past that
