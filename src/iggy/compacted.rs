@@ -192,29 +192,36 @@ impl Inner {
     /// Deletes the partition's oldest segment while the removed range it starts in
     /// reaches past the end of the two oldest segments at the latest (the second: a
     /// segment another gateway deleted meanwhile leaves the next one deleted here, which
-    /// must hold removed records only too). The partition as it is after.
+    /// must hold removed records only too). The segments' ends are measured once, in one
+    /// read of the range, for all the deletions of the pass. The partition as it is
+    /// after.
     async fn reclaim(
         &self,
         tp: &TopicPartition,
         removed: &Removed,
         mut state: PartitionState,
     ) -> StoreResult<PartitionState> {
-        for _ in 0..SEGMENTS_PER_PASS {
-            let Some(segment_size) = state.segment_size.filter(|_| state.segments > 1) else {
-                break;
-            };
-            let Some((_, run_end)) = removed.around(state.first) else {
-                break;
-            };
-            let head = (state.first, run_end);
-            if self.compacted.short.lock().get(tp) == Some(&head) {
+        let Some(segment_size) = state.segment_size else {
+            return Ok(state);
+        };
+        let Some((_, run_end)) = removed.around(state.first) else {
+            return Ok(state);
+        };
+        if self.compacted.short.lock().get(tp) == Some(&(state.first, run_end)) {
+            return Ok(state);
+        }
+        let most = SEGMENTS_PER_PASS + 1;
+        let ends = (self.segment_ends(tp, (state.first, run_end), segment_size, most)).await?;
+        // The oldest segment left is the one ending at `ends[deleted]`, at the latest.
+        for deleted in 0..SEGMENTS_PER_PASS {
+            if state.segments <= 1 {
                 break;
             }
-            let Some(ends) = self
-                .segment_ends(tp, state.first, run_end, segment_size)
-                .await?
-            else {
-                self.compacted.short.lock().insert(tp.clone(), head);
+            let Some(&[end, _]) = ends.get(deleted..deleted + 2) else {
+                self.compacted
+                    .short
+                    .lock()
+                    .insert(tp.clone(), (state.first, run_end));
                 break;
             };
             let (stream, topic) = self.ids(&tp.topic)?;
@@ -237,25 +244,29 @@ impl Inner {
             if state.first == was {
                 break; // nothing sealed to delete yet, or not done yet
             }
-            if state.first > ends[0] {
-                tracing::error!(partition = %tp, from = was, to = state.first, bound = ends[0], "a deleted segment reached past its measured end");
-            }
             tracing::info!(partition = %tp, from = was, to = state.first, "deleted a segment of removed records");
+            if state.first > end {
+                // Another gateway deleted one too: the next pass measures again.
+                tracing::error!(partition = %tp, from = was, to = state.first, bound = end, "a deleted segment reached past its measured end");
+                break;
+            }
         }
         Ok(state)
     }
 
-    /// The latest offsets the two oldest segments from `from` can end at, when both lie
-    /// below `until`. Iggy seals a segment after the first whole batch (the messages of
-    /// one send, which share their timestamp) that brings it to its size; the bytes
-    /// measured here never exceed Iggy's, so the real ends are no later.
+    /// The latest offsets the oldest segments from `from` can end at, at most `most` of
+    /// them, each below `until`. Iggy seals a segment after the first whole batch (the
+    /// messages of one send, which share their timestamp) that brings it to its size;
+    /// the bytes measured here never exceed Iggy's, so the real ends are no later, and
+    /// neither are those of the segments after a real end come early (they hold more
+    /// than measured from there).
     async fn segment_ends(
         &self,
         tp: &TopicPartition,
-        from: i64,
-        until: i64,
+        (from, until): (i64, i64),
         segment_size: u64,
-    ) -> StoreResult<Option<[i64; 2]>> {
+        most: usize,
+    ) -> StoreResult<Vec<i64>> {
         let (mut ends, mut bytes, mut batch) = (Vec::new(), 0, None);
         let mut next = from as u64;
         while next < until as u64 {
@@ -263,14 +274,14 @@ impl Inner {
             let strategy = PollingStrategy::offset(next);
             let polled = self.poll(self.pools.reader(), tp, strategy, count).await?;
             let Some(last) = polled.messages.last().map(|m| m.header.offset) else {
-                return Ok(None);
+                break;
             };
             let page = polled.messages.iter().filter(|m| m.header.offset >= next);
             for m in page.take_while(|m| m.header.offset < until as u64) {
                 if batch.is_some_and(|t| t != m.header.timestamp) && bytes >= segment_size {
                     ends.push(m.header.offset as i64);
-                    if let [first, second] = ends[..] {
-                        return Ok(Some([first, second]));
+                    if ends.len() == most {
+                        return Ok(ends);
                     }
                     bytes = 0;
                 }
@@ -281,7 +292,7 @@ impl Inner {
             }
             next = last + 1;
         }
-        Ok(None)
+        Ok(ends)
     }
 
     async fn partition_state(&self, tp: &TopicPartition) -> StoreResult<PartitionState> {

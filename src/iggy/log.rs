@@ -375,7 +375,8 @@ impl Inner {
         let mut next = all_taken.then_some(last + 1);
         // The answer's first batch goes whole: the rest of a transactional one the poll
         // cut is read on for. A compacted partition is read on past removed ranges
-        // while the answer has room, a few polls at most.
+        // while the answer has room for a quarter of a poll, a few polls at most, each
+        // for no more than fits: what does not is polled again by the next read.
         let mut compacted_polls = if removed.is_some() {
             COMPACTED_POLLS
         } else {
@@ -383,10 +384,11 @@ impl Inner {
         };
         while let Some(from) = next {
             let from = removed.map_or(from, |r| r.skip(from as i64) as u64);
+            let room = writer.room() as u32;
             let count = match writer.missing() {
-                0 if compacted_polls > 0 => {
+                0 if compacted_polls > 0 && room >= (count / 4).max(1) => {
                     compacted_polls -= 1;
-                    span(from, count)
+                    span(from, room.min(count))
                 }
                 0 => break,
                 missing => missing.min(FETCH_MAX_MESSAGES) as u32,

@@ -202,6 +202,11 @@ impl BatchWriter {
         }
     }
 
+    /// About how many more records of the average size the answer has room for.
+    pub fn room(&self) -> usize {
+        self.max_bytes.saturating_sub(self.size) / self.average_record_size().max(1)
+    }
+
     /// What a record taken so far adds to a batch, on average (for sizing polls).
     pub fn average_record_size(&self) -> usize {
         self.size / self.taken.max(1)
