@@ -77,10 +77,9 @@ impl ReadAhead {
     pub fn keep(&self, tp: TopicPartition, offset: i64, max_bytes: usize, task: ReadTask) {
         let mut entries = self.entries.lock();
         entries.retain(|_, e| e.started.elapsed() <= FRESH_FOR);
-        let started = Instant::now();
         let entry = Entry {
             max_bytes,
-            started,
+            started: Instant::now(),
             task,
         };
         entries.insert((tp, offset), entry);
