@@ -38,6 +38,7 @@ const PRODUCE_V: i16 = 12;
 const FETCH_V: i16 = 12;
 const LIST_OFFSETS_V: i16 = 7;
 const OUT_OF_ORDER: i16 = 45;
+const REQUEST_TIMED_OUT: i16 = 7;
 const FENCED_EPOCH: i16 = 47;
 
 fn name(s: &str) -> TopicName {
@@ -280,6 +281,34 @@ fn producer_state_survives_a_crash(store: Store) {
     assert_eq!(stored_values(&mut c), expected);
 }
 
+/// After a crash the producer state is read back from the log, which cannot say whether
+/// the producer heard of its last batch (an append that timed out may have landed). A
+/// later batch out of order is then answered retriably, not OUT_OF_ORDER: told that,
+/// librdkafka would start a new epoch and send the unacknowledged batch again under new
+/// sequence numbers, storing it twice. Its retry is found a duplicate, and after that a
+/// gap is refused for good.
+fn a_gap_before_the_producer_heard_of_its_last_batch_is_retriable(store: Store) {
+    let Some((mut gw, mut c)) = gateway_with_topic(Gateway::process_on, store, 1) else {
+        return;
+    };
+    let pid = new_producer(&mut c);
+    assert_eq!(send(&mut c, pid, 0, 0, 2, "a"), (0, 0));
+    let b = idempotent_batch(pid, 0, 2, 2, "b");
+    assert_eq!(produce(&mut c, b.clone(), None), (0, 2));
+
+    gw.restart_after_kill();
+    let mut c = RawClient::connect(gw.addr);
+    // Sequence 5 while 4 is expected (4's request refused retriably, say), and this
+    // process has not answered the producer for B.
+    assert_eq!(send(&mut c, pid, 0, 5, 1, "c").0, REQUEST_TIMED_OUT);
+    assert_eq!(produce(&mut c, b, None), (0, 2), "B's retry, a duplicate");
+    assert_eq!(send(&mut c, pid, 0, 5, 1, "c").0, OUT_OF_ORDER);
+    assert_eq!(send(&mut c, pid, 0, 4, 1, "d"), (0, 4));
+    assert_eq!(send(&mut c, pid, 0, 5, 1, "c"), (0, 5));
+    let expected = values(&[("a", 2), ("b", 2), ("d", 1), ("c", 1)]);
+    assert_eq!(stored_values(&mut c), expected);
+}
+
 fn sequences_wrap_past_i32_max_across_a_crash(store: Store) {
     let Some((mut gw, mut c)) = gateway_with_topic(Gateway::process_on, store, 1) else {
         return;
@@ -508,6 +537,7 @@ support::on_every_store!(
     a_retried_batch_gets_its_first_offset_and_is_stored_once,
     an_older_epoch_is_fenced,
     producer_state_survives_a_crash,
+    a_gap_before_the_producer_heard_of_its_last_batch_is_retriable,
     sequences_wrap_past_i32_max_across_a_crash,
     producer_ids_are_never_reused,
     transactional_batches_outside_a_transaction_are_refused_and_nothing_is_stored,

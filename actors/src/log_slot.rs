@@ -259,9 +259,9 @@ impl LogSlot {
                             act.producers
                                 .insert(tp.clone(), ProducerStates::from_history(history));
                         }
-                        let states = act.producers.get(&tp);
+                        let mut states = act.producers.get_mut(&tp);
                         (batches.iter().zip(&strict))
-                            .map(|(b, &strict)| check(states, &b.header, strict))
+                            .map(|(b, &strict)| check(states.as_deref_mut(), &b.header, strict))
                             .collect()
                     }
                 };
@@ -384,7 +384,7 @@ enum Outcome {
 /// sequence: only their epoch is checked (strictly above the producer's for a
 /// transactions v2 marker, `Append::strict_marker`).
 fn check(
-    states: Option<&ProducerStates>,
+    states: Option<&mut ProducerStates>,
     h: &BatchHeader,
     strict_marker: bool,
 ) -> Result<Option<i64>, AppendError> {

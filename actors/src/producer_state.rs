@@ -3,6 +3,14 @@
 //! Each producer id keeps its epoch and its last five batches. A retried batch that
 //! matches one of them is answered with the offset it already got and not written
 //! again; a gap in the sequence or an old epoch is refused.
+//!
+//! A gap is refused for good (OUT_OF_ORDER_SEQUENCE_NUMBER) only when the producer was
+//! answered for its last batch here. A state read back from the log may end in a batch
+//! the producer never heard of: an append that timed out and landed after all. A
+//! producer told its later batch is out of order starts a new epoch and sends its
+//! unacknowledged records again under new sequence numbers (librdkafka does), which
+//! stores that batch twice; told to retry instead, it sends the batch again first and
+//! learns it was written.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -28,6 +36,16 @@ pub enum SequenceError {
         last: i32,
         got: i32,
     },
+    #[error(
+        "producer {producer_id}: sequence {got} does not follow {last} (epoch {epoch}), \
+         which it may not know was written: retry from its first unacknowledged batch"
+    )]
+    Unconfirmed {
+        producer_id: i64,
+        epoch: i16,
+        last: i32,
+        got: i32,
+    },
 }
 
 impl SequenceError {
@@ -35,6 +53,7 @@ impl SequenceError {
         match self {
             SequenceError::FencedEpoch { .. } => ResponseError::InvalidProducerEpoch,
             SequenceError::OutOfOrder { .. } => ResponseError::OutOfOrderSequenceNumber,
+            SequenceError::Unconfirmed { .. } => ResponseError::RequestTimedOut,
         }
     }
 }
@@ -45,6 +64,9 @@ struct Producer {
     /// The newest record time of its last batch, when this gateway wrote it (the
     /// stored history keeps none).
     last_timestamp: Option<i64>,
+    /// Whether the producer was answered for its last batch here (written, or its
+    /// retry found a duplicate); not so for a batch read back from the log.
+    answered: bool,
 }
 
 /// A producer as DescribeProducers lists it.
@@ -76,6 +98,10 @@ impl ProducerStates {
                 false if known.is_some_and(|epoch| batch.producer_epoch < epoch) => {}
                 false => states.record(batch, None),
             }
+        }
+        // Read back from the log: whether each producer heard of its last batch is not known.
+        for p in states.producers.values_mut() {
+            p.answered = false;
         }
         states
     }
@@ -111,8 +137,8 @@ impl ProducerStates {
     }
 
     /// `Ok(Some(offset))` for a duplicate of a kept batch, `Ok(None)` for a batch to write.
-    pub fn check(&self, h: &BatchHeader) -> Result<Option<i64>, SequenceError> {
-        let Some(p) = self.producers.get(&h.producer_id) else {
+    pub fn check(&mut self, h: &BatchHeader) -> Result<Option<i64>, SequenceError> {
+        let Some(p) = self.producers.get_mut(&h.producer_id) else {
             // Unknown producer (new, or its state is gone): any sequence starts it, as in Kafka.
             return Ok(None);
         };
@@ -129,29 +155,26 @@ impl ProducerStates {
             return if h.base_sequence == 0 {
                 Ok(None)
             } else {
-                Err(self.out_of_order(h, last))
+                Err(out_of_order(h, last))
             };
         }
-        if let Some(dup) = p
-            .batches
-            .iter()
-            .find(|b| b.first_sequence == h.base_sequence && b.last_sequence == h.last_sequence())
-        {
+        let same = |b: &&ProducerBatch| {
+            b.first_sequence == h.base_sequence && b.last_sequence == h.last_sequence()
+        };
+        if let Some(dup) = p.batches.iter().find(same) {
+            // Told of its last batch, the producer knows where it stands.
+            p.answered |= p.batches.back().is_some_and(|b| same(&b));
             return Ok(Some(dup.base_offset));
         }
-        if follows(last, h.base_sequence) {
-            Ok(None)
-        } else {
-            Err(self.out_of_order(h, last))
-        }
-    }
-
-    fn out_of_order(&self, h: &BatchHeader, last: i32) -> SequenceError {
-        SequenceError::OutOfOrder {
-            producer_id: h.producer_id,
-            epoch: h.producer_epoch,
-            last,
-            got: h.base_sequence,
+        match (follows(last, h.base_sequence), p.answered) {
+            (true, _) => Ok(None),
+            (false, true) => Err(out_of_order(h, last)),
+            (false, false) => Err(SequenceError::Unconfirmed {
+                producer_id: h.producer_id,
+                epoch: h.producer_epoch,
+                last,
+                got: h.base_sequence,
+            }),
         }
     }
 
@@ -178,8 +201,10 @@ impl ProducerStates {
             epoch: batch.producer_epoch,
             batches: VecDeque::with_capacity(KEPT_BATCHES),
             last_timestamp: None,
+            answered: true,
         });
         p.last_timestamp = timestamp;
+        p.answered = true;
         if batch.producer_epoch != p.epoch {
             p.epoch = batch.producer_epoch;
             p.batches.clear();
@@ -188,6 +213,15 @@ impl ProducerStates {
             p.batches.pop_front();
         }
         p.batches.push_back(batch);
+    }
+}
+
+fn out_of_order(h: &BatchHeader, last: i32) -> SequenceError {
+    SequenceError::OutOfOrder {
+        producer_id: h.producer_id,
+        epoch: h.producer_epoch,
+        last,
+        got: h.base_sequence,
     }
 }
 
@@ -238,6 +272,30 @@ mod tests {
     }
 
     #[test]
+    fn a_gap_is_retriable_until_the_producer_was_answered_for_its_last_batch() {
+        let (a, b) = (header(0, 0, 2), header(0, 2, 2));
+        let mut s = ProducerStates::from_history([written(&a, 0), written(&b, 2)]);
+        let gap = header(0, 5, 1);
+        assert_eq!(
+            s.check(&gap).unwrap_err().code(),
+            ResponseError::RequestTimedOut
+        );
+        // A retry of an older batch tells the producer nothing of the last one.
+        assert_eq!(s.check(&a), Ok(Some(0)));
+        assert_eq!(
+            s.check(&gap).unwrap_err().code(),
+            ResponseError::RequestTimedOut
+        );
+        assert_eq!(s.check(&b), Ok(Some(2)));
+        let out_of_order = ResponseError::OutOfOrderSequenceNumber;
+        assert_eq!(s.check(&gap).unwrap_err().code(), out_of_order);
+        // Written here, a batch is answered here.
+        let mut s = ProducerStates::from_history([written(&a, 0)]);
+        s.record(written(&b, 2), None);
+        assert_eq!(s.check(&gap).unwrap_err().code(), out_of_order);
+    }
+
+    #[test]
     fn older_epochs_are_fenced_and_new_epochs_restart_at_zero() {
         let mut s = ProducerStates::default();
         s.record(written(&header(3, 0, 2), 0), None);
@@ -254,7 +312,7 @@ mod tests {
         let batches: Vec<_> = (0..7)
             .map(|i| written(&header(0, i, 1), i as i64))
             .collect();
-        let s = ProducerStates::from_history(batches);
+        let mut s = ProducerStates::from_history(batches);
         assert_eq!(s.check(&header(0, 6, 1)), Ok(Some(6)));
         assert_eq!(s.check(&header(0, 2, 1)), Ok(Some(2)));
         // Batch 1 fell out of the window: no longer recognised, and not next either.
@@ -265,7 +323,7 @@ mod tests {
     #[test]
     fn history_replays_markers_and_skips_batches_they_ended() {
         // Epoch 3 data, a fencing abort at 4, then a straggler of 3 appended elsewhere.
-        let s = ProducerStates::from_history([
+        let mut s = ProducerStates::from_history([
             written(&header(3, 0, 2), 0),
             ProducerBatch::marker(9, 4, 2),
             written(&header(3, 2, 1), 3),
@@ -276,7 +334,7 @@ mod tests {
         );
         assert_eq!(s.check(&header(4, 0, 1)), Ok(None));
         // A commit marker of the same epoch keeps the sequence going.
-        let s = ProducerStates::from_history([
+        let mut s = ProducerStates::from_history([
             written(&header(3, 0, 2), 0),
             ProducerBatch::marker(9, 3, 2),
         ]);
