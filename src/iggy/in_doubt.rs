@@ -8,7 +8,9 @@
 //! producer retries) while that one is unsettled: the log slot checked it against a
 //! state that may not show the first. A log slot writes one append at a time, so an
 //! append still running when the next to its partition comes is one that outlived its
-//! caller.
+//! caller. One whose connection failed before an answer came (the SDK's own timeout)
+//! settles only once it is seen landing, or after 120 s (`Inner::await_landing`): its
+//! bytes may still be on the way.
 
 use std::collections::HashMap;
 

@@ -6,6 +6,7 @@
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iggy::prelude::{
@@ -22,7 +23,7 @@ use super::compacted::Removed;
 use super::errors::{backend_error, partition_id};
 use super::kafka_batch::{self, BatchCodecError, BatchWriter, InBatch, KafkaRecord, ProducerStamp};
 use super::mapping::{self, FromIggy, IggyParts, IggyView, Stored};
-use super::pool::Conn;
+use super::pool::{is_connection_error, Conn};
 use super::read_ahead::Read;
 use super::topics::segment_size;
 use super::view::View;
@@ -165,6 +166,11 @@ const SCAN_PAGE: u32 = 1_000;
 const FETCH_MAX_MESSAGES: usize = 16_384;
 /// Record size assumed for a partition not read yet, to size its first poll.
 const FIRST_RECORD_SIZE_GUESS: usize = 128;
+/// How long an unanswered append may still land (`await_landing`): Linux retries an
+/// orphaned connection's data 8 times from a 200 ms timeout, for about 100 s.
+const LATE_APPEND_WINDOW: Duration = Duration::from_secs(120);
+/// How often the partition is looked at for it meanwhile.
+const LANDING_CHECK_EVERY: Duration = Duration::from_millis(200);
 /// How far back from the end producer history is rebuilt after a restart.
 const PRODUCER_HISTORY_MESSAGES: u64 = 10_000;
 
@@ -189,18 +195,29 @@ impl Inner {
         tracing::debug!(partition = %tp, batches = batches.len(), messages = count, "appending to Iggy");
         let conn = self.pools.producer(&tp);
         let (stream, topic) = self.ids(&tp.topic)?;
-        let sent = async {
-            let partitioning = Partitioning::partition_id(partition);
-            let c = conn.ready().await?;
-            c.check(
-                c.send_messages(&stream, &topic, &partitioning, &mut messages)
-                    .await,
-            )
-        }
-        .await;
+        let err = |e| backend_error(e, Some(&tp), &tp.topic);
+        let c = conn.ready().await.map_err(err)?;
+        // Iggy picks the messages' ids: the first message's content is what finds it.
+        let first = (messages.first()).map(|m| (m.payload.clone(), m.user_headers.clone()));
+        let sending = Instant::now();
+        let partitioning = Partitioning::partition_id(partition);
+        let sent = c.check(
+            c.send_messages(&stream, &topic, &partitioning, &mut messages)
+                .await,
+        );
+        drop(c);
         // Unanswered (Unavailable), the batches may have landed: the log slot reads the
-        // producer history again before the retry (`log_slot.rs`).
-        let sent = sent.map_err(|e| backend_error(e, Some(&tp), &tp.topic))?;
+        // producer history again before the retry (`log_slot.rs`). Sent and left
+        // unanswered past the caller's deadline, they may even land later.
+        let sent = match (sent, first) {
+            (Err(e), Some(first))
+                if is_connection_error(&e) && sending.elapsed() >= self.config.request_timeout =>
+            {
+                self.await_landing(&tp, first).await;
+                return Err(err(e));
+            }
+            (sent, _) => sent.map_err(err)?,
+        };
         self.written.lock().insert(tp.clone());
         let mut base_offset = match sent.confirmations.first() {
             Some(c) => c.base_offset as i64,
@@ -213,6 +230,9 @@ impl Inner {
             }
         };
         let log_start = self.log_starts.lock().get(&tp).copied().unwrap_or(0);
+        self.known_ends
+            .lock()
+            .insert(tp.clone(), base_offset + count);
         let appended = counts.into_iter().map(|count| {
             let appended = Appended {
                 base_offset,
@@ -225,6 +245,44 @@ impl Inner {
             appended
         });
         Ok(appended.collect())
+    }
+
+    /// An append sent, then left unanswered past its caller's deadline until its
+    /// connection failed (a link cut longer than the SDK's 30 s wait for an answer):
+    /// its bytes may still be on the way, as TCP delivers what the kernel took until it
+    /// gives up retransmitting, which goes on after the SDK closed the connection. A
+    /// retry written meanwhile would be overtaken by it and stored twice, so the append
+    /// stays in doubt (`in_doubt.rs`: the partition's appends are refused, retriably)
+    /// until its first message is found in the partition past where it last ended
+    /// here, or for [`LATE_APPEND_WINDOW`].
+    async fn await_landing(&self, tp: &TopicPartition, (payload, headers): (Bytes, Option<Bytes>)) {
+        let deadline = Instant::now() + LATE_APPEND_WINDOW;
+        tracing::warn!(partition = %tp, "an append went unanswered; the partition takes no other until it is seen landing, or for {LATE_APPEND_WINDOW:?}");
+        let known_end = self.known_ends.lock().get(tp).copied();
+        let mut next = known_end
+            .or_else(|| self.log_starts.lock().get(tp).copied())
+            .unwrap_or(0) as u64;
+        while Instant::now() < deadline {
+            let polled = self.poll(
+                self.pools.reader(),
+                tp,
+                PollingStrategy::offset(next),
+                SCAN_PAGE,
+            );
+            if let Ok(polled) = polled.await {
+                let page = polled.messages.iter().filter(|m| m.header.offset >= next);
+                if (page.clone()).any(|m| m.payload == payload && m.user_headers == headers) {
+                    tracing::warn!(partition = %tp, "the unanswered append landed");
+                    return;
+                }
+                if let Some(last) = page.last() {
+                    next = last.header.offset + 1;
+                    continue;
+                }
+            }
+            tokio::time::sleep(LANDING_CHECK_EVERY).await;
+        }
+        tracing::warn!(partition = %tp, "the unanswered append was not seen landing within {LATE_APPEND_WINDOW:?}; taken as lost");
     }
 
     pub(super) async fn poll(
@@ -528,6 +586,7 @@ impl Inner {
         };
         let log_start = (high - p.messages_count as i64).max(0);
         self.log_starts.lock().insert(tp.clone(), log_start);
+        self.known_ends.lock().insert(tp.clone(), high);
         Watermarks { log_start, high }
     }
 

@@ -141,6 +141,9 @@ struct Inner {
     /// (Kafka group, topic) pairs whose Iggy mirror group exists.
     mirror_groups: Mutex<HashSet<(String, String)>>,
     log_starts: Mutex<HashMap<TopicPartition, i64>>,
+    /// Where each partition ended when last seen here: an unanswered append is looked
+    /// for from there (`Inner::await_landing`).
+    known_ends: Mutex<HashMap<TopicPartition, i64>>,
     /// The log starts DeleteRecords moved, above Iggy's own (`log_starts.rs`).
     log_starts_moved: log_starts::LogStarts,
     /// The offsets compaction removed (`compacted.rs`).
@@ -252,6 +255,7 @@ impl Inner {
             pools,
             mirror_groups: Mutex::new(HashSet::new()),
             log_starts: Mutex::new(HashMap::new()),
+            known_ends: Mutex::new(HashMap::new()),
             log_starts_moved: log_starts::LogStarts::new(log_starts::TABLE),
             compacted: compacted::Compaction::new(),
             record_sizes: Mutex::new(HashMap::new()),

@@ -152,6 +152,7 @@ impl Inner {
     /// Forgets what is kept of a topic's partitions and its mirror groups.
     fn forget_topic(&self, name: &str) {
         self.log_starts.lock().retain(|tp, _| &*tp.topic != name);
+        self.known_ends.lock().retain(|tp, _| &*tp.topic != name);
         self.record_sizes.lock().retain(|tp, _| &*tp.topic != name);
         self.read_ahead.forget_topic(name);
         self.mirror_groups.lock().retain(|(_, t)| t != name);

@@ -1,4 +1,4 @@
-//! The link between a gateway and iggy-server cut for 1 s and for 10 s, and slowed to
+//! The link between a gateway and iggy-server cut for 1 s, 10 s and 60 s, and slowed to
 //! 200 ms with 5 % of its segments late as if lost and sent again, under the checked
 //! workload: Produce waits or answers a retriable error, never acknowledges what Iggy
 //! did not take, and everything goes on once the link heals, without a restart.
@@ -27,6 +27,16 @@ fn a_link_to_iggy_cut_for_a_second() {
 #[test]
 fn a_link_to_iggy_cut_for_ten_seconds() {
     cut_for("faults-link-10s", Duration::from_secs(10));
+}
+
+/// Longer than the Iggy SDK's 30 s wait for an answer: the appends sent before the cut
+/// are given up on while the link still holds their bytes, and land when it heals. The
+/// producers' retries must be neither written before them (`Inner::await_landing`) nor
+/// told their later batches are out of order meanwhile (`producer_state.rs`), or the
+/// landed records are stored twice.
+#[test]
+fn a_link_to_iggy_cut_for_a_minute() {
+    cut_for("faults-link-60s", Duration::from_secs(60));
 }
 
 #[test]

@@ -166,7 +166,12 @@ impl Client {
             .set("acks", "all")
             .set("enable.idempotence", "true")
             .set("linger.ms", "5")
-            .set("message.timeout.ms", "60000")
+            // librdkafka's default. A message timing out while its batch is in flight
+            // makes librdkafka start a new epoch and send the rest of that batch again
+            // under new sequence numbers, which no broker can tell from new records
+            // if the first send was written: a cut as long as this timeout would
+            // show the client's duplicates, not the gateway's (docs/CLUSTER.md).
+            .set("message.timeout.ms", "300000")
             .set("reconnect.backoff.max.ms", "500")
             .create_with_context(Deliveries::of(&process, &self.history))
             .expect("idempotent producer");
