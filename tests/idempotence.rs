@@ -32,20 +32,20 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use support::proxy::Proxy;
 use support::{batch, record, Gateway, RawClient, StartOn, Store};
 
-const TOPIC: &str = "idem";
+pub(crate) const TOPIC: &str = "idem";
 // Newest versions that still name topics (v13 of Produce and Fetch use topic ids).
 const PRODUCE_V: i16 = 12;
 const FETCH_V: i16 = 12;
 const LIST_OFFSETS_V: i16 = 7;
 const OUT_OF_ORDER: i16 = 45;
-const REQUEST_TIMED_OUT: i16 = 7;
+pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
 const FENCED_EPOCH: i16 = 47;
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
 
-fn create_topic(c: &mut RawClient, topic: &str, partitions: i32) {
+pub(crate) fn create_topic(c: &mut RawClient, topic: &str, partitions: i32) {
     let req = CreateTopicsRequest::default()
         .with_timeout_ms(10_000)
         .with_topics(vec![CreatableTopic::default()
@@ -77,7 +77,7 @@ fn init_producer(c: &mut RawClient, transactional_id: Option<&str>) -> (i16, i64
     (r.error_code, r.producer_id.0, r.producer_epoch)
 }
 
-fn new_producer(c: &mut RawClient) -> i64 {
+pub(crate) fn new_producer(c: &mut RawClient) -> i64 {
     let (code, id, epoch) = init_producer(c, None);
     assert_eq!(
         (code, epoch),
@@ -106,12 +106,26 @@ fn records(pid: i64, epoch: i16, seq: i32, n: i32, tag: &str) -> Vec<Record> {
         .collect()
 }
 
-fn idempotent_batch(pid: i64, epoch: i16, seq: i32, n: i32, tag: &str) -> Bytes {
+pub(crate) fn idempotent_batch(pid: i64, epoch: i16, seq: i32, n: i32, tag: &str) -> Bytes {
     batch(&records(pid, epoch, seq, n, tag), Compression::None)
 }
 
 /// Produces one batch to partition 0 with acks=all: `(error code, base offset)`.
-fn produce(c: &mut RawClient, batch: Bytes, transactional_id: Option<&str>) -> (i16, i64) {
+pub(crate) fn produce(
+    c: &mut RawClient,
+    batch: Bytes,
+    transactional_id: Option<&str>,
+) -> (i16, i64) {
+    produce_to(c, 0, batch, transactional_id)
+}
+
+/// [`produce`] to another partition of the topic.
+pub(crate) fn produce_to(
+    c: &mut RawClient,
+    partition: i32,
+    batch: Bytes,
+    transactional_id: Option<&str>,
+) -> (i16, i64) {
     let req = ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(10_000)
@@ -121,7 +135,7 @@ fn produce(c: &mut RawClient, batch: Bytes, transactional_id: Option<&str>) -> (
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(name(TOPIC))
             .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
+                .with_index(partition)
                 .with_records(Some(batch))])]);
     let ResponseKind::Produce(r) = c.call(ApiKey::Produce, PRODUCE_V, RequestKind::Produce(req))
     else {
@@ -191,14 +205,14 @@ fn fetch_all(c: &mut RawClient, topic: &str, partition: i32) -> Vec<(i64, String
 }
 
 /// The values `tag-0 .. tag-(n-1)`, as [`records`] writes them.
-fn values(parts: &[(&str, i32)]) -> Vec<String> {
+pub(crate) fn values(parts: &[(&str, i32)]) -> Vec<String> {
     parts
         .iter()
         .flat_map(|(tag, n)| (0..*n).map(move |i| format!("{tag}-{i}")))
         .collect()
 }
 
-fn stored_values(c: &mut RawClient) -> Vec<String> {
+pub(crate) fn stored_values(c: &mut RawClient) -> Vec<String> {
     let stored = fetch_all(c, TOPIC, 0);
     // Offsets are dense from 0: nothing was skipped or written in between.
     let offsets: Vec<i64> = stored.iter().map(|(o, _)| *o).collect();

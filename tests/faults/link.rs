@@ -11,14 +11,16 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::workload::{make_topic, Workload};
+use crate::idempotence as idem;
 use crate::support::iggy::IggyServer;
-use crate::support::Gateway;
+use crate::support::{Gateway, RawClient};
 
 #[test]
 fn a_link_to_iggy_cut_for_a_second() {
@@ -71,6 +73,73 @@ fn a_link_of_one_of_three_gateways_cut_for_a_minute() {
 #[test]
 fn a_slow_lossy_link_of_one_of_three_gateways() {
     slowed("faults-link-slow-of-3", 3);
+}
+
+/// An append the Iggy SDK gave up on (no answer in 30 s, its connection closed) whose
+/// bytes are still on the way: the producer's retry, read against a producer state
+/// that does not show it yet, must not be written before it lands, or both are stored.
+/// The link holds the bytes of the connections open when the cut began and carries
+/// those of new ones, so the retry meets a store that answers and lacks the first copy
+/// (`Inner::await_landing`; without it the retry is written, then the late copy).
+#[test]
+fn an_append_the_sdk_gave_up_on_is_awaited_before_its_retry() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let link = Link::start(server.addr);
+    // One connection each way, so a write elsewhere shows both were made again.
+    let gw = Gateway::start_with(&[
+        ("backend", "iggy"),
+        ("iggy_address", &link.addr.to_string()),
+        ("iggy_connect_timeout_ms", "10000"),
+        ("iggy_request_timeout_ms", "3000"),
+        ("iggy_produce_clients", "1"),
+        ("iggy_read_clients", "1"),
+    ]);
+    let mut c = RawClient::connect(gw.addr);
+    idem::create_topic(&mut c, idem::TOPIC, 2);
+    let (pid, other) = (idem::new_producer(&mut c), idem::new_producer(&mut c));
+    let a = idem::idempotent_batch(pid, 0, 0, 2, "a");
+    assert_eq!(idem::produce(&mut c, a, None), (0, 0));
+
+    link.cut_open_connections();
+    let b = idem::idempotent_batch(pid, 0, 2, 2, "b");
+    assert_eq!(
+        idem::produce(&mut c, b.clone(), None).0,
+        idem::REQUEST_TIMED_OUT
+    );
+    // Another producer's first batch to partition 1 needs its history read and an
+    // append: written, it shows the SDK gave up on B and the gateway talks to Iggy
+    // over new connections, while B's bytes are still held.
+    let probe = idem::idempotent_batch(other, 0, 0, 1, "p");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while idem::produce_to(&mut c, 1, probe.clone(), None).0 != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway never wrote to Iggy again"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (code, _) = idem::produce(&mut c, b.clone(), None);
+    assert_eq!(
+        code,
+        idem::REQUEST_TIMED_OUT,
+        "B's retry taken before B settled"
+    );
+
+    link.cut(false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        match idem::produce(&mut c, b.clone(), None) {
+            (0, offset) => break offset,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            (code, _) => panic!("B's retry still refused ({code}) after the heal"),
+        }
+    };
+    assert_eq!(answer, 2, "B's retry answered where B landed");
+    let stored = idem::stored_values(&mut c);
+    assert_eq!(stored, idem::values(&[("a", 2), ("b", 2)]));
+    drop(gw);
 }
 
 fn slowed(topic: &'static str, gateways: usize) {
@@ -142,7 +211,8 @@ fn started(
 /// What the link does to what crosses it now.
 #[derive(Clone, Copy, Default)]
 struct Conditions {
-    cut: bool,
+    /// Connections numbered below this (in the order they were made) are cut.
+    cut_below: u64,
     delay: Duration,
     /// The share of chunks held an extra retransmission timeout.
     loss: f64,
@@ -153,6 +223,8 @@ struct Conditions {
 struct Link {
     addr: SocketAddr,
     now: Arc<Mutex<Conditions>>,
+    /// How many connections it has made.
+    made: Arc<AtomicU64>,
 }
 
 /// How much later than the rest a "lost" chunk arrives: Linux's least RTO.
@@ -163,21 +235,28 @@ impl Link {
         let listener = TcpListener::bind("127.0.0.1:0").expect("link port");
         let addr = listener.local_addr().unwrap();
         let now = Arc::new(Mutex::new(Conditions::default()));
-        let conditions = now.clone();
+        let made = Arc::new(AtomicU64::new(0));
+        let (conditions, counted) = (now.clone(), made.clone());
         thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 if let Ok(server) = TcpStream::connect(upstream) {
+                    let n = counted.fetch_add(1, Ordering::SeqCst);
                     let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                    relay(client, server, conditions.clone());
-                    relay(s2, c2, conditions.clone());
+                    relay(n, client, server, conditions.clone());
+                    relay(n, s2, c2, conditions.clone());
                 }
             }
         });
-        Link { addr, now }
+        Link { addr, now, made }
     }
 
     fn cut(&self, cut: bool) {
-        self.now.lock().unwrap().cut = cut;
+        self.now.lock().unwrap().cut_below = if cut { u64::MAX } else { 0 };
+    }
+
+    /// Cuts the connections open now only: those made later carry bytes as usual.
+    fn cut_open_connections(&self) {
+        self.now.lock().unwrap().cut_below = self.made.load(Ordering::SeqCst);
     }
 
     fn set(&self, delay: Duration, loss: f64) {
@@ -189,7 +268,7 @@ impl Link {
 /// Carries `from` to `to` under the link's conditions: a reader queues each chunk
 /// with the time it may leave (never before the one ahead of it), a writer sends it
 /// then, or once the cut heals.
-fn relay(mut from: TcpStream, mut to: TcpStream, conditions: Arc<Mutex<Conditions>>) {
+fn relay(n: u64, mut from: TcpStream, mut to: TcpStream, conditions: Arc<Mutex<Conditions>>) {
     let (queue, queued) = mpsc::channel::<(Instant, Vec<u8>)>();
     let reading = conditions.clone();
     thread::spawn(move || {
@@ -217,7 +296,7 @@ fn relay(mut from: TcpStream, mut to: TcpStream, conditions: Arc<Mutex<Condition
     });
     thread::spawn(move || {
         for (leave, chunk) in queued {
-            while conditions.lock().unwrap().cut {
+            while conditions.lock().unwrap().cut_below > n {
                 thread::sleep(Duration::from_millis(10));
             }
             if let Some(wait) = leave.checked_duration_since(Instant::now()) {
