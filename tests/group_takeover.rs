@@ -311,11 +311,7 @@ fn group_of_carries_on_through(
         return;
     };
     let mut gws = gateways(&server);
-    let bootstrap = gws
-        .iter()
-        .map(Gateway::bootstrap)
-        .collect::<Vec<_>>()
-        .join(",");
+    let bootstrap = Gateway::bootstrap_all(&gws);
     create_topic(&bootstrap, TOPIC, 8);
     let stop = Arc::new(AtomicBool::new(false));
     let producer = support::groups::producing(bootstrap.clone(), TOPIC, stop.clone());
@@ -400,11 +396,7 @@ fn a_rolling_restart_keeps_java_groups_dynamic_and_static_without_a_rebalance() 
         .collect();
     let mut gws = gateways(&server);
     for (jars, mode, topic) in runs {
-        let bootstrap = gws
-            .iter()
-            .map(Gateway::bootstrap)
-            .collect::<Vec<_>>()
-            .join(",");
+        let bootstrap = Gateway::bootstrap_all(&gws);
         create_topic(&bootstrap, topic, 6);
         let dir = tempfile::tempdir().unwrap();
         let stop = Arc::new(AtomicBool::new(false));

@@ -196,11 +196,7 @@ fn started(
             }
         })
         .collect();
-    let bootstrap = gws
-        .iter()
-        .map(Gateway::bootstrap)
-        .collect::<Vec<_>>()
-        .join(",");
+    let bootstrap = Gateway::bootstrap_all(&gws);
     make_topic(&bootstrap, topic);
     let dir = tempfile::tempdir().expect("temp dir");
     let workload = Workload::start(&bootstrap, topic, dir.path());

@@ -34,11 +34,7 @@ fn a_paused_coordinator_resumed_does_not_answer_for_what_moved() {
     ]);
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut gws: Vec<Gateway> = (0..3).map(|_| Gateway::process_with(&settings)).collect();
-    let bootstrap = gws
-        .iter()
-        .map(Gateway::bootstrap)
-        .collect::<Vec<_>>()
-        .join(",");
+    let bootstrap = Gateway::bootstrap_all(&gws);
     make_topic(&bootstrap, TOPIC);
     let dir = tempfile::tempdir().expect("temp dir");
     let workload = Workload::start(&bootstrap, TOPIC, dir.path());

@@ -340,6 +340,14 @@ impl Gateway {
         self.addr.to_string()
     }
 
+    /// Bootstrap servers naming every gateway of a cluster.
+    pub fn bootstrap_all(gws: &[Gateway]) -> String {
+        gws.iter()
+            .map(Gateway::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// The bound address of listener `name`.
     pub fn listener(&self, name: &str) -> SocketAddr {
         self.listeners

@@ -72,8 +72,7 @@ async fn the_coordinator_killed_mid_transaction_another_commits_it() {
     };
     let mut gws = gateways(&server, 3);
     await_brokers(&gws.iter().collect::<Vec<_>>(), 3);
-    let all: Vec<String> = gws.iter().map(Gateway::bootstrap).collect();
-    let bootstrap = all.join(",");
+    let bootstrap = Gateway::bootstrap_all(&gws);
     create_topic(&gws[0].bootstrap(), "txn-cluster", 3, &[]).await;
     let id = "txn-cluster-producer";
     let port = coordinator(&gws[0], TRANSACTION_KEY, id);
