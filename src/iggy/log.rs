@@ -205,6 +205,7 @@ impl Inner {
             c.send_messages(&stream, &topic, &partitioning, &mut messages)
                 .await,
         );
+        // Released before any wait for a late landing: other partitions share it.
         drop(c);
         // Unanswered (Unavailable), the batches may have landed: the log slot reads the
         // producer history again before the retry (`log_slot.rs`). Sent and left
