@@ -440,6 +440,23 @@ impl ConsumerContext for Rebalances {
     }
 }
 
+/// What a fresh Metadata answer says of `partition`: its leader and the brokers listed.
+fn leader_seen(consumer: &BaseConsumer, topic: &str, partition: i32) -> String {
+    match consumer.fetch_metadata(Some(topic), Duration::from_secs(5)) {
+        Ok(md) => {
+            let brokers: Vec<i32> = md.brokers().iter().map(|b| b.id()).collect();
+            let leader = md
+                .topics()
+                .iter()
+                .flat_map(|t| t.partitions())
+                .find(|pm| pm.id() == partition)
+                .map(|pm| pm.leader());
+            format!("metadata now: leader {leader:?}, brokers {brokers:?}")
+        }
+        Err(e) => format!("metadata now: {e}"),
+    }
+}
+
 /// One more reader, read_committed, reads every partition from its start to its high
 /// watermark (or until nothing more comes for longer than a transaction's timeout),
 /// recording what it reads.
@@ -458,7 +475,14 @@ fn read_to_end(bootstrap: &str, topic: &str, history: &History) {
         let watermarks = loop {
             match consumer.fetch_watermarks(topic, p, Duration::from_secs(5)) {
                 Ok((_, h)) => break h,
-                Err(e) => assert!(Instant::now() < deadline, "watermarks of {p}: {e}"),
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "watermarks of {p}: {e}");
+                    // librdkafka takes a cached leader it no longer lists as a broker
+                    // (one gateway's answer named it, a later one from a gateway that
+                    // had dropped it did not) as a lasting error and asks for no new
+                    // metadata; asking for it is the application's way out.
+                    println!("watermarks of {p}: {e}; {}", leader_seen(&consumer, topic, p));
+                }
             }
         };
         high.push(watermarks);
