@@ -23,7 +23,7 @@ use iggy_kafka_actors::metrics::MeteredMeta;
 use iggy_kafka_actors::store::Users;
 use iggy_kafka_actors::store::{LogStore, Meta, MetaStore};
 use iggy_kafka_actors::tls::TlsListener;
-use iggy_kafka_actors::{server, Gateway, Metrics};
+use iggy_kafka_actors::{server, Gateway, Metrics, Threads};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
@@ -137,7 +137,6 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
     actix_rt::spawn(admin::serve(admin_listener, admin_state.clone()));
     tracing::info!(%admin_bound, "admin listener up (/healthz, /readyz, /metrics)");
 
-    // Each engine serves both ports.
     // Each engine serves the two ports, and the logins of its own users.
     let (logs, meta, users): (Arc<dyn LogStore>, Arc<dyn MetaStore>, Arc<dyn Users>) =
         match settings.backend {
@@ -183,6 +182,16 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
     };
     let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
+    let slot_threads: Vec<Arbiter> = match logs.blocks_in_append() {
+        true => (0..settings.log_slots).map(|_| Arbiter::new()).collect(),
+        false => Vec::new(),
+    };
+    let slot_handles: Vec<_> = match slot_threads.is_empty() {
+        true => (0..settings.log_slots)
+            .map(|i| handles[i % handles.len()].clone())
+            .collect(),
+        false => slot_threads.iter().map(Arbiter::handle).collect(),
+    };
     // A metered handle of the store beside the gateway's: readiness pings it (a failed
     // ping counted as any store call), shutdown flushes it.
     let store_meta = Meta::new(Arc::new(MeteredMeta::new(meta.clone(), metrics.clone())));
@@ -192,7 +201,10 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         meta,
         users,
         metrics,
-        &handles,
+        Threads {
+            workers: &handles,
+            log_slots: &slot_handles,
+        },
     )
     .await?;
     gateway
@@ -263,13 +275,14 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         if let Err(e) = store_meta.flush().await {
             tracing::error!(error = %e, "final flush failed");
         }
-        for w in &workers {
-            w.stop();
+        let threads: Vec<Arbiter> = workers.into_iter().chain(slot_threads).collect();
+        for t in &threads {
+            t.stop();
         }
         // Their connections and the store's last references go with them, so a caller
         // that goes on (a test reusing the data directory) finds everything closed.
-        for w in workers {
-            let _ = w.join();
+        for t in threads {
+            let _ = t.join();
         }
         tracing::info!("stopped");
     });

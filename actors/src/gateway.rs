@@ -60,17 +60,27 @@ pub struct Gateway {
     pub fetch_sessions: FetchSessions,
 }
 
+/// The threads the state-owning actors run on, owned (stopped and joined) by the caller.
+pub struct Threads<'a> {
+    /// Offset and transaction slots spread over these, with the connections.
+    pub workers: &'a [ArbiterHandle],
+    /// One log slot on each: threads of their own when the engine
+    /// [`LogStore::blocks_in_append`], the workers' in turn otherwise.
+    pub log_slots: &'a [ArbiterHandle],
+}
+
 impl Gateway {
-    /// Loads the topics and starts the state-owning actors, log slots spread over
-    /// `arbiters`. Every store call from here on is metered.
+    /// Loads the topics and starts the state-owning actors on `threads`. Every store
+    /// call from here on is metered.
     pub async fn start(
         settings: BrokerSettings,
         logs: Arc<dyn LogStore>,
         meta: Arc<dyn MetaStore>,
         users: Arc<dyn Users>,
         metrics: Arc<Metrics>,
-        arbiters: &[ArbiterHandle],
+        threads: Threads<'_>,
     ) -> Result<Gateway, StartError> {
+        let arbiters = threads.workers;
         let mut settings = settings;
         let me = Node {
             id: settings.node_id,
@@ -108,7 +118,7 @@ impl Gateway {
         let (quota_store, quota_table) =
             SharedTable::<QuotaRows>::start(&meta, settings.topic_refresh_interval).await?;
         let quotas = Quotas::new((quota_store, quota_table), metrics.clone());
-        let partitions = Partitions::start(logs, settings.log_slots, arbiters, metrics.clone());
+        let partitions = Partitions::start(logs, threads.log_slots, metrics.clone());
         let me = Node {
             id: settings.node_id,
             ..me

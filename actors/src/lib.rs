@@ -50,7 +50,7 @@ pub mod transactions;
 pub mod txn_index;
 pub mod unserved;
 
-pub use gateway::Gateway;
+pub use gateway::{Gateway, Threads};
 pub use metrics::Metrics;
 pub use settings::{BrokerSettings, TopicRules};
 pub use store::StoreError;

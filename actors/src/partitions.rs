@@ -41,14 +41,14 @@ pub struct Partitions {
 }
 
 impl Partitions {
-    /// `n` log slots spread over `arbiters`.
-    pub fn start(logs: Logs, n: usize, arbiters: &[ArbiterHandle], metrics: Arc<Metrics>) -> Self {
+    /// A log slot on each of `threads` (`gateway::Threads::log_slots`).
+    pub fn start(logs: Logs, threads: &[ArbiterHandle], metrics: Arc<Metrics>) -> Self {
         let signals = Arc::new(AppendSignals::default());
         let txns = TxnIndexes::default();
-        let slots: Arc<[Addr<LogSlot>]> = (0..n.max(1))
-            .map(|i| {
+        let slots: Arc<[Addr<LogSlot>]> = (threads.iter())
+            .map(|thread| {
                 let slot = LogSlot::new(logs.clone(), signals.clone(), txns.clone());
-                LogSlot::start_in_arbiter(&arbiters[i % arbiters.len()], |_| slot)
+                LogSlot::start_in_arbiter(thread, |_| slot)
             })
             .collect();
         metrics.log_slots.show(slots.len());

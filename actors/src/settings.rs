@@ -61,8 +61,6 @@ pub struct BrokerSettings {
     pub max_connections: usize,
     /// Connections per source address and request bytes in flight.
     pub limits: ResourceLimits,
-    /// Number of log-slot actors appends are spread over.
-    pub log_slots: usize,
     /// Number of offset-slot actors commits and offset reads are spread over.
     pub offset_slots: usize,
     /// Number of transaction-slot actors transactional ids are spread over.

@@ -179,7 +179,6 @@ pub fn settings() -> BrokerSettings {
             queued_max_request_bytes: 1 << 20,
             max_decompressed_request_bytes: 1 << 20,
         },
-        log_slots: 1,
         offset_slots: 2,
         transaction_slots: 2,
         offsets_commit_timeout: Duration::from_secs(5),

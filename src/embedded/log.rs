@@ -1,5 +1,6 @@
 //! The embedded store as a log store: each call runs on tokio's blocking pool, except
-//! what is in memory (the list of logs, watermarks, producer history, sizes).
+//! what is in memory (the list of logs, watermarks, producer history, sizes) and appends,
+//! which run on their log slot's thread.
 
 use iggy_kafka_actors::store::{LogAnswer, LogCall, LogStore};
 use iggy_kafka_actors::store::{StoreError, StoreFuture, TopicPartition};
@@ -33,9 +34,13 @@ impl LogStore for EmbeddedStore {
             LogCall::SetLimits { name, limits } => blocking(&self.inner, move |s| {
                 s.set_retention(&name, &limits).map(|()| LogAnswer::Done)
             }),
-            LogCall::Append { tp, batches } => blocking(&self.inner, move |s| {
-                s.append(&tp, batches).map(LogAnswer::Appended)
-            }),
+            // On the calling slot's own thread (`blocks_in_append`): the write is a
+            // copy into the page cache but with `durability=batch`, and a hop to the
+            // blocking pool and back cost more than it, on a busy machine most.
+            LogCall::Append { tp, batches } => {
+                let inner = self.inner.clone();
+                Box::pin(async move { inner.append(&tp, batches).map(LogAnswer::Appended) })
+            }
             LogCall::Read {
                 tp,
                 offset,
@@ -112,6 +117,10 @@ impl LogStore for EmbeddedStore {
 
     fn log_dir(&self) -> String {
         self.inner.dir.display().to_string()
+    }
+
+    fn blocks_in_append(&self) -> bool {
+        true
     }
 }
 

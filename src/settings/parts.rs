@@ -179,7 +179,6 @@ impl Settings {
                 queued_max_request_bytes: self.queued_max_request_bytes,
                 max_decompressed_request_bytes: self.max_decompressed_request_bytes,
             },
-            log_slots: self.log_slots,
             offset_slots: self.offset_slots,
             transaction_slots: self.transaction_slots,
             offsets_commit_timeout: Duration::from_millis(self.offsets_commit_timeout_ms),

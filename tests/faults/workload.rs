@@ -481,7 +481,10 @@ fn read_to_end(bootstrap: &str, topic: &str, history: &History) {
                     // (one gateway's answer named it, a later one from a gateway that
                     // had dropped it did not) as a lasting error and asks for no new
                     // metadata; asking for it is the application's way out.
-                    println!("watermarks of {p}: {e}; {}", leader_seen(&consumer, topic, p));
+                    println!(
+                        "watermarks of {p}: {e}; {}",
+                        leader_seen(&consumer, topic, p)
+                    );
                 }
             }
         };

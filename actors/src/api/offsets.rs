@@ -585,6 +585,7 @@ mod tests {
     };
 
     use super::*;
+    use crate::gateway::Threads;
     use crate::metrics::Metrics;
     use crate::test_store::{settings, TestStore};
 
@@ -619,7 +620,10 @@ mod tests {
             Arc::new(backend.clone()),
             backend.clone(),
             Metrics::new(),
-            &[Arbiter::current()],
+            Threads {
+                workers: &[Arbiter::current()],
+                log_slots: &[Arbiter::current()],
+            },
         )
         .await
         .unwrap();

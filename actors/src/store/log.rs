@@ -49,7 +49,8 @@ pub enum LogCall {
     /// answer per batch, in order). Calls for one partition are never concurrent (the
     /// log slots serialize them); when the answer comes the batches survive a crash of
     /// the gateway process. Several batches in one call are one write where the engine
-    /// can make it one (group commit: `log_slot.rs`).
+    /// can make it one (group commit: `log_slot.rs`). Only a log slot calls it; an
+    /// engine that [`LogStore::blocks_in_append`] may block where it is polled.
     Append {
         tp: TopicPartition,
         batches: Vec<AppendBatch>,
@@ -161,6 +162,13 @@ pub trait LogStore: Send + Sync + 'static {
     /// True when the engine carries out [`LogCall::Compact`]; the gateway starts its
     /// compactor only then.
     fn compacts(&self) -> bool {
+        false
+    }
+    /// True when an append does blocking work (file writes) right where its future is
+    /// polled: each log slot then runs on a thread of its own (`gateway::Threads`), so
+    /// the write holds up no connection and costs no hop to a blocking pool and back.
+    /// An engine that appends over the network leaves the slots on the workers' threads.
+    fn blocks_in_append(&self) -> bool {
         false
     }
     /// Offsets a consumer group committed (`None`: deleted), once they stand: an
