@@ -301,7 +301,11 @@ impl Default for Settings {
             data_dir: PathBuf::from("./data"),
             durability: Durability::Interval,
             log_format: LogFormat::Text,
-            fsync_interval_ms: 1_000,
+            // An append to a file waits while a checkpoint syncs that file (4–14 ms
+            // on ext4 at 160 MB/s); five small checkpoints a second cut the p99 of a
+            // 1 KiB stream to about half of one big one's, at the same throughput
+            // (docs/PERFORMANCE.md, "Checkpoints every 200 ms").
+            fsync_interval_ms: 200,
             embedded_min_free_bytes: 64 << 20,
             retention_check_interval_ms: 300_000,
             compaction_interval_ms: 15_000,
