@@ -182,15 +182,18 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
     };
     let workers: Vec<Arbiter> = (0..worker_count).map(|_| Arbiter::new()).collect();
     let handles: Vec<_> = workers.iter().map(Arbiter::handle).collect();
-    let slot_threads: Vec<Arbiter> = match logs.blocks_in_append() {
-        true => (0..settings.log_slots).map(|_| Arbiter::new()).collect(),
-        false => Vec::new(),
-    };
-    let slot_handles: Vec<_> = match slot_threads.is_empty() {
-        true => (0..settings.log_slots)
-            .map(|i| handles[i % handles.len()].clone())
-            .collect(),
-        false => slot_threads.iter().map(Arbiter::handle).collect(),
+    // Log slots on threads of their own where appends block (`blocks_in_append`),
+    // else on the workers in turn.
+    let (slot_threads, slot_handles): (Vec<Arbiter>, Vec<_>) = match logs.blocks_in_append() {
+        true => {
+            let own: Vec<Arbiter> = (0..settings.log_slots).map(|_| Arbiter::new()).collect();
+            let handles = own.iter().map(Arbiter::handle).collect();
+            (own, handles)
+        }
+        false => {
+            let shared = (0..settings.log_slots).map(|i| handles[i % handles.len()].clone());
+            (Vec::new(), shared.collect())
+        }
     };
     // A metered handle of the store beside the gateway's: readiness pings it (a failed
     // ping counted as any store call), shutdown flushes it.

@@ -80,7 +80,6 @@ impl Gateway {
         metrics: Arc<Metrics>,
         threads: Threads<'_>,
     ) -> Result<Gateway, StartError> {
-        let arbiters = threads.workers;
         let mut settings = settings;
         let me = Node {
             id: settings.node_id,
@@ -96,7 +95,8 @@ impl Gateway {
         let users: Arc<dyn Users> = Arc::new(MeteredUsers::new(users, metrics.clone()));
         let (catalog, configs) = ConfigCatalog::start_with(&meta, &settings).await?;
         let slots = (settings.offset_slots, settings.offsets_commit_timeout);
-        let offsets = Offsets::start((&meta, &logs), slots, arbiters, metrics.clone()).await?;
+        let offsets =
+            Offsets::start((&meta, &logs), slots, threads.workers, metrics.clone()).await?;
         let (topic_admin, table) = TopicAdmin::start_with(
             (logs.clone(), &meta, offsets.clone()),
             (catalog.clone(), configs.clone()),
@@ -165,7 +165,7 @@ impl Gateway {
             (&meta, settings.transaction_slots),
             (partitions.clone(), offsets.clone(), producer_ids.clone()),
             (groups.watch_cluster(), settings.transactional_id_expiration),
-            arbiters,
+            threads.workers,
         )?;
         let fetch_sessions =
             FetchSessions::new(settings.fetch_sessions, metrics.fetch_sessions.clone());

@@ -35,8 +35,8 @@ impl LogStore for EmbeddedStore {
                 s.set_retention(&name, &limits).map(|()| LogAnswer::Done)
             }),
             // On the calling slot's own thread (`blocks_in_append`): the write is a
-            // copy into the page cache but with `durability=batch`, and a hop to the
-            // blocking pool and back cost more than it, on a busy machine most.
+            // copy into the page cache (and an fdatasync with `durability=batch`), and
+            // a hop to the blocking pool and back cost more than that on a busy machine.
             LogCall::Append { tp, batches } => {
                 let inner = self.inner.clone();
                 Box::pin(async move { inner.append(&tp, batches).map(LogAnswer::Appended) })

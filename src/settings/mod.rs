@@ -301,10 +301,10 @@ impl Default for Settings {
             data_dir: PathBuf::from("./data"),
             durability: Durability::Interval,
             log_format: LogFormat::Text,
-            // An append to a file waits while a checkpoint syncs that file (4–14 ms
-            // on ext4 at 160 MB/s); five small checkpoints a second cut the p99 of a
-            // 1 KiB stream to about half of one big one's, at the same throughput
-            // (docs/PERFORMANCE.md, "Checkpoints every 200 ms").
+            // An append to a file waits while a checkpoint syncs that file (3.5–14 ms
+            // on ext4 at 160 MB/s): five small checkpoints a second keep a 1 KiB
+            // stream's p99 near 7 ms where one big one let it reach 10–305, at the
+            // same throughput (docs/PERFORMANCE.md, "Checkpoints every 200 ms").
             fsync_interval_ms: 200,
             embedded_min_free_bytes: 64 << 20,
             retention_check_interval_ms: 300_000,
