@@ -48,8 +48,18 @@ impl MetaStore for MemoryMeta {
     fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         let mut tables = self.0.lock();
         let answer = match call {
-            MetaCall::Write { table, changes } => {
+            MetaCall::Write {
+                table,
+                expect,
+                changes,
+            } => {
                 let t = tables.entry(table).or_default();
+                if expect
+                    .iter()
+                    .any(|e| t.rows.get(&e.key) != e.value.as_ref())
+                {
+                    return Box::pin(async { Ok(MetaAnswer::Refused) });
+                }
                 for c in &changes {
                     match c {
                         Change::Put { key, value } => {
@@ -94,7 +104,11 @@ impl MetaStore for Arc<TestStore> {
     fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         let offsets = |table: &str| table == crate::offsets::table::TABLE;
         match call {
-            MetaCall::Write { table, changes } if offsets(table) => Box::pin(async move {
+            MetaCall::Write {
+                table,
+                expect,
+                changes,
+            } if offsets(table) => Box::pin(async move {
                 let held = changes.iter().any(|c| {
                     crate::offsets::table::parse_key(c.key())
                         .is_some_and(|(_, tp)| tp.partition == 0)
@@ -112,7 +126,12 @@ impl MetaStore for Arc<TestStore> {
                         }
                         Change::Delete { .. } => None,
                     }));
-                self.meta.call(MetaCall::Write { table, changes }).await
+                let write = MetaCall::Write {
+                    table,
+                    expect,
+                    changes,
+                };
+                self.meta.call(write).await
             }),
             MetaCall::Scan { table, .. }
                 if offsets(table)

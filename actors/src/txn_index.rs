@@ -3,6 +3,12 @@
 //! decided) and the aborted ones (whose records a consumer drops). The log is the one
 //! source of truth, so every gateway and every restart reads the same answer.
 //!
+//! A marker of an epoch older than the producer's open transaction in the partition
+//! is dropped, as a Kafka partition refuses one: it is a copy of an earlier end, sent
+//! by a coordinator that lost the id with the copy on its way, which landed after the
+//! producer began again (the coordinator that completed that end fenced the producer
+//! so that its later batches carry a newer epoch: `transactions/slot.rs`).
+//!
 //! A transactional batch of an epoch older than the producer's last marker in the
 //! partition is fenced: a marker of a newer epoch ended whatever the producer had
 //! open at that epoch (an abort at a timeout or at a new producer's InitProducerId,
@@ -54,8 +60,8 @@ pub struct Fenced {
 struct PartitionTxns {
     from: i64,
     scanned: i64,
-    /// Producer id → the first offset of its open transaction.
-    open: HashMap<i64, i64>,
+    /// Producer id → the first offset and the epoch of its open transaction.
+    open: HashMap<i64, (i64, i16)>,
     aborted: Vec<Aborted>,
     /// Producer id → the epoch of its last marker here.
     marked_epochs: HashMap<i64, i16>,
@@ -68,10 +74,13 @@ impl PartitionTxns {
         let end = base_offset + h.record_count as i64;
         if h.transactional {
             match (h.control, marker) {
+                (true, Some(_))
+                    if (self.open.get(&h.producer_id))
+                        .is_some_and(|&(_, epoch)| h.producer_epoch < epoch) => {}
                 (true, Some(m)) => {
                     let epoch = self.marked_epochs.entry(h.producer_id).or_insert(i16::MIN);
                     *epoch = (*epoch).max(h.producer_epoch);
-                    if let Some(first) = self.open.remove(&h.producer_id) {
+                    if let Some((first, _)) = self.open.remove(&h.producer_id) {
                         if m == Marker::Abort {
                             self.aborted.push(Aborted {
                                 producer_id: h.producer_id,
@@ -90,7 +99,7 @@ impl PartitionTxns {
                             end,
                         });
                     } else {
-                        self.open.entry(h.producer_id).or_insert(base_offset);
+                        (self.open.entry(h.producer_id)).or_insert((base_offset, h.producer_epoch));
                     }
                 }
             }
@@ -110,7 +119,12 @@ impl PartitionTxns {
     }
 
     fn stable(&self, high: i64) -> i64 {
-        self.open.values().copied().min().unwrap_or(high).min(high)
+        self.open
+            .values()
+            .map(|&(first, _)| first)
+            .min()
+            .unwrap_or(high)
+            .min(high)
     }
 }
 
@@ -247,7 +261,12 @@ impl TxnIndexes {
         w: Watermarks,
     ) -> StoreResult<HashMap<i64, i64>> {
         let from = self.built_from(tp, w);
-        let answer = |p: &PartitionTxns| p.open.clone();
+        let answer = |p: &PartitionTxns| {
+            p.open
+                .iter()
+                .map(|(&id, &(first, _))| (id, first))
+                .collect()
+        };
         (self.caught_up(logs, tp, (from, w.high), (answer, |_| false), |_| {})).await
     }
 
@@ -363,6 +382,31 @@ mod tests {
             }]
         );
         assert_eq!(p.scanned, 8);
+    }
+
+    /// A copy of an earlier abort, landing late among the batches of the producer's
+    /// next transaction (fenced and initialized again since, so at a later epoch),
+    /// ends nothing: the transaction's own commit does.
+    #[test]
+    fn a_marker_older_than_the_open_transaction_ends_nothing() {
+        let at = |epoch, control| BatchHeader {
+            producer_epoch: epoch,
+            ..header(5, true, control, 1)
+        };
+        let mut p = PartitionTxns::default();
+        p.apply(0, &at(3, false), None);
+        p.apply(1, &at(3, true), Some(Marker::Abort));
+        p.apply(2, &at(5, false), None);
+        p.apply(3, &at(3, true), Some(Marker::Abort));
+        assert_eq!(p.stable(4), 2, "the open transaction is still open");
+        p.apply(4, &at(5, true), Some(Marker::Commit));
+        assert_eq!(p.stable(5), 5);
+        let aborted = |first_offset, last_offset| Aborted {
+            producer_id: 5,
+            first_offset,
+            last_offset,
+        };
+        assert_eq!(p.aborted, [aborted(0, 1)], "only the first abort ended one");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use fjall::{Keyspace, PersistMode};
 use iggy_kafka_actors::store::meta::{
-    Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
+    Change, Expect, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
 };
 use iggy_kafka_actors::store::{StoreError, StoreFuture, StoreResult};
 use parking_lot::Mutex;
@@ -57,10 +57,24 @@ impl MetaTables {
 }
 
 impl Inner {
-    fn meta_write(&self, table: &'static str, changes: &[Change]) -> StoreResult<Version> {
+    /// The write's version, or `Refused` when an `expect` does not hold: checked
+    /// under the lock every write takes, so nothing lands between check and write.
+    fn meta_write(
+        &self,
+        table: &'static str,
+        expect: &[Expect],
+        changes: &[Change],
+    ) -> StoreResult<MetaAnswer> {
         self.room()?;
         let tables = &self.tables;
         let mut known = tables.known.lock();
+        for e in expect {
+            let held = tables.entries.get(entry_key(table, &e.key));
+            let held = held.map_err(EmbeddedError::from)?;
+            if held.as_deref() != e.value.as_deref() {
+                return Ok(MetaAnswer::Refused);
+            }
+        }
         let version = tables.version_of(&mut known, table)? + 1;
         let mut batch = self.db.batch().durability(Some(self.append_persist));
         for change in changes {
@@ -74,7 +88,7 @@ impl Inner {
         batch.insert(&tables.versions, table, version.to_be_bytes());
         batch.commit().map_err(EmbeddedError::from)?;
         known.insert(table, version);
-        Ok(version)
+        Ok(MetaAnswer::Written(version))
     }
 
     fn meta_scan(&self, table: &'static str, prefix: &str) -> StoreResult<Scan> {
@@ -112,9 +126,11 @@ impl Inner {
 impl MetaStore for EmbeddedStore {
     fn call(&self, call: MetaCall) -> StoreFuture<'_, MetaAnswer> {
         match call {
-            MetaCall::Write { table, changes } => blocking(&self.inner, move |s| {
-                s.meta_write(table, &changes).map(MetaAnswer::Written)
-            }),
+            MetaCall::Write {
+                table,
+                expect,
+                changes,
+            } => blocking(&self.inner, move |s| s.meta_write(table, &expect, &changes)),
             MetaCall::Scan { table, prefix } => blocking(&self.inner, move |s| {
                 s.meta_scan(table, &prefix).map(MetaAnswer::Scanned)
             }),

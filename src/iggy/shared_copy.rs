@@ -131,6 +131,7 @@ impl<T: Row> SharedCopy<T> {
         }];
         let call = MetaCall::Write {
             table: self.table,
+            expect: Vec::new(),
             changes,
         };
         meta::serve(inner.clone(), inner.meta.conn(), call).await?;

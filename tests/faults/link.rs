@@ -142,6 +142,106 @@ fn an_append_the_sdk_gave_up_on_is_awaited_before_its_retry() {
     drop(gw);
 }
 
+/// The transaction coordinator of a gateway whose link is cut adds a partition to a
+/// transaction and stores that, the link holding the write's bytes; the other gateway
+/// takes the id over and aborts the transaction, and the producer, initialized again,
+/// opens its next one there. When the link heals, the late write lands after all
+/// that: it must change nothing (`transactions/slot.rs`: its writes expect the state
+/// they read). Stored, it brought the ended transaction back at the producer's old
+/// epoch, and the producer's commit of its open one was refused as fenced.
+#[test]
+fn a_coordinators_write_landing_after_it_lost_the_id_changes_nothing() {
+    use crate::support::groups::{coordinator_port, TRANSACTION_KEY};
+    use crate::support::transactions::{add, end, init_with_timeout, latest, produce, Producer};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let link = Link::start(server.addr);
+    let (linked, direct) = (link.addr.to_string(), server.addr.to_string());
+    let gw = |address: &str| {
+        Gateway::process_with(&[
+            ("backend", "iggy"),
+            ("iggy_address", address),
+            ("iggy_connect_timeout_ms", "10000"),
+            ("iggy_request_timeout_ms", "3000"),
+            ("node_heartbeat_ms", "200"),
+            ("node_timeout_ms", "2000"),
+        ])
+    };
+    let (cut, other) = (gw(&linked), gw(&direct));
+    let port = |g: &Gateway| i32::from(g.addr.port());
+    let id = (0..)
+        .map(|n| format!("late-write-{n}"))
+        .find(|id| {
+            coordinator_port(&cut, TRANSACTION_KEY, id) == port(&cut)
+                && coordinator_port(&other, TRANSACTION_KEY, id) == port(&cut)
+        })
+        .expect("some id is coordinated by the gateway to cut");
+    let topic = "late-write";
+    let mut at_cut = RawClient::connect(cut.addr);
+    idem::create_topic(&mut at_cut, topic, 2);
+    // Each of `gws` in turn until one answers.
+    let until_answered =
+        |what: &str, gws: &[&Gateway], call: &mut dyn FnMut(&mut RawClient) -> i16| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                for g in gws {
+                    if call(&mut RawClient::connect(g.addr)) == 0 {
+                        return;
+                    }
+                }
+                assert!(Instant::now() < deadline, "{what} never answered");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        };
+    let mut producer = None;
+    let mut init = |gws: &[&Gateway]| {
+        until_answered("InitProducerId", gws, &mut |c| {
+            let r = init_with_timeout(c, &id, 60_000);
+            producer = Some(Producer {
+                id: id.clone(),
+                pid: r.producer_id.0,
+                epoch: r.producer_epoch,
+            });
+            r.error_code
+        });
+        producer.clone().expect("initialized")
+    };
+    let p = init(&[&cut]);
+    until_answered("AddPartitionsToTxn", &[&cut], &mut |c| add(c, &p, topic, 0));
+    produce(&mut at_cut, &p, (topic, 0), 0, 1, 0);
+    link.cut(true);
+    // Asked at once, within the coordinator's lease (two seconds from its last
+    // heartbeat): stored, but not answered within the 3 s store timeout.
+    assert_ne!(
+        add(&mut at_cut, &p, topic, 1),
+        0,
+        "answered through a cut link"
+    );
+
+    // The other gateway takes the id over and aborts the transaction; the producer,
+    // fenced, starts again and opens a transaction there. (Asked meanwhile, the cut
+    // gateway would hold its transaction slot for its 3 s store timeout.)
+    let p = init(&[&other]);
+    until_answered("AddPartitionsToTxn", &[&other], &mut |c| {
+        add(c, &p, topic, 0)
+    });
+    let mut at_other = RawClient::connect(other.addr);
+    let open = produce(&mut at_other, &p, (topic, 0), 0, 1, 0);
+    link.cut(false);
+
+    // The healed gateway coordinates the id again, from the stored state.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(latest(&mut at_other, topic, 0, 1), open, "still open");
+    until_answered("the commit", &[&cut, &other], &mut |c| end(c, &p, true));
+    assert_eq!(
+        latest(&mut at_other, topic, 0, 1),
+        open + 2,
+        "record and marker"
+    );
+    drop((cut, other));
+}
+
 fn slowed(topic: &'static str, gateways: usize) {
     let Some((_server, link, gws, workload, _dir)) = started(topic, gateways) else {
         return;

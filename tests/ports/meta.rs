@@ -1,9 +1,9 @@
 //! The metadata port on both engines: writes and their versions, scans by prefix,
-//! changes since a version (or `Gone`), client handles, a second gateway on a shared
-//! store, ping and flush, and tables kept across a restart.
+//! changes since a version (or `Gone`), conditional writes, client handles, a second
+//! gateway on a shared store, ping and flush, and tables kept across a restart.
 
 use bytes::Bytes;
-use iggy_kafka_actors::store::meta::{Change, Meta, Since, Version};
+use iggy_kafka_actors::store::meta::{Change, Expect, Meta, Since, Version};
 use iggy_kafka_actors::store::{StoreError, TopicLimits};
 
 use super::{batch, tp, Engine};
@@ -13,6 +13,7 @@ on_every_store!(run: crate::ports::run;
     writes_are_scanned_by_prefix_in_key_order,
     since_answers_the_changes_after_a_version_or_gone,
     a_write_applies_its_changes_in_order,
+    a_conditional_write_applies_only_where_the_entries_are_as_expected,
     versions_are_unique_and_increasing_across_concurrent_writers,
     client_handles_share_the_tables,
     a_second_gateway_on_a_shared_store_sees_the_first_ones_writes,
@@ -163,6 +164,43 @@ async fn a_write_applies_its_changes_in_order(e: Engine) {
         ("k".to_string(), Bytes::from_static(b"2")),
     ];
     assert_eq!(scan.entries, expected);
+}
+
+/// Two writers read `k` and write it back expecting what they read: the first applies,
+/// the other changes nothing, on every gateway, and readers of the changes never see
+/// it; a write expecting no entry applies once.
+async fn a_conditional_write_applies_only_where_the_entries_are_as_expected(e: Engine) {
+    let other = e.another().await;
+    let (a, b) = (&e.meta, other.as_ref().map_or(&e.meta, |o| &o.meta));
+    let expect = |key: &str, value: Option<&[u8]>| {
+        vec![Expect {
+            key: key.into(),
+            value: value.map(Bytes::copy_from_slice),
+        }]
+    };
+    let table = "conditional";
+    let first = a.write(table, vec![put("k", b"1")]).await.unwrap();
+    let won = a.write_if(table, expect("k", Some(b"1")), vec![put("k", b"2")]);
+    assert_eq!(won.await.unwrap(), Some(first + 1));
+    let lost = b.write_if(
+        table,
+        expect("k", Some(b"1")),
+        vec![put("k", b"late"), put("m", b"x")],
+    );
+    assert_eq!(lost.await.unwrap(), None, "its condition no longer holds");
+    let fresh = || b.write_if(table, expect("n", None), vec![put("n", b"new")]);
+    assert!(fresh().await.unwrap().is_some());
+    assert_eq!(fresh().await.unwrap(), None, "the entry is there now");
+    let entries = vec![
+        ("k".to_string(), Bytes::from_static(b"2")),
+        ("n".to_string(), Bytes::from_static(b"new")),
+    ];
+    for m in [a, b] {
+        assert_eq!(m.scan(table, "").await.unwrap().entries, entries);
+    }
+    if let Since::Changes(_, changes) = b.since(table, first).await.unwrap() {
+        assert_eq!(changes, vec![put("k", b"2"), put("n", b"new")]);
+    }
 }
 
 async fn versions_are_unique_and_increasing_across_concurrent_writers(e: Engine) {

@@ -29,6 +29,16 @@ impl Change {
     }
 }
 
+/// What a conditional write needs to find where it lands in the table's order: `key`
+/// holding `value` (`None`: no entry). A write whose conditions do not all hold changes
+/// nothing, so writers that each read a key and write it back conditionally never
+/// undo each other's changes, even when one's write reaches the store late.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expect {
+    pub key: String,
+    pub value: Option<Bytes>,
+}
+
 /// A table's entries under a prefix, in key order, as of `version`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scan {
@@ -48,10 +58,12 @@ pub enum Since {
 /// One call to a metadata store.
 #[derive(Debug)]
 pub enum MetaCall {
-    /// Applies the changes in order, all or none. Once answered they survive a crash
-    /// of the gateway process. Answers the version of this write.
+    /// Applies the changes in order, all or none, if every `expect` holds. Once
+    /// answered they survive a crash of the gateway process. Answers the version of
+    /// this write, or [`MetaAnswer::Refused`].
     Write {
         table: &'static str,
+        expect: Vec<Expect>,
         changes: Vec<Change>,
     },
     /// Every entry whose key starts with `prefix`, including what other gateways wrote
@@ -92,6 +104,8 @@ impl MetaCall {
 #[derive(Debug)]
 pub enum MetaAnswer {
     Written(Version),
+    /// A write whose conditions did not hold: nothing changed.
+    Refused,
     Scanned(Scan),
     Since(Since),
     Done,
@@ -130,8 +144,27 @@ impl Meta {
     }
 
     pub async fn write(&self, table: &'static str, changes: Vec<Change>) -> StoreResult<Version> {
-        match self.0.call(MetaCall::Write { table, changes }).await? {
-            MetaAnswer::Written(v) => Ok(v),
+        self.write_if(table, Vec::new(), changes)
+            .await?
+            .ok_or_else(|| unexpected("meta_write"))
+    }
+
+    /// Writes `changes` if every `expect` holds where the write lands: its version, or
+    /// `None` when one did not and nothing changed.
+    pub async fn write_if(
+        &self,
+        table: &'static str,
+        expect: Vec<Expect>,
+        changes: Vec<Change>,
+    ) -> StoreResult<Option<Version>> {
+        let call = MetaCall::Write {
+            table,
+            expect,
+            changes,
+        };
+        match self.0.call(call).await? {
+            MetaAnswer::Written(v) => Ok(Some(v)),
+            MetaAnswer::Refused => Ok(None),
             _ => Err(unexpected("meta_write")),
         }
     }

@@ -5,7 +5,9 @@
 //! A slot keeps the states of the ids it coordinates, loaded from table
 //! `transactions` on first use and forgotten when the live gateways change (another
 //! gateway may have coordinated them meanwhile). Every change is stored before it is
-//! answered. Ending a transaction stores the decision, writes a marker into each of
+//! answered, by a write that expects the bytes the slot read: the write of a gateway
+//! that lost the id while its bytes were on the way (a cut link, a paused process)
+//! changes nothing, and that gateway answers NOT_COORDINATOR and reads the id again. Ending a transaction stores the decision, writes a marker into each of
 //! its partitions through their log slots, moves its held offsets, then stores the
 //! end: a gateway that dies in between leaves the decision stored, and whichever
 //! gateway coordinates the id next completes it (`Tick`).
@@ -31,7 +33,7 @@ use crate::membership::Cluster;
 use crate::offsets::Offsets;
 use crate::partitions::Partitions;
 use crate::producer_ids::ProducerIds;
-use crate::store::meta::Change;
+use crate::store::meta::{Change, Expect};
 use crate::store::{Meta, StoreError, TopicPartition};
 
 pub const TABLE: &str = "transactions";
@@ -66,11 +68,14 @@ pub struct Deps {
 
 pub struct TxnSlot {
     deps: Deps,
-    states: HashMap<String, TxnState>,
+    states: HashMap<String, Stored>,
     /// The live gateways the states were loaded under.
     seen: Arc<Cluster>,
     /// Ids whose decided end is being completed (`finish`).
     completing: HashSet<String>,
+    /// Ids whose decision this slot stored under the view it holds: completing any
+    /// other is a takeover (`complete`).
+    decided_here: HashSet<String>,
     /// The open transaction each timeout timer is set for (`watch_timeout`).
     timers: HashMap<String, Opened>,
     ticks: u32,
@@ -78,6 +83,14 @@ pub struct TxnSlot {
 
 /// An open transaction: its producer id, epoch and start (ms).
 type Opened = (i64, i16, i64);
+
+/// A state and the bytes table `transactions` holds for it, which the write of its
+/// successor expects to find (`save`).
+#[derive(Clone, Debug)]
+pub(super) struct Stored {
+    pub state: TxnState,
+    bytes: bytes::Bytes,
+}
 
 impl TxnSlot {
     pub fn new(deps: Deps) -> TxnSlot {
@@ -87,6 +100,7 @@ impl TxnSlot {
             states: HashMap::new(),
             seen,
             completing: HashSet::new(),
+            decided_here: HashSet::new(),
             timers: HashMap::new(),
             ticks: 0,
         }
@@ -97,7 +111,7 @@ impl TxnSlot {
         match self.completing.contains(id) {
             false => Ok(()),
             true => {
-                let phase = self.states.get(id).map_or(Phase::PrepareAbort, |s| s.phase);
+                let phase = (self.states.get(id)).map_or(Phase::PrepareAbort, |s| s.state.phase);
                 Err(TxnError::Concurrent(phase))
             }
         }
@@ -109,25 +123,28 @@ impl TxnSlot {
         &mut self,
         ctx: &mut Context<Self>,
         id: String,
-        decided: TxnState,
+        decided: Stored,
     ) -> oneshot::Receiver<()> {
         let (done_tx, done_rx) = oneshot::channel();
         self.completing.insert(id.clone());
         self.states.insert(id.clone(), decided.clone());
         let (deps, seen) = (self.deps.clone(), self.seen.clone());
+        let taken_over = !self.decided_here.contains(&id);
         let work = {
             let id = id.clone();
-            async move { complete(&deps, &id, decided).await }
+            async move { complete(&deps, &id, decided, taken_over).await }
         };
         ctx.spawn(work.into_actor(self).map(move |result, act, _| {
             act.completing.remove(&id);
             match result {
                 // A state of another view of the cluster is not kept.
                 Ok(done) if Arc::ptr_eq(&act.seen, &seen) => {
+                    act.decided_here.remove(&id);
                     act.states.insert(id, done);
                 }
                 Ok(_) => {}
                 Err(e) => {
+                    act.forget_superseded(&id, &e);
                     tracing::warn!(transactional_id = %id, error = %e, "transaction end to be completed later")
                 }
             }
@@ -139,7 +156,8 @@ impl TxnSlot {
     /// Sets the timer that aborts `id`'s transaction at its timeout, when it is open
     /// and has none yet.
     fn watch_timeout(&mut self, id: &str, ctx: &mut Context<Self>) {
-        let Some(s) = self.states.get(id).filter(|s| s.phase == Phase::Ongoing) else {
+        let Some(s) = (self.states.get(id).map(|s| &s.state)).filter(|s| s.phase == Phase::Ongoing)
+        else {
             return;
         };
         let open = (s.producer_id, s.epoch, s.started_ms);
@@ -152,6 +170,34 @@ impl TxnSlot {
         ctx.notify_later(TimedOut(id.to_string(), open), after);
     }
 
+    /// Forgets `id`'s state when `e` says the store holds another: the next request
+    /// reads it again.
+    fn forget_superseded(&mut self, id: &str, e: &TxnError) {
+        if matches!(e, TxnError::Superseded) {
+            self.states.remove(id);
+            self.decided_here.remove(id);
+        }
+    }
+
+    /// A handler's result, its state forgotten when it was superseded.
+    fn kept<T>(&mut self, id: &str, r: Result<T, TxnError>) -> Result<T, TxnError> {
+        if let Err(e) = &r {
+            self.forget_superseded(id, e);
+        }
+        r
+    }
+
+    /// Completes a decision this slot has just stored.
+    fn finish_own(
+        &mut self,
+        ctx: &mut Context<Self>,
+        id: String,
+        decided: Stored,
+    ) -> oneshot::Receiver<()> {
+        self.decided_here.insert(id.clone());
+        self.finish(ctx, id, decided)
+    }
+
     /// The live gateways now; every state is forgotten when they changed since the
     /// states were loaded (another gateway may have coordinated their ids meanwhile).
     fn rebase(&mut self) -> Arc<Cluster> {
@@ -159,6 +205,7 @@ impl TxnSlot {
         if !Arc::ptr_eq(&cluster, &self.seen) {
             self.states.clear();
             self.timers.clear();
+            self.decided_here.clear();
             self.seen = cluster.clone();
         }
         cluster
@@ -166,7 +213,7 @@ impl TxnSlot {
 
     /// The state of `id`: the slot's copy, else the stored one; NOT_COORDINATOR for an
     /// id this gateway does not coordinate.
-    fn current(&mut self, id: &str) -> impl Future<Output = Result<Option<TxnState>, TxnError>> {
+    fn current(&mut self, id: &str) -> impl Future<Output = Result<Option<Stored>, TxnError>> {
         let coordinating = self.rebase().coordinates(id);
         let cached = self.states.get(id).cloned();
         let meta = self.deps.meta.clone();
@@ -175,7 +222,7 @@ impl TxnSlot {
             match (coordinating, cached) {
                 (false, _) => Err(TxnError::NotCoordinator),
                 (true, Some(s)) => Ok(Some(s)),
-                (true, None) => load(&meta, &id).await,
+                (true, None) => load_stored(&meta, &id).await,
             }
         }
     }
@@ -186,13 +233,13 @@ impl TxnSlot {
         id: &str,
         producer_id: i64,
         epoch: i16,
-    ) -> impl Future<Output = Result<TxnState, TxnError>> {
+    ) -> impl Future<Output = Result<Stored, TxnError>> {
         let current = self.current(id);
         let id = id.to_string();
         async move {
-            let state = current.await?.ok_or(TxnError::NoProducer(id))?;
-            state.check_producer(producer_id, epoch)?;
-            Ok(state)
+            let held = current.await?.ok_or(TxnError::NoProducer(id))?;
+            held.state.check_producer(producer_id, epoch)?;
+            Ok(held)
         }
     }
 }
@@ -208,21 +255,50 @@ impl Actor for TxnSlot {
 
 /// The stored state of `id`, if any.
 pub(super) async fn load(meta: &Meta, id: &str) -> Result<Option<TxnState>, TxnError> {
-    let scan = meta.scan(TABLE, id).await?;
-    scan.entries
-        .iter()
-        .find(|(key, _)| key == id)
-        .map(|(_, value)| TxnState::decode(value))
-        .transpose()
+    Ok(load_stored(meta, id).await?.map(|held| held.state))
 }
 
-async fn save(meta: &Meta, id: &str, state: &TxnState) -> Result<(), TxnError> {
+async fn load_stored(meta: &Meta, id: &str) -> Result<Option<Stored>, TxnError> {
+    let scan = meta.scan(TABLE, id).await?;
+    let found = scan.entries.into_iter().find(|(key, _)| key == id);
+    found.map(|(_, bytes)| Stored::read(bytes)).transpose()
+}
+
+impl Stored {
+    fn read(bytes: bytes::Bytes) -> Result<Stored, TxnError> {
+        let state = TxnState::decode(&bytes)?;
+        Ok(Stored { state, bytes })
+    }
+}
+
+/// Stores `next` as `id`'s state where the table still holds `held` (`None`: no
+/// state), else answers [`TxnError::Superseded`].
+async fn save(
+    meta: &Meta,
+    id: &str,
+    held: Option<&Stored>,
+    next: TxnState,
+) -> Result<Stored, TxnError> {
+    let bytes = next.encode();
     let put = Change::Put {
         key: id.to_string(),
-        value: state.encode(),
+        value: bytes.clone(),
     };
-    meta.write(TABLE, vec![put]).await?;
-    Ok(())
+    written(meta.write_if(TABLE, expect(id, held), vec![put]).await?)?;
+    Ok(Stored { state: next, bytes })
+}
+
+/// The condition of a write replacing `held` as `id`'s state.
+fn expect(id: &str, held: Option<&Stored>) -> Vec<Expect> {
+    vec![Expect {
+        key: id.to_string(),
+        value: held.map(|h| h.bytes.clone()),
+    }]
+}
+
+/// A conditional write's answer: refused means another gateway changed the state.
+fn written(version: Option<crate::store::meta::Version>) -> Result<(), TxnError> {
+    version.map(|_| ()).ok_or(TxnError::Superseded)
 }
 
 /// What other gateways added to `state`'s transaction at `epoch` (none on a store no
@@ -249,12 +325,25 @@ async fn merged(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnE
 /// Writes the decided transaction's markers and moves its offsets, then stores its
 /// end. A partition whose topic is gone needs no marker; any other failure leaves the
 /// decision stored, to be completed on a later tick.
-async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, TxnError> {
+///
+/// A decision this slot did not store itself (`taken_over`) may have markers of the
+/// gateway that did still on their way: landing after the producer's next
+/// transaction began, one would end it. So its end bumps the epoch, fencing the
+/// producer: what it writes after it has initialized again carries a later epoch than
+/// any such marker, and readers drop a marker older than the transaction it would
+/// end (`txn_index.rs`), as a Kafka partition refuses one.
+async fn complete(
+    deps: &Deps,
+    id: &str,
+    held: Stored,
+    taken_over: bool,
+) -> Result<Stored, TxnError> {
+    let decided = &held.state;
     let marker = decided.phase.marker().expect("a decided transaction");
     let (producer, now) = ((decided.producer_id, decided.epoch), now_ms());
     // Adds another gateway made before the decision was stored, read after it: every
     // batch they let in gets its marker.
-    let adds = adds_of(deps, id, &decided, decided.batch_epoch()).await?;
+    let adds = adds_of(deps, id, decided, decided.batch_epoch()).await?;
     let partitions = decided.partitions.union(&adds.partitions);
     let groups: std::collections::BTreeSet<&String> = decided.groups.union(&adds.groups).collect();
     let appends: Vec<_> = partitions
@@ -294,12 +383,21 @@ async fn complete(deps: &Deps, id: &str, decided: TxnState) -> Result<TxnState, 
                 cause,
             })?;
     }
-    let done = decided.complete(now_ms());
-    save(&deps.meta, id, &done).await?;
+    let mut done = decided.complete(now_ms());
+    if taken_over && done.producer_id == decided.producer_id && !done.epoch_exhausted() {
+        done.last_epoch = done.epoch;
+        done.epoch += 1;
+        tracing::info!(
+            transactional_id = id,
+            epoch = done.epoch,
+            "a decision taken over completed: its producer fenced"
+        );
+    }
+    let done = save(&deps.meta, id, Some(&held), done).await?;
     if let Err(e) = remote_adds::clear(&deps.meta, adds).await {
         tracing::debug!(transactional_id = id, error = %e, "adds of an ended transaction left in the table");
     }
-    tracing::debug!(transactional_id = id, phase = ?done.phase, "transaction completed");
+    tracing::debug!(transactional_id = id, phase = ?done.state.phase, "transaction completed");
     Ok(done)
 }
 
@@ -322,9 +420,10 @@ async fn stale(deps: &Deps, id: &str, (producer_id, epoch): (i64, i16)) -> bool 
     }
 }
 
-/// Decides the abort of what `state` has open, with the epoch bumped (fencing its
-/// producer, Kafka's `prepareAbortOrRecover`): the decision to complete.
-async fn fence(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnError> {
+/// Decides the abort of what `state` (`held`, with the adds of other gateways) has
+/// open, with the epoch bumped (fencing its producer, Kafka's
+/// `prepareAbortOrRecover`): the decision to complete.
+async fn fence(deps: &Deps, id: &str, held: &Stored, state: TxnState) -> Result<Stored, TxnError> {
     let mut state = state;
     state.last_epoch = state.epoch;
     state.epoch = state.epoch.saturating_add(1);
@@ -337,8 +436,8 @@ async fn fence(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnEr
     let Ended::Decided(decided) = state.end(ask, -1, now_ms())? else {
         unreachable!("an open transaction is decided")
     };
-    save(&deps.meta, id, &decided).await?;
-    deps.open.close(decided.producer_id);
+    let decided = save(&deps.meta, id, Some(held), decided).await?;
+    deps.open.close(decided.state.producer_id);
     Ok(decided)
 }
 
@@ -355,8 +454,9 @@ pub struct Init {
 /// What an InitProducerId finds: its producer's next epoch, or a previous end that
 /// must be completed first (the client asks again, as Kafka has it).
 enum Initiated {
-    Ready(TxnState),
-    Ending(TxnState),
+    Ready(Stored),
+    /// An end to complete, and whether this call decided it (fencing an open one).
+    Ending(Stored, bool),
 }
 
 impl Handler<Init> for TxnSlot {
@@ -370,9 +470,10 @@ impl Handler<Init> for TxnSlot {
         let deps = self.deps.clone();
         let id = msg.id.clone();
         let work = async move {
-            let state = match current.await? {
-                Some(state) => {
-                    let state = merged(&deps, &id, state).await?;
+            let held = current.await?;
+            let state = match &held {
+                Some(held) => {
+                    let state = merged(&deps, &id, held.state.clone()).await?;
                     if let Some((pid, epoch)) = msg.known {
                         let recovering = epoch == state.epoch || epoch == state.last_epoch;
                         if pid != state.producer_id || !recovering {
@@ -384,9 +485,13 @@ impl Handler<Init> for TxnSlot {
                     }
                     match state.phase {
                         Phase::Ongoing => {
-                            return Ok(Initiated::Ending(fence(&deps, &id, state).await?))
+                            let fenced = fence(&deps, &id, held, state).await?;
+                            return Ok(Initiated::Ending(fenced, true));
                         }
-                        phase if phase.marker().is_some() => return Ok(Initiated::Ending(state)),
+                        // Completing merges the adds itself.
+                        phase if phase.marker().is_some() => {
+                            return Ok(Initiated::Ending(held.clone(), false))
+                        }
                         _ => state,
                     }
                 }
@@ -406,23 +511,26 @@ impl Handler<Init> for TxnSlot {
             next.phase = Phase::Empty;
             next.timeout_ms = msg.timeout_ms;
             next.updated_ms = now_ms();
-            save(&deps.meta, &id, &next).await?;
+            let next = save(&deps.meta, &id, held.as_ref(), next).await?;
             Ok(Initiated::Ready(next))
         };
-        AtomicResponse::new(Box::pin(work.into_actor(self).map(
-            move |r, act, ctx| match r? {
-                Initiated::Ready(state) => {
-                    let answer = (state.producer_id, state.epoch);
-                    act.states.insert(msg.id, state);
+        AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, ctx| {
+            match act.kept(&msg.id, r)? {
+                Initiated::Ready(held) => {
+                    let answer = (held.state.producer_id, held.state.epoch);
+                    act.states.insert(msg.id, held);
                     Ok(answer)
                 }
-                Initiated::Ending(decided) => {
-                    let phase = decided.phase;
-                    act.finish(ctx, msg.id, decided);
+                Initiated::Ending(decided, own) => {
+                    let phase = decided.state.phase;
+                    match own {
+                        true => act.finish_own(ctx, msg.id, decided),
+                        false => act.finish(ctx, msg.id, decided),
+                    };
                     Err(TxnError::Concurrent(phase))
                 }
-            },
-        )))
+            }
+        })))
     }
 }
 
@@ -448,17 +556,17 @@ impl Handler<Add> for TxnSlot {
         let meta = self.deps.meta.clone();
         let id = msg.id.clone();
         let work = async move {
-            let state = current.await?;
-            let next = state.add(msg.partitions, msg.group, now_ms())?;
-            if next != state {
-                save(&meta, &id, &next).await?;
+            let held = current.await?;
+            let next = held.state.add(msg.partitions, msg.group, now_ms())?;
+            match next == held.state {
+                true => Ok(held),
+                false => save(&meta, &id, Some(&held), next).await,
             }
-            Ok::<_, TxnError>(next)
         };
         AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, ctx| {
-            let state = r?;
-            act.deps.open.opened(&state);
-            act.states.insert(msg.id.clone(), state);
+            let held = act.kept(&msg.id, r)?;
+            act.deps.open.opened(&held.state);
+            act.states.insert(msg.id.clone(), held);
             act.watch_timeout(&msg.id, ctx);
             Ok(())
         })))
@@ -492,34 +600,37 @@ impl Handler<End> for TxnSlot {
         let id = msg.id.clone();
         let ask = msg.ask;
         let work = async move {
-            let state = current
+            let held = current
                 .await?
                 .ok_or_else(|| TxnError::NoProducer(id.clone()))?;
-            let state = merged(&deps, &id, state).await?;
+            let state = merged(&deps, &id, held.state.clone()).await?;
             let next_producer_id = match ask.bump && state.epoch_exhausted() {
                 true => deps.producer_ids.allocate().await?,
                 false => -1,
             };
-            let ended = state.end(ask, next_producer_id, now_ms())?;
-            if let Ended::Decided(decided) = &ended {
-                save(&deps.meta, &id, decided).await?;
-                deps.open.close(decided.producer_id);
-            }
-            Ok::<_, TxnError>((state, ended))
+            let decided = match state.end(ask, next_producer_id, now_ms())? {
+                Ended::Again => None,
+                Ended::Decided(decided) => {
+                    let decided = save(&deps.meta, &id, Some(&held), decided).await?;
+                    deps.open.close(decided.state.producer_id);
+                    Some(decided)
+                }
+            };
+            Ok::<_, TxnError>((state, decided))
         };
         AtomicResponse::new(Box::pin(work.into_actor(self).map(move |r, act, ctx| {
-            let (state, ended) = r?;
-            Ok(match ended {
-                Ended::Again => EndAnswer {
+            let (state, decided) = act.kept(&msg.id, r)?;
+            Ok(match decided {
+                None => EndAnswer {
                     producer: (state.producer_id, state.epoch),
                     completed: None,
                 },
-                Ended::Decided(decided) => {
-                    let producer = match decided.next_producer_id {
+                Some(decided) => {
+                    let producer = match decided.state.next_producer_id {
                         next if next >= 0 => (next, 0),
-                        _ => (decided.producer_id, decided.epoch),
+                        _ => (decided.state.producer_id, decided.state.epoch),
                     };
-                    let completed = Some(act.finish(ctx, msg.id, decided));
+                    let completed = Some(act.finish_own(ctx, msg.id, decided));
                     EndAnswer {
                         producer,
                         completed,
@@ -545,7 +656,7 @@ impl Handler<Describe> for TxnSlot {
         let deps = self.deps.clone();
         let work = async move {
             match current.await? {
-                Some(state) => merged(&deps, &id, state).await.map(Some),
+                Some(held) => merged(&deps, &id, held.state).await.map(Some),
                 None => Ok(None),
             }
         };
@@ -586,10 +697,10 @@ impl Handler<Tick> for TxnSlot {
                         for (id, value) in scan.entries {
                             let mine = super::slot_of(&id, deps.slots) == deps.index
                                 && cluster.coordinates(&id);
-                            match TxnState::decode(&value) {
-                                Ok(state) if mine && !states.contains_key(&id) => {
-                                    states.insert(id.clone(), state.clone());
-                                    found.push((id, state));
+                            match Stored::read(value) {
+                                Ok(held) if mine && !states.contains_key(&id) => {
+                                    states.insert(id.clone(), held.clone());
+                                    found.push((id, held));
                                 }
                                 Ok(_) => {}
                                 Err(e) => {
@@ -603,7 +714,7 @@ impl Handler<Tick> for TxnSlot {
             }
             // Transactions other gateways added to are open here too, so they time
             // out and DescribeTransactions lists what they hold.
-            let mut absorbed = Vec::new();
+            let (mut absorbed, mut superseded) = (Vec::new(), Vec::new());
             if deps.meta.shared() {
                 match remote_adds::all(&deps.meta).await {
                     Ok(all) => {
@@ -614,10 +725,10 @@ impl Handler<Tick> for TxnSlot {
                             if !mine {
                                 continue;
                             }
-                            let current = states
-                                .get(&id)
-                                .filter(|s| (s.producer_id, s.epoch) == (producer_id, epoch));
-                            let Some(state) = current else {
+                            let current = (states.get(&id)).filter(|s| {
+                                (s.state.producer_id, s.state.epoch) == (producer_id, epoch)
+                            });
+                            let Some(held) = current else {
                                 if rescan && stale(&deps, &id, (producer_id, epoch)).await {
                                     tracing::info!(transactional_id = %id, producer_id, epoch, "adds to an ended transaction swept");
                                     if let Err(e) = remote_adds::clear(&deps.meta, adds).await {
@@ -626,17 +737,18 @@ impl Handler<Tick> for TxnSlot {
                                 }
                                 continue;
                             };
-                            let next = state.with_adds(&adds, now_ms());
-                            if next == *state {
+                            let next = held.state.with_adds(&adds, now_ms());
+                            if next == held.state {
                                 continue;
                             }
-                            match save(&deps.meta, &id, &next).await {
-                                Ok(()) => {
+                            match save(&deps.meta, &id, Some(held), next).await {
+                                Ok(next) => {
                                     states.insert(id.clone(), next.clone());
                                     absorbed.push((id, next));
                                 }
                                 Err(e) => {
-                                    tracing::warn!(transactional_id = %id, error = %e, "adds of another gateway not taken in yet")
+                                    tracing::warn!(transactional_id = %id, error = %e, "adds of another gateway not taken in yet");
+                                    superseded.push((id, e));
                                 }
                             }
                         }
@@ -646,33 +758,40 @@ impl Handler<Tick> for TxnSlot {
             }
             let now = now_ms();
             let (mut decided, mut expired) = (Vec::new(), Vec::new());
-            for (id, state) in states.iter().filter(|(id, _)| !busy.contains(*id)) {
-                if state.phase.marker().is_some() {
-                    decided.push((id.clone(), state.clone()));
-                } else if rescan && state.expired(now, expiration_ms) {
+            for (id, held) in states.iter().filter(|(id, _)| !busy.contains(*id)) {
+                if held.state.phase.marker().is_some() {
+                    decided.push((id.clone(), held.clone()));
+                } else if rescan && held.state.expired(now, expiration_ms) {
                     let gone = Change::Delete { key: id.clone() };
-                    match deps.meta.write(TABLE, vec![gone]).await {
-                        Ok(_) => {
+                    let write = deps
+                        .meta
+                        .write_if(TABLE, expect(id, Some(held)), vec![gone]);
+                    match write.await.map_err(TxnError::from).and_then(written) {
+                        Ok(()) => {
                             tracing::info!(transactional_id = %id, "transactional id expired");
                             expired.push(id.clone());
                         }
                         Err(e) => {
-                            tracing::warn!(transactional_id = %id, error = %e, "transactional id not expired yet")
+                            tracing::warn!(transactional_id = %id, error = %e, "transactional id not expired yet");
+                            superseded.push((id.clone(), e));
                         }
                     }
                 }
             }
-            (found, absorbed, decided, expired)
+            (found, absorbed, decided, expired, superseded)
         };
         // Merged into what the slot holds now: an end completed meanwhile stays so.
         AtomicResponse::new(Box::pin(work.into_actor(self).map(
-            |(found, absorbed, decided, expired), act, ctx| {
+            |(found, absorbed, decided, expired, superseded), act, ctx| {
+                for (id, e) in superseded {
+                    act.forget_superseded(&id, &e);
+                }
                 for (id, state) in found {
                     act.states.entry(id.clone()).or_insert(state);
                     act.watch_timeout(&id, ctx);
                 }
                 for (id, state) in absorbed {
-                    act.deps.open.opened(&state);
+                    act.deps.open.opened(&state.state);
                     act.states.insert(id.clone(), state);
                     act.watch_timeout(&id, ctx);
                 }
@@ -710,24 +829,32 @@ impl Handler<TimedOut> for TxnSlot {
         if !self.rebase().coordinates(&id) {
             return done(); // Another gateway may have it now (`Cluster::held`).
         }
-        let state = match self.states.get(&id) {
-            Some(s) if (s.producer_id, s.epoch, s.started_ms) == open => s.clone(),
+        let held = match self.states.get(&id) {
+            Some(s) if (s.state.producer_id, s.state.epoch, s.state.started_ms) == open => {
+                s.clone()
+            }
             _ => return done(), // ended, or another transaction since
         };
-        if self.completing.contains(&id) || !state.timed_out(now_ms()) {
+        if self.completing.contains(&id) || !held.state.timed_out(now_ms()) {
             self.watch_timeout(&id, ctx);
             return done();
         }
-        tracing::info!(transactional_id = %id, timeout_ms = state.timeout_ms, "transaction timed out: aborting");
+        tracing::info!(transactional_id = %id, timeout_ms = held.state.timeout_ms, "transaction timed out: aborting");
         let deps = self.deps.clone();
         let work = {
             let id = id.clone();
-            async move { fence(&deps, &id, state).await }
+            async move { fence(&deps, &id, &held, held.state.clone()).await }
         };
         AtomicResponse::new(Box::pin(work.into_actor(self).map(
             move |fenced, act, ctx| match fenced {
-                Ok(fenced) if !act.completing.contains(&id) => drop(act.finish(ctx, id, fenced)),
+                Ok(fenced) if !act.completing.contains(&id) => {
+                    drop(act.finish_own(ctx, id, fenced))
+                }
                 Ok(_) => {}
+                Err(e @ TxnError::Superseded) => {
+                    tracing::info!(transactional_id = %id, error = %e, "timed-out transaction changed meanwhile");
+                    act.forget_superseded(&id, &e);
+                }
                 Err(e) => {
                     tracing::warn!(transactional_id = %id, error = %e, "timed-out transaction not aborted yet");
                     act.timers.insert(id.clone(), open);

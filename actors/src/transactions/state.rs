@@ -136,6 +136,11 @@ pub enum TxnError {
     InvalidTimeout { asked: i32, max: i32 },
     #[error("the transaction coordinator is another gateway")]
     NotCoordinator,
+    #[error(
+        "the stored transaction state changed under this coordinator: another gateway \
+         coordinated the id meanwhile"
+    )]
+    Superseded,
     #[error("no transactional id {0} is known")]
     UnknownId(String),
     #[error("no producer has initialized transactional id {0}: InitProducerId first")]
@@ -203,7 +208,7 @@ impl TxnError {
             TxnError::Concurrent(_) => ResponseError::ConcurrentTransactions,
             TxnError::InvalidState { .. } => ResponseError::InvalidTxnState,
             TxnError::InvalidTimeout { .. } => ResponseError::InvalidTransactionTimeout,
-            TxnError::NotCoordinator => ResponseError::NotCoordinator,
+            TxnError::NotCoordinator | TxnError::Superseded => ResponseError::NotCoordinator,
             TxnError::UnknownId(_) => ResponseError::TransactionalIdNotFound,
             TxnError::NoProducer(_) => ResponseError::InvalidProducerIdMapping,
             TxnError::Store(_)

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use iggy::prelude::{IggyError, SystemClient};
 use iggy_kafka_actors::store::meta::{
-    Change, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
+    Change, Expect, MetaAnswer, MetaCall, MetaStore, Scan, Since, Version,
 };
 use iggy_kafka_actors::store::{StoreError, StoreFuture, StoreResult};
 use parking_lot::Mutex;
@@ -131,7 +131,11 @@ pub(super) async fn serve(
         conn: &conn,
     };
     Ok(match call {
-        MetaCall::Write { table, changes } => MetaAnswer::Written(at.write(table, changes).await?),
+        MetaCall::Write {
+            table,
+            expect,
+            changes,
+        } => at.write(table, &expect, &changes).await?,
         MetaCall::Scan { table, prefix } => MetaAnswer::Scanned(at.scan(table, &prefix).await?),
         MetaCall::Since { table, since } => MetaAnswer::Since(at.since(table, since).await?),
         MetaCall::Ping => {
@@ -160,19 +164,38 @@ impl At<'_> {
         &self.inner.config.gateway_stream
     }
 
-    async fn write(&self, table: &'static str, changes: Vec<Change>) -> StoreResult<Version> {
+    async fn write(
+        &self,
+        table: &'static str,
+        expect: &[Expect],
+        changes: &[Change],
+    ) -> StoreResult<MetaAnswer> {
         let replica = self.replica(table).await?;
-        let record = encode_write(&changes);
+        let record = encode_write(expect, changes);
         let offset = gateway_log::append(self.conn, self.gateway_stream(), &replica.log, record)
             .await
             .map_err(|e| self.iggy_error(e, &replica.log))?;
         // Read the log up to this write rather than apply it alone: what other
-        // gateways wrote before it lands first, as on every other gateway. The write
-        // stands either way; a failed catch-up is redone by the next call.
-        if let Err(e) = self.catch_up(&replica).await {
-            tracing::warn!(log = %replica.log, error = %e, "table not caught up after a write");
+        // gateways wrote before it lands first, as on every other gateway.
+        let caught_up = self.catch_up(&replica).await;
+        if expect.is_empty() {
+            // The write stands either way; a failed catch-up is redone by the next call.
+            if let Err(e) = caught_up {
+                tracing::warn!(log = %replica.log, error = %e, "table not caught up after a write");
+            }
+            return Ok(MetaAnswer::Written(offset + 1));
         }
-        Ok(offset + 1)
+        // Whether a conditional write applied is known only from where it landed.
+        caught_up?;
+        let applied = replica.state().lock().state().applied(offset);
+        match applied {
+            Some(true) => Ok(MetaAnswer::Written(offset + 1)),
+            Some(false) => Ok(MetaAnswer::Refused),
+            None => Err(StoreError::unavailable(format!(
+                "whether the conditional write at {offset} of '{}' applied is no longer known",
+                replica.log
+            ))),
+        }
     }
 
     async fn scan(&self, table: &'static str, prefix: &str) -> StoreResult<Scan> {
@@ -218,7 +241,12 @@ impl At<'_> {
         }
         let mut changes = Vec::new();
         for (offset, record) in &records {
-            changes.extend(decode_write(record).ok_or_else(|| malformed(log, *offset))?);
+            let write = decode_write(record).ok_or_else(|| malformed(log, *offset))?;
+            if !write.expect.is_empty() {
+                // Whether it applied depends on the entries where it landed.
+                return Ok(Since::Gone);
+            }
+            changes.extend(write.changes);
         }
         Ok(Since::Changes(last + 1, changes))
     }
