@@ -26,7 +26,7 @@ use crate::support::configs::s;
 use crate::support::iggy::IggyServer;
 use crate::support::kafka::{committed, create_topic, produce, Expected};
 use crate::support::transactions::{
-    add, commit_offset, describe_transactions, end_as, init, latest, produce as produce_txn,
+    add, commit_offset, describe_transactions, end, end_as, init, latest, produce as produce_txn,
     produce_as, write_markers, Producer as RawProducer,
 };
 use crate::support::{call, topic_name, Gateway, RawClient};
@@ -202,6 +202,85 @@ async fn a_straggler_after_its_fencing_marker_holds_back_no_reader() {
         let all = read(&gw.bootstrap(), TOPIC, 1, "read_uncommitted", 4);
         assert_eq!(all.get(&0).map_or(0, Vec::len), 4, "{all:?}");
     }
+}
+
+/// A decision stored by a coordinator lost before it completed it, its markers maybe
+/// still on their way: the gateway taking the id over completes it and fences the
+/// producer (its next request is refused; initialized again, it writes at a later
+/// epoch), so a late marker of the old epoch, landing among the batches of the
+/// producer's next transaction, ends nothing (`transactions/slot.rs`, `complete`;
+/// `txn_index.rs`). Without either, that transaction's commit served none of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_taken_over_fences_its_producer_so_late_markers_end_nothing() {
+    use iggy_kafka_actors::protocol::markers::{self, Marker};
+    use iggy_kafka_actors::protocol::records::BatchHeader;
+    use iggy_kafka_actors::store::{AppendBatch, Logs};
+    use iggy_kafka_actors::transactions::state::{Phase, TxnState};
+    const TOPIC: &str = "txn-taken-over";
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let mut gws = gateways(&server, 2);
+    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
+    create_topic(&gws[0].bootstrap(), TOPIC, 1, &[]).await;
+    let id = key_at(&gws[0], TRANSACTION_KEY, TOPIC, gws[0].addr.port() as i32);
+    await_topic(&mut RawClient::connect(gws[1].addr), TOPIC, 1);
+    let mut at_home = RawClient::connect(gws[0].addr);
+    let p = init(&mut at_home, &id);
+    assert_eq!(add(&mut at_home, &p, TOPIC, 0), 0);
+    produce_txn(&mut at_home, &p, (TOPIC, 0), 0, 1, TS);
+
+    // The commit its coordinator stored before it was lost.
+    let backend = Arc::new(iggy_backend(&server, |_| {}).await);
+    let meta = Meta::new(backend.clone());
+    let scan = meta.scan("transactions", &id).await.unwrap();
+    let (_, stored) = (scan.entries.iter())
+        .find(|(k, _)| *k == id)
+        .expect("stored");
+    let mut decided = TxnState::decode(stored).unwrap();
+    decided.phase = Phase::PrepareCommit;
+    let put = iggy_kafka_actors::store::meta::Change::Put {
+        key: id.clone(),
+        value: decided.encode(),
+    };
+    meta.write("transactions", vec![put]).await.unwrap();
+    gws[0].kill();
+    drop(gws.remove(0));
+    let away = &gws[0];
+    let mut at_away = RawClient::connect(away.addr);
+    until("the commit taken over is completed", || {
+        let state = &describe_transactions(&mut at_away, &[&id])[0];
+        state.transaction_state.as_str() == "CompleteCommit"
+    });
+    let state = &describe_transactions(&mut at_away, &[&id])[0];
+    assert_eq!(state.producer_epoch, p.epoch + 1, "the producer fenced");
+    assert_ne!(
+        add(&mut at_away, &p, TOPIC, 0),
+        0,
+        "a fenced producer added"
+    );
+
+    let next = init(&mut at_away, &id);
+    assert_eq!(add(&mut at_away, &next, TOPIC, 0), 0);
+    let open = produce_txn(&mut at_away, &next, (TOPIC, 0), 0, 1, TS);
+    // The lost coordinator's commit marker, of the old epoch, lands now.
+    let bytes = markers::batch(Marker::Abort, p.pid, p.epoch, 0, TS);
+    let late = AppendBatch {
+        header: BatchHeader::parse(&bytes),
+        bytes,
+        records: bytes::Bytes::new(),
+        whole: false,
+    };
+    let logs = Logs::new(backend);
+    let tp = TopicPartition {
+        topic: TOPIC.into(),
+        partition: 0,
+    };
+    logs.append(tp, late).await.unwrap();
+    assert_eq!(latest(&mut at_away, TOPIC, 0, 1), open, "still open");
+    assert_eq!(end(&mut at_away, &next, true), 0);
+    let got = read(&away.bootstrap(), TOPIC, 1, "read_committed", 2);
+    assert_eq!(got.get(&0).map_or(0, Vec::len), 2, "{got:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -85,6 +85,8 @@ struct EndMarker {
 #[derive(Default)]
 struct OpenTxn {
     first: i64,
+    /// Its batches' epoch: a marker older than it ends nothing (`txn_index.rs`).
+    epoch: i16,
     records: Vec<StoredRecord>,
 }
 
@@ -197,6 +199,7 @@ impl Planner {
                 .entry(header.producer_id)
                 .or_insert_with(|| OpenTxn {
                     first: records::base_offset(batch),
+                    epoch: header.producer_epoch,
                     records: Vec::new(),
                 });
             txn.records.extend(stored);
@@ -208,10 +211,12 @@ impl Planner {
         Ok(true)
     }
 
-    /// The transaction marker `batch` ends: a commit's records count, an abort's go.
-    /// The offsets of the records it ended.
+    /// The transaction marker `batch` ends, unless it is older than it: a commit's
+    /// records count, an abort's go. The offsets of the records it ended.
     fn end_txn(&mut self, batch: &Bytes, header: &BatchHeader) -> Vec<i64> {
-        let Some(txn) = self.open.remove(&header.producer_id) else {
+        let pid = header.producer_id;
+        let ends = (self.open.get(&pid)).is_some_and(|txn| header.producer_epoch >= txn.epoch);
+        let Some(txn) = ends.then(|| self.open.remove(&pid)).flatten() else {
             return Vec::new();
         };
         let offsets = txn.records.iter().map(|r| r.offset).collect();
@@ -352,7 +357,11 @@ mod tests {
     }
 
     fn marker(base: i64, producer: i64, marker: Marker) -> Bytes {
-        let mut b = BytesMut::from(&markers::batch(marker, producer, 0, 0, NOW - 10)[..]);
+        marker_at(base, (producer, 0), marker)
+    }
+
+    fn marker_at(base: i64, (producer, epoch): (i64, i16), marker: Marker) -> Bytes {
+        let mut b = BytesMut::from(&markers::batch(marker, producer, epoch, 0, NOW - 10)[..]);
         b[..8].copy_from_slice(&base.to_be_bytes());
         b.freeze()
     }
@@ -444,6 +453,25 @@ mod tests {
             p.keep,
             vec![2, 3, 4],
             "a is superseded above the end, the abort's record goes, markers stay"
+        );
+    }
+
+    /// A late copy of an earlier abort, older than the transaction open (the records
+    /// here are at epoch 0), ends nothing: the commit after it does.
+    #[test]
+    fn a_marker_older_than_the_open_transaction_ends_nothing() {
+        let old = NOW - 100;
+        let batches = [
+            batch(0, &[("a", Some("committed"))], old, Some(7)),
+            marker_at(1, (7, -1), Marker::Abort),
+            marker(2, 7, Marker::Commit),
+            batch(3, &[("z", Some("tail"))], old, None),
+        ];
+        let p = plan(rules(0, 1_000), 4, &batches, NOW);
+        assert!(
+            p.keep.contains(&0),
+            "the committed record goes: {:?}",
+            p.keep
         );
     }
 

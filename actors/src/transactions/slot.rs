@@ -326,8 +326,8 @@ async fn merged(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnE
 /// end. A partition whose topic is gone needs no marker; any other failure leaves the
 /// decision stored, to be completed on a later tick.
 ///
-/// A decision this slot did not store itself (`taken_over`) may have markers of the
-/// gateway that did still on their way: landing after the producer's next
+/// A decision this slot did not store itself (`taken_over`) may, on a store other
+/// gateways share, have markers of the gateway that did still on their way: landing after the producer's next
 /// transaction began, one would end it. So its end bumps the epoch, fencing the
 /// producer: what it writes after it has initialized again carries a later epoch than
 /// any such marker, and readers drop a marker older than the transaction it would
@@ -384,7 +384,8 @@ async fn complete(
             })?;
     }
     let mut done = decided.complete(now_ms());
-    if taken_over && done.producer_id == decided.producer_id && !done.epoch_exhausted() {
+    let strays_possible = taken_over && deps.meta.shared();
+    if strays_possible && done.producer_id == decided.producer_id && !done.epoch_exhausted() {
         done.last_epoch = done.epoch;
         done.epoch += 1;
         tracing::info!(
