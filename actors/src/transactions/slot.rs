@@ -7,9 +7,9 @@
 //! gateway may have coordinated them meanwhile). Every change is stored before it is
 //! answered, by a write that expects the bytes the slot read: the write of a gateway
 //! that lost the id while its bytes were on the way (a cut link, a paused process)
-//! changes nothing, and that gateway answers NOT_COORDINATOR and reads the id again. Ending a transaction stores the decision, writes a marker into each of
-//! its partitions through their log slots, moves its held offsets, then stores the
-//! end: a gateway that dies in between leaves the decision stored, and whichever
+//! changes nothing, and that gateway answers NOT_COORDINATOR and reads the id again.
+//! Ending a transaction stores the decision, writes a marker into each of its
+//! partitions through their log slots, moves its held offsets, then stores the end: a gateway that dies in between leaves the decision stored, and whichever
 //! gateway coordinates the id next completes it (`Tick`).
 //!
 //! Handlers only ever wait on the metadata store. Completing an end waits on log
@@ -87,8 +87,8 @@ type Opened = (i64, i16, i64);
 /// A state and the bytes table `transactions` holds for it, which the write of its
 /// successor expects to find (`save`).
 #[derive(Clone, Debug)]
-pub(super) struct Stored {
-    pub state: TxnState,
+struct Stored {
+    state: TxnState,
     bytes: bytes::Bytes,
 }
 
@@ -117,14 +117,19 @@ impl TxnSlot {
         }
     }
 
-    /// Completes `id`'s stored decision beside the handlers; the receiver hears
-    /// when it is done (or failed, to be completed on a later tick).
+    /// Completes `id`'s stored decision beside the handlers, `own` when this slot has
+    /// just stored it; the receiver hears when it is done (or failed, to be completed
+    /// on a later tick).
     fn finish(
         &mut self,
         ctx: &mut Context<Self>,
         id: String,
         decided: Stored,
+        own: bool,
     ) -> oneshot::Receiver<()> {
+        if own {
+            self.decided_here.insert(id.clone());
+        }
         let (done_tx, done_rx) = oneshot::channel();
         self.completing.insert(id.clone());
         self.states.insert(id.clone(), decided.clone());
@@ -185,17 +190,6 @@ impl TxnSlot {
             self.forget_superseded(id, e);
         }
         r
-    }
-
-    /// Completes a decision this slot has just stored.
-    fn finish_own(
-        &mut self,
-        ctx: &mut Context<Self>,
-        id: String,
-        decided: Stored,
-    ) -> oneshot::Receiver<()> {
-        self.decided_here.insert(id.clone());
-        self.finish(ctx, id, decided)
     }
 
     /// The live gateways now; every state is forgotten when they changed since the
@@ -284,21 +278,26 @@ async fn save(
         key: id.to_string(),
         value: bytes.clone(),
     };
-    written(meta.write_if(TABLE, expect(id, held), vec![put]).await?)?;
+    replace(meta, id, held, put).await?;
     Ok(Stored { state: next, bytes })
 }
 
-/// The condition of a write replacing `held` as `id`'s state.
-fn expect(id: &str, held: Option<&Stored>) -> Vec<Expect> {
-    vec![Expect {
+/// Writes `change` to `id`'s entry where the table still holds `held`, else answers
+/// [`TxnError::Superseded`]: another gateway changed the state meanwhile.
+async fn replace(
+    meta: &Meta,
+    id: &str,
+    held: Option<&Stored>,
+    change: Change,
+) -> Result<(), TxnError> {
+    let expect = vec![Expect {
         key: id.to_string(),
         value: held.map(|h| h.bytes.clone()),
-    }]
-}
-
-/// A conditional write's answer: refused means another gateway changed the state.
-fn written(version: Option<crate::store::meta::Version>) -> Result<(), TxnError> {
-    version.map(|_| ()).ok_or(TxnError::Superseded)
+    }];
+    match meta.write_if(TABLE, expect, vec![change]).await? {
+        Some(_) => Ok(()),
+        None => Err(TxnError::Superseded),
+    }
 }
 
 /// What other gateways added to `state`'s transaction at `epoch` (none on a store no
@@ -327,8 +326,8 @@ async fn merged(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnE
 /// decision stored, to be completed on a later tick.
 ///
 /// A decision this slot did not store itself (`taken_over`) may, on a store other
-/// gateways share, have markers of the gateway that did still on their way: landing after the producer's next
-/// transaction began, one would end it. So its end bumps the epoch, fencing the
+/// gateways share, have markers of the gateway that did still on their way: landing
+/// after the producer's next transaction began, one would end it. So its end bumps the epoch, fencing the
 /// producer: what it writes after it has initialized again carries a later epoch than
 /// any such marker, and readers drop a marker older than the transaction it would
 /// end (`txn_index.rs`), as a Kafka partition refuses one.
@@ -524,10 +523,7 @@ impl Handler<Init> for TxnSlot {
                 }
                 Initiated::Ending(decided, own) => {
                     let phase = decided.state.phase;
-                    match own {
-                        true => act.finish_own(ctx, msg.id, decided),
-                        false => act.finish(ctx, msg.id, decided),
-                    };
+                    act.finish(ctx, msg.id, decided, own);
                     Err(TxnError::Concurrent(phase))
                 }
             }
@@ -631,7 +627,7 @@ impl Handler<End> for TxnSlot {
                         next if next >= 0 => (next, 0),
                         _ => (decided.state.producer_id, decided.state.epoch),
                     };
-                    let completed = Some(act.finish_own(ctx, msg.id, decided));
+                    let completed = Some(act.finish(ctx, msg.id, decided, true));
                     EndAnswer {
                         producer,
                         completed,
@@ -764,10 +760,7 @@ impl Handler<Tick> for TxnSlot {
                     decided.push((id.clone(), held.clone()));
                 } else if rescan && held.state.expired(now, expiration_ms) {
                     let gone = Change::Delete { key: id.clone() };
-                    let write = deps
-                        .meta
-                        .write_if(TABLE, expect(id, Some(held)), vec![gone]);
-                    match write.await.map_err(TxnError::from).and_then(written) {
+                    match replace(&deps.meta, id, Some(held), gone).await {
                         Ok(()) => {
                             tracing::info!(transactional_id = %id, "transactional id expired");
                             expired.push(id.clone());
@@ -801,7 +794,7 @@ impl Handler<Tick> for TxnSlot {
                 }
                 for (id, state) in decided {
                     if !act.completing.contains(&id) {
-                        act.finish(ctx, id, state);
+                        act.finish(ctx, id, state, false);
                     }
                 }
             },
@@ -849,7 +842,7 @@ impl Handler<TimedOut> for TxnSlot {
         AtomicResponse::new(Box::pin(work.into_actor(self).map(
             move |fenced, act, ctx| match fenced {
                 Ok(fenced) if !act.completing.contains(&id) => {
-                    drop(act.finish_own(ctx, id, fenced))
+                    drop(act.finish(ctx, id, fenced, true))
                 }
                 Ok(_) => {}
                 Err(e @ TxnError::Superseded) => {

@@ -102,13 +102,11 @@ pub fn decode_write(record: &Bytes) -> Option<Write> {
         expect.reserve(count.min(b.len() / 5));
         for _ in 0..count {
             let key = take_key(&mut b)?;
-            let value = match b.is_empty() {
-                true => return None,
-                false => match b.get_u8() {
-                    0 => None,
-                    1 => Some(take_bytes(&mut b)?),
-                    _ => return None,
-                },
+            let present = (!b.is_empty()).then(|| b.get_u8())?;
+            let value = match present {
+                0 => None,
+                1 => Some(take_bytes(&mut b)?),
+                _ => return None,
             };
             expect.push(Expect { key, value });
         }
