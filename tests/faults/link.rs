@@ -151,49 +151,16 @@ fn an_append_the_sdk_gave_up_on_is_awaited_before_its_retry() {
 /// epoch, and the producer's commit of its open one was refused as fenced.
 #[test]
 fn a_coordinators_write_landing_after_it_lost_the_id_changes_nothing() {
-    use crate::support::groups::{coordinator_port, TRANSACTION_KEY};
+    use crate::support::groups::TRANSACTION_KEY;
     use crate::support::transactions::{add, end, init_with_timeout, latest, produce, Producer};
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let link = Link::start(server.addr);
-    let (linked, direct) = (link.addr.to_string(), server.addr.to_string());
-    let gw = |address: &str| {
-        Gateway::process_with(&[
-            ("backend", "iggy"),
-            ("iggy_address", address),
-            ("iggy_connect_timeout_ms", "10000"),
-            ("iggy_request_timeout_ms", "3000"),
-            ("node_heartbeat_ms", "200"),
-            ("node_timeout_ms", "2000"),
-        ])
-    };
-    let (cut, other) = (gw(&linked), gw(&direct));
-    let port = |g: &Gateway| i32::from(g.addr.port());
-    let id = (0..)
-        .map(|n| format!("late-write-{n}"))
-        .find(|id| {
-            coordinator_port(&cut, TRANSACTION_KEY, id) == port(&cut)
-                && coordinator_port(&other, TRANSACTION_KEY, id) == port(&cut)
-        })
-        .expect("some id is coordinated by the gateway to cut");
+    let (link, cut, other) = two_gateways_one_linked(&server);
+    let id = coordinated_by(&cut, &other, TRANSACTION_KEY, "late-write");
     let topic = "late-write";
     let mut at_cut = RawClient::connect(cut.addr);
     idem::create_topic(&mut at_cut, topic, 2);
-    // Each of `gws` in turn until one answers.
-    let until_answered =
-        |what: &str, gws: &[&Gateway], call: &mut dyn FnMut(&mut RawClient) -> i16| {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                for g in gws {
-                    if call(&mut RawClient::connect(g.addr)) == 0 {
-                        return;
-                    }
-                }
-                assert!(Instant::now() < deadline, "{what} never answered");
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        };
     let mut producer = None;
     let mut init = |gws: &[&Gateway]| {
         until_answered("InitProducerId", gws, &mut |c| {
@@ -240,6 +207,88 @@ fn a_coordinators_write_landing_after_it_lost_the_id_changes_nothing() {
         "record and marker"
     );
     drop((cut, other));
+}
+
+/// A group's coordinator, its link cut, forwards a commit the link holds; the other
+/// gateway takes the group over and a later offset is committed there. When the link
+/// heals, the late commit lands after it: it must not move the committed offset back
+/// (`offsets/fence.rs`: a commit expects its coordinator's claim of the group, and the
+/// takeover claimed it anew). Written as sent, it left the group at the older offset.
+#[test]
+fn a_group_coordinators_commit_landing_after_it_lost_the_group_moves_nothing_back() {
+    use crate::support::groups::{commit_as_admin, GROUP_KEY};
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let (link, cut, other) = two_gateways_one_linked(&server);
+    let group = coordinated_by(&cut, &other, GROUP_KEY, "late-commit");
+    let topic = "late-commit";
+    idem::create_topic(&mut RawClient::connect(cut.addr), topic, 1);
+    let commit = |offset: i64| {
+        let group = &group;
+        move |c: &mut RawClient| commit_as_admin(c, group, (topic, 0), offset)
+    };
+    until_answered("the first commit", &[&cut], &mut commit(10));
+    link.cut(true);
+    // Within the coordinator's lease: forwarded, but not answered through the cut.
+    let late = commit(20)(&mut RawClient::connect(cut.addr));
+    assert_ne!(late, 0, "answered through a cut link");
+
+    until_answered("the commit after the takeover", &[&other], &mut commit(30));
+    link.cut(false);
+    // The late commit lands at once; the healed gateway takes its groups back.
+    std::thread::sleep(Duration::from_secs(6));
+    let bootstrap = format!("{},{}", cut.bootstrap(), other.bootstrap());
+    let committed = crate::support::kafka::committed(&bootstrap, &group, topic, 1);
+    assert_eq!(committed, [30], "the committed offset moved back");
+    drop((cut, other));
+}
+
+/// Two gateway processes on `server`, the first over a link the test cuts, the second
+/// straight to it, both quick to drop a gateway they no longer hear from.
+fn two_gateways_one_linked(server: &IggyServer) -> (Link, Gateway, Gateway) {
+    let link = Link::start(server.addr);
+    let (linked, direct) = (link.addr.to_string(), server.addr.to_string());
+    let gw = |address: &str| {
+        Gateway::process_with(&[
+            ("backend", "iggy"),
+            ("iggy_address", address),
+            ("iggy_connect_timeout_ms", "10000"),
+            ("iggy_request_timeout_ms", "3000"),
+            ("node_heartbeat_ms", "200"),
+            ("node_timeout_ms", "2000"),
+        ])
+    };
+    let (cut, other) = (gw(&linked), gw(&direct));
+    (link, cut, other)
+}
+
+/// The first `<prefix>-<n>` that both gateways name `cut` the coordinator of.
+fn coordinated_by(cut: &Gateway, other: &Gateway, key_type: i8, prefix: &str) -> String {
+    use crate::support::groups::coordinator_port;
+    let port = i32::from(cut.addr.port());
+    (0..)
+        .map(|n| format!("{prefix}-{n}"))
+        .find(|key| {
+            coordinator_port(cut, key_type, key) == port
+                && coordinator_port(other, key_type, key) == port
+        })
+        .expect("some key is coordinated by the gateway to cut")
+}
+
+/// `call` on a new connection to each of `gws` in turn until one answers 0, for up to
+/// 30 s.
+fn until_answered(what: &str, gws: &[&Gateway], call: &mut dyn FnMut(&mut RawClient) -> i16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for g in gws {
+            if call(&mut RawClient::connect(g.addr)) == 0 {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "{what} never answered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 fn slowed(topic: &'static str, gateways: usize) {

@@ -5,9 +5,6 @@ use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -181,17 +178,7 @@ pub fn metadata_of(c: &mut RawClient, topic: &str) -> (i16, i32, i32) {
 
 /// OffsetCommit v8 as admin tools send it (generation -1) of offset 0 of partition 0.
 pub fn commit_code(c: &mut RawClient, group: &str, topic: &str) -> i16 {
-    let t = OffsetCommitRequestTopic::default()
-        .with_name(topic_name(topic))
-        .with_partitions(vec![OffsetCommitRequestPartition::default()
-            .with_committed_offset(0)
-            .with_committed_leader_epoch(-1)]);
-    let request = OffsetCommitRequest::default()
-        .with_group_id(GroupId(s(group)))
-        .with_generation_id_or_member_epoch(-1)
-        .with_member_id(s(""))
-        .with_topics(vec![t]);
-    call!(c, OffsetCommit, 8, request).topics[0].partitions[0].error_code
+    super::groups::commit_as_admin(c, group, (topic, 0), 0)
 }
 
 /// FindCoordinator v3 of a group; the error code.

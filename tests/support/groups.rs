@@ -138,6 +138,33 @@ pub fn coordinator_of(gw: &super::Gateway, group: &str) -> i32 {
     super::call!(c, FindCoordinator, 3, req).node_id.0
 }
 
+/// OffsetCommit v8 as admin tools send it (generation -1, no member) of `offset` of
+/// one partition: its error code.
+pub fn commit_as_admin(
+    c: &mut super::RawClient,
+    group: &str,
+    (topic, partition): (&str, i32),
+    offset: i64,
+) -> i16 {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetCommitRequest};
+    use kafka_protocol::protocol::StrBytes;
+    let t = OffsetCommitRequestTopic::default()
+        .with_name(super::topic_name(topic))
+        .with_partitions(vec![OffsetCommitRequestPartition::default()
+            .with_partition_index(partition)
+            .with_committed_offset(offset)
+            .with_committed_leader_epoch(-1)]);
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.into())))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_topics(vec![t]);
+    super::call!(c, OffsetCommit, 8, request).topics[0].partitions[0].error_code
+}
+
 /// FindCoordinator's key types.
 pub const GROUP_KEY: i8 = 0;
 pub const TRANSACTION_KEY: i8 = 1;

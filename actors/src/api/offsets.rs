@@ -30,6 +30,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
 use crate::group_coordinator::{CheckCommit, CheckFetch, Describe, MemberRef};
+use crate::offsets::fence::Fence;
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use uuid::Uuid;
@@ -41,14 +42,16 @@ const MAX_METADATA: usize = 4096;
 /// sent to the slots.
 type Planned = Vec<(TopicName, Uuid, Vec<(i32, Result<usize, ResponseError>)>)>;
 
-/// Commits (or deletes) through the slots; results in the order given.
-/// Each within the offset slots' timeout (Kafka's `offsets.commit.timeout.ms`).
+/// Commits (or deletes) through the slots, under the coordinator's claim of the group
+/// when given; results in the order given. Each within the offset slots' timeout
+/// (Kafka's `offsets.commit.timeout.ms`).
 async fn commit_all(
     gw: &Gateway,
     group: &Arc<str>,
     entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
+    fence: Option<Fence>,
 ) -> Vec<Result<(), ResponseError>> {
-    let results = gw.offsets.commit(group, entries).await;
+    let results = gw.offsets.commit(group, entries, fence).await;
     results
         .into_iter()
         .map(|r| r.map_err(|e| e.code()))
@@ -162,7 +165,7 @@ pub async fn commit(
     if let Err(e) = &checked {
         tracing::info!(%group, error = ?e, "offset commit refused");
     }
-    let results = commit_all(&gw, &group, entries).await;
+    let results = commit_all(&gw, &group, entries, checked.ok()).await;
     let topics = planned
         .into_iter()
         .map(|(name, topic_id, partitions)| {
@@ -546,7 +549,7 @@ pub async fn delete(gw: Gateway, req: OffsetDeleteRequest, access: Access) -> Of
             .collect();
         planned.push((t.name, Uuid::nil(), ps));
     }
-    let results = commit_all(&gw, &group, entries).await;
+    let results = commit_all(&gw, &group, entries, None).await;
     let topics = planned
         .into_iter()
         .map(|(name, _, ps)| {
@@ -572,7 +575,10 @@ pub async fn delete_group_offsets(gw: &Gateway, group: &str) -> Result<(), Respo
     let partitions = gw.offsets.partitions(group).await.map_err(|e| e.code())?;
     let entries = partitions.into_iter().map(|tp| (tp, None)).collect();
     let group: Arc<str> = group.into();
-    commit_all(gw, &group, entries).await.into_iter().collect()
+    commit_all(gw, &group, entries, None)
+        .await
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]

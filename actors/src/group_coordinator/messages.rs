@@ -6,6 +6,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
+use crate::offsets::fence::Fence;
 use crate::session::Caller;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,9 +103,10 @@ pub struct MemberRef {
 #[rtype(result = "Option<ResponseError>")]
 pub struct Heartbeat(pub MemberRef);
 
-/// May this member commit offsets now?
+/// May this member commit offsets now? If so, the claim its commit is to be written
+/// under (`offsets/fence.rs`).
 #[derive(Message)]
-#[rtype(result = "Result<(), ResponseError>")]
+#[rtype(result = "Result<Fence, ResponseError>")]
 pub struct CheckCommit(pub MemberRef);
 
 /// May this member read the group's committed offsets now (OffsetFetch v9+, KIP-848)?

@@ -14,8 +14,10 @@
 //! (`stored.rs`, table `groups`, through a metadata client of its own, one write at a
 //! time; KIP-848 groups' in `consumer/stored.rs`): a group is loaded from the store the
 //! first time it is touched, so after a restart, or when the group moves here from
-//! another gateway, its members carry on in their generation (or epoch). It follows the live gateways as they change: a group it no longer
-//! coordinates is dropped from memory, and loaded again if it comes back.
+//! another gateway, its members carry on in their generation (or epoch). Loading claims
+//! the group (`offsets/fence.rs`), so commits this gateway forwarded before another
+//! claimed it land refused. It follows the live gateways as they change: a group it no
+//! longer coordinates is dropped from memory, and loaded again if it comes back.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -30,8 +32,9 @@ use tokio::sync::{oneshot, watch};
 
 use crate::membership::Cluster;
 use crate::metrics::Metrics;
+use crate::offsets::fence::{self, Fence};
 use crate::store::meta::Change;
-use crate::store::{Meta, StoreResult};
+use crate::store::{Meta, StoreError, StoreResult};
 use crate::topic_admin::TopicTable;
 
 /// Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults.
@@ -60,6 +63,9 @@ pub struct GroupCoordinator {
     absent: HashSet<String>,
     /// Every group the store holds that this gateway coordinates is in `groups`.
     all_loaded: bool,
+    /// The claim each group in memory or in `absent` was loaded under: what its
+    /// commits expect.
+    fences: HashMap<String, Fence>,
     initial_delay: Duration,
     metrics: Arc<Metrics>,
     /// The store's groups table, through this actor's own client.
@@ -117,6 +123,7 @@ impl GroupCoordinator {
             groups: HashMap::new(),
             absent: HashSet::new(),
             all_loaded: false,
+            fences: HashMap::new(),
             initial_delay,
             metrics,
             store,
@@ -154,6 +161,8 @@ impl GroupCoordinator {
         self.consumer
             .retain(|name, _| !lapsed && cluster.coordinates(name));
         self.absent.clear();
+        let (groups, consumer) = (&self.groups, &self.consumer);
+        (self.fences).retain(|name, _| groups.contains_key(name) || consumer.contains_key(name));
         self.all_loaded = false;
     }
 
@@ -218,19 +227,31 @@ impl GroupCoordinator {
         Some(loaded)
     }
 
-    /// Runs `read` with the mailbox waiting, and takes in what it found: stored groups
-    /// into memory, names without one into `absent`.
+    /// Runs `read` with the mailbox waiting and claims the groups it named, then takes
+    /// in what it found: stored groups into memory, names without one into `absent`.
     fn load(
         &mut self,
         read: impl Future<Output = StoreResult<Vec<(String, Option<Bytes>)>>> + 'static,
         ctx: &mut Context<Self>,
     ) -> oneshot::Receiver<Result<(), ResponseError>> {
         let (tell, loaded) = oneshot::channel();
-        ctx.wait(read.into_actor(self).map(move |read, act, ctx| {
+        let (store, claim) = (self.store.clone(), Fence::new());
+        let fenced = claim.clone();
+        let claimed = async move {
+            let found = read.await?;
+            let names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
+            let stood = fence::claim(&store, &names, &claim).await?;
+            // Claimed by another meanwhile: the client asks again.
+            stood.then_some(found).ok_or_else(|| {
+                StoreError::unavailable("groups claimed by another coordinator while loading")
+            })
+        };
+        ctx.wait(claimed.into_actor(self).map(move |read, act, ctx| {
             let outcome = read
                 .and_then(|found| {
                     let now = Instant::now();
                     for (name, value) in found {
+                        act.fences.insert(name.clone(), fenced.clone());
                         match value {
                             None => {
                                 act.absent.insert(name);
@@ -364,6 +385,37 @@ impl GroupCoordinator {
             act.writing = false;
             act.write_next(ctx);
         }));
+    }
+
+    /// May this member commit offsets now (the group is ready)?
+    fn check_commit(&mut self, r: &MemberRef) -> Result<(), ResponseError> {
+        if let Some(g) = self.consumer.get(&r.group) {
+            return g.check_commit(r);
+        }
+        let g = match self.groups.get_mut(&r.group) {
+            // Admin tools and simple consumers commit outside any generation.
+            None
+            | Some(Group {
+                state: GroupState::Empty,
+                ..
+            }) if r.generation < 0 => return Ok(()),
+            // A member of a group the store does not know: rejoin first.
+            None => return Err(ResponseError::UnknownMemberId),
+            Some(g) => g,
+        };
+        g.check_member(r)?;
+        match g.state {
+            // As Kafka's doCommitOffsets: a member of the current generation may still
+            // commit while the others rejoin (consumers commit as partitions are revoked);
+            // only a generation awaiting its assignments refuses.
+            GroupState::CompletingRebalance => Err(ResponseError::RebalanceInProgress),
+            _ => {
+                if let Some(m) = g.members.get_mut(&r.member_id) {
+                    m.last_seen = Instant::now();
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Stores `group` if it emptied since it was last stored (the last member left or
@@ -938,45 +990,21 @@ impl Handler<Heartbeat> for GroupCoordinator {
 }
 
 impl Handler<CheckCommit> for GroupCoordinator {
-    type Result = ResponseFuture<Result<(), ResponseError>>;
+    type Result = ResponseFuture<Result<Fence, ResponseError>>;
 
     fn handle(&mut self, msg: CheckCommit, ctx: &mut Self::Context) -> Self::Result {
-        let answer = |r: Result<(), ResponseError>| -> Self::Result { Box::pin(async move { r }) };
+        let answer =
+            |r: Result<Fence, ResponseError>| -> Self::Result { Box::pin(async move { r }) };
         match self.ready(std::slice::from_ref(&msg.0.group), ctx) {
             Ready::Now => {}
             Ready::NotMine => return answer(Err(ResponseError::NotCoordinator)),
             Ready::Loading(loading) => return after_load(loading, ctx.address(), msg, Err),
         }
         let r = msg.0;
-        if let Some(g) = self.consumer.get(&r.group) {
-            return answer(g.check_commit(&r));
-        }
-        let g = match self.groups.get_mut(&r.group) {
-            // Admin tools and simple consumers commit outside any generation.
-            None
-            | Some(Group {
-                state: GroupState::Empty,
-                ..
-            }) if r.generation < 0 => return answer(Ok(())),
-            // A member of a group the store does not know: rejoin first.
-            None => return answer(Err(ResponseError::UnknownMemberId)),
-            Some(g) => g,
-        };
-        if let Err(e) = g.check_member(&r) {
-            return answer(Err(e));
-        }
-        answer(match g.state {
-            // As Kafka's doCommitOffsets: a member of the current generation may still
-            // commit while the others rejoin (consumers commit as partitions are revoked);
-            // only a generation awaiting its assignments refuses.
-            GroupState::CompletingRebalance => Err(ResponseError::RebalanceInProgress),
-            _ => {
-                if let Some(m) = g.members.get_mut(&r.member_id) {
-                    m.last_seen = Instant::now();
-                }
-                Ok(())
-            }
-        })
+        // Every group `ready` has is claimed (`load`).
+        let fence = self.fences.get(&r.group).cloned();
+        let fence = fence.ok_or(ResponseError::CoordinatorLoadInProgress);
+        answer(self.check_commit(&r).and(fence))
     }
 }
 
@@ -1220,12 +1248,20 @@ mod tests {
         let a = coordinator(&store);
         let joined = settled(&a).await;
         assert_eq!(stored(&store).await, ["g"]);
+        let first = a.send(CheckCommit(member(&joined))).await.unwrap().unwrap();
 
         // A second coordinator on the store, as after a restart or a takeover: the
-        // member goes on in its generation, with its assignment, and may commit.
+        // member goes on in its generation, with its assignment, and may commit, under
+        // a claim of its own that refuses what the first one still sends.
         let b = coordinator(&store);
         assert_eq!(b.send(Heartbeat(member(&joined))).await.unwrap(), None);
-        assert_eq!(b.send(CheckCommit(member(&joined))).await.unwrap(), Ok(()));
+        let second = b.send(CheckCommit(member(&joined))).await.unwrap().unwrap();
+        let under = |fence: &Fence| {
+            let expect = vec![fence.expect("g")];
+            store.write_if(crate::offsets::table::TABLE, expect, Vec::new())
+        };
+        assert_eq!(under(&first).await.unwrap(), None, "the first claim stands");
+        assert!(under(&second).await.unwrap().is_some());
         let view = &b.send(Describe(Some(vec!["g".into()]))).await.unwrap()["g"];
         assert_eq!(view.state, GroupState::Stable.name());
         assert_eq!(view.members[0].0, joined.member_id);

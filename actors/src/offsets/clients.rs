@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::fence::Fence;
 use super::{held, table};
 use crate::store::meta::Change;
 use crate::store::{
@@ -30,9 +31,10 @@ impl CommitClient {
         Ok(CommitClient { meta, logs })
     }
 
-    /// Writes `write`, all or none, in one store write; committed offsets are told
-    /// to the log engine once they stand.
-    pub async fn write(&self, write: &OffsetWrite) -> StoreResult<()> {
+    /// Writes `write`, all or none, in one store write: whether it stood (`false`: its
+    /// group's claim was superseded, `fence.rs`). Committed offsets are told to the log
+    /// engine once they stand.
+    pub async fn write(&self, write: &OffsetWrite) -> StoreResult<bool> {
         let change = |key, offset: &Option<CommittedOffset>| match offset {
             Some(c) => Change::Put {
                 key,
@@ -40,21 +42,31 @@ impl CommitClient {
             },
             None => Change::Delete { key },
         };
-        let entries = match write {
-            OffsetWrite::Commit(entries) => entries,
+        let (entries, fence) = match write {
+            OffsetWrite::Commit { entries, fence } => (entries, fence),
             OffsetWrite::Hold(entries) => {
                 let changes = (entries.iter())
                     .map(|(group, producer_id, tp, offset)| {
                         change(held::key(group, *producer_id, tp), offset)
                     })
                     .collect();
-                return self.meta.write(held::TABLE, changes).await.map(|_| ());
+                return self.meta.write(held::TABLE, changes).await.map(|_| true);
             }
         };
         let changes = (entries.iter())
             .map(|(group, tp, offset)| change(table::key(group, tp), offset))
             .collect();
-        self.meta.write(table::TABLE, changes).await?;
+        let expect = (fence.iter())
+            .map(|(group, fence)| fence.expect(group))
+            .collect();
+        if self
+            .meta
+            .write_if(table::TABLE, expect, changes)
+            .await?
+            .is_none()
+        {
+            return Ok(false);
+        }
         let commits: Vec<GroupCommit> = entries
             .iter()
             .map(|(group, tp, offset)| {
@@ -62,7 +74,7 @@ impl CommitClient {
             })
             .collect();
         self.logs.committed(&commits);
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -70,8 +82,12 @@ impl CommitClient {
 /// (`None`) an offset.
 #[derive(Debug)]
 pub enum OffsetWrite {
-    /// Committed offsets: a group's, or, for a deleted topic, every group's.
-    Commit(Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>),
+    /// Committed offsets: a group's, or, for a deleted topic, every group's; written
+    /// only while the group's claim stands, when one is given.
+    Commit {
+        entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
+        fence: Option<(Arc<str>, Fence)>,
+    },
     /// Offsets a producer's transaction holds for a group until it ends (`held.rs`).
     Hold(Vec<(Arc<str>, i64, TopicPartition, Option<CommittedOffset>)>),
 }

@@ -1,11 +1,13 @@
 //! Committed consumer-group offsets: the table they live in ([`table`]), those
-//! transactions hold until they end ([`held`]), the slots
+//! transactions hold until they end ([`held`]), the claims that keep a lost
+//! coordinator's late commit from landing ([`fence`]), the slots
 //! that own them ([`slot`]), the two clients each slot owns ([`clients`]), and
 //! [`Offsets`], the one way handlers reach them. It hides which slot owns a partition:
 //! a request sends at most one message per slot (all its partitions on that slot), so
 //! a huge request cannot starve others.
 
 pub mod clients;
+pub mod fence;
 pub mod held;
 pub mod slot;
 pub mod table;
@@ -20,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::store::{CommittedOffset, TopicPartition};
 use crate::store::{Logs, Meta};
 use clients::{CommitClient, OffsetWrite, ReadClient};
+use fence::Fence;
 pub use slot::OffsetError;
 use slot::{CommitOffsets, ListCommitted, OffsetSlot, ReadHeld, ReadOffsets};
 
@@ -120,28 +123,35 @@ impl Offsets {
         out
     }
 
-    /// [`Offsets::write`] of committed offsets.
+    /// [`Offsets::write`] of committed offsets, under `fence`'s claim if given.
     async fn commit_entries(
         &self,
         entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
+        fence: Option<(Arc<str>, Fence)>,
         deadline: Instant,
     ) -> Vec<Result<(), OffsetError>> {
-        self.write(entries, |e| &e.1, OffsetWrite::Commit, deadline)
-            .await
+        let write = |entries| OffsetWrite::Commit {
+            entries,
+            fence: fence.clone(),
+        };
+        self.write(entries, |e| &e.1, write, deadline).await
     }
 
-    /// Stores (`Some`) or deletes (`None`) a group's offsets, each within the timeout;
+    /// Stores (`Some`) or deletes (`None`) a group's offsets, each within the timeout,
+    /// while the coordinator's claim of the group (`fence`, when given) stands;
     /// results in the order given.
     pub async fn commit(
         &self,
         group: &Arc<str>,
         entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
+        fence: Option<Fence>,
     ) -> Vec<Result<(), OffsetError>> {
         let entries = entries
             .into_iter()
             .map(|(tp, offset)| (group.clone(), tp, offset))
             .collect();
-        self.commit_entries(entries, Instant::now() + self.timeout)
+        let fence = fence.map(|f| (group.clone(), f));
+        self.commit_entries(entries, fence, Instant::now() + self.timeout)
             .await
     }
 
@@ -274,7 +284,8 @@ impl Offsets {
             let entries = (held.iter())
                 .map(|(_, tp, offset)| (tp.clone(), Some(offset.clone())))
                 .collect();
-            self.commit(group, entries)
+            // The transaction's coordinator settles it, not the group's.
+            self.commit(group, entries, None)
                 .await
                 .into_iter()
                 .collect::<Result<(), _>>()?;
@@ -300,7 +311,7 @@ impl Offsets {
             .filter(|(_, tp)| &*tp.topic == topic)
             .map(|(group, tp)| (group, tp, None))
             .collect();
-        self.commit_entries(doomed, deadline)
+        self.commit_entries(doomed, None, deadline)
             .await
             .into_iter()
             .collect()
@@ -375,7 +386,9 @@ mod tests {
         let pending: Vec<_> = (0..20)
             .map(|i| {
                 let (offsets, group) = (offsets.clone(), group.clone());
-                actix_rt::spawn(async move { offsets.commit(&group, vec![(tp(0), at(i))]).await })
+                actix_rt::spawn(
+                    async move { offsets.commit(&group, vec![(tp(0), at(i))], None).await },
+                )
             })
             .collect();
         for p in pending {
@@ -440,12 +453,14 @@ mod tests {
         let group: Arc<str> = "g".into();
         let pending = {
             let (offsets, group, stuck) = (offsets.clone(), group.clone(), stuck.clone());
-            actix_rt::spawn(async move { offsets.commit(&group, vec![(stuck, at(1))]).await })
+            actix_rt::spawn(async move { offsets.commit(&group, vec![(stuck, at(1))], None).await })
         };
         store.entered.notified().await;
         let read = offsets.fetch("g", vec![stuck.clone()]).await.unwrap();
         assert_eq!(read, vec![None]);
-        let done = offsets.commit(&group, vec![(free.clone(), at(2))]).await;
+        let done = offsets
+            .commit(&group, vec![(free.clone(), at(2))], None)
+            .await;
         assert!(done[0].is_ok(), "{done:?}");
         // Both answered while the first commit was still held.
         assert_eq!(*store.applied.lock(), [2]);
@@ -469,7 +484,9 @@ mod tests {
         let pending: Vec<_> = (0..3)
             .map(|i| {
                 let (offsets, group) = (offsets.clone(), group.clone());
-                actix_rt::spawn(async move { offsets.commit(&group, vec![(tp(0), at(i))]).await })
+                actix_rt::spawn(
+                    async move { offsets.commit(&group, vec![(tp(0), at(i))], None).await },
+                )
             })
             .collect();
         // One commit is in the store, two wait in the slot's mailbox.
@@ -492,7 +509,7 @@ mod tests {
         let (offsets, _) = offsets_within(&store, 1, timeout).await;
         let group: Arc<str> = "g".into();
         let asked = Instant::now();
-        let result = offsets.commit(&group, vec![(tp(0), at(7))]).await;
+        let result = offsets.commit(&group, vec![(tp(0), at(7))], None).await;
         assert!(
             matches!(result[..], [Err(OffsetError::Timeout)]),
             "{result:?}"
@@ -501,7 +518,7 @@ mod tests {
         assert!(took < timeout * 3, "answered after {took:?}");
         // One whose turn comes after its deadline (behind the write still under way)
         // is not written at all.
-        let result = offsets.commit(&group, vec![(tp(0), at(8))]).await;
+        let result = offsets.commit(&group, vec![(tp(0), at(8))], None).await;
         assert!(
             matches!(result[..], [Err(OffsetError::Timeout)]),
             "{result:?}"

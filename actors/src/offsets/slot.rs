@@ -31,6 +31,9 @@ use crate::store::{CommittedOffset, StoreError, TopicPartition};
 pub enum OffsetError {
     #[error("deadline passed before the offset store answered")]
     Timeout,
+    /// Another claim of the group came first (`fence.rs`): nothing was written.
+    #[error("the group was claimed by another coordinator")]
+    Superseded,
     #[error(transparent)]
     Backend(Arc<StoreError>),
 }
@@ -41,6 +44,8 @@ impl OffsetError {
         match self {
             // Java's consumer retries a commit on REQUEST_TIMED_OUT.
             OffsetError::Timeout => ResponseError::RequestTimedOut,
+            // The client looks the coordinator up again.
+            OffsetError::Superseded => ResponseError::NotCoordinator,
             OffsetError::Backend(e) => e.code(),
         }
     }
@@ -131,8 +136,15 @@ impl OffsetSlot {
             let write = async move {
                 // In the slot's queue until the write ends.
                 let _queued = msg.queued;
-                let written = commits.write(&msg.write).await;
-                let _ = reply.send(written.map_err(OffsetError::from));
+                let written = match commits.write(&msg.write).await {
+                    Ok(true) => Ok(()),
+                    Ok(false) => {
+                        tracing::warn!("offset commit refused: the group was claimed since");
+                        Err(OffsetError::Superseded)
+                    }
+                    Err(e) => Err(OffsetError::from(e)),
+                };
+                let _ = reply.send(written);
             };
             ctx.spawn(
                 write
