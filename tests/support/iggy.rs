@@ -225,14 +225,7 @@ impl IggyServer {
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                let log = self.log();
-                if log.contains(RECOVERY_FAILURE) {
-                    let last = log.lines().rev().find(|l| l.contains(RECOVERY_FAILURE));
-                    panic::panic_any(RecoveryFailure(plain(last.unwrap_or_default())));
-                }
-                panic!("iggy-server on {} exited ({status}): {log}", self.addr);
-            }
+            self.assert_running();
             assert!(
                 Instant::now() < deadline,
                 "iggy-server did not listen on {}: {}",
@@ -240,6 +233,19 @@ impl IggyServer {
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Panics if the server has exited: with [`RecoveryFailure`] when it failed its
+    /// crash recovery (which it may do after it began to listen), else with its log.
+    pub fn assert_running(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            let log = self.log();
+            if log.contains(RECOVERY_FAILURE) {
+                let last = log.lines().rev().find(|l| l.contains(RECOVERY_FAILURE));
+                panic::panic_any(RecoveryFailure(plain(last.unwrap_or_default())));
+            }
+            panic!("iggy-server on {} exited ({status}): {log}", self.addr);
         }
     }
 
