@@ -249,16 +249,8 @@ fn a_group_coordinators_commit_landing_after_it_lost_the_group_moves_nothing_bac
 fn two_gateways_one_linked(server: &IggyServer) -> (Link, Gateway, Gateway) {
     let link = Link::start(server.addr);
     let (linked, direct) = (link.addr.to_string(), server.addr.to_string());
-    let gw = |address: &str| {
-        Gateway::process_with(&[
-            ("backend", "iggy"),
-            ("iggy_address", address),
-            ("iggy_connect_timeout_ms", "10000"),
-            ("iggy_request_timeout_ms", "3000"),
-            ("node_heartbeat_ms", "200"),
-            ("node_timeout_ms", "2000"),
-        ])
-    };
+    let gw =
+        |address: &str| Gateway::process_with(&[&on(address)[..], &QUICK_CLUSTER[..]].concat());
     let (cut, other) = (gw(&linked), gw(&direct));
     (link, cut, other)
 }
@@ -331,17 +323,10 @@ fn started(
     let (linked, direct) = (link.addr.to_string(), server.addr.to_string());
     let gws: Vec<Gateway> = (0..gateways)
         .map(|i| {
-            let settings = [
-                ("backend", "iggy"),
-                ("iggy_address", if i == 0 { &linked } else { &direct }),
-                ("iggy_connect_timeout_ms", "10000"),
-                ("iggy_request_timeout_ms", "3000"),
-            ];
-            // A cluster quick to drop a gateway it no longer hears from.
-            let cluster = [("node_heartbeat_ms", "200"), ("node_timeout_ms", "2000")];
+            let settings = on(if i == 0 { &linked } else { &direct });
             match gateways {
                 1 => Gateway::start_with(&settings),
-                _ => Gateway::process_with(&[&settings[..], &cluster[..]].concat()),
+                _ => Gateway::process_with(&[&settings[..], &QUICK_CLUSTER[..]].concat()),
             }
         })
         .collect();
@@ -352,6 +337,20 @@ fn started(
     workload.wait_for_acks(1_000, Duration::from_secs(60));
     Some((server, link, gws, workload, dir))
 }
+
+/// A gateway's settings on the Iggy server at `address`, quick to give up on a request.
+fn on(address: &str) -> [(&'static str, &str); 4] {
+    [
+        ("backend", "iggy"),
+        ("iggy_address", address),
+        ("iggy_connect_timeout_ms", "10000"),
+        ("iggy_request_timeout_ms", "3000"),
+    ]
+}
+
+/// A cluster quick to drop a gateway it no longer hears from.
+const QUICK_CLUSTER: [(&str, &str); 2] =
+    [("node_heartbeat_ms", "200"), ("node_timeout_ms", "2000")];
 
 /// What the link does to what crosses it now.
 #[derive(Clone, Copy, Default)]
