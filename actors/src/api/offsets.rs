@@ -29,8 +29,9 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 
 use crate::authorizer::{Access, Operation, ResourceType};
 use crate::gateway::Gateway;
-use crate::group_coordinator::{CheckCommit, CheckFetch, Describe, MemberRef};
+use crate::group_coordinator::{CheckCommit, CheckFetch, Describe, MemberRef, Superseded};
 use crate::offsets::fence::Fence;
+use crate::offsets::OffsetError;
 use crate::protocol::versions::since;
 use crate::store::{CommittedOffset, TopicPartition};
 use uuid::Uuid;
@@ -51,7 +52,14 @@ async fn commit_all(
     entries: Vec<(TopicPartition, Option<CommittedOffset>)>,
     fence: Option<Fence>,
 ) -> Vec<Result<(), ResponseError>> {
-    let results = gw.offsets.commit(group, entries, fence).await;
+    let results = gw.offsets.commit(group, entries, fence.clone()).await;
+    let refused = results
+        .iter()
+        .any(|r| matches!(r, Err(OffsetError::Superseded)));
+    if let Some(fence) = fence.filter(|_| refused) {
+        let group = group.to_string();
+        gw.groups.tell(Superseded { group, fence });
+    }
     results
         .into_iter()
         .map(|r| r.map_err(|e| e.code()))

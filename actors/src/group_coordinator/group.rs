@@ -235,6 +235,14 @@ impl Group {
             .map(|(n, _)| n.to_string())
     }
 
+    /// Lets go of every member, as the group moves away from this coordinator: what
+    /// waits in them is told NOT_COORDINATOR, and clients look the coordinator up again.
+    pub(super) fn release_members(&mut self) {
+        for id in self.members.keys().cloned().collect::<Vec<_>>() {
+            self.remove_member(&id, ResponseError::NotCoordinator);
+        }
+    }
+
     /// Checks generation and member like Kafka's `validateOffsetCommit` / heartbeat.
     pub(super) fn check_member(&self, r: &MemberRef) -> Result<&Member, ResponseError> {
         if let Some(instance) = &r.instance_id {

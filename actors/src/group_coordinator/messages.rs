@@ -144,6 +144,17 @@ pub struct GroupView {
 #[rtype(result = "HashMap<String, GroupView>")]
 pub struct Describe(pub Option<Vec<String>>);
 
+/// A commit made under `fence` was refused: another coordinator claimed the group
+/// since. Unless it was claimed here again meanwhile, the group is dropped from memory,
+/// so its next request loads and claims it afresh should this gateway still coordinate
+/// it (views that disagreed a moment may have let another claim it).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Superseded {
+    pub group: String,
+    pub fence: Fence,
+}
+
 /// Forget an empty group (DeleteGroups); `NonEmptyGroup` if it has members.
 #[derive(Message)]
 #[rtype(result = "Result<(), ResponseError>")]

@@ -152,9 +152,7 @@ impl GroupCoordinator {
             let mine = !lapsed && cluster.coordinates(name);
             if !mine {
                 tracing::info!(group = %name, "group coordinated by another gateway now");
-                for id in g.members.keys().cloned().collect::<Vec<_>>() {
-                    g.remove_member(&id, ResponseError::NotCoordinator);
-                }
+                g.release_members();
             }
             mine
         });
@@ -1116,6 +1114,23 @@ impl Handler<Describe> for GroupCoordinator {
     }
 }
 
+impl Handler<Superseded> for GroupCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: Superseded, _: &mut Self::Context) {
+        if self.fences.get(&msg.group) != Some(&msg.fence) {
+            return;
+        }
+        tracing::warn!(group = %msg.group, "group claimed by another coordinator: loaded again on its next request");
+        self.fences.remove(&msg.group);
+        self.absent.remove(&msg.group);
+        self.consumer.remove(&msg.group);
+        if let Some(mut g) = self.groups.remove(&msg.group) {
+            g.release_members();
+        }
+    }
+}
+
 impl Handler<Forget> for GroupCoordinator {
     type Result = ResponseFuture<Result<(), ResponseError>>;
 
@@ -1262,6 +1277,19 @@ mod tests {
         };
         assert_eq!(under(&first).await.unwrap(), None, "the first claim stands");
         assert!(under(&second).await.unwrap().is_some());
+
+        // Told its claim was taken, the first coordinator loads and claims the group
+        // again on its next request (were the views to agree it still coordinates it),
+        // and its member carries on under the new claim.
+        let superseded = Superseded {
+            group: "g".into(),
+            fence: first.clone(),
+        };
+        a.send(superseded).await.unwrap();
+        let again = a.send(CheckCommit(member(&joined))).await.unwrap().unwrap();
+        assert_ne!(again, first);
+        assert!(under(&again).await.unwrap().is_some());
+        assert_eq!(under(&second).await.unwrap(), None);
         let view = &b.send(Describe(Some(vec!["g".into()]))).await.unwrap()["g"];
         assert_eq!(view.state, GroupState::Stable.name());
         assert_eq!(view.members[0].0, joined.member_id);
