@@ -42,17 +42,6 @@ impl Groups {
         self.coordinator.send(request)
     }
 
-    /// A message to the group coordinator, sent now, its answer not awaited.
-    pub fn tell<M>(&self, message: M)
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        GroupCoordinator: Handler<M>,
-        <GroupCoordinator as Actor>::Context: ToEnvelope<GroupCoordinator, M>,
-    {
-        self.coordinator.do_send(message)
-    }
-
     /// The live gateways as of now.
     pub fn cluster(&self) -> Arc<Cluster> {
         self.cluster.borrow().clone()

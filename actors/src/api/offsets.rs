@@ -58,7 +58,7 @@ async fn commit_all(
         .any(|r| matches!(r, Err(OffsetError::Superseded)));
     if let Some(fence) = fence.filter(|_| refused) {
         let group = group.to_string();
-        gw.groups.tell(Superseded { group, fence });
+        let _ = gw.groups.ask(Superseded { group, fence }).await;
     }
     results
         .into_iter()

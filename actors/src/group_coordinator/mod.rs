@@ -1118,10 +1118,10 @@ impl Handler<Superseded> for GroupCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: Superseded, _: &mut Self::Context) {
+        tracing::warn!(group = %msg.group, "offset commit refused: another coordinator claimed the group since");
         if self.fences.get(&msg.group) != Some(&msg.fence) {
-            return;
+            return; // Claimed here again meanwhile.
         }
-        tracing::warn!(group = %msg.group, "group claimed by another coordinator: loaded again on its next request");
         self.fences.remove(&msg.group);
         self.absent.remove(&msg.group);
         self.consumer.remove(&msg.group);

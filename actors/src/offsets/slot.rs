@@ -136,12 +136,10 @@ impl OffsetSlot {
             let write = async move {
                 // In the slot's queue until the write ends.
                 let _queued = msg.queued;
+                // A refusal is logged by the group's coordinator, told of it.
                 let written = match commits.write(&msg.write).await {
                     Ok(true) => Ok(()),
-                    Ok(false) => {
-                        tracing::warn!("offset commit refused: the group was claimed since");
-                        Err(OffsetError::Superseded)
-                    }
+                    Ok(false) => Err(OffsetError::Superseded),
                     Err(e) => Err(OffsetError::from(e)),
                 };
                 let _ = reply.send(written);

@@ -9,8 +9,9 @@
 //! that lost the id while its bytes were on the way (a cut link, a paused process)
 //! changes nothing, and that gateway answers NOT_COORDINATOR and reads the id again.
 //! Ending a transaction stores the decision, writes a marker into each of its
-//! partitions through their log slots, moves its held offsets, then stores the end: a gateway that dies in between leaves the decision stored, and whichever
-//! gateway coordinates the id next completes it (`Tick`).
+//! partitions through their log slots, moves its held offsets, then stores the end: a
+//! gateway that dies in between leaves the decision stored, and whichever gateway
+//! coordinates the id next completes it (`Tick`).
 //!
 //! Handlers only ever wait on the metadata store. Completing an end waits on log
 //! slots, whose appends may be waiting on this slot (a transactional batch adding its
@@ -327,10 +328,10 @@ async fn merged(deps: &Deps, id: &str, state: TxnState) -> Result<TxnState, TxnE
 ///
 /// A decision this slot did not store itself (`taken_over`) may, on a store other
 /// gateways share, have markers of the gateway that did still on their way: landing
-/// after the producer's next transaction began, one would end it. So its end bumps the epoch, fencing the
-/// producer: what it writes after it has initialized again carries a later epoch than
-/// any such marker, and readers drop a marker older than the transaction it would
-/// end (`txn_index.rs`), as a Kafka partition refuses one.
+/// after the producer's next transaction began, one would end it. So its end bumps the
+/// epoch, fencing the producer: what it writes after it has initialized again carries
+/// a later epoch than any such marker, and readers drop a marker older than the
+/// transaction it would end (`txn_index.rs`), as a Kafka partition refuses one.
 async fn complete(
     deps: &Deps,
     id: &str,
