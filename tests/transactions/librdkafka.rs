@@ -5,7 +5,8 @@
 //! timeout is aborted by the coordinator and its producer fenced; a transaction of
 //! many batches is read one batch a fetch, and transactions larger than a fetch are
 //! read from the log once; a consumer that left its group cannot commit offsets with a
-//! transaction (KIP-447).
+//! transaction (KIP-447); a plain commit made after a transaction's offsets outlives
+//! the transaction's commit, one made before does not (Kafka keeps the later of the two).
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use rdkafka::config::ClientConfig;
 
 use super::{group_metadata, read, read_with, send, spread, txn_producer, values};
 use crate::support::admin::Scrape;
-use crate::support::kafka::{committed, committed_at, create_topic};
+use crate::support::kafka::{commit_offsets, committed, committed_at, create_topic};
 use crate::support::{groups, on_every_store, Gateway, Store};
 
 on_every_store!(
@@ -26,6 +27,7 @@ on_every_store!(
     a_transaction_of_many_batches_is_read_a_batch_a_fetch,
     transactions_larger_than_a_fetch_are_read_from_the_log_once,
     a_member_no_longer_in_its_group_cannot_commit_with_a_transaction,
+    a_commit_made_after_a_transactions_offsets_outlives_its_commit,
 );
 
 const PARTITIONS: i32 = 3;
@@ -290,4 +292,33 @@ async fn a_member_no_longer_in_its_group_cannot_commit_with_a_transaction(store:
     let got = read(&bootstrap, TOPIC, 1, "read_committed", 2);
     assert_eq!(got.get(&0), Some(&values("live-", 2)));
     drop(live);
+}
+
+/// Kafka keeps the later of a transactional and a plain commit in the order they were
+/// made, not settled. Without that rule the transaction's commit moved partition 0
+/// back from 20 to 10; so would a settle landing late or retried.
+async fn a_commit_made_after_a_transactions_offsets_outlives_its_commit(store: Store) {
+    const TOPIC: &str = "txn-later";
+    const GROUP: &str = "txn-later-group";
+    let Some((_gw, bootstrap, producer)) = started(store, TOPIC, 2, 60_000).await else {
+        return;
+    };
+    commit_offsets(&bootstrap, GROUP, TOPIC, &[(0, 3), (1, 3)]);
+    producer.begin_transaction().unwrap();
+    send(&producer, TOPIC, 2, &values("v-", 2));
+    let mut offsets = TopicPartitionList::new();
+    for p in 0..2 {
+        offsets
+            .add_partition_offset(TOPIC, p, Offset::Offset(10))
+            .unwrap();
+    }
+    let group = group_metadata(&bootstrap, GROUP);
+    producer
+        .send_offsets_to_transaction(&offsets, &group, Duration::from_secs(30))
+        .unwrap();
+    commit_offsets(&bootstrap, GROUP, TOPIC, &[(0, 20)]);
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(committed(&bootstrap, GROUP, TOPIC, 2), [20, 10]);
 }

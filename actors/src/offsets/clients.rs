@@ -3,14 +3,15 @@
 //! give, itself). The commit client is the only writer of the slot's partitions'
 //! offsets; the read client answers OffsetFetch beside it, never behind a commit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::fence::Fence;
-use super::{held, table};
-use crate::store::meta::Change;
+use super::held::{self, Found, Held};
+use super::table;
+use crate::store::meta::{Change, Expect};
 use crate::store::{
     CommittedOffset, GroupCommit, Logs, Meta, StoreError, StoreResult, TopicPartition,
 };
@@ -35,46 +36,150 @@ impl CommitClient {
     /// group's claim was superseded, `fence.rs`). Committed offsets are told to the log
     /// engine once they stand.
     pub async fn write(&self, write: &OffsetWrite) -> StoreResult<bool> {
-        let change = |key, offset: &Option<CommittedOffset>| match offset {
-            Some(c) => Change::Put {
-                key,
-                value: table::encode(c),
-            },
-            None => Change::Delete { key },
-        };
-        let (entries, fence) = match write {
-            OffsetWrite::Commit { entries, fence } => (entries, fence),
-            OffsetWrite::Hold(entries) => {
+        match write {
+            OffsetWrite::Commit { entries, fence } => {
                 let changes = (entries.iter())
-                    .map(|(group, producer_id, tp, offset)| {
-                        change(held::key(group, *producer_id, tp), offset)
-                    })
+                    .map(|(group, tp, offset)| change(table::key(group, tp), offset))
                     .collect();
-                return self.meta.write(held::TABLE, changes).await.map(|_| true);
+                let expect = (fence.iter())
+                    .map(|(group, fence)| fence.expect(group))
+                    .collect();
+                let stood = (self.meta)
+                    .write_if(table::TABLE, expect, changes)
+                    .await?
+                    .is_some();
+                if stood {
+                    self.told(entries.iter().map(|(g, tp, o)| (g, tp, o.as_ref())));
+                }
+                Ok(stood)
             }
-        };
-        let changes = (entries.iter())
-            .map(|(group, tp, offset)| change(table::key(group, tp), offset))
-            .collect();
-        let expect = (fence.iter())
-            .map(|(group, fence)| fence.expect(group))
-            .collect();
-        if self
-            .meta
-            .write_if(table::TABLE, expect, changes)
-            .await?
-            .is_none()
-        {
-            return Ok(false);
+            OffsetWrite::Hold(entries) => self.hold(entries).await.map(|()| true),
+            OffsetWrite::Settle(entries) => self.settle(entries).await.map(|()| true),
         }
-        let commits: Vec<GroupCommit> = entries
-            .iter()
-            .map(|(group, tp, offset)| {
-                (group.clone(), tp.clone(), offset.as_ref().map(|c| c.offset))
+    }
+
+    /// Holds (`Some`) or releases (`None`) a transaction's offsets, each held one with
+    /// what it finds committed (`held.rs`).
+    async fn hold(
+        &self,
+        entries: &[(Arc<str>, i64, TopicPartition, Option<CommittedOffset>)],
+    ) -> StoreResult<()> {
+        let holding = entries.iter().filter(|e| e.3.is_some()).map(|e| &*e.0);
+        let committed = self.committed(holding).await?;
+        let changes = (entries.iter())
+            .map(|(group, producer_id, tp, offset)| {
+                let key = held::key(group, *producer_id, tp);
+                match offset {
+                    Some(offset) => Change::Put {
+                        key,
+                        value: held::encode(&Held {
+                            offset: offset.clone(),
+                            found: match committed.get(&table::key(group, tp)) {
+                                Some(was) => Found::Committed(was.clone()),
+                                None => Found::Nothing,
+                            },
+                        }),
+                    },
+                    None => Change::Delete { key },
+                }
             })
             .collect();
+        self.meta.write(held::TABLE, changes).await.map(|_| ())
+    }
+
+    /// Commits a transaction's held offsets where what each found committed still is:
+    /// a commit made since stays, as in Kafka (`held.rs`). A refused write drops the
+    /// partitions committed since and is made again with the rest.
+    async fn settle(&self, entries: &[(Arc<str>, TopicPartition, Held)]) -> StoreResult<()> {
+        let mut landing: Vec<_> = entries.iter().collect();
+        for _ in 0..SETTLE_TRIES {
+            if landing.is_empty() {
+                return Ok(());
+            }
+            let expect = (landing.iter())
+                .filter_map(|(group, tp, held)| {
+                    let value = match &held.found {
+                        Found::Nothing => None,
+                        Found::Committed(was) => Some(was.clone()),
+                        Found::Unknown => return None,
+                    };
+                    let key = table::key(group, tp);
+                    Some(Expect { key, value })
+                })
+                .collect();
+            let changes = (landing.iter())
+                .map(|(group, tp, held)| change(table::key(group, tp), &Some(held.offset.clone())))
+                .collect();
+            if (self.meta.write_if(table::TABLE, expect, changes).await?).is_some() {
+                self.told(landing.iter().map(|(g, tp, h)| (g, tp, Some(&h.offset))));
+                return Ok(());
+            }
+            let committed = self.committed(landing.iter().map(|e| &*e.0)).await?;
+            landing.retain(|(group, tp, held)| {
+                let now = committed.get(&table::key(group, tp));
+                let stands = match &held.found {
+                    Found::Nothing => now.is_none(),
+                    Found::Committed(was) => now == Some(was),
+                    Found::Unknown => true,
+                };
+                // Not there already (a retried settle's first write stood).
+                if !stands && now != Some(&table::encode(&held.offset)) {
+                    tracing::info!(group = %group, partition = %tp, offset = held.offset.offset, "a commit made after the transaction's offset stays");
+                }
+                stands
+            });
+        }
+        Err(StoreError::unavailable(
+            "committed offsets kept changing while a transaction's were settled",
+        ))
+    }
+
+    /// The committed entries of `groups` as stored, by key.
+    async fn committed(
+        &self,
+        groups: impl Iterator<Item = &str>,
+    ) -> StoreResult<HashMap<String, Bytes>> {
+        let groups: BTreeSet<&str> = groups.collect();
+        let mut out = HashMap::new();
+        for group in groups {
+            let scan = self
+                .meta
+                .scan(table::TABLE, &table::group_prefix(group))
+                .await?;
+            out.extend(scan.entries);
+        }
+        Ok(out)
+    }
+
+    /// Tells the log engine of offsets that stand.
+    fn told<'e>(
+        &self,
+        entries: impl Iterator<
+            Item = (
+                &'e Arc<str>,
+                &'e TopicPartition,
+                Option<&'e CommittedOffset>,
+            ),
+        >,
+    ) {
+        let commits: Vec<GroupCommit> = entries
+            .map(|(group, tp, offset)| (group.clone(), tp.clone(), offset.map(|c| c.offset)))
+            .collect();
         self.logs.committed(&commits);
-        Ok(true)
+    }
+}
+
+/// How often a settle is tried while commits of its partitions keep coming between.
+const SETTLE_TRIES: usize = 4;
+
+/// A change that stores (`Some`) or deletes (`None`) the committed offset at `key`.
+fn change(key: String, offset: &Option<CommittedOffset>) -> Change {
+    match offset {
+        Some(c) => Change::Put {
+            key,
+            value: table::encode(c),
+        },
+        None => Change::Delete { key },
     }
 }
 
@@ -88,8 +193,12 @@ pub enum OffsetWrite {
         entries: Vec<(Arc<str>, TopicPartition, Option<CommittedOffset>)>,
         fence: Option<(Arc<str>, Fence)>,
     },
-    /// Offsets a producer's transaction holds for a group until it ends (`held.rs`).
+    /// Offsets a producer's transaction holds for a group until it ends (`held.rs`):
+    /// held (`Some`) or released (`None`).
     Hold(Vec<(Arc<str>, i64, TopicPartition, Option<CommittedOffset>)>),
+    /// A committed transaction's held offsets, each written where what it found
+    /// committed still is.
+    Settle(Vec<(Arc<str>, TopicPartition, Held)>),
 }
 
 /// Reads a slot's committed offsets.
@@ -131,19 +240,19 @@ impl ReadClient {
     }
 
     /// The offsets held for `group` by open transactions (one producer's, if given):
-    /// `(producer id, partition, offset)`.
+    /// `(producer id, partition, what it holds)`.
     pub async fn held(
         &self,
         group: &str,
         producer_id: Option<i64>,
-    ) -> StoreResult<Vec<(i64, TopicPartition, CommittedOffset)>> {
+    ) -> StoreResult<Vec<(i64, TopicPartition, Held)>> {
         let scan = self
             .0
             .scan(held::TABLE, &held::prefix(group, producer_id))
             .await?;
         (scan.entries.iter())
             .map(|(key, value)| {
-                let parsed = held::parse(group, key).zip(table::decode(value));
+                let parsed = held::parse(group, key).zip(held::decode(value));
                 let ((producer, tp), offset) = parsed.ok_or_else(|| {
                     StoreError::fatal(format!(
                         "offset held for group '{group}' under '{key}' is unreadable"

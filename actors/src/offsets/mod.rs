@@ -23,6 +23,7 @@ use crate::store::{CommittedOffset, TopicPartition};
 use crate::store::{Logs, Meta};
 use clients::{CommitClient, OffsetWrite, ReadClient};
 use fence::Fence;
+use held::Held;
 pub use slot::OffsetError;
 use slot::{CommitOffsets, ListCommitted, OffsetSlot, ReadHeld, ReadOffsets};
 
@@ -250,7 +251,7 @@ impl Offsets {
         &self,
         group: &str,
         producer_id: Option<i64>,
-    ) -> Result<Vec<(i64, TopicPartition, CommittedOffset)>, OffsetError> {
+    ) -> Result<Vec<(i64, TopicPartition, Held)>, OffsetError> {
         let msg = ReadHeld {
             group: group.into(),
             producer_id,
@@ -268,8 +269,9 @@ impl Offsets {
         Ok(held.into_iter().map(|(_, tp, _)| tp).collect())
     }
 
-    /// Ends what a producer's transaction holds for `group`: committed (`commit`) then
-    /// released, or released only. A failure leaves them held, for the end's retry.
+    /// Ends what a producer's transaction holds for `group`: committed (`commit`) where
+    /// no commit came since it was held (`held.rs`), then released; or released only.
+    /// A failure leaves them held, for the end's retry.
     pub async fn settle(
         &self,
         group: &Arc<str>,
@@ -280,19 +282,21 @@ impl Offsets {
         if held.is_empty() {
             return Ok(());
         }
+        let released = (held.iter())
+            .map(|(_, tp, _)| (group.clone(), producer_id, tp.clone(), None))
+            .collect();
         if commit {
-            let entries = (held.iter())
-                .map(|(_, tp, offset)| (tp.clone(), Some(offset.clone())))
+            let deadline = Instant::now() + self.timeout;
+            // The transaction's coordinator settles it, not the group's: no claim.
+            let entries = (held.into_iter())
+                .map(|(_, tp, held)| (group.clone(), tp, held))
                 .collect();
-            // The transaction's coordinator settles it, not the group's.
-            self.commit(group, entries, None)
-                .await
+            (self
+                .write(entries, |e| &e.1, OffsetWrite::Settle, deadline)
+                .await)
                 .into_iter()
                 .collect::<Result<(), _>>()?;
         }
-        let released = (held.into_iter())
-            .map(|(_, tp, _)| (group.clone(), producer_id, tp, None))
-            .collect();
         let deadline = Instant::now() + self.timeout;
         (self
             .write(released, |e| &e.2, OffsetWrite::Hold, deadline)

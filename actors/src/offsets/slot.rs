@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use super::clients::{CommitClient, OffsetWrite, ReadClient};
+use super::held::Held;
 use crate::metrics::Queued;
 use crate::store::{CommittedOffset, StoreError, TopicPartition};
 
@@ -91,9 +92,9 @@ pub struct ListCommitted {
 }
 
 /// The offsets open transactions hold for a group (one producer's, if given), read by
-/// the slot's read client: `(producer id, partition, offset)`.
+/// the slot's read client: `(producer id, partition, what it holds)`.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<(i64, TopicPartition, CommittedOffset)>, OffsetError>")]
+#[rtype(result = "Result<Vec<(i64, TopicPartition, Held)>, OffsetError>")]
 pub struct ReadHeld {
     pub group: Arc<str>,
     pub producer_id: Option<i64>,
@@ -198,7 +199,7 @@ impl Handler<ListCommitted> for OffsetSlot {
 }
 
 impl Handler<ReadHeld> for OffsetSlot {
-    type Result = ResponseFuture<Result<Vec<(i64, TopicPartition, CommittedOffset)>, OffsetError>>;
+    type Result = ResponseFuture<Result<Vec<(i64, TopicPartition, Held)>, OffsetError>>;
 
     fn handle(&mut self, msg: ReadHeld, _: &mut Self::Context) -> Self::Result {
         let reads = self.reads.clone();
