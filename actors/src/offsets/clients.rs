@@ -49,7 +49,12 @@ impl CommitClient {
                     .await?
                     .is_some();
                 if stood {
-                    self.told(entries.iter().map(|(g, tp, o)| (g, tp, o.as_ref())));
+                    let offset = |o: &Option<CommittedOffset>| o.as_ref().map(|c| c.offset);
+                    self.told(
+                        entries
+                            .iter()
+                            .map(|(g, tp, o)| (g.clone(), tp.clone(), offset(o))),
+                    );
                 }
                 Ok(stood)
             }
@@ -69,19 +74,16 @@ impl CommitClient {
         let changes = (entries.iter())
             .map(|(group, producer_id, tp, offset)| {
                 let key = held::key(group, *producer_id, tp);
-                match offset {
-                    Some(offset) => Change::Put {
-                        key,
-                        value: held::encode(&Held {
-                            offset: offset.clone(),
-                            found: match committed.get(&table::key(group, tp)) {
-                                Some(was) => Found::Committed(was.clone()),
-                                None => Found::Nothing,
-                            },
-                        }),
-                    },
-                    None => Change::Delete { key },
-                }
+                let Some(offset) = offset else {
+                    return Change::Delete { key };
+                };
+                let was = committed.get(&table::key(group, tp)).cloned();
+                let held = Held {
+                    offset: offset.clone(),
+                    found: was.map_or(Found::Nothing, Found::Committed),
+                };
+                let value = held::encode(&held);
+                Change::Put { key, value }
             })
             .collect();
         self.meta.write(held::TABLE, changes).await.map(|_| ())
@@ -98,11 +100,7 @@ impl CommitClient {
             }
             let expect = (landing.iter())
                 .filter_map(|(group, tp, held)| {
-                    let value = match &held.found {
-                        Found::Nothing => None,
-                        Found::Committed(was) => Some(was.clone()),
-                        Found::Unknown => return None,
-                    };
+                    let value = held.found.expected()?.cloned();
                     let key = table::key(group, tp);
                     Some(Expect { key, value })
                 })
@@ -111,17 +109,18 @@ impl CommitClient {
                 .map(|(group, tp, held)| change(table::key(group, tp), &Some(held.offset.clone())))
                 .collect();
             if (self.meta.write_if(table::TABLE, expect, changes).await?).is_some() {
-                self.told(landing.iter().map(|(g, tp, h)| (g, tp, Some(&h.offset))));
+                let offset = |h: &Held| Some(h.offset.offset);
+                self.told(
+                    landing
+                        .iter()
+                        .map(|(g, tp, h)| (g.clone(), tp.clone(), offset(h))),
+                );
                 return Ok(());
             }
             let committed = self.committed(landing.iter().map(|e| &*e.0)).await?;
             landing.retain(|(group, tp, held)| {
                 let now = committed.get(&table::key(group, tp));
-                let stands = match &held.found {
-                    Found::Nothing => now.is_none(),
-                    Found::Committed(was) => now == Some(was),
-                    Found::Unknown => true,
-                };
+                let stands = held.found.expected().is_none_or(|was| was == now);
                 // Not there already (a retried settle's first write stood).
                 if !stands && now != Some(&table::encode(&held.offset)) {
                     tracing::info!(group = %group, partition = %tp, offset = held.offset.offset, "a commit made after the transaction's offset stays");
@@ -152,20 +151,8 @@ impl CommitClient {
     }
 
     /// Tells the log engine of offsets that stand.
-    fn told<'e>(
-        &self,
-        entries: impl Iterator<
-            Item = (
-                &'e Arc<str>,
-                &'e TopicPartition,
-                Option<&'e CommittedOffset>,
-            ),
-        >,
-    ) {
-        let commits: Vec<GroupCommit> = entries
-            .map(|(group, tp, offset)| (group.clone(), tp.clone(), offset.map(|c| c.offset)))
-            .collect();
-        self.logs.committed(&commits);
+    fn told(&self, commits: impl Iterator<Item = GroupCommit>) {
+        self.logs.committed(&commits.collect::<Vec<_>>());
     }
 }
 

@@ -52,6 +52,17 @@ pub enum Found {
     Unknown,
 }
 
+impl Found {
+    /// The committed value a settle expects (`None`: no entry), unless unknown.
+    pub fn expected(&self) -> Option<Option<&Bytes>> {
+        match self {
+            Found::Nothing => Some(None),
+            Found::Committed(was) => Some(Some(was)),
+            Found::Unknown => None,
+        }
+    }
+}
+
 /// An offset a transaction holds, and what it found committed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {
