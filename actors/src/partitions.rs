@@ -183,10 +183,11 @@ impl Partitions {
                 ..rest.watermarks
             }
         };
+        // Its store reads were counted as they were made (`MeteredLog`).
         Ok(ReadBatches {
             batches,
             watermarks,
-            read_ahead: false,
+            ..ReadBatches::default()
         })
     }
 

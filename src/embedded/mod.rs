@@ -510,9 +510,10 @@ impl Inner {
         };
         let batches = batches.map_err(EmbeddedError::from)?;
         Ok(ReadBatches {
+            stored_read: batches.iter().map(|b| b.len() as u64).sum(),
             batches,
             watermarks,
-            read_ahead: false,
+            ..ReadBatches::default()
         })
     }
 

@@ -158,6 +158,13 @@ fn hidden(removed: Option<&Removed>, offset: u64, r: &FromIggy) -> bool {
     removed.is_some_and(|x| x.hides(offset as i64, held))
 }
 
+/// What `messages` hold beyond Iggy's own headers: what a poll of them read.
+fn stored_size(messages: &[IggyMessage]) -> u64 {
+    (messages.iter())
+        .map(|m| (m.payload.len() + m.user_headers.as_ref().map_or(0, Bytes::len)) as u64)
+        .sum()
+}
+
 /// Polls a read of a compacted partition makes past removed ranges.
 const COMPACTED_POLLS: u32 = 8;
 /// Messages read per poll when scanning a partition.
@@ -166,6 +173,11 @@ const SCAN_PAGE: u32 = 1_000;
 const FETCH_MAX_MESSAGES: usize = 16_384;
 /// Record size assumed for a partition not read yet, to size its first poll.
 const FIRST_RECORD_SIZE_GUESS: usize = 128;
+/// Most messages the first poll of a partition not read yet asks for. Their size is
+/// unknown, and what a poll brings beyond the answer's room is Iggy's work and the
+/// gateway's memory thrown away (with 1 KiB records a guessed-size poll brought 8
+/// times the answer); the read polls on for what fits by the size measured.
+const FIRST_POLL_MESSAGES: usize = 256;
 /// How long an unanswered append may still land (`await_landing`): Linux retries an
 /// orphaned connection's data 8 times from a 200 ms timeout, for about 100 s.
 const LATE_APPEND_WINDOW: Duration = Duration::from_secs(120);
@@ -220,6 +232,7 @@ impl Inner {
             (sent, _) => sent.map_err(err)?,
         };
         self.written.lock().insert(tp.clone());
+        self.keep_sections(&batches);
         let mut base_offset = match sent.confirmations.first() {
             Some(c) => c.base_offset as i64,
             None => {
@@ -246,6 +259,20 @@ impl Inner {
             appended
         });
         Ok(appended.collect())
+    }
+
+    /// Keeps the compressed sections of the batches just appended one record a message,
+    /// for reads that put them back together (`kept_sections.rs`).
+    fn keep_sections(&self, batches: &[AppendBatch]) {
+        if !self.kept_sections.enabled() {
+            return;
+        }
+        for b in batches.iter().filter(|b| !b.whole && !b.header.control) {
+            let codec = records::codec(&b.bytes);
+            if codec != 0 {
+                (self.kept_sections).keep(codec, &b.records, &b.bytes[records::HEADER_LEN..]);
+            }
+        }
     }
 
     /// An append sent, then left unanswered past its caller's deadline until its
@@ -368,8 +395,12 @@ impl Inner {
         // What compaction removed is not polled: a read starts at the next record that
         // stayed, and polls no further than the next removed range.
         let offset = removed.map_or(offset, |r| r.skip(offset));
-        let size = (self.record_sizes.lock().get(&tp).copied()).unwrap_or(FIRST_RECORD_SIZE_GUESS);
-        let count = (max_bytes / size.max(1)).clamp(1, FETCH_MAX_MESSAGES) as u32;
+        let size = self.record_sizes.lock().get(&tp).copied();
+        let mut measuring = size.is_none();
+        let count = match size {
+            Some(size) => (max_bytes / size.max(1)).clamp(1, FETCH_MAX_MESSAGES),
+            None => (max_bytes / FIRST_RECORD_SIZE_GUESS).clamp(1, FIRST_POLL_MESSAGES),
+        } as u32;
         let span = |from: u64, count: u32| match removed.and_then(|r| r.next_start(from as i64)) {
             Some(start) => count.min((start as u64 - from) as u32),
             None => count,
@@ -383,6 +414,7 @@ impl Inner {
                 span(offset as u64, count),
             )
             .await?;
+        let mut stored_read = stored_size(&polled.messages);
         // Iggy answers in offset order, so what is at or after `offset` is a tail.
         let wanted = (polled.messages.iter()).position(|m| m.header.offset >= offset as u64);
         let Some(fetched) = wanted.map(|at| &polled.messages[at..]) else {
@@ -390,6 +422,7 @@ impl Inner {
             let watermarks = self.watermarks(&tp).await?;
             return Ok(done(ReadBatches {
                 watermarks,
+                stored_read,
                 ..ReadBatches::default()
             }));
         };
@@ -407,6 +440,7 @@ impl Inner {
                     log_start: first,
                     high,
                 },
+                stored_read,
                 ..ReadBatches::default()
             }));
         }
@@ -418,33 +452,40 @@ impl Inner {
             InBatch::Continues(n) if u64::from(n) <= first as u64 => {
                 let from = PollingStrategy::offset(first as u64 - u64::from(n));
                 let count = if at.stored == Stored::Filler { 1 } else { n };
-                self.poll(conn, &tp, from, count).await?.messages
+                let head = self.poll(conn, &tp, from, count).await?.messages;
+                stored_read += stored_size(&head);
+                head
             }
             _ => Vec::new(),
         };
         let head = head.iter().filter(|m| m.header.offset < first as u64);
         // What the polled messages weigh, about: the batches' buffers are sized from it.
-        let expected = (fetched.iter())
-            .map(|m| 20 + m.payload.len() + m.user_headers.as_ref().map_or(0, Bytes::len))
-            .sum();
-        let mut writer = BatchWriter::new(max_bytes, expected);
+        let expected = stored_size(fetched) as usize + 20 * fetched.len();
+        let mut writer =
+            BatchWriter::new(max_bytes, expected).serving_kept(self.kept_sections.clone());
         let mut high = high;
         let last = fetched[fetched.len() - 1].header.offset;
         let all_taken = self.feed(&tp, &mut writer, head.chain(fetched), removed)?;
         let mut next = all_taken.then_some(last + 1);
         // The answer's first batch goes whole: the rest of a transactional one the poll
-        // cut is read on for. A compacted partition is read on past removed ranges
-        // while the answer has room for a quarter of a poll, a few polls at most, each
-        // for no more than fits: what does not is polled again by the next read.
+        // cut is read on for. A first poll of a guessed size is read on from once, for
+        // what fits by the size it measured. A compacted partition is read on past
+        // removed ranges while the answer has room for a quarter of a poll, a few polls
+        // at most, each for no more than fits: what does not is polled again by the next
+        // read. Nothing is polled at or past the partition's end.
         let mut compacted_polls = if removed.is_some() {
             COMPACTED_POLLS
         } else {
             0
         };
-        while let Some(from) = next {
+        while let Some(from) = next.filter(|&from| (from as i64) < high) {
             let from = removed.map_or(from, |r| r.skip(from as i64) as u64);
             let room = writer.room() as u32;
             let count = match writer.missing() {
+                0 if measuring && room > 0 => {
+                    measuring = false;
+                    span(from, room.min(FETCH_MAX_MESSAGES as u32))
+                }
                 0 if compacted_polls > 0 && room >= (count / 4).max(1) => {
                     compacted_polls -= 1;
                     span(from, room.min(count))
@@ -454,6 +495,7 @@ impl Inner {
             };
             let polled = self.poll(conn, &tp, PollingStrategy::offset(from), count);
             let polled = polled.await?;
+            stored_read += stored_size(&polled.messages);
             high = high.max(polled.current_offset as i64 + 1);
             let rest = polled.messages.iter().filter(|m| m.header.offset >= from);
             next = match polled.messages.last().map(|m| m.header.offset + 1) {
@@ -464,12 +506,14 @@ impl Inner {
         self.record_sizes
             .lock()
             .insert(tp.clone(), writer.average_record_size());
-        let (batches, next) = writer.finish();
+        let (batches, next, compressions) = writer.finish();
         Ok(Read {
             batches: ReadBatches {
                 batches,
                 watermarks: Watermarks { log_start, high },
                 read_ahead: false,
+                stored_read,
+                compressions,
             },
             more_from: (next < high as u64).then_some(next as i64),
         })

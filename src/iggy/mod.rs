@@ -24,6 +24,7 @@ mod errors;
 mod gateway_log;
 mod in_doubt;
 mod kafka_batch;
+mod kept_sections;
 mod log;
 mod log_starts;
 mod mapping;
@@ -78,6 +79,8 @@ pub struct IggyConfig {
     pub read_clients: usize,
     /// Most bytes of Fetch reads started ahead of their consumers (0: none).
     pub read_ahead_bytes: usize,
+    /// Most bytes of compressed sections kept from Produce for Fetch (0: none).
+    pub kept_compressed_bytes: usize,
     /// Records after which a gateway log gets a new snapshot (`gateway_log.rs`).
     pub snapshot_records: u64,
     pub connect_timeout: Duration,
@@ -153,6 +156,8 @@ struct Inner {
     /// messages that do not fit is Iggy work thrown away).
     record_sizes: Mutex<HashMap<TopicPartition, usize>>,
     read_ahead: ReadAhead,
+    /// Compressed sections from Produce, for Fetch to serve (`kept_sections.rs`).
+    kept_sections: Arc<kept_sections::KeptSections>,
     /// The incarnation each topic was in when last listed or made here: what is kept
     /// of its partitions above is of that one (`topics.rs`).
     incarnations: Mutex<HashMap<Arc<str>, u64>>,
@@ -248,6 +253,9 @@ impl Inner {
         }
         let (mirror_queue, mirror_receiver) = tokio::sync::mpsc::channel(MIRROR_QUEUE);
         let read_ahead = ReadAhead::new(config.read_ahead_bytes);
+        let kept_sections = Arc::new(kept_sections::KeptSections::new(
+            config.kept_compressed_bytes,
+        ));
         let meta = meta::Tables::new(&config)?;
         let inner = Inner {
             config,
@@ -260,6 +268,7 @@ impl Inner {
             compacted: compacted::Compaction::new(),
             record_sizes: Mutex::new(HashMap::new()),
             read_ahead,
+            kept_sections,
             incarnations: Mutex::new(HashMap::new()),
             written: Mutex::new(HashSet::new()),
             mirror_queue,

@@ -162,6 +162,9 @@ pub struct Settings {
     pub iggy_read_clients: usize,
     /// Most bytes of Fetch reads started ahead of consumers catching up (0: none).
     pub iggy_read_ahead_bytes: usize,
+    /// Most bytes of compressed records sections kept from Produce, so Fetch serves
+    /// them instead of compressing the records again (0: none).
+    pub iggy_kept_compressed_bytes: usize,
     /// Records after which a gateway state log gets a new snapshot, so startup replays
     /// at most about this many (`docs/IGGY_MAPPING.md`).
     pub iggy_snapshot_records: u64,
@@ -319,6 +322,7 @@ impl Default for Settings {
             iggy_produce_clients: 4,
             iggy_read_clients: 4,
             iggy_read_ahead_bytes: 64 << 20,
+            iggy_kept_compressed_bytes: 32 << 20,
             iggy_snapshot_records: 10_000,
             iggy_connect_timeout_ms: 30_000,
             iggy_request_timeout_ms: 15_000,

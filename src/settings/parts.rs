@@ -43,6 +43,7 @@ impl Settings {
             produce_clients: self.iggy_produce_clients,
             read_clients: self.iggy_read_clients,
             read_ahead_bytes: self.iggy_read_ahead_bytes,
+            kept_compressed_bytes: self.iggy_kept_compressed_bytes,
             snapshot_records: self.iggy_snapshot_records,
             connect_timeout: Duration::from_millis(self.iggy_connect_timeout_ms),
             request_timeout: Duration::from_millis(self.iggy_request_timeout_ms),

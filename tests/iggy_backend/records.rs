@@ -344,6 +344,73 @@ async fn read_ahead_hits_are_counted() {
     println!("{hit} reads served from the read-ahead");
 }
 
+/// A consumer of compressed topics is served the sections their producers compressed,
+/// kept from Produce, instead of records compressed again on every read: each batch
+/// counted in `backend_compressed_batches_total{section="kept"}`, the records exact.
+/// A gateway with `iggy_kept_compressed_bytes=0` compresses every one again (#33).
+#[tokio::test(flavor = "multi_thread")]
+async fn compressed_batches_are_served_with_their_producers_sections() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "kept-sections";
+    create_topic(&gw.bootstrap(), topic, 2, &[]).await;
+    let codecs = ["lz4", "zstd", "snappy", "gzip"];
+    let expected = produce_per_codec(&gw.bootstrap(), topic, (2, 8_000), &codecs).await;
+    let sections = |admin, section| {
+        support::admin::Scrape::take(admin).sum(
+            "iggy_kafka_gateway_backend_compressed_batches_total",
+            &[("section", section)],
+        )
+    };
+    consume_and_check(&gw.bootstrap(), topic, &expected).await;
+    let (kept, made) = (sections(gw.admin, "kept"), sections(gw.admin, "made"));
+    println!("{kept} batches served with their producers' sections, {made} compressed again");
+    assert!(kept >= codecs.len() as f64, "{kept} kept");
+    assert_eq!(made, 0.0, "every batch was produced here, just now");
+    // Started now, it keeps nothing: every batch is compressed again, as exact.
+    let without = server.gateway_with(&[("iggy_kept_compressed_bytes", "0")]);
+    consume_and_check(&without.bootstrap(), topic, &expected).await;
+    assert_eq!(sections(without.admin, "kept"), 0.0);
+    assert!(sections(without.admin, "made") >= codecs.len() as f64);
+}
+
+/// A consumer of large records makes Iggy read about what it is served: a partition's
+/// first read, its record size not known yet, polls a few messages, then what fits by
+/// the size they measured, not a guessed size's worth (with 4 KiB records, a poll sized
+/// for 128 B records brought 8 MB for a 1 MiB answer). `backend_stored_read` over
+/// `backend_read` shows it (#33).
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_of_large_records_poll_about_what_they_serve() {
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gw = server.gateway();
+    let topic = "large";
+    create_topic(&gw.bootstrap(), topic, 1, &[]).await;
+    let (count, size) = (2_000, 4_096);
+    let large = Expected {
+        key: None,
+        value: Some(vec![7; size]),
+        headers: Vec::new(),
+        timestamp: 1_700_000_000_000,
+    };
+    produce(&gw.bootstrap(), topic, "none", &vec![(0, large); count]);
+    let got = consume(&gw.bootstrap(), topic, &HashMap::from([(0, count)]));
+    assert_eq!(got[&0].len(), count);
+    let scrape = support::admin::Scrape::take(gw.admin);
+    let read = [("call", "read")];
+    let served = scrape.sum("iggy_kafka_gateway_backend_read_bytes_total", &read);
+    let polled = scrape.sum("iggy_kafka_gateway_backend_stored_read_bytes_total", &read);
+    println!("{polled} bytes polled for {served} served");
+    assert!(served >= (count * size) as f64, "{served} bytes served");
+    assert!(
+        polled <= 1.25 * served,
+        "{polled} bytes polled from Iggy for {served} served"
+    );
+}
+
 /// Two readers of one partition at different places taking turns (two groups, or a
 /// consumer beside the compactor's pass) are each served the read started ahead for
 /// them: one's read-ahead does not replace the other's (#36).

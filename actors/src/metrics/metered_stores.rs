@@ -23,6 +23,12 @@ struct CallLabels {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct SectionLabels {
+    /// `kept` from the batch's Produce, or `made` for the read.
+    section: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct FailureLabels {
     call: &'static str,
     table: &'static str,
@@ -33,7 +39,9 @@ pub(super) struct BackendMetrics {
     latency: Family<CallLabels, Histogram>,
     errors: Family<FailureLabels, Counter>,
     read_bytes: Family<CallLabels, Counter>,
+    stored_read_bytes: Family<CallLabels, Counter>,
     read_ahead_hits: Counter,
+    compressed_batches: Family<SectionLabels, Counter>,
 }
 
 impl BackendMetrics {
@@ -60,6 +68,14 @@ impl BackendMetrics {
             Unit::Bytes,
             read_bytes.clone(),
         );
+        let stored_read_bytes = Family::default();
+        registry.register_with_unit(
+            "backend_stored_read",
+            "Bytes of stored data the log store read to answer reads, by call (Iggy: every \
+             message it polled): over backend_read, its read amplification",
+            Unit::Bytes,
+            stored_read_bytes.clone(),
+        );
         let read_ahead_hits = Counter::default();
         registry.register(
             "backend_read_ahead_hits",
@@ -67,11 +83,22 @@ impl BackendMetrics {
              read-ahead): over the read calls, the read-ahead's hit rate",
             read_ahead_hits.clone(),
         );
+        let compressed_batches = Family::default();
+        registry.register(
+            "backend_compressed_batches",
+            "Compressed batches a log store that keeps records one by one (Iggy's) put back \
+             together for reads, by where their records section came from: kept from their \
+             Produce, or made (compressed again) for the read; kept over both is the hit \
+             rate of iggy_kept_compressed_bytes",
+            compressed_batches.clone(),
+        );
         BackendMetrics {
             latency,
             errors,
             read_bytes,
+            stored_read_bytes,
             read_ahead_hits,
+            compressed_batches,
         }
     }
 }
@@ -101,8 +128,16 @@ impl LogStore for MeteredLog {
                 let bytes = read.batches.iter().map(|b| b.len() as u64).sum();
                 let backend = &self.metrics.backend;
                 backend.read_bytes.get_or_create(&labels).inc_by(bytes);
+                (backend.stored_read_bytes.get_or_create(&labels)).inc_by(read.stored_read);
                 if read.read_ahead {
                     backend.read_ahead_hits.inc();
+                }
+                let sections = &backend.compressed_batches;
+                let c = read.compressions;
+                for (section, n) in [("kept", c.kept), ("made", c.made)] {
+                    sections
+                        .get_or_create(&SectionLabels { section })
+                        .inc_by(n.into());
                 }
             }
             answer

@@ -231,11 +231,26 @@ pub struct Appended {
 /// does), so they judge the offset read, not an earlier one.
 /// `read_ahead`: the engine had started this read before it was asked for (Iggy's
 /// read-ahead); counted, so its hit rate shows.
+/// `stored_read`: bytes of stored data the engine read to make this answer, what it
+/// read and did not serve included (Iggy's polls); counted beside the batches' bytes,
+/// so read amplification shows.
+/// `compressions`: the compressed batches an engine that stores records one by one
+/// put back together for this answer (Iggy's).
 #[derive(Clone, Debug, Default)]
 pub struct ReadBatches {
     pub batches: Vec<Bytes>,
     pub watermarks: Watermarks,
     pub read_ahead: bool,
+    pub stored_read: u64,
+    pub compressions: Compressions,
+}
+
+/// Compressed batches a read put back together, by where their records section came
+/// from: kept from their Produce, or compressed for the read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compressions {
+    pub kept: u32,
+    pub made: u32,
 }
 
 /// One record located by timestamp.

@@ -188,7 +188,7 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
             (InBatch::Loose, None)
         ));
     }
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     let bases: Vec<i64> = batches.iter().map(|b| records::base_offset(b)).collect();
     assert_eq!(bases, vec![5, 7, 9, 11]);
     assert_eq!(next, 12);
@@ -208,7 +208,7 @@ fn fetched_records_split_into_batches_where_kafka_needs_it() {
         !one.push(1, &r(1), false, (InBatch::Loose, None)),
         "but no more"
     );
-    let (one, next) = one.finish();
+    let (one, next, _) = one.finish();
     assert_eq!(next, 1, "the read ahead starts after what was taken");
     assert_eq!(decode_produced(&one[0]).unwrap().records.len(), 1);
 }
@@ -430,7 +430,7 @@ fn transactional_batches_and_markers_are_served_as_their_own_batches() {
     assert!(w.push_marker(6, commit, stamp(5, 1, true), 99, false));
     assert!(w.push(7, &rec(7), false, (InBatch::Loose, None)));
     assert_eq!(w.missing(), 0);
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     assert_eq!(next, 8);
     assert_eq!(
         shapes(&batches),
@@ -464,7 +464,7 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
         !w.push(3, &rec(3), false, (place[2], None)),
         "over the budget"
     );
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     assert_eq!(shapes(&batches), [(0, 1, -1, false, false)]);
     assert_eq!(next, 1, "the next read starts at the transaction");
 
@@ -476,7 +476,7 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
     }
     assert_eq!(w.missing(), 0);
     assert!(!w.push(4, &rec(4), false, (InBatch::Loose, None)));
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     assert_eq!(shapes(&batches), [(1, 3, 5, true, false)]);
     assert_eq!(next, 4);
 
@@ -486,7 +486,7 @@ fn a_transactional_batch_is_served_whole_or_left_for_the_next_read() {
     let place = transaction(5, 3);
     assert!(w.push(1, &rec(1), false, (place[0], None)));
     assert_eq!(w.missing(), 0, "not the answer's first batch");
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     assert_eq!((shapes(&batches).len(), next), (1, 1));
 }
 
@@ -502,7 +502,7 @@ fn nothing_is_merged_into_a_transactional_batch() {
     assert!(w.push(2, &rec(2), false, (transaction(6, 1)[0], None)));
     assert!(w.push(3, &rec(3), false, (InBatch::Continues(4), None)));
     assert!(w.push(4, &rec(4), false, (InBatch::Loose, None)));
-    let (batches, _) = w.finish();
+    let (batches, _, _) = w.finish();
     assert_eq!(
         shapes(&batches),
         [
@@ -522,7 +522,7 @@ fn markers_of_log_append_time_topics_keep_the_timestamp_type() {
         coordinator_epoch: 0,
     };
     assert!(w.push_marker(3, abort, stamp(5, 1, true), 1_000, true));
-    let (batches, _) = w.finish();
+    let (batches, _, _) = w.finish();
     let h = BatchHeader::parse(&batches[0]);
     assert!(h.control && h.log_append_time);
     assert_eq!(markers::read(&batches[0]), Some(markers::Marker::Abort));
@@ -571,7 +571,7 @@ fn whole_batches_are_served_as_stored_and_orphan_fillers_as_empty_batches() {
     for offset in 13..16 {
         assert!(w.push_filler(offset, 0), "taken with its batch");
     }
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     assert_eq!(next, 16);
     assert_eq!(batches.len(), 3);
     let served = &batches[2];
@@ -621,7 +621,7 @@ fn a_batch_produced_compressed_goes_back_compressed_and_whole() {
     assert!(w.push(2, &big(2), false, (InBatch::Loose, None)));
     // A loose record after it starts a batch of its own, left for the next read.
     assert!(!w.push(3, &big(3), false, (InBatch::Loose, None)));
-    let (batches, next) = w.finish();
+    let (batches, next, _) = w.finish();
     assert_eq!((batches.len(), next), (1, 3));
     let served = &batches[0];
     assert!(
@@ -638,4 +638,73 @@ fn a_batch_produced_compressed_goes_back_compressed_and_whole() {
         sets[0].records[0].producer_id, 5,
         "served with its producer"
     );
+}
+
+#[test]
+fn a_batch_whose_section_is_kept_goes_back_byte_for_byte_as_produced() {
+    use crate::iggy::kept_sections::KeptSections;
+    use iggy_kafka_actors::store::Compressions;
+    use kafka_protocol::protocol::StrBytes;
+    use std::sync::Arc;
+    let records: Vec<Record> = (0..5)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: 9,
+            producer_epoch: 2,
+            timestamp_type: TimestampType::Creation,
+            offset: i,
+            sequence: i as i32,
+            timestamp: 1_000 + i * 3,
+            key: Some(Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(vec![i as u8; 300])),
+            headers: [(StrBytes::from_static_str("h"), Some(Bytes::from("v")))]
+                .into_iter()
+                .collect(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::Lz4,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    let produced = buf.freeze();
+    let section = records::batch_records(&produced, usize::MAX).unwrap();
+    let decoded = decode_produced(&produced).unwrap();
+    let stamp = ProducerStamp {
+        producer_id: 9,
+        producer_epoch: 2,
+        base_sequence: 0,
+        record_count: 5,
+        transactional: false,
+    };
+    let serve = |kept: Arc<KeptSections>| {
+        let mut w = BatchWriter::new(1 << 20, 0).serving_kept(kept);
+        for (i, r) in decoded.records.iter().enumerate() {
+            let in_batch = match i {
+                0 => (InBatch::First(stamp), Some(3)),
+                _ => (InBatch::Loose, None),
+            };
+            assert!(w.push(i as u64, r, false, in_batch));
+        }
+        let (batches, _, compressions) = w.finish();
+        (batches[0].clone(), compressions)
+    };
+    let kept = Arc::new(KeptSections::new(1 << 20));
+    kept.keep(3, &section, &produced[HEADER_LEN..]);
+    let (served, compressions) = serve(kept);
+    assert_eq!(compressions, Compressions { kept: 1, made: 0 });
+    // All but the partition leader epoch (bytes 12..16), the broker's to set, and
+    // outside the CRC.
+    assert_eq!(served[..12], produced[..12]);
+    assert_eq!(served[16..], produced[16..], "the producer's batch, CRC and all");
+    // Nothing kept: compressed again, to the same records.
+    let (again, compressions) = serve(Arc::new(KeptSections::new(1 << 20)));
+    assert_eq!(compressions, Compressions { kept: 0, made: 1 });
+    let sets = RecordBatchDecoder::decode_all(&mut again.clone()).unwrap();
+    assert_eq!(sets[0].records.len(), 5);
+    assert_eq!(records::batch_records(&again, usize::MAX).unwrap(), section);
 }

@@ -1,5 +1,7 @@
 //! Fetched records written back to consumers as uncompressed Kafka batches.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 use iggy_kafka_actors::protocol::markers;
@@ -7,6 +9,9 @@ use iggy_kafka_actors::protocol::records::{
     self, BatchHeader, ATTRIBUTES_AT, CRC_AT, HEADER_LEN, LOG_OVERHEAD, MAX_TIMESTAMP_AT,
     RECORD_COUNT_AT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT,
 };
+use iggy_kafka_actors::store::Compressions;
+
+use crate::iggy::kept_sections::{Content, KeptSections};
 
 use super::{
     approximate_size, nullable_len, put_nullable, put_varlong, varlong_len, ControlMarker, InBatch,
@@ -21,10 +26,13 @@ use super::{
 /// appended, with its producer, sequence and flag, and whole: read-committed consumers
 /// judge its records by its header alone. A marker is a control batch of its own.
 /// Each value is copied once, into the batch: Fetch's main cost for large records is
-/// this copy.
+/// this copy. A batch produced compressed is served with the section its producer
+/// compressed when that is kept (`kept_sections.rs`), else compressed again.
 pub struct BatchWriter {
     done: Vec<Bytes>,
     open: Option<OpenBatch>,
+    kept: Option<Arc<KeptSections>>,
+    compressions: Compressions,
     /// Records taken so far, the bytes they add up to (about), and the most to take.
     taken: usize,
     size: usize,
@@ -45,6 +53,14 @@ pub(super) struct OpenBatch {
     whole: Option<Whole>,
     /// The codec the batch was produced with, served with again (0: uncompressed).
     codec: i16,
+}
+
+/// Where a compressed batch's records section came from.
+pub(super) enum Compressed {
+    Kept,
+    Made,
+    /// Compressing failed: served uncompressed.
+    Not,
 }
 
 /// A batch served whole, as appended: a transactional one (read-committed consumers
@@ -71,12 +87,20 @@ impl BatchWriter {
         BatchWriter {
             done: Vec::new(),
             open: None,
+            kept: None,
+            compressions: Compressions::default(),
             taken: 0,
             size: 0,
             max_bytes,
             expected: expected.min(max_bytes),
             next_offset: 0,
         }
+    }
+
+    /// Serves compressed batches with the sections `kept` holds for them.
+    pub fn serving_kept(mut self, kept: Arc<KeptSections>) -> BatchWriter {
+        self.kept = kept.enabled().then_some(kept);
+        self
     }
 
     /// Adds the record at `offset`, standing in its batch as `in_batch` says, unless the
@@ -212,17 +236,18 @@ impl BatchWriter {
         self.size / self.taken.max(1)
     }
 
-    /// The batches, and the offset after the last record taken. A transactional batch
-    /// the records given did not complete is left for the next read, unless it is the
-    /// answer's first: then it is served with the records there are.
-    pub fn finish(mut self) -> (Vec<Bytes>, u64) {
+    /// The batches, the offset after the last record taken, and the compressed batches
+    /// among them. A transactional batch the records given did not complete is left for
+    /// the next read, unless it is the answer's first: then it is served with the
+    /// records there are.
+    pub fn finish(mut self) -> (Vec<Bytes>, u64, Compressions) {
         let open = self.open.as_ref();
         let cut_short = open.and_then(|b| Some((b.whole?, b.count)));
         match cut_short.filter(|(t, count)| t.taken_before > 0 && *count < t.record_count()) {
             Some((t, _)) => self.take_back(t),
             None => self.close(),
         }
-        (self.done, self.next_offset)
+        (self.done, self.next_offset, self.compressions)
     }
 
     /// Drops the open transactional batch `t`: the next read starts at it.
@@ -235,7 +260,14 @@ impl BatchWriter {
     }
 
     fn close(&mut self) {
-        if let Some(b) = self.open.take() {
+        if let Some(mut b) = self.open.take() {
+            if b.codec != 0 {
+                match b.compress(self.kept.as_deref()) {
+                    Compressed::Kept => self.compressions.kept += 1,
+                    Compressed::Made => self.compressions.made += 1,
+                    Compressed::Not => {}
+                }
+            }
             self.done.push(b.finish());
         }
     }
@@ -349,10 +381,8 @@ impl OpenBatch {
         self.max_timestamp = self.max_timestamp.max(r.timestamp);
     }
 
-    pub(super) fn finish(mut self) -> Bytes {
-        if self.codec != 0 {
-            self.compress();
-        }
+    /// The batch as it is now, sealed.
+    pub(super) fn finish(self) -> Bytes {
         let count = self.count as i32;
         self.seal(count - 1, count)
     }
@@ -372,19 +402,33 @@ impl OpenBatch {
         self.buf.freeze()
     }
 
-    /// The records section compressed by the batch's codec, the attributes saying so;
-    /// left uncompressed (and logged) if that fails.
-    fn compress(&mut self) {
-        let mut out = BytesMut::with_capacity(HEADER_LEN + self.buf.len() / 2);
+    /// The records section compressed by the batch's codec, the attributes saying so:
+    /// the section `kept` holds for these records, or compressed here; left
+    /// uncompressed (and logged) if that fails.
+    pub(super) fn compress(&mut self, kept: Option<&KeptSections>) -> Compressed {
+        let records = &self.buf[HEADER_LEN..];
+        let found = kept.and_then(|k| k.get(&Content::of(self.codec, records)));
+        let mut out = BytesMut::with_capacity(
+            HEADER_LEN + found.as_ref().map_or(records.len() / 2, Bytes::len),
+        );
         out.extend_from_slice(&self.buf[..HEADER_LEN]);
-        match records::deflate(self.codec, &self.buf[HEADER_LEN..], &mut out) {
-            Ok(()) => {
-                let attributes = i16::from_be_bytes([out[ATTRIBUTES_AT], out[ATTRIBUTES_AT + 1]]);
-                let attributes = attributes | self.codec;
-                out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
-                self.buf = out;
+        let compressed = match found {
+            Some(section) => {
+                out.extend_from_slice(&section);
+                Compressed::Kept
             }
-            Err(e) => tracing::warn!(error = %e, "serving a batch uncompressed"),
-        }
+            None => match records::deflate(self.codec, records, &mut out) {
+                Ok(()) => Compressed::Made,
+                Err(e) => {
+                    tracing::warn!(error = %e, "serving a batch uncompressed");
+                    return Compressed::Not;
+                }
+            },
+        };
+        let attributes = i16::from_be_bytes([out[ATTRIBUTES_AT], out[ATTRIBUTES_AT + 1]]);
+        let attributes = attributes | self.codec;
+        out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+        self.buf = out;
+        compressed
     }
 }
