@@ -22,6 +22,7 @@ fn encode(base_offset: u64, log_append_time: bool, records: &[KafkaRecord]) -> B
     records.iter().for_each(|r| batch.push(r));
     batch.finish()
 }
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -107,6 +108,38 @@ fn crate_validates(batch: &Bytes) {
     assert_eq!(set.records[1].timestamp, 1_600_000_000_000);
 }
 
+/// `count` records as kafka-protocol's encoder writes them in one batch of `producer`
+/// (id, epoch): a producer's batch as Produce gets it.
+fn produced_batch(compression: Compression, producer: (i64, i16), count: i64) -> Bytes {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: producer.0,
+            producer_epoch: producer.1,
+            timestamp_type: TimestampType::Creation,
+            offset: i,
+            // kafka_protocol starts a new batch where offset - sequence changes.
+            sequence: i as i32,
+            timestamp: 10 + i,
+            key: Some(Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(vec![i as u8; 100])),
+            headers: [(StrBytes::from_static_str("h"), Some(Bytes::from("v")))]
+                .into_iter()
+                .collect(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    buf.freeze()
+}
+
 #[test]
 fn compressed_batches_from_kafka_protocol_decode() {
     for compression in [
@@ -116,35 +149,7 @@ fn compressed_batches_from_kafka_protocol_decode() {
         Compression::Lz4,
         Compression::Zstd,
     ] {
-        let records: Vec<Record> = (0..3)
-            .map(|i| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i,
-                // kafka_protocol starts a new batch where offset - sequence changes.
-                sequence: i as i32,
-                timestamp: 10 + i,
-                key: Some(Bytes::from(format!("k{i}"))),
-                value: Some(Bytes::from(vec![i as u8; 100])),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        let batch = buf.freeze();
+        let batch = produced_batch(compression, (-1, -1), 3);
         let decoded = decode_produced(&batch).unwrap();
         assert_eq!(decoded.records.len(), 3, "{compression:?}");
         assert_eq!(decoded.records[2].timestamp, 12);
@@ -644,34 +649,8 @@ fn a_batch_produced_compressed_goes_back_compressed_and_whole() {
 fn a_batch_whose_section_is_kept_goes_back_byte_for_byte_as_produced() {
     use crate::iggy::kept_sections::KeptSections;
     use iggy_kafka_actors::store::Compressions;
-    use kafka_protocol::protocol::StrBytes;
     use std::sync::Arc;
-    let records: Vec<Record> = (0..5)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: 9,
-            producer_epoch: 2,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: i as i32,
-            timestamp: 1_000 + i * 3,
-            key: Some(Bytes::from(format!("k{i}"))),
-            value: Some(Bytes::from(vec![i as u8; 300])),
-            headers: [(StrBytes::from_static_str("h"), Some(Bytes::from("v")))]
-                .into_iter()
-                .collect(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::Lz4,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    let produced = buf.freeze();
+    let produced = produced_batch(Compression::Lz4, (9, 2), 5);
     let section = records::batch_records(&produced, usize::MAX).unwrap();
     let decoded = decode_produced(&produced).unwrap();
     let stamp = ProducerStamp {
@@ -700,7 +679,11 @@ fn a_batch_whose_section_is_kept_goes_back_byte_for_byte_as_produced() {
     // All but the partition leader epoch (bytes 12..16), the broker's to set, and
     // outside the CRC.
     assert_eq!(served[..12], produced[..12]);
-    assert_eq!(served[16..], produced[16..], "the producer's batch, CRC and all");
+    assert_eq!(
+        served[16..],
+        produced[16..],
+        "the producer's batch, CRC and all"
+    );
     // Nothing kept: compressed again, to the same records.
     let (again, compressions) = serve(Arc::new(KeptSections::new(1 << 20)));
     assert_eq!(compressions, Compressions { kept: 0, made: 1 });
