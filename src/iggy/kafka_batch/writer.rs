@@ -56,7 +56,7 @@ pub(super) struct OpenBatch {
 }
 
 /// Where a compressed batch's records section came from.
-pub(super) enum Compressed {
+enum Compressed {
     Kept,
     Made,
     /// Compressing failed: served uncompressed.
@@ -405,7 +405,7 @@ impl OpenBatch {
     /// The records section compressed by the batch's codec, the attributes saying so:
     /// the section `kept` holds for these records, or compressed here; left
     /// uncompressed (and logged) if that fails.
-    pub(super) fn compress(&mut self, kept: Option<&KeptSections>) -> Compressed {
+    fn compress(&mut self, kept: Option<&KeptSections>) -> Compressed {
         let records = &self.buf[HEADER_LEN..];
         let found = kept.and_then(|k| k.get(&Content::of(self.codec, records)));
         let mut out = BytesMut::with_capacity(
