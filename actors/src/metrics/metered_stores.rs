@@ -134,7 +134,12 @@ impl LogStore for MeteredLog {
                 }
                 let sections = &backend.compressed_batches;
                 let c = read.compressions;
+                // Only reads that put compressed batches back together count here: most
+                // reads (every one on the embedded store) skip the family's lookup.
                 for (section, n) in [("kept", c.kept), ("made", c.made)] {
+                    if n == 0 {
+                        continue;
+                    }
                     sections
                         .get_or_create(&SectionLabels { section })
                         .inc_by(n.into());

@@ -1,4 +1,5 @@
-//! Fetched records written back to consumers as uncompressed Kafka batches.
+//! Fetched records written back to consumers as Kafka batches: uncompressed, but for
+//! batches produced compressed.
 
 use std::sync::Arc;
 
