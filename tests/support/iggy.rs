@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -171,19 +171,37 @@ impl IggyServer {
         panic!("iggy-server could not bind a free port in four tries");
     }
 
-    /// False when the server exited without listening (its port was taken).
+    /// False when the server exited without listening (its port was taken). A connect
+    /// is no proof: the port may be another process's, such as another test's server
+    /// listening on it for its replicas, and a gateway would then be served by that one.
     fn bound(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+            if self.listening() {
                 return true;
             }
             if let Ok(Some(_)) = self.child.try_wait() {
-                return !self.log().contains("Cannot bind to socket");
+                return !self.log().contains("Cannot bind");
             }
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
         }
         true
+    }
+
+    /// Whether this server's own process listens on its address: a listening socket on
+    /// its port (`/proc/net/tcp`) that is one of the process's descriptors.
+    fn listening(&self) -> bool {
+        let port = format!(":{:04X}", self.addr.port());
+        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let inodes: Vec<String> = (tcp.lines().skip(1))
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() > 9 && f[1].ends_with(&port) && f[3] == "0A")
+            .map(|f| format!("socket:[{}]", f[9]))
+            .collect();
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.child.id()));
+        (fds.into_iter().flatten().flatten())
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|link| inodes.iter().any(|i| link.as_os_str() == i.as_str()))
     }
 
     fn spawn(
@@ -224,7 +242,7 @@ impl IggyServer {
     /// [`RecoveryFailure`] when its log says its crash recovery failed.
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_err() {
+        while !self.listening() {
             self.assert_running();
             assert!(
                 Instant::now() < deadline,
@@ -232,7 +250,7 @@ impl IggyServer {
                 self.addr,
                 self.log()
             );
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
