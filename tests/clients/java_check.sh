@@ -3,7 +3,7 @@
 # AdminClient replaying framework configuration calls; BrokerConfigsJava: broker
 # configurations as Kafka 4.4 answers them; QuotasJava, ScramJava, AclsJava,
 # TransactionsJava, TxnAdminJava; DescribeJava: describeTopics, kafka-topics' health
-# reports, describeLogDirs)
+# reports, describeLogDirs; CompressionJava: every codec produced and read back)
 # against the kafka-clients jars in KAFKA_JAVA_LIBS: by default the 3.9 ones
 # .ci/client-deps.sh unpacks into .venv/kafka-java; run_all.sh also points it at the
 # 4.x ones in .venv/kafka-java-4 (java4-* checks).
