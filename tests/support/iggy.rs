@@ -160,8 +160,7 @@ impl IggyServer {
                 dir,
                 env: env.clone(),
             };
-            if server.bound() {
-                server.wait_ready();
+            if server.wait_listening() {
                 super::record_test("IGGY_TESTS_RECORD");
                 return Some(server);
             }
@@ -169,23 +168,6 @@ impl IggyServer {
             dir = std::mem::replace(&mut server.dir, tempfile::tempdir().expect("temp dir"));
         }
         panic!("iggy-server could not bind a free port in four tries");
-    }
-
-    /// False when the server exited without listening (its port was taken). A connect
-    /// is no proof: the port may be another process's, such as another test's server
-    /// listening on it for its replicas, and a gateway would then be served by that one.
-    fn bound(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if self.listening() {
-                return true;
-            }
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return !self.log().contains("Cannot bind");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        true
     }
 
     /// Whether this server's own process listens on its address: a listening socket on
@@ -238,11 +220,17 @@ impl IggyServer {
             .expect("start iggy-server")
     }
 
-    /// Until the server listens; a server that exits first fails the test at once, with
-    /// [`RecoveryFailure`] when its log says its crash recovery failed.
-    fn wait_ready(&mut self) {
+    /// Until the server's own process listens on its port; false when it exited because
+    /// the port was taken. Any other exit fails the test at once, with
+    /// [`RecoveryFailure`] when its log says its crash recovery failed. A connect is no
+    /// proof of listening: the port may be another process's, such as another test's
+    /// server listening on it for its replicas, and a gateway would be served by that one.
+    fn wait_listening(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !self.listening() {
+            if matches!(self.child.try_wait(), Ok(Some(_))) && self.log().contains("Cannot bind") {
+                return false;
+            }
             self.assert_running();
             assert!(
                 Instant::now() < deadline,
@@ -252,6 +240,7 @@ impl IggyServer {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        true
     }
 
     /// Panics if the server has exited: with [`RecoveryFailure`] when it failed its
@@ -389,7 +378,13 @@ impl IggyServer {
 
     pub fn start_again(&mut self) {
         self.child = Self::spawn(&self.bin, &self.dir, self.addr, &self.env);
-        self.wait_ready();
+        let listens = self.wait_listening();
+        assert!(
+            listens,
+            "iggy-server could not bind {} again: {}",
+            self.addr,
+            self.log()
+        );
     }
 }
 
