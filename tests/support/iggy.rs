@@ -324,28 +324,19 @@ impl IggyServer {
 
     /// SIGSTOP: the server keeps its connections but answers nothing until [`Self::resume`].
     pub fn pause(&self) {
-        self.signal("-STOP");
+        super::signal(self.child.id(), "STOP");
     }
 
     /// SIGCONT after [`Self::pause`].
     pub fn resume(&self) {
-        self.signal("-CONT");
-    }
-
-    fn signal(&self, signal: &str) {
-        let sent = Command::new("kill")
-            .arg(signal)
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill {signal} iggy-server");
+        super::signal(self.child.id(), "CONT");
     }
 
     /// SIGTERM, waited for: a server that shuts down cleanly. For tests about the
     /// gateway while Iggy is away, not about Iggy's crash recovery (which, in the
     /// server tested with, sometimes fails to reopen a partition's sparse index).
     pub fn shut_down(&mut self) {
-        self.signal("-TERM");
+        super::signal(self.child.id(), "TERM");
         let _ = self.child.wait();
     }
 

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Once};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iggy_kafka_gateway::{Settings, Sighup, Stop};
 
@@ -369,14 +369,9 @@ impl Gateway {
         self.child().try_wait().expect("the gateway's status")
     }
 
-    /// Sends signal `name` (`HUP`, ...) to the process.
+    /// Sends signal `name` (`HUP`, ...) to the process; `STOP` returns once it stopped.
     pub fn signal(&self, name: &str) {
-        let sent = Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(self.pid().to_string())
-            .status()
-            .expect("run kill");
-        assert!(sent.success(), "kill -{name} failed");
+        signal(self.pid(), name);
     }
 
     /// SIGTERM, then waits for the process to exit; returns its exit status.
@@ -595,4 +590,36 @@ pub fn record_test(record: &str) {
     // One write of one line: appends from parallel tests do not interleave.
     file.write_all(format!("{name}\n").as_bytes())
         .unwrap_or_else(|e| panic!("record a test in {record}: {e}"));
+}
+
+/// Sends signal `name` (`STOP`, `CONT`, ...) to process `pid`. `STOP` returns only once
+/// every thread of the process has stopped: `kill` returns when the signal is sent, and
+/// on a loaded machine the process's threads may run (and answer) for milliseconds
+/// before the thread that takes the signal is scheduled to stop the others.
+pub fn signal(pid: u32, name: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -{name} {pid} failed");
+    if name != "STOP" {
+        return;
+    }
+    let running = || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads");
+        (tasks.flatten())
+            .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+            // The state follows the parenthesised command name, which may hold spaces.
+            .filter(|stat| {
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| !rest.starts_with('T'))
+            })
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running() > 0 {
+        assert!(Instant::now() < deadline, "process {pid} did not stop");
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
