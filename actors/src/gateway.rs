@@ -144,7 +144,7 @@ impl Gateway {
             settings.topic_rules,
         );
         Compactor::start(
-            (partitions.logs().clone(), topics.clone()),
+            (partitions.clone(), topics.clone()),
             metrics.clone(),
             settings.compaction,
             membership.1.clone(),

@@ -228,6 +228,14 @@ impl Partitions {
         }
     }
 
+    /// A compaction pass removed records of the partition, transaction markers among
+    /// them perhaps: an aborted transaction its index still lists without the marker
+    /// that ends it would have readers drop every later record of its producer (Kafka's
+    /// cleaner drops such entries with the marker). The next reader builds it again.
+    pub fn compacted(&self, tp: &TopicPartition) {
+        self.txns.forget(tp);
+    }
+
     /// Every partition's producer state is read again from the store before its next
     /// use: other gateways may have appended meanwhile.
     pub fn forget_producers(&self) {

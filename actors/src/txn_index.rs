@@ -19,8 +19,10 @@
 //!
 //! A partition's index is built on first use by reading batch headers from where the
 //! first reader starts (a reader at an offset the last stable offset once reached finds
-//! every transaction open there beginning at or above it), then kept up to date by this
-//! gateway's own appends (`appended`) and by reading what others appended (`catch_up`).
+//! every transaction open there beginning at or above it), or from offset 0 when this
+//! gateway appends the partition's first batch, then kept up to date by this gateway's
+//! own appends (`appended`) and by reading what others appended (`catch_up`). A
+//! compaction pass that removed records drops it (`forget`): a marker may have gone.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -153,9 +155,13 @@ pub struct TxnIndexes {
 
 impl TxnIndexes {
     /// A batch this gateway appended at `base_offset`: applied when it is the next the
-    /// index expects; otherwise the next reader catches up from the log.
+    /// index expects; otherwise the next reader catches up from the log. A partition's
+    /// first batch (offset 0) gives it an index: nothing before it can hold a
+    /// transaction, so while this gateway writes the partition, its read-committed
+    /// readers and its last stable offset need no read of the log.
     pub fn appended(&self, tp: &TopicPartition, base_offset: i64, h: &BatchHeader, bytes: &Bytes) {
-        let Some(p) = self.partitions.read().get(tp).cloned() else {
+        let known = self.partitions.read().get(tp).cloned();
+        let Some(p) = known.or_else(|| (base_offset == 0).then(|| self.index(tp, 0))) else {
             return;
         };
         let mut p = p.lock();
@@ -336,6 +342,11 @@ impl TxnIndexes {
         p.aborted.retain(|a| a.last_offset >= start);
         p.fenced.retain(|f| f.end > start);
         Ok(())
+    }
+
+    /// The partition's index goes: the next reader builds it from the log.
+    pub fn forget(&self, tp: &TopicPartition) {
+        self.partitions.write().remove(tp);
     }
 
     /// A deleted topic's indexes go.

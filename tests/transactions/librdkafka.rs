@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use rdkafka::consumer::Consumer;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -26,6 +26,7 @@ on_every_store!(
     a_transaction_past_its_timeout_is_aborted,
     a_transaction_of_many_batches_is_read_a_batch_a_fetch,
     transactions_larger_than_a_fetch_are_read_from_the_log_once,
+    the_last_stable_offset_of_a_partition_written_here_reads_no_log,
     a_member_no_longer_in_its_group_cannot_commit_with_a_transaction,
     a_commit_made_after_a_transactions_offsets_outlives_its_commit,
 );
@@ -223,6 +224,55 @@ async fn transactions_larger_than_a_fetch_are_read_from_the_log_once(store: Stor
         "the store gave reads {committed} bytes for read_committed, {uncommitted} for \
          read_uncommitted"
     );
+}
+
+/// The last stable offset (a read-committed ListOffsets: librdkafka's default
+/// isolation, with which a consumer without a committed offset looks for the end) of a
+/// partition this gateway has written from its first record is what its appends kept
+/// in the transaction index: the store reads nothing for it. Without that index, the
+/// first one read the partition from its start, every record of it on Iggy.
+async fn the_last_stable_offset_of_a_partition_written_here_reads_no_log(store: Store) {
+    const TOPIC: &str = "txn-lso";
+    let Some((gw, bootstrap, producer)) = started(store, TOPIC, 1, 60_000).await else {
+        return;
+    };
+    let read_bytes = || {
+        let scrape = Scrape::take(gw.admin);
+        let name = "iggy_kafka_gateway_backend_read_bytes_total";
+        scrape.sum(name, &[("call", "read")]) + scrape.sum(name, &[("call", "read_headers")])
+    };
+    let watermarks = |isolation: &str| {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("isolation.level", isolation)
+            .create()
+            .unwrap();
+        (consumer.fetch_watermarks(TOPIC, 0, Duration::from_secs(10))).unwrap()
+    };
+    producer.begin_transaction().unwrap();
+    send(&producer, TOPIC, 1, &values("committed-", 300));
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    producer.begin_transaction().unwrap();
+    let open = values("open-", 20);
+    send(&producer, TOPIC, 1, &open);
+    let (_, high) = watermarks("read_uncommitted");
+    let before = read_bytes();
+    assert_eq!(
+        watermarks("read_committed"),
+        (0, high - open.len() as i64),
+        "the last stable offset is where the open transaction began"
+    );
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(
+        watermarks("read_committed"),
+        (0, high + 1),
+        "after its commit marker"
+    );
+    assert_eq!(read_bytes() - before, 0.0, "bytes the store read");
 }
 
 /// A consume-transform-produce loop whose consumer is no longer a member of its group

@@ -27,10 +27,11 @@ use uuid::Uuid;
 use crate::config_catalog::CompactionInForce;
 use crate::membership::Cluster;
 use crate::metrics::Metrics;
+use crate::partitions::Partitions;
 use crate::protocol::records;
 use crate::protocol::retained::RecordsError;
 use crate::settings::CompactionSettings;
-use crate::store::{Logs, StoreError, TopicPartition};
+use crate::store::{StoreError, TopicPartition};
 use crate::topic_admin::internal::is_internal;
 use crate::topics::Topics;
 use crate::transactions::slot::now_ms;
@@ -52,7 +53,8 @@ enum PassError {
 }
 
 pub struct Compactor {
-    logs: Logs,
+    /// The partitions' owner: their logs, and their transaction indexes to renew.
+    log_owner: Partitions,
     topics: Topics,
     metrics: Arc<Metrics>,
     settings: CompactionSettings,
@@ -140,16 +142,16 @@ impl Compactor {
     /// Starts the compactor on an arbiter of its own, when the settings ask for it and
     /// the engine can compact.
     pub fn start(
-        (logs, topics): (Logs, Topics),
+        (log_owner, topics): (Partitions, Topics),
         metrics: Arc<Metrics>,
         settings: CompactionSettings,
         cluster: watch::Receiver<Arc<Cluster>>,
     ) {
-        if settings.interval.is_none() || !logs.compacts() {
+        if settings.interval.is_none() || !log_owner.logs().compacts() {
             return;
         }
         let compactor = Compactor {
-            logs,
+            log_owner,
             topics,
             metrics,
             settings,
@@ -176,14 +178,14 @@ impl Compactor {
             .filter(|t| !is_internal(&t.name))
             .filter_map(|t| Some((t.clone(), config.compaction(&t.configs)?)))
             .collect();
-        let (logs, metrics) = (self.logs.clone(), self.metrics.clone());
+        let (log_owner, metrics) = (self.log_owner.clone(), self.metrics.clone());
         let pass_bytes = self.settings.pass_bytes;
         let work = async move {
             partitions.retain(|(id, _), _| compacted.iter().any(|(t, _)| t.id == *id));
             let now = now_ms();
             let mut best: Option<(f64, Pick)> = None;
             for (topic, rules) in compacted {
-                let sizes = match logs.sizes(topic.name.clone()).await {
+                let sizes = match log_owner.logs().sizes(topic.name.clone()).await {
                     Ok(sizes) => sizes,
                     Err(e) => {
                         tracing::warn!(topic = %topic.name, error = %e, "compactor: no sizes");
@@ -218,7 +220,7 @@ impl Compactor {
             }
             if let Some((_, pick)) = best {
                 let state = partitions.entry(pick.key).or_default();
-                if let Err(e) = pass(&logs, &pick, state, (pass_bytes, now), &metrics).await {
+                if let Err(e) = pass(&log_owner, &pick, state, (pass_bytes, now), &metrics).await {
                     tracing::warn!(partition = %pick.tp, error = %e, "compaction pass failed");
                 }
                 let seeds = partitions.values().filter_map(|s| s.seed.as_ref());
@@ -239,12 +241,13 @@ impl Compactor {
 /// One pass over a partition: reads it from its log start, plans, has the engine
 /// remove what the plan does not keep, and notes what it did.
 async fn pass(
-    logs: &Logs,
+    log_owner: &Partitions,
     pick: &Pick,
     state: &mut PartitionState,
     (pass_bytes, now): (usize, i64),
     metrics: &Metrics,
 ) -> Result<(), PassError> {
+    let logs = log_owner.logs();
     let watermarks = logs.watermarks(pick.tp.clone()).await?;
     let seed = state.seed.take();
     let mut planner = Planner::new(pick.rules, now, watermarks, logs.splits_batches(), seed);
@@ -274,6 +277,9 @@ async fn pass(
         let done = logs
             .compact(pick.tp.clone(), plan.below, plan.keep.into())
             .await?;
+        // Markers may have gone with their transactions' records: what the partition's
+        // transaction index holds of them is learnt from the log again.
+        log_owner.compacted(&pick.tp);
         let reclaimed = done.bytes_before.saturating_sub(done.bytes_after);
         tracing::debug!(partition = %pick.tp, from, below = plan.below, reclaimed, "compacted");
         (done.cleaned_bytes, done.bytes_after, reclaimed)
