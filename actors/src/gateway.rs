@@ -138,6 +138,7 @@ impl Gateway {
             users,
             credentials,
         ));
+        partitions.follow_topics(table.clone());
         let topics = Topics::new(
             (topic_admin, table.clone()),
             (catalog, configs),

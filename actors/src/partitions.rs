@@ -6,12 +6,14 @@
 //! was read for it before and not served (`unserved.rs`); a Fetch's read is bounded by
 //! its deadline (`partition_read.rs`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::dev::Request;
 use actix::{Actor, Addr, ArbiterHandle};
 use bytes::Bytes;
 use tokio::sync::watch;
+use uuid::Uuid;
 
 use crate::append_signals::AppendSignals;
 use crate::late_reads::LateReads;
@@ -23,6 +25,7 @@ use crate::protocol::records::{self, BatchHeader};
 use crate::store::{
     AppendBatch, Logs, ReadBatches, StoreError, StoreResult, TopicPartition, Watermarks,
 };
+use crate::topic_admin::TopicTable;
 use crate::txn_index::{Stable, TxnIndexes};
 use crate::unserved::Unserved;
 
@@ -216,6 +219,31 @@ impl Partitions {
     /// A receiver that changes whenever the partition's high watermark moves.
     pub fn subscribe(&self, tp: &TopicPartition) -> watch::Receiver<i64> {
         self.signals.subscribe(tp)
+    }
+
+    /// Forgets, as after its own DeleteTopics, what it keeps of each topic that went or
+    /// came back with another id: deleted or made again by another gateway or a native
+    /// Iggy client. Kept, a transaction index of the old topic would answer for the new
+    /// one: an open transaction of the old holding its last stable offset back for
+    /// good, an aborted one having read-committed readers drop its producer's records.
+    pub fn follow_topics(&self, mut table: watch::Receiver<Arc<TopicTable>>) {
+        let ids = |t: &TopicTable| -> HashMap<Arc<str>, Uuid> {
+            (t.all().into_iter())
+                .map(|m| (m.name.clone(), m.id))
+                .collect()
+        };
+        let (partitions, mut known) = (self.clone(), ids(&table.borrow()));
+        tokio::spawn(async move {
+            while table.changed().await.is_ok() {
+                let now = ids(&table.borrow_and_update());
+                for (name, id) in &known {
+                    if now.get(name) != Some(id) {
+                        partitions.forget_topic(name);
+                    }
+                }
+                known = now;
+            }
+        });
     }
 
     /// A deleted topic's producer state goes, in every slot.

@@ -22,7 +22,7 @@ use super::{read, send, txn_producer, values};
 use crate::ports::iggy_backend;
 use crate::support::admin::{eventually, Scrape};
 use crate::support::client_checks;
-use crate::support::configs::s;
+use crate::support::configs::{self, s};
 use crate::support::iggy::IggyServer;
 use crate::support::kafka::{committed, create_topic, produce, Expected};
 use crate::support::transactions::{
@@ -202,6 +202,65 @@ async fn a_straggler_after_its_fencing_marker_holds_back_no_reader() {
         let all = read(&gw.bootstrap(), TOPIC, 1, "read_uncommitted", 4);
         assert_eq!(all.get(&0).map_or(0, Vec::len), 4, "{all:?}");
     }
+}
+
+/// A topic deleted and made again through another gateway: a gateway that indexed the
+/// old topic's transactions forgets them once it sees the new topic (its id changed),
+/// as after a DeleteTopics of its own. Kept, a transaction left open in the old topic
+/// held the new one's last stable offset at 0 for good.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_topic_made_again_elsewhere_keeps_nothing_of_the_old_ones_transactions() {
+    const TOPIC: &str = "txn-remade";
+    let Some(server) = IggyServer::start() else {
+        return;
+    };
+    let gws = gateways(&server, 2);
+    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
+    create_topic(&gws[0].bootstrap(), TOPIC, 1, &[]).await;
+    let (home, away) = (&gws[0], &gws[1]);
+    let id = key_at(home, TRANSACTION_KEY, TOPIC, home.addr.port() as i32);
+    let (mut at_home, mut at_away) = (RawClient::connect(home.addr), RawClient::connect(away.addr));
+    await_topic(&mut at_away, TOPIC, 1);
+    let p = init(&mut at_home, &id);
+    assert_eq!(add(&mut at_home, &p, TOPIC, 0), 0);
+    assert_eq!(produce_txn(&mut at_home, &p, (TOPIC, 0), 0, 2, TS), 0);
+    assert_eq!(
+        latest(&mut at_home, TOPIC, 0, 1),
+        0,
+        "held by the open transaction"
+    );
+
+    assert_eq!(configs::delete(&mut at_away, TOPIC), 0);
+    let made = configs::create_with(&mut at_away, 7, TOPIC, 1, 1, &[], false);
+    assert_eq!(made.error_code, 0, "{made:?}");
+    let topic_id = |c: &mut RawClient| {
+        let wanted =
+            metadata_request::MetadataRequestTopic::default().with_name(Some(topic_name(TOPIC)));
+        let r = call!(
+            c,
+            Metadata,
+            12,
+            MetadataRequest::default().with_topics(Some(vec![wanted]))
+        );
+        r.topics[0].topic_id
+    };
+    let new_id = topic_id(&mut at_away);
+    until("the first gateway sees the topic made again", || {
+        topic_id(&mut at_home) == new_id
+    });
+    let plain = |v: &str| Expected {
+        key: None,
+        value: Some(v.as_bytes().to_vec()),
+        headers: Vec::new(),
+        timestamp: TS,
+    };
+    let records = [(0, plain("a")), (0, plain("b")), (0, plain("c"))];
+    produce(&home.bootstrap(), TOPIC, "none", &records);
+    let high = latest(&mut at_home, TOPIC, 0, 0);
+    assert_eq!(high, 3);
+    until("the last stable offset is the high watermark", || {
+        latest(&mut at_home, TOPIC, 0, 1) == high
+    });
 }
 
 /// A decision stored by a coordinator lost before it completed it, its markers maybe
