@@ -154,6 +154,25 @@ fn until(what: &str, done: impl FnMut() -> bool) {
     assert!(eventually(Duration::from_secs(20), done), "{what}");
 }
 
+/// Two gateways on `server` that both know `topic` (one partition), a raw client to
+/// each, and a producer whose transactional id the first coordinates, partition 0 added
+/// to its transaction.
+async fn in_a_transaction(
+    server: &IggyServer,
+    topic: &str,
+) -> (Vec<Gateway>, RawClient, RawClient, RawProducer) {
+    let gws = gateways(server, 2);
+    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
+    create_topic(&gws[0].bootstrap(), topic, 1, &[]).await;
+    let (home, away) = (&gws[0], &gws[1]);
+    let id = key_at(home, TRANSACTION_KEY, topic, home.addr.port() as i32);
+    let (mut at_home, mut at_away) = (RawClient::connect(home.addr), RawClient::connect(away.addr));
+    await_topic(&mut at_away, topic, 1);
+    let p = init(&mut at_home, &id);
+    assert_eq!(add(&mut at_home, &p, topic, 0), 0);
+    (gws, at_home, at_away, p)
+}
+
 /// A gateway whose producer state predates the fencing marker another gateway wrote
 /// appends a straggler of the ended epoch after it, as a batch checked just before
 /// its coordinator aborted can land. Read-committed readers on either gateway neither
@@ -164,15 +183,8 @@ async fn a_straggler_after_its_fencing_marker_holds_back_no_reader() {
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let gws = gateways(&server, 2);
-    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
-    create_topic(&gws[0].bootstrap(), TOPIC, 1, &[]).await;
+    let (gws, mut at_home, mut at_away, p) = in_a_transaction(&server, TOPIC).await;
     let (home, away) = (&gws[0], &gws[1]);
-    let id = key_at(home, TRANSACTION_KEY, TOPIC, home.addr.port() as i32);
-    let (mut at_home, mut at_away) = (RawClient::connect(home.addr), RawClient::connect(away.addr));
-    await_topic(&mut at_away, TOPIC, 1);
-    let p = init(&mut at_home, &id);
-    assert_eq!(add(&mut at_home, &p, TOPIC, 0), 0);
     assert_eq!(produce_txn(&mut at_away, &p, (TOPIC, 0), 0, 2, TS), 0);
     let abort = [(p.pid, p.epoch + 1, false, &[(TOPIC, &[0][..])][..])];
     assert_eq!(
@@ -214,15 +226,8 @@ async fn a_topic_made_again_elsewhere_keeps_nothing_of_the_old_ones_transactions
     let Some(server) = IggyServer::start() else {
         return;
     };
-    let gws = gateways(&server, 2);
-    await_brokers(&gws.iter().collect::<Vec<_>>(), 2);
-    create_topic(&gws[0].bootstrap(), TOPIC, 1, &[]).await;
-    let (home, away) = (&gws[0], &gws[1]);
-    let id = key_at(home, TRANSACTION_KEY, TOPIC, home.addr.port() as i32);
-    let (mut at_home, mut at_away) = (RawClient::connect(home.addr), RawClient::connect(away.addr));
-    await_topic(&mut at_away, TOPIC, 1);
-    let p = init(&mut at_home, &id);
-    assert_eq!(add(&mut at_home, &p, TOPIC, 0), 0);
+    let (gws, mut at_home, mut at_away, p) = in_a_transaction(&server, TOPIC).await;
+    let home = &gws[0];
     assert_eq!(produce_txn(&mut at_home, &p, (TOPIC, 0), 0, 2, TS), 0);
     assert_eq!(
         latest(&mut at_home, TOPIC, 0, 1),
