@@ -606,19 +606,18 @@ pub fn signal(pid: u32, name: &str) {
     if name != "STOP" {
         return;
     }
-    let running = || {
+    let some_running = || {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads");
         (tasks.flatten())
             .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
             // The state follows the parenthesised command name, which may hold spaces.
-            .filter(|stat| {
+            .any(|stat| {
                 stat.rsplit_once(") ")
                     .is_some_and(|(_, rest)| !rest.starts_with('T'))
             })
-            .count()
     };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while running() > 0 {
+    while some_running() {
         assert!(Instant::now() < deadline, "process {pid} did not stop");
         std::thread::sleep(Duration::from_millis(1));
     }
