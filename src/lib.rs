@@ -215,7 +215,7 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
         .add_missing_users(settings.sasl_scram_users()?)
         .await
         .map_err(StartError::ScramUsers)?;
-    let groups = gateway.groups.clone();
+    let (groups, partitions) = (gateway.groups.clone(), gateway.partitions.clone());
 
     let (stop, stopping) = watch::channel(false);
     let connections = ConnectionLimits::new(
@@ -274,6 +274,10 @@ pub async fn start(settings: Settings, sighup: Sighup) -> Result<Running, StartE
             .await;
         if drained.is_err() {
             tracing::warn!("shutdown timeout reached with connections still open");
+        }
+        // After the last append: a restart reads the logs on from here.
+        if let Err(e) = partitions.save_txn_indexes().await {
+            tracing::warn!(error = %e, "cannot save the transaction indexes");
         }
         if let Err(e) = store_meta.flush().await {
             tracing::error!(error = %e, "final flush failed");

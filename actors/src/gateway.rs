@@ -118,7 +118,12 @@ impl Gateway {
         let (quota_store, quota_table) =
             SharedTable::<QuotaRows>::start(&meta, settings.topic_refresh_interval).await?;
         let quotas = Quotas::new((quota_store, quota_table), metrics.clone());
-        let partitions = Partitions::start(logs, threads.log_slots, metrics.clone());
+        let partitions = Partitions::start(
+            logs,
+            (&meta, settings.txn_index_checkpoint_interval),
+            threads.log_slots,
+            metrics.clone(),
+        )?;
         let me = Node {
             id: settings.node_id,
             ..me

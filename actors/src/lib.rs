@@ -47,6 +47,7 @@ pub mod tls;
 pub mod topic_admin;
 pub mod topics;
 pub mod transactions;
+pub mod txn_checkpoints;
 pub mod txn_index;
 pub mod unserved;
 

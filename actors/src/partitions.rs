@@ -4,10 +4,12 @@
 //! and lookups go straight to the log store; a Fetch waiting at the end of a log
 //! subscribes to the partition's appends. A read-committed reader is served first what
 //! was read for it before and not served (`unserved.rs`); a Fetch's read is bounded by
-//! its deadline (`partition_read.rs`).
+//! its deadline (`partition_read.rs`). A partition's transaction index starts from its
+//! saved checkpoint where it has one (`txn_checkpoints.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::dev::Request;
 use actix::{Actor, Addr, ArbiterHandle};
@@ -23,9 +25,10 @@ use crate::producer_state::ActiveProducer;
 use crate::protocol::markers::{self, Marker};
 use crate::protocol::records::{self, BatchHeader};
 use crate::store::{
-    AppendBatch, Logs, ReadBatches, StoreError, StoreResult, TopicPartition, Watermarks,
+    AppendBatch, Logs, Meta, ReadBatches, StoreError, StoreResult, TopicPartition, Watermarks,
 };
 use crate::topic_admin::TopicTable;
+use crate::txn_checkpoints::{self, Load, Save, TopicsNow, TxnCheckpointer};
 use crate::txn_index::{Stable, TxnIndexes};
 use crate::unserved::Unserved;
 
@@ -38,16 +41,26 @@ pub struct Partitions {
     slots: Arc<[Addr<LogSlot>]>,
     signals: Arc<AppendSignals>,
     txns: TxnIndexes,
+    checkpoints: Addr<TxnCheckpointer>,
     unserved: Arc<Unserved>,
     late_reads: Arc<LateReads>,
     metrics: Arc<Metrics>,
 }
 
 impl Partitions {
-    /// A log slot on each of `threads` (`gateway::Threads::log_slots`).
-    pub fn start(logs: Logs, threads: &[ArbiterHandle], metrics: Arc<Metrics>) -> Self {
+    /// A log slot on each of `threads` (`gateway::Threads::log_slots`), and the owner of
+    /// the transaction index checkpoints on `meta`, saving them every
+    /// `checkpoint_interval` (`None`: never).
+    pub fn start(
+        logs: Logs,
+        (meta, checkpoint_interval): (&Meta, Option<Duration>),
+        threads: &[ArbiterHandle],
+        metrics: Arc<Metrics>,
+    ) -> StoreResult<Self> {
         let signals = Arc::new(AppendSignals::default());
         let txns = TxnIndexes::default();
+        let checkpoints =
+            TxnCheckpointer::new(meta.client()?, txns.clone(), checkpoint_interval).start();
         let slots: Arc<[Addr<LogSlot>]> = (threads.iter())
             .map(|thread| {
                 let slot = LogSlot::new(logs.clone(), signals.clone(), txns.clone());
@@ -55,15 +68,16 @@ impl Partitions {
             })
             .collect();
         metrics.log_slots.show(slots.len());
-        Partitions {
+        Ok(Partitions {
             logs,
             slots,
             signals,
             txns,
+            checkpoints,
             unserved: Arc::default(),
             late_reads: Arc::default(),
             metrics,
-        }
+        })
     }
 
     /// Sends an append to the partition's log slot; sent now, so appends sent in
@@ -125,6 +139,7 @@ impl Partitions {
         let active = (slot.send(ReadProducers(tp.clone())).await)
             .map_err(|e| StoreError::unavailable_from(format!("log slot of {tp}"), e))??;
         let w = self.logs.watermarks(tp.clone()).await?;
+        self.restore_txn_index(tp, w).await;
         let open = self.txns.open_transactions(&self.logs, tp, w).await?;
         Ok(active
             .into_iter()
@@ -203,7 +218,39 @@ impl Partitions {
     /// The partition's last stable offset (ListOffsets read committed).
     pub async fn last_stable(&self, tp: &TopicPartition) -> StoreResult<i64> {
         let w = self.logs.watermarks(tp.clone()).await?;
+        self.restore_txn_index(tp, w).await;
         self.txns.last_stable(&self.logs, tp, w).await
+    }
+
+    /// A partition without a transaction index here gets it from its saved checkpoint,
+    /// if it has one: then the index reads the log on from there, not from the log
+    /// start. One that cannot be loaded, or is past the log's end `w.high` (records the
+    /// store lost in a crash of its own), is not used: the index reads from the log
+    /// start, as without.
+    async fn restore_txn_index(&self, tp: &TopicPartition, w: Watermarks) {
+        if self.txns.has(tp) {
+            return;
+        }
+        match self.checkpoints.send(Load(tp.clone())).await {
+            Ok(Ok(Some(cp))) if cp.at <= w.high => self.txns.restore(tp, &cp),
+            Ok(Ok(Some(cp))) => {
+                tracing::warn!(%tp, at = cp.at, high = w.high, "a transaction index checkpoint past the log's end: reading the partition from its log start")
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(%tp, error = %e, "cannot load the transaction index checkpoint")
+            }
+            Err(e) => {
+                tracing::warn!(%tp, error = %e, "the transaction index checkpoints' owner is gone")
+            }
+        }
+    }
+
+    /// Saves every transaction index that moved since it was last saved (at shutdown).
+    pub async fn save_txn_indexes(&self) -> StoreResult<usize> {
+        (self.checkpoints.send(Save).await).map_err(|e| {
+            StoreError::unavailable_from("the transaction index checkpoints' owner", e)
+        })?
     }
 
     /// Reads and lookups.
@@ -223,9 +270,10 @@ impl Partitions {
 
     /// Forgets, as after its own DeleteTopics, what it keeps of each topic that went or
     /// came back with another id: deleted or made again by another gateway or a native
-    /// Iggy client. Kept, a transaction index of the old topic would answer for the new
-    /// one: an open transaction of the old holding its last stable offset back for
-    /// good, an aborted one having read-committed readers drop its producer's records.
+    /// Iggy client; then tells the checkpoints' owner the topics' ids. Kept, a
+    /// transaction index of the old topic would answer for the new one: an open
+    /// transaction of the old holding its last stable offset back for good, an aborted
+    /// one having read-committed readers drop its producer's records.
     pub fn follow_topics(&self, mut table: watch::Receiver<Arc<TopicTable>>) {
         let ids = |t: &TopicTable| -> HashMap<Arc<str>, Uuid> {
             (t.all().into_iter())
@@ -233,6 +281,7 @@ impl Partitions {
                 .collect()
         };
         let (partitions, mut known) = (self.clone(), ids(&table.borrow()));
+        self.checkpoints.do_send(TopicsNow(known.clone()));
         tokio::spawn(async move {
             while table.changed().await.is_ok() {
                 let now = ids(&table.borrow_and_update());
@@ -241,6 +290,8 @@ impl Partitions {
                         partitions.forget_topic(name);
                     }
                 }
+                // Only now: a checkpoint saved under a topic's new id is of its new logs.
+                partitions.checkpoints.do_send(TopicsNow(now.clone()));
                 known = now;
             }
         });
@@ -260,8 +311,11 @@ impl Partitions {
     /// them perhaps: an aborted transaction its index still lists without the marker
     /// that ends it would have readers drop every later record of its producer (Kafka's
     /// cleaner drops such entries with the marker). The next reader builds it again.
+    /// Its saved checkpoint goes too: it may list a transaction whose marker went.
     pub fn compacted(&self, tp: &TopicPartition) {
         self.txns.forget(tp);
+        self.checkpoints
+            .do_send(txn_checkpoints::Forget(tp.clone()));
     }
 
     /// Every partition's producer state is read again from the store before its next

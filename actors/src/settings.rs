@@ -92,6 +92,9 @@ pub struct BrokerSettings {
     pub fetch_sessions: SessionLimits,
     /// The compactor of `cleanup.policy=compact` topics.
     pub compaction: CompactionSettings,
+    /// How often transaction indexes that moved are saved (`txn_checkpoints.rs`);
+    /// `None`: never.
+    pub txn_index_checkpoint_interval: Option<Duration>,
 }
 
 /// Broker-wide topic settings: Kafka's `auto.create.topics.enable`, `num.partitions` and

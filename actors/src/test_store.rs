@@ -218,5 +218,6 @@ pub fn settings() -> BrokerSettings {
             interval: None,
             pass_bytes: 1 << 20,
         },
+        txn_index_checkpoint_interval: None,
     }
 }

@@ -23,6 +23,12 @@
 //! gateway appends the partition's first batch, then kept up to date by this gateway's
 //! own appends (`appended`) and by reading what others appended (`catch_up`). A
 //! compaction pass that removed records drops it (`forget`): a marker may have gone.
+//!
+//! What an index knows at an offset is a [`Checkpoint`]: the transactions open there
+//! and each producer's last marker epoch, all a reader from that offset on needs of
+//! what came before. Saved (`txn_checkpoints.rs`), it lets a gateway without the index
+//! (restarted, or one that did not write the partition) read on from there instead of
+//! from the log start.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -68,9 +74,22 @@ struct PartitionTxns {
     /// Producer id → the epoch of its last marker here.
     marked_epochs: HashMap<i64, i16>,
     fenced: Vec<Fenced>,
+    /// Read from the log start (or restored from the checkpoint of an index that was):
+    /// only such an index is saved. One a reader built from its offset knows nothing of
+    /// a transaction open before that offset.
+    whole: bool,
 }
 
 impl PartitionTxns {
+    fn empty(from: i64, whole: bool) -> PartitionTxns {
+        PartitionTxns {
+            from,
+            scanned: from,
+            whole,
+            ..PartitionTxns::default()
+        }
+    }
+
     /// Applies the batch at `base_offset`, which must be the next one.
     fn apply(&mut self, base_offset: i64, h: &BatchHeader, marker: Option<Marker>) {
         let end = base_offset + h.record_count as i64;
@@ -120,6 +139,31 @@ impl PartitionTxns {
         }
     }
 
+    /// The index from `cp.at` on, as if it had read the log up to there.
+    fn restored(cp: &Checkpoint) -> PartitionTxns {
+        PartitionTxns {
+            open: (cp.open.iter())
+                .map(|&(producer_id, first, epoch)| (producer_id, (first, epoch)))
+                .collect(),
+            marked_epochs: cp.marked.iter().copied().collect(),
+            ..PartitionTxns::empty(cp.at, true)
+        }
+    }
+
+    fn checkpoint(&self) -> Checkpoint {
+        let mut open: Vec<_> = (self.open.iter())
+            .map(|(&producer_id, &(first, epoch))| (producer_id, first, epoch))
+            .collect();
+        let mut marked: Vec<_> = self.marked_epochs.iter().map(|(&p, &e)| (p, e)).collect();
+        open.sort_unstable();
+        marked.sort_unstable();
+        Checkpoint {
+            at: self.scanned,
+            open,
+            marked,
+        }
+    }
+
     fn stable(&self, high: i64) -> i64 {
         self.open
             .values()
@@ -128,6 +172,19 @@ impl PartitionTxns {
             .unwrap_or(high)
             .min(high)
     }
+}
+
+/// What a partition's index knows at offset `at`, a batch boundary: all that a reader
+/// from `at` on needs of the log before it. Aborted and fenced spans before `at` overlap
+/// no such read, so they are left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub at: i64,
+    /// Producer id, first offset and epoch of each transaction open at `at`.
+    pub open: Vec<(i64, i64, i16)>,
+    /// Producer id and the epoch of its last marker before `at`: a later batch of an
+    /// older epoch is fenced.
+    pub marked: Vec<(i64, i16)>,
 }
 
 /// What a read-committed read may serve of a partition.
@@ -161,7 +218,7 @@ impl TxnIndexes {
     /// readers and its last stable offset need no read of the log.
     pub fn appended(&self, tp: &TopicPartition, base_offset: i64, h: &BatchHeader, bytes: &Bytes) {
         let known = self.partitions.read().get(tp).cloned();
-        let Some(p) = known.or_else(|| (base_offset == 0).then(|| self.index(tp, 0))) else {
+        let Some(p) = known.or_else(|| (base_offset == 0).then(|| self.index(tp, 0, true))) else {
             return;
         };
         let mut p = p.lock();
@@ -171,19 +228,43 @@ impl TxnIndexes {
         }
     }
 
-    /// The partition's index, made empty from `offset` if there is none.
-    fn index(&self, tp: &TopicPartition, offset: i64) -> Arc<Mutex<PartitionTxns>> {
+    /// Whether the partition has an index here.
+    pub fn has(&self, tp: &TopicPartition) -> bool {
+        self.partitions.read().contains_key(tp)
+    }
+
+    /// The partition's index from a saved checkpoint, unless it has one by now.
+    pub fn restore(&self, tp: &TopicPartition, cp: &Checkpoint) {
+        let fresh = || Arc::new(Mutex::new(PartitionTxns::restored(cp)));
+        self.partitions
+            .write()
+            .entry(tp.clone())
+            .or_insert_with(fresh);
+    }
+
+    /// The checkpoint of each index read from the log start that `due` takes, given
+    /// its partition and how far it has read.
+    pub fn checkpoints(
+        &self,
+        mut due: impl FnMut(&TopicPartition, i64) -> bool,
+    ) -> Vec<(TopicPartition, Checkpoint)> {
+        let all = self.partitions.read();
+        (all.iter())
+            .filter_map(|(tp, p)| {
+                let p = p.lock();
+                (p.whole && due(tp, p.scanned)).then(|| (tp.clone(), p.checkpoint()))
+            })
+            .collect()
+    }
+
+    /// The partition's index, made empty from `offset` if there is none (`whole`: the
+    /// log start).
+    fn index(&self, tp: &TopicPartition, offset: i64, whole: bool) -> Arc<Mutex<PartitionTxns>> {
         if let Some(p) = self.partitions.read().get(tp) {
             return p.clone();
         }
         let mut all = self.partitions.write();
-        let fresh = || {
-            Arc::new(Mutex::new(PartitionTxns {
-                from: offset,
-                scanned: offset,
-                ..PartitionTxns::default()
-            }))
-        };
+        let fresh = || Arc::new(Mutex::new(PartitionTxns::empty(offset, whole)));
         all.entry(tp.clone()).or_insert_with(fresh).clone()
     }
 
@@ -216,7 +297,7 @@ impl TxnIndexes {
         };
         // An answer that gives the reader something.
         let useful = |p: &PartitionTxns| p.stable(high.min(p.scanned)) > offset;
-        let index = self.index(tp, offset);
+        let index = self.index(tp, offset, offset == 0);
         {
             let mut p = index.lock();
             if offset >= p.from && p.scanned >= offset {
@@ -238,7 +319,14 @@ impl TxnIndexes {
                 read_past.push(b.clone());
             }
         };
-        let stable = (self.caught_up(logs, tp, (offset, high), (answer, useful), gather)).await?;
+        let stable = (self.caught_up(
+            logs,
+            tp,
+            (offset, high, offset == 0),
+            (answer, useful),
+            gather,
+        ))
+        .await?;
         Ok(Stable {
             read_past,
             ..stable
@@ -255,7 +343,7 @@ impl TxnIndexes {
     ) -> StoreResult<i64> {
         let from = self.built_from(tp, w);
         let answer = |p: &PartitionTxns| p.stable(w.high);
-        (self.caught_up(logs, tp, (from, w.high), (answer, |_| false), |_| {})).await
+        (self.caught_up(logs, tp, (from, w.high, true), (answer, |_| false), |_| {})).await
     }
 
     /// The first offset of each producer's open transaction in the partition, by
@@ -273,7 +361,7 @@ impl TxnIndexes {
                 .map(|(&id, &(first, _))| (id, first))
                 .collect()
         };
-        (self.caught_up(logs, tp, (from, w.high), (answer, |_| false), |_| {})).await
+        (self.caught_up(logs, tp, (from, w.high, true), (answer, |_| false), |_| {})).await
     }
 
     /// Where the partition's index starts: where it was built from, else the log start.
@@ -282,13 +370,13 @@ impl TxnIndexes {
     }
 
     /// `answer` of the partition's index once it has read the log from `offset` (or
-    /// before) up to `high`, or sooner once the index is `enough`; `applied` is given
-    /// each read the index learnt from.
+    /// before; `whole`: the log start) up to `high`, or sooner once the index is
+    /// `enough`; `applied` is given each read the index learnt from.
     async fn caught_up<T>(
         &self,
         logs: &Logs,
         tp: &TopicPartition,
-        (offset, high): (i64, i64),
+        (offset, high, whole): (i64, i64, bool),
         (answer, enough): (
             impl Fn(&PartitionTxns) -> T,
             impl Fn(&PartitionTxns) -> bool,
@@ -296,16 +384,12 @@ impl TxnIndexes {
         mut applied: impl FnMut(&[Bytes]),
     ) -> StoreResult<T> {
         loop {
-            let index = self.index(tp, offset);
+            let index = self.index(tp, offset, whole);
             let scanned = {
                 let mut p = index.lock();
                 if offset < p.from {
                     // A reader further back than any before: build again from it.
-                    *p = PartitionTxns {
-                        from: offset,
-                        scanned: offset,
-                        ..PartitionTxns::default()
-                    };
+                    *p = PartitionTxns::empty(offset, whole);
                 }
                 if p.scanned >= high || enough(&p) {
                     return Ok(answer(&p));
@@ -438,5 +522,54 @@ mod tests {
         assert_eq!(p.stable(4), 3);
         p.apply(4, &at(4, true), Some(Marker::Commit));
         assert_eq!((p.stable(5), p.fenced.len(), p.aborted.len()), (5, 1, 1));
+    }
+
+    /// An index restored from a checkpoint and fed the rest of the log answers what the
+    /// index that read it all answers for readers from the checkpoint on: the open
+    /// transaction that began before it, the abort after it, and the straggler fenced
+    /// by a marker before it.
+    #[test]
+    fn an_index_restored_from_a_checkpoint_reads_on_as_the_whole_log_does() {
+        let at = |producer_id, epoch, control| BatchHeader {
+            producer_epoch: epoch,
+            ..header(producer_id, true, control, 1)
+        };
+        let before: [(BatchHeader, Option<Marker>); 4] = [
+            (at(5, 3, false), None),
+            (at(5, 4, true), Some(Marker::Commit)),
+            (at(6, 1, false), None),
+            (header(-1, false, false, 2), None),
+        ];
+        let after: [(BatchHeader, Option<Marker>); 3] = [
+            (at(5, 3, false), None),
+            (at(6, 1, true), Some(Marker::Abort)),
+            (at(7, 0, false), None),
+        ];
+        let mut whole = PartitionTxns::default();
+        let mut offset = 0;
+        for (h, m) in &before {
+            whole.apply(offset, h, *m);
+            offset += h.record_count as i64;
+        }
+        let cp = whole.checkpoint();
+        assert_eq!(
+            (cp.at, cp.open.clone(), cp.marked.clone()),
+            (5, vec![(6, 2, 1)], vec![(5, 4)])
+        );
+        let mut restored = PartitionTxns::restored(&cp);
+        for (h, m) in &after {
+            whole.apply(offset, h, *m);
+            restored.apply(offset, h, *m);
+            offset += h.record_count as i64;
+        }
+        assert_eq!(restored.stable(offset), whole.stable(offset));
+        assert_eq!(
+            restored.stable(offset),
+            7,
+            "only the last transaction is open"
+        );
+        assert_eq!(restored.aborted, whole.aborted);
+        assert_eq!(restored.fenced, [Fenced { base: 5, end: 6 }]);
+        assert_eq!(restored.checkpoint(), whole.checkpoint());
     }
 }

@@ -143,6 +143,10 @@ pub struct Settings {
     pub compaction_interval_ms: u64,
     /// Most bytes one compaction pass reads of a partition (bounds its memory and I/O).
     pub compaction_pass_bytes: u64,
+    /// How often each partition's transaction index that moved is saved, so a restarted
+    /// gateway reads the log on from there for a read-committed ListOffsets rather than
+    /// from the log start; 0 never saves.
+    pub txn_index_checkpoint_ms: u64,
     /// `text` or `json` (`RUST_LOG` picks what is logged).
     pub log_format: LogFormat,
     /// Iggy server (TCP) of the `iggy` backend.
@@ -313,6 +317,7 @@ impl Default for Settings {
             retention_check_interval_ms: 300_000,
             compaction_interval_ms: 15_000,
             compaction_pass_bytes: 256 << 20,
+            txn_index_checkpoint_ms: 5_000,
             iggy_address: "127.0.0.1:8090".into(),
             iggy_username: "iggy".into(),
             iggy_password: Secret("iggy".into()),

@@ -208,6 +208,8 @@ impl Settings {
                     .then(|| Duration::from_millis(self.compaction_interval_ms)),
                 pass_bytes: usize::try_from(self.compaction_pass_bytes).unwrap_or(usize::MAX),
             },
+            txn_index_checkpoint_interval: (self.txn_index_checkpoint_ms > 0)
+                .then(|| Duration::from_millis(self.txn_index_checkpoint_ms)),
             node_heartbeat: Duration::from_millis(self.node_heartbeat_ms),
             node_timeout: Duration::from_millis(self.node_timeout_ms),
             sasl: SaslSettings {

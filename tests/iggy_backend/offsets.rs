@@ -229,17 +229,19 @@ async fn each_offset_slot_has_its_own_iggy_commit_and_read_clients() {
             committed(&gw.bootstrap(), "g", "slots", 4),
             [10, 11, 12, 13]
         );
-        // The gateway's connections, without this one: IGGY_MAPPING.md's count, 10 +
+        // A record makes a transaction index for the checkpoints' owner to save.
+        produce(&gw.bootstrap(), "slots", "none", &[(0, record(1))]);
+        // The gateway's connections, without this one: IGGY_MAPPING.md's count, 11 +
         // produce and read clients (4 each) + 2 per offset slot + 1 per transaction slot
         // (4), but for the snapshot connection, opened at the first snapshot. Counted
         // once the clients that sign in on first use (the transaction slots' first
-        // rescan) have, within a bound.
-        let expected = 10 + 4 + 4 + 2 * slots.parse::<usize>().unwrap() + 4 - 1;
+        // rescan, the checkpoints' first save) have, within a bound.
+        let expected = 11 + 4 + 4 + 2 * slots.parse::<usize>().unwrap() + 4 - 1;
         let sdk = server.sdk().await;
         let started = std::time::Instant::now();
         let count = loop {
             let count = sdk.get_clients().await.expect("clients").len() - 1;
-            if count >= expected || started.elapsed() > std::time::Duration::from_secs(10) {
+            if count >= expected || started.elapsed() > std::time::Duration::from_secs(20) {
                 break count;
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;

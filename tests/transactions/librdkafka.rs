@@ -27,6 +27,8 @@ on_every_store!(
     a_transaction_of_many_batches_is_read_a_batch_a_fetch,
     transactions_larger_than_a_fetch_are_read_from_the_log_once,
     the_last_stable_offset_of_a_partition_written_here_reads_no_log,
+    the_last_stable_offset_after_a_restart_reads_no_log,
+    the_last_stable_offset_after_a_kill_reads_on_from_the_last_checkpoint,
     a_member_no_longer_in_its_group_cannot_commit_with_a_transaction,
     a_commit_made_after_a_transactions_offsets_outlives_its_commit,
 );
@@ -236,19 +238,8 @@ async fn the_last_stable_offset_of_a_partition_written_here_reads_no_log(store: 
     let Some((gw, bootstrap, producer)) = started(store, TOPIC, 1, 60_000).await else {
         return;
     };
-    let read_bytes = || {
-        let scrape = Scrape::take(gw.admin);
-        let name = "iggy_kafka_gateway_backend_read_bytes_total";
-        scrape.sum(name, &[("call", "read")]) + scrape.sum(name, &[("call", "read_headers")])
-    };
-    let watermarks = |isolation: &str| {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .set("isolation.level", isolation)
-            .create()
-            .unwrap();
-        (consumer.fetch_watermarks(TOPIC, 0, Duration::from_secs(10))).unwrap()
-    };
+    let read_bytes = || read_bytes(&gw);
+    let watermarks = |isolation| watermarks(&bootstrap, TOPIC, isolation);
     producer.begin_transaction().unwrap();
     send(&producer, TOPIC, 1, &values("committed-", 300));
     producer
@@ -273,6 +264,143 @@ async fn the_last_stable_offset_of_a_partition_written_here_reads_no_log(store: 
         "after its commit marker"
     );
     assert_eq!(read_bytes() - before, 0.0, "bytes the store read");
+}
+
+/// The partition's watermarks as a consumer at `isolation` asks for them (ListOffsets).
+fn watermarks(bootstrap: &str, topic: &str, isolation: &str) -> (i64, i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("isolation.level", isolation)
+        .create()
+        .unwrap();
+    (consumer.fetch_watermarks(topic, 0, Duration::from_secs(10))).unwrap()
+}
+
+/// Bytes the gateway's log store gave reads of any kind.
+fn read_bytes(gw: &Gateway) -> f64 {
+    let scrape = Scrape::take(gw.admin);
+    let name = "iggy_kafka_gateway_backend_read_bytes_total";
+    scrape.sum(name, &[("call", "read")]) + scrape.sum(name, &[("call", "read_headers")])
+}
+
+/// A gateway stopped cleanly saves its transaction indexes as it stops (here only
+/// then: `txn_index_checkpoint_ms=0`), so the one started on the same store answers the
+/// last stable offset from the saved index: no read of the log, where without it the
+/// first one read the whole partition. Its appends then keep the restored index: the
+/// open transaction's commit moves the last stable offset with no read either.
+async fn the_last_stable_offset_after_a_restart_reads_no_log(store: Store) {
+    const TOPIC: &str = "txn-lso-restart";
+    let settings = [("txn_index_checkpoint_ms", "0")];
+    let Some(mut gw) = Gateway::process_on(store, &settings) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, TOPIC, 1, &[]).await;
+    let producer = txn_producer(&bootstrap, &format!("{TOPIC}-producer"), 60_000);
+    producer.begin_transaction().unwrap();
+    send(&producer, TOPIC, 1, &values("committed-", 300));
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    producer.begin_transaction().unwrap();
+    let open = values("open-", 20);
+    send(&producer, TOPIC, 1, &open);
+    let (_, high) = watermarks(&bootstrap, TOPIC, "read_uncommitted");
+    assert!(gw.terminate().success(), "the gateway stopped cleanly");
+    gw.restart_after_kill();
+    let before = read_bytes(&gw);
+    assert_eq!(
+        watermarks(&bootstrap, TOPIC, "read_committed"),
+        (0, high - open.len() as i64),
+        "the last stable offset is where the open transaction began"
+    );
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(
+        watermarks(&bootstrap, TOPIC, "read_committed"),
+        (0, high + 1),
+        "after its commit marker"
+    );
+    assert_eq!(read_bytes(&gw) - before, 0.0, "bytes the store read");
+}
+
+/// A gateway killed keeps what it saved last (every `txn_index_checkpoint_ms`): the
+/// one started on the same store reads the log on from there. The last checkpoint here
+/// is from after a committed transaction of 300 batches, so the last stable offset
+/// (where the open transaction that followed began) costs no more reading than a
+/// Fetch of that open transaction; read from the log start, the 300 batches come too.
+async fn the_last_stable_offset_after_a_kill_reads_on_from_the_last_checkpoint(store: Store) {
+    const TOPIC: &str = "txn-lso-kill";
+    let Some(mut gw) = Gateway::process_on(store, &[("txn_index_checkpoint_ms", "50")]) else {
+        return;
+    };
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, TOPIC, 1, &[]).await;
+    let producer = txn_producer(&bootstrap, &format!("{TOPIC}-producer"), 60_000);
+    producer.begin_transaction().unwrap();
+    for value in values("committed-", 300) {
+        send(&producer, TOPIC, 1, &[value]);
+    }
+    producer
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    let (_, committed_end) = watermarks(&bootstrap, TOPIC, "read_uncommitted");
+    assert_eq!(
+        watermarks(&bootstrap, TOPIC, "read_committed").1,
+        committed_end,
+        "the commit marker is written"
+    );
+    // The open transaction is written until two saves ended after the commit: the
+    // second began after the first ended, so it saved the index past the commit.
+    let saves = || {
+        let name = "iggy_kafka_gateway_backend_call_duration_seconds_count";
+        Scrape::take(gw.admin).sum(name, &[("call", "meta_write"), ("table", "txn_index")])
+    };
+    let first = saves();
+    producer.begin_transaction().unwrap();
+    let mut open = 0;
+    while saves() < first + 2.0 {
+        assert!(open < 10_000, "no transaction index saved");
+        send(&producer, TOPIC, 1, &values(&format!("open-{open}-"), 1));
+        open += 1;
+    }
+    let (_, high) = watermarks(&bootstrap, TOPIC, "read_uncommitted");
+    drop(producer);
+    gw.restart_after_kill();
+    let before = read_bytes(&gw);
+    assert_eq!(
+        watermarks(&bootstrap, TOPIC, "read_committed"),
+        (0, committed_end),
+        "the last stable offset is where the open transaction began"
+    );
+    let for_the_stable_offset = read_bytes(&gw) - before;
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", "txn-lso-kill")
+        .set("isolation.level", "read_uncommitted")
+        .create()
+        .unwrap();
+    let mut at = TopicPartitionList::new();
+    (at.add_partition_offset(TOPIC, 0, Offset::Offset(committed_end))).unwrap();
+    consumer.assign(&at).unwrap();
+    let (mut read, deadline) = (0, std::time::Instant::now() + Duration::from_secs(30));
+    while read < high - committed_end {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "read {read} records of the open transaction"
+        );
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            m.expect("fetch");
+            read += 1;
+        }
+    }
+    let for_the_fetch = read_bytes(&gw) - before - for_the_stable_offset;
+    assert!(
+        for_the_stable_offset <= for_the_fetch,
+        "the store read {for_the_stable_offset} bytes for the last stable offset, \
+         {for_the_fetch} for a fetch of the {open} records after it"
+    );
 }
 
 /// A consume-transform-produce loop whose consumer is no longer a member of its group
