@@ -234,24 +234,51 @@ async fn transactions_larger_than_a_fetch_are_read_from_the_log_once(store: Stor
 /// in the transaction index: the store reads nothing for it. Without that index, the
 /// first one read the partition from its start, every record of it on Iggy.
 async fn the_last_stable_offset_of_a_partition_written_here_reads_no_log(store: Store) {
-    const TOPIC: &str = "txn-lso";
-    let Some((gw, bootstrap, producer)) = started(store, TOPIC, 1, 60_000).await else {
-        return;
-    };
-    let read_bytes = || read_bytes(&gw);
-    let watermarks = |isolation| watermarks(&bootstrap, TOPIC, isolation);
+    if let Some(gw) = Gateway::start_on(store, &[]) {
+        stable_offsets_read_no_log(gw, "txn-lso", |_| {}).await;
+    }
+}
+
+/// A gateway stopped cleanly saves its transaction indexes as it stops (here only
+/// then: `txn_index_checkpoint_ms=0`), so the one started on the same store answers the
+/// last stable offset from the saved index: no read of the log, where without it the
+/// first one read the whole partition. Its appends then keep the restored index: the
+/// open transaction's commit moves the last stable offset with no read either.
+async fn the_last_stable_offset_after_a_restart_reads_no_log(store: Store) {
+    let settings = [("txn_index_checkpoint_ms", "0")];
+    if let Some(gw) = Gateway::process_on(store, &settings) {
+        let restart = |gw: &mut Gateway| {
+            assert!(gw.terminate().success(), "the gateway stopped cleanly");
+            gw.restart_after_kill();
+        };
+        stable_offsets_read_no_log(gw, "txn-lso-restart", restart).await;
+    }
+}
+
+/// Writes `topic` a committed transaction and leaves one open, hands the gateway to
+/// `meanwhile`, then expects the last stable offset where the open transaction began,
+/// and after its commit past its marker, with no read of the log for either.
+async fn stable_offsets_read_no_log(
+    mut gw: Gateway,
+    topic: &str,
+    meanwhile: impl FnOnce(&mut Gateway),
+) {
+    let bootstrap = gw.bootstrap();
+    create_topic(&bootstrap, topic, 1, &[]).await;
+    let producer = txn_producer(&bootstrap, &format!("{topic}-producer"), 60_000);
     producer.begin_transaction().unwrap();
-    send(&producer, TOPIC, 1, &values("committed-", 300));
+    send(&producer, topic, 1, &values("committed-", 300));
     producer
         .commit_transaction(Duration::from_secs(30))
         .unwrap();
     producer.begin_transaction().unwrap();
     let open = values("open-", 20);
-    send(&producer, TOPIC, 1, &open);
-    let (_, high) = watermarks("read_uncommitted");
-    let before = read_bytes();
+    send(&producer, topic, 1, &open);
+    let (_, high) = watermarks(&bootstrap, topic, "read_uncommitted");
+    meanwhile(&mut gw);
+    let before = read_bytes(&gw);
     assert_eq!(
-        watermarks("read_committed"),
+        watermarks(&bootstrap, topic, "read_committed"),
         (0, high - open.len() as i64),
         "the last stable offset is where the open transaction began"
     );
@@ -259,11 +286,11 @@ async fn the_last_stable_offset_of_a_partition_written_here_reads_no_log(store: 
         .commit_transaction(Duration::from_secs(30))
         .unwrap();
     assert_eq!(
-        watermarks("read_committed"),
+        watermarks(&bootstrap, topic, "read_committed"),
         (0, high + 1),
         "after its commit marker"
     );
-    assert_eq!(read_bytes() - before, 0.0, "bytes the store read");
+    assert_eq!(read_bytes(&gw) - before, 0.0, "bytes the store read");
 }
 
 /// The partition's watermarks as a consumer at `isolation` asks for them (ListOffsets).
@@ -281,48 +308,6 @@ fn read_bytes(gw: &Gateway) -> f64 {
     let scrape = Scrape::take(gw.admin);
     let name = "iggy_kafka_gateway_backend_read_bytes_total";
     scrape.sum(name, &[("call", "read")]) + scrape.sum(name, &[("call", "read_headers")])
-}
-
-/// A gateway stopped cleanly saves its transaction indexes as it stops (here only
-/// then: `txn_index_checkpoint_ms=0`), so the one started on the same store answers the
-/// last stable offset from the saved index: no read of the log, where without it the
-/// first one read the whole partition. Its appends then keep the restored index: the
-/// open transaction's commit moves the last stable offset with no read either.
-async fn the_last_stable_offset_after_a_restart_reads_no_log(store: Store) {
-    const TOPIC: &str = "txn-lso-restart";
-    let settings = [("txn_index_checkpoint_ms", "0")];
-    let Some(mut gw) = Gateway::process_on(store, &settings) else {
-        return;
-    };
-    let bootstrap = gw.bootstrap();
-    create_topic(&bootstrap, TOPIC, 1, &[]).await;
-    let producer = txn_producer(&bootstrap, &format!("{TOPIC}-producer"), 60_000);
-    producer.begin_transaction().unwrap();
-    send(&producer, TOPIC, 1, &values("committed-", 300));
-    producer
-        .commit_transaction(Duration::from_secs(30))
-        .unwrap();
-    producer.begin_transaction().unwrap();
-    let open = values("open-", 20);
-    send(&producer, TOPIC, 1, &open);
-    let (_, high) = watermarks(&bootstrap, TOPIC, "read_uncommitted");
-    assert!(gw.terminate().success(), "the gateway stopped cleanly");
-    gw.restart_after_kill();
-    let before = read_bytes(&gw);
-    assert_eq!(
-        watermarks(&bootstrap, TOPIC, "read_committed"),
-        (0, high - open.len() as i64),
-        "the last stable offset is where the open transaction began"
-    );
-    producer
-        .commit_transaction(Duration::from_secs(30))
-        .unwrap();
-    assert_eq!(
-        watermarks(&bootstrap, TOPIC, "read_committed"),
-        (0, high + 1),
-        "after its commit marker"
-    );
-    assert_eq!(read_bytes(&gw) - before, 0.0, "bytes the store read");
 }
 
 /// A gateway killed keeps what it saved last (every `txn_index_checkpoint_ms`): the
