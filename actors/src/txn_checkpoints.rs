@@ -139,8 +139,9 @@ impl TxnCheckpointer {
         )
     }
 
-    /// Deletes the entries under `prefix` (a topic's, or one key) from the table.
-    fn delete(&mut self, prefix: String) -> ResponseActFuture<Self, StoreResult<()>> {
+    /// Deletes every checkpoint of topic `id`, whoever saved it.
+    fn delete_topic(&mut self, id: &Uuid) -> ResponseActFuture<Self, StoreResult<()>> {
+        let prefix = topic_prefix(id);
         self.saved.retain(|k, _| !k.starts_with(&prefix));
         let meta = self.meta.clone();
         Box::pin(
@@ -190,7 +191,7 @@ impl Handler<TopicsNow> for TxnCheckpointer {
             .collect();
         self.ids = msg.0;
         for id in gone {
-            ctx.wait(self.delete(topic_prefix(&id)).map(move |deleted, _, _| {
+            ctx.wait(self.delete_topic(&id).map(move |deleted, _, _| {
                 if let Err(e) = deleted {
                     tracing::warn!(topic_id = %id, error = %e, "cannot delete a deleted topic's transaction index checkpoints");
                 }
@@ -240,7 +241,10 @@ impl Handler<Forget> for TxnCheckpointer {
             return;
         };
         let key = key(id, tp.partition);
-        ctx.wait(self.delete(key).map(move |deleted, _, _| {
+        self.saved.remove(&key);
+        let meta = self.meta.clone();
+        let deleted = async move { meta.delete(TABLE, vec![key]).await }.into_actor(self);
+        ctx.wait(deleted.map(move |deleted, _, _| {
             if let Err(e) = deleted {
                 tracing::warn!(%tp, error = %e, "cannot delete a compacted partition's transaction index checkpoint");
             }
