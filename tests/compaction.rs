@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
 use crate::support;
+use support::admin::Scrape;
 use support::describe::stored_bytes;
 use support::kafka::{admin, create_topic, read_to_end};
 use support::machine::Machine;
@@ -27,7 +29,8 @@ use support::{on_every_store, Gateway, Store};
 
 on_every_store!(
     a_compacted_topic_keeps_the_latest_value_of_each_key,
-    transactions_compact_to_the_latest_committed_value
+    transactions_compact_to_the_latest_committed_value,
+    a_pass_deletes_the_partitions_transaction_index_checkpoint
 );
 
 const KEYS: usize = 50;
@@ -398,4 +401,81 @@ fn transactions_compact_to_the_latest_committed_value(store: Store) {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+}
+
+/// A pass that removed records deletes the partition's saved transaction index
+/// checkpoint (`txn_checkpoints.rs`). Saved here while a transaction was open, one
+/// would otherwise outlive the abort marker the passes remove once none of its records
+/// is left: a gateway starting from it would wait for that marker for good, its last
+/// stable offset held at the transaction's start.
+fn a_pass_deletes_the_partitions_transaction_index_checkpoint(store: Store) {
+    let Some(mut gw) = Gateway::process_on(store, &[("txn_index_checkpoint_ms", "0")]) else {
+        return;
+    };
+    let b = gw.bootstrap();
+    let topic = "compacted-checkpoint";
+    runtime().block_on(create_topic(&b, topic, 1, COMPACTED));
+    let limit = Duration::from_secs(30);
+    let producer = |id: &str| {
+        let p: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+            .set("bootstrap.servers", &b)
+            .set("transactional.id", id)
+            .set("linger.ms", "0")
+            .create()
+            .expect("producer");
+        p.init_transactions(limit).expect("init");
+        p
+    };
+    let send_all = |p: &ThreadedProducer<DefaultProducerContext>, round| {
+        for k in 0..KEYS {
+            let (key, value) = (key(k), value(k, round));
+            let record = BaseRecord::<str, str>::to(topic)
+                .partition(0)
+                .key(&key)
+                .payload(&value);
+            p.send(record).map_err(|(e, _)| e).expect("queued");
+        }
+        p.flush(limit).expect("delivered");
+    };
+    let p = producer("compacted-checkpoint");
+    p.begin_transaction().expect("begin");
+    send_all(&p, 0);
+    let watermarks = |isolation: &str| {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &b)
+            .set("isolation.level", isolation)
+            .create()
+            .unwrap();
+        (consumer.fetch_watermarks(topic, 0, limit)).unwrap()
+    };
+    assert_eq!(watermarks("read_committed").1, 0, "the transaction is open");
+    // Saved as the gateway stops, with the transaction open.
+    assert!(gw.terminate().success(), "the gateway stopped cleanly");
+    gw.restart_after_kill();
+    p.abort_transaction(limit).expect("abort");
+    // Another producer's: a marker of the first producer's would end its open
+    // transaction in the restored index, whatever the checkpoint said.
+    let other = producer("compacted-checkpoint-other");
+    other.begin_transaction().expect("begin");
+    send_all(&other, 1);
+    other.commit_transaction(limit).expect("commit");
+    let (_, high) = watermarks("read_uncommitted");
+    // Passes until the abort marker's `delete.retention.ms` (1 s) is long past.
+    gw.restart_with("compaction_interval_ms", Some("100"));
+    let passes = || Scrape::take(gw.admin).sum("iggy_kafka_gateway_compaction_passes_total", &[]);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) || passes() < 2.0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{} passes",
+            passes()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    gw.restart_after_kill();
+    assert_eq!(
+        watermarks("read_committed").1,
+        high,
+        "the last stable offset, read committed"
+    );
 }
