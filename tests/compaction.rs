@@ -360,14 +360,7 @@ fn transactions_compact_to_the_latest_committed_value(store: Store) {
     let aborted = |round: usize| round % 3 == 2;
     for round in 0..rounds {
         p.begin_transaction().expect("begin");
-        for k in 0..KEYS {
-            let (key, value) = (key(k), value(k, round));
-            let record = BaseRecord::<str, str>::to(topic)
-                .partition(0)
-                .key(&key)
-                .payload(&value);
-            p.send(record).map_err(|(e, _)| e).expect("queued");
-        }
+        send_round(&p, topic, round);
         match aborted(round) {
             true => {
                 p.flush(limit).expect("delivered");
@@ -403,6 +396,18 @@ fn transactions_compact_to_the_latest_committed_value(store: Store) {
     }
 }
 
+/// Queues every key's value of `round` to partition 0 of `topic`.
+fn send_round(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, round: usize) {
+    for k in 0..KEYS {
+        let (key, value) = (key(k), value(k, round));
+        let record = BaseRecord::<str, str>::to(topic)
+            .partition(0)
+            .key(&key)
+            .payload(&value);
+        p.send(record).map_err(|(e, _)| e).expect("queued");
+    }
+}
+
 /// A pass that removed records deletes the partition's saved transaction index
 /// checkpoint (`txn_checkpoints.rs`). Saved here while a transaction was open, one
 /// would otherwise outlive the abort marker the passes remove once none of its records
@@ -427,14 +432,7 @@ fn a_pass_deletes_the_partitions_transaction_index_checkpoint(store: Store) {
         p
     };
     let send_all = |p: &ThreadedProducer<DefaultProducerContext>, round| {
-        for k in 0..KEYS {
-            let (key, value) = (key(k), value(k, round));
-            let record = BaseRecord::<str, str>::to(topic)
-                .partition(0)
-                .key(&key)
-                .payload(&value);
-            p.send(record).map_err(|(e, _)| e).expect("queued");
-        }
+        send_round(p, topic, round);
         p.flush(limit).expect("delivered");
     };
     let p = producer("compacted-checkpoint");

@@ -28,7 +28,7 @@ use crate::store::meta::{Change, Meta};
 use crate::store::{StoreResult, TopicPartition};
 use crate::txn_index::{Checkpoint, TxnIndexes};
 
-pub const TABLE: &str = "txn_index";
+const TABLE: &str = "txn_index";
 
 /// Most entries one write carries: a write is one Iggy message on Iggy.
 const WRITE_ENTRIES: usize = 1_000;
@@ -42,7 +42,7 @@ fn topic_prefix(id: &Uuid) -> String {
     format!("{id}/")
 }
 
-pub fn encode(cp: &Checkpoint) -> Bytes {
+fn encode(cp: &Checkpoint) -> Bytes {
     let mut out = BytesMut::with_capacity(16 + 18 * cp.open.len() + 10 * cp.marked.len());
     out.put_i64(cp.at);
     out.put_u32(cp.open.len() as u32);
@@ -59,7 +59,7 @@ pub fn encode(cp: &Checkpoint) -> Bytes {
     out.freeze()
 }
 
-pub fn decode(mut v: &[u8]) -> Option<Checkpoint> {
+fn decode(mut v: &[u8]) -> Option<Checkpoint> {
     let at = v.try_get_i64().ok()?;
     let n = v.try_get_u32().ok()? as usize;
     let open = (0..n)
@@ -107,12 +107,10 @@ impl TxnCheckpointer {
     /// many it wrote.
     fn save(&mut self) -> ResponseActFuture<Self, StoreResult<usize>> {
         let (ids, saved) = (&self.ids, &self.saved);
-        let key_of = |tp: &TopicPartition| Some(key(ids.get(&tp.topic)?, tp.partition));
-        let due: Vec<(String, Checkpoint)> = (self.txns)
-            .checkpoints(|tp, at| key_of(tp).is_some_and(|k| saved.get(&k) != Some(&at)))
-            .into_iter()
-            .filter_map(|(tp, cp)| Some((key_of(&tp)?, cp)))
-            .collect();
+        let due = self.txns.checkpoints(|tp, at| {
+            let key = key(ids.get(&tp.topic)?, tp.partition);
+            (saved.get(&key) != Some(&at)).then_some(key)
+        });
         let meta = self.meta.clone();
         Box::pin(
             async move {

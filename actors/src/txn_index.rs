@@ -242,17 +242,20 @@ impl TxnIndexes {
             .or_insert_with(fresh);
     }
 
-    /// The checkpoint of each index read from the log start that `due` takes, given
-    /// its partition and how far it has read.
-    pub fn checkpoints(
+    /// The checkpoint of each index read from the log start that `due` names (by a
+    /// key of its own), given its partition and how far it has read.
+    pub fn checkpoints<K>(
         &self,
-        mut due: impl FnMut(&TopicPartition, i64) -> bool,
-    ) -> Vec<(TopicPartition, Checkpoint)> {
+        mut due: impl FnMut(&TopicPartition, i64) -> Option<K>,
+    ) -> Vec<(K, Checkpoint)> {
         let all = self.partitions.read();
         (all.iter())
             .filter_map(|(tp, p)| {
                 let p = p.lock();
-                (p.whole && due(tp, p.scanned)).then(|| (tp.clone(), p.checkpoint()))
+                if !p.whole {
+                    return None;
+                }
+                Some((due(tp, p.scanned)?, p.checkpoint()))
             })
             .collect()
     }
